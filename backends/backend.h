@@ -1,0 +1,131 @@
+/* backend.h: the one contract between hvupdater's hook logic (src/) and a hypervisor.
+ *
+ * A backend observes a VM, says which of its hardware fields can change live, performs one
+ * step at a time, and stores hvupdater's operation record on the VM itself. It never parses
+ * a CAPI request and never decides policy: src/engine.c does that from what backends report.
+ *
+ * Ownership: a backend instance is created by its constructor (see the backend's own header)
+ * and freed with ops->free. Every out-struct here is caller-owned plain data (fixed arrays,
+ * no heap pointers) unless a comment says otherwise; strings are NUL-terminated.
+ * Thread safety: every op may be called from several threads at once; the backend serialises
+ * what it must. act() may block for seconds (it runs on an engine worker, never in a hook).
+ */
+#ifndef HV_BACKEND_H
+#define HV_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define HV_NAME_MAX   256
+#define HV_MSG_MAX    512
+#define HV_RECORD_MAX 4096
+
+/* Stable error codes: each maps to one stable message in the engine's catalog. Raw
+ * hypervisor text goes to logs only (hv_err.detail), never into a CAPI answer. */
+enum hv_errcode {
+    HV_OK = 0,
+    HV_E_NOT_FOUND,       /* the VM does not exist on any host we serve */
+    HV_E_UNREACHABLE,     /* host / vCenter cannot be reached or refused the session */
+    HV_E_AUTH,            /* credentials refused */
+    HV_E_INVALID_STATE,   /* the VM's power state forbids the step */
+    HV_E_BUSY,            /* another task / concurrent change holds the VM */
+    HV_E_UNSUPPORTED,     /* the hypervisor cannot do this (no slots, above maximum, ...) */
+    HV_E_RESOURCES,       /* host lacks memory/CPU */
+    HV_E_TIMEOUT,         /* a call or a wait ran out of time */
+    HV_E_INTERNAL,        /* anything else */
+};
+
+struct hv_err {
+    enum hv_errcode code;
+    char detail[HV_MSG_MAX]; /* raw text for logs only; may hold hypervisor wording */
+};
+
+/* How a VM is found: filled by src/ from the kind profile's identity rule. */
+struct hv_vm_ref {
+    char server[HV_NAME_MAX]; /* libvirt URI or vCenter name; "" = any configured host */
+    char uuid[64];            /* domain UUID / BIOS UUID; "" when unknown */
+    char name[HV_NAME_MAX];   /* domain / VM name; fallback when uuid is "" */
+};
+
+enum hv_power { HV_POWER_UNKNOWN = 0, HV_POWER_ON, HV_POWER_OFF, HV_POWER_PAUSED };
+
+/* Hardware values hvupdater can change. A field < 0 means "not set / not known". */
+struct hv_hw {
+    int64_t memory_mib;
+    int32_t cpus;
+    int32_t cores_per_socket;
+};
+
+/* What a backend sees of one VM right now. */
+struct hv_vm_obs {
+    bool found;
+    enum hv_power power;
+    struct hv_hw hw;          /* what the hypervisor reports as live (running) values */
+    struct hv_hw config;      /* persistent/next-boot values (== hw when the backend has one) */
+    char id[64];              /* hypervisor's run identity (libvirt domain ID, vSphere moref) */
+    char host[HV_NAME_MAX];   /* the host/server the VM was found on */
+    char record[HV_RECORD_MAX]; /* hvupdater's operation record stored on the VM ("" = none) */
+    bool tools_running;       /* a guest agent / VMware Tools answers */
+    bool busy;                /* a hypervisor task is still running on the VM */
+};
+
+/* How one field can change on this VM now. */
+enum hv_how { HV_HOW_NONE = 0, HV_HOW_LIVE, HV_HOW_COLD, HV_HOW_IMPOSSIBLE };
+
+struct hv_field_plan {
+    enum hv_how how;
+    char method[64];          /* e.g. "virtio-mem", "dimm", "balloon", "hot-add", "vcpu hot-plug" */
+    char reason[HV_MSG_MAX];  /* stable text: why cold/impossible (no raw hypervisor text) */
+};
+
+enum hv_field { HV_F_MEMORY = 0, HV_F_CPUS, HV_F_CORES, HV_F_COUNT };
+
+/* One step the engine asks a backend to take. */
+enum hv_step_kind {
+    HV_STEP_LIVE_MEMORY = 1, /* grow memory live by plan[HV_F_MEMORY].method */
+    HV_STEP_LIVE_CPUS,       /* grow vCPUs live */
+    HV_STEP_SHUTDOWN,        /* ask the guest to shut down (ACPI / agent / VMware Tools) */
+    HV_STEP_POWER_OFF,       /* hard power-off */
+    HV_STEP_RECONFIGURE,     /* VM is off: write desired hardware to its configuration */
+    HV_STEP_POWER_ON,        /* start the VM */
+};
+
+struct hv_step {
+    enum hv_step_kind kind;
+    struct hv_hw desired;     /* full desired hardware; fields < 0 stay as they are */
+    char method[64];          /* the method chosen by plan() for live steps */
+    int timeout_ms;           /* bound for the hypervisor call itself */
+};
+
+struct hv_backend;
+
+struct hv_backend_ops {
+    const char *name; /* "libvirt", "vsphere", ... (matches the profile's backend) */
+    /* true when this backend holds a connection (or config) able to reach ref's server. */
+    bool (*serves)(struct hv_backend *b, const struct hv_vm_ref *ref);
+    /* Find and observe the VM. A missing VM is obs->found = false with HV_OK. */
+    int (*observe)(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                   struct hv_err *err);
+    /* For each field that differs between obs and desired, say live, cold or impossible on
+     * this VM now. Fields not differing are HV_HOW_NONE. May re-read the VM (it runs on a
+     * worker or within a bounded hook-side probe), and must answer within a few seconds. */
+    int (*plan)(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
+                const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
+                struct hv_err *err);
+    /* Take one step; may block up to step->timeout_ms. Success means "accepted": the engine
+     * verifies by observing afterwards. */
+    int (*act)(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *step,
+               struct hv_err *err);
+    /* Store (record != "") or clear (record == "") the operation record on the VM. */
+    int (*write_record)(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
+                        struct hv_err *err);
+    void (*free)(struct hv_backend *b);
+};
+
+struct hv_backend {
+    const struct hv_backend_ops *ops;
+    void *priv; /* backend-owned state */
+};
+
+#endif
