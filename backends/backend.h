@@ -25,15 +25,15 @@
  * hypervisor text goes to logs only (hv_err.detail), never into a CAPI answer. */
 enum hv_errcode {
     HV_OK = 0,
-    HV_E_NOT_FOUND,       /* the VM does not exist on any host we serve */
-    HV_E_UNREACHABLE,     /* host / vCenter cannot be reached or refused the session */
-    HV_E_AUTH,            /* credentials refused */
-    HV_E_INVALID_STATE,   /* the VM's power state forbids the step */
-    HV_E_BUSY,            /* another task / concurrent change holds the VM */
-    HV_E_UNSUPPORTED,     /* the hypervisor cannot do this (no slots, above maximum, ...) */
-    HV_E_RESOURCES,       /* host lacks memory/CPU */
-    HV_E_TIMEOUT,         /* a call or a wait ran out of time */
-    HV_E_INTERNAL,        /* anything else */
+    HV_E_NOT_FOUND,     /* the VM does not exist on any host we serve */
+    HV_E_UNREACHABLE,   /* host / vCenter cannot be reached or refused the session */
+    HV_E_AUTH,          /* credentials refused */
+    HV_E_INVALID_STATE, /* the VM's power state forbids the step */
+    HV_E_BUSY,          /* another task / concurrent change holds the VM */
+    HV_E_UNSUPPORTED,   /* the hypervisor cannot do this (no slots, above maximum, ...) */
+    HV_E_RESOURCES,     /* host lacks memory/CPU */
+    HV_E_TIMEOUT,       /* a call or a wait ran out of time */
+    HV_E_INTERNAL,      /* anything else */
 };
 
 struct hv_err {
@@ -61,13 +61,13 @@ struct hv_hw {
 struct hv_vm_obs {
     bool found;
     enum hv_power power;
-    struct hv_hw hw;          /* what the hypervisor reports as live (running) values */
-    struct hv_hw config;      /* persistent/next-boot values (== hw when the backend has one) */
-    char id[64];              /* hypervisor's run identity (libvirt domain ID, vSphere moref) */
-    char host[HV_NAME_MAX];   /* the host/server the VM was found on */
+    struct hv_hw hw;            /* what the hypervisor reports as live (running) values */
+    struct hv_hw config;        /* persistent/next-boot values (== hw when the backend has one) */
+    char id[64];                /* hypervisor's run identity (libvirt domain ID, vSphere moref) */
+    char host[HV_NAME_MAX];     /* the host/server the VM was found on */
     char record[HV_RECORD_MAX]; /* hvupdater's operation record stored on the VM ("" = none) */
-    bool tools_running;       /* a guest agent / VMware Tools answers */
-    bool busy;                /* a hypervisor task is still running on the VM */
+    bool tools_running;         /* a guest agent / VMware Tools answers */
+    bool busy;                  /* a hypervisor task is still running on the VM */
 };
 
 /* How one field can change on this VM now. */
@@ -75,8 +75,8 @@ enum hv_how { HV_HOW_NONE = 0, HV_HOW_LIVE, HV_HOW_COLD, HV_HOW_IMPOSSIBLE };
 
 struct hv_field_plan {
     enum hv_how how;
-    char method[64];          /* e.g. "virtio-mem", "dimm", "balloon", "hot-add", "vcpu hot-plug" */
-    char reason[HV_MSG_MAX];  /* stable text: why cold/impossible (no raw hypervisor text) */
+    char method[64];         /* e.g. "virtio-mem", "dimm", "balloon", "hot-add", "vcpu hot-plug" */
+    char reason[HV_MSG_MAX]; /* stable text: why cold/impossible (no raw hypervisor text) */
 };
 
 enum hv_field { HV_F_MEMORY = 0, HV_F_CPUS, HV_F_CORES, HV_F_COUNT };
@@ -93,9 +93,9 @@ enum hv_step_kind {
 
 struct hv_step {
     enum hv_step_kind kind;
-    struct hv_hw desired;     /* full desired hardware; fields < 0 stay as they are */
-    char method[64];          /* the method chosen by plan() for live steps */
-    int timeout_ms;           /* bound for the hypervisor call itself */
+    struct hv_hw desired; /* full desired hardware; fields < 0 stay as they are */
+    char method[64];      /* the method chosen by plan() for live steps */
+    int timeout_ms;       /* bound for the hypervisor call itself */
 };
 
 struct hv_backend;

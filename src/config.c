@@ -1,0 +1,302 @@
+/* config.c: load and strictly validate the config file. Unknown keys are errors, so a typo
+ * never silently turns a policy off. Defaults mirror schemas/config.json. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CONFIG_BYTES (1024 * 1024)
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
+void hv_config_default(struct hv_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->max_body = 4u << 20;
+    c->handler_timeout_s = 10;
+    hv_settings_default(&c->defaults);
+    c->engine.workers = 4;
+    c->engine.max_power_cycles = 4;
+    c->engine.max_power_cycles_per_host = 1;
+    c->engine.step_timeout_s = 300;
+    c->libvirt_uris = calloc(1, sizeof(char *));
+    if (!c->libvirt_uris)
+        abort();
+    c->libvirt_uris[0] = xstrdup("test:///default");
+    c->n_libvirt_uris = 1;
+    c->keepalive_interval_s = 5;
+    c->keepalive_count = 3;
+    hv_profiles_builtin(&c->profiles);
+}
+
+void hv_config_free(struct hv_config *c)
+{
+    free(c->listen);
+    for (size_t k = 0; k < c->n_libvirt_uris; k++)
+        free(c->libvirt_uris[k]);
+    free(c->libvirt_uris);
+    for (size_t k = 0; k < c->n_vsphere; k++) {
+        struct hv_vsphere_cfg *v = &c->vsphere[k];
+        free(v->name);
+        free(v->url);
+        free(v->username_file);
+        free(v->password_file);
+        free(v->thumbprint);
+        free(v->ca_file);
+    }
+    free(c->vsphere);
+    hv_profiles_free(&c->profiles);
+    memset(c, 0, sizeof(*c));
+}
+
+static int check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
+                      size_t errlen)
+{
+    if (!o || o->type != HJ_OBJECT) {
+        snprintf(err, errlen, "%s must be an object", where);
+        return -1;
+    }
+    for (size_t k = 0; k < o->n; k++) {
+        const char *const *a;
+        for (a = allowed; *a && strcmp(*a, o->keys[k]); a++)
+            ;
+        if (!*a) {
+            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int int_member(const hj *o, const char *where, const char *key, long lo, long hi, long *out,
+                      char *err, size_t errlen)
+{
+    const hj *v = hj_get(o, key);
+    if (!v)
+        return 0;
+    if (v->type != HJ_INT || v->i < lo || v->i > hi) {
+        snprintf(err, errlen, "%s.%s must be an integer from %ld to %ld", where, key, lo, hi);
+        return -1;
+    }
+    *out = (long)v->i;
+    return 0;
+}
+
+static int int_into(const hj *o, const char *where, const char *key, long lo, long hi, int *dst,
+                    char *err, size_t errlen)
+{
+    long v = *dst;
+    if (int_member(o, where, key, lo, hi, &v, err, errlen) < 0)
+        return -1;
+    *dst = (int)v;
+    return 0;
+}
+
+static int str_dup_member(const hj *o, const char *where, const char *key, bool required,
+                          char **dst, char *err, size_t errlen)
+{
+    const hj *v = hj_get(o, key);
+    if (!v && !required)
+        return 0;
+    if (!v || v->type != HJ_STRING || v->slen == 0 || strlen(v->s) != v->slen) {
+        snprintf(err, errlen, "%s.%s must be a non-empty string", where, key);
+        return -1;
+    }
+    free(*dst);
+    *dst = xstrdup(v->s);
+    return 0;
+}
+
+static int parse_defaults(struct hv_config *c, const hj *d, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"powerCycle",
+                                       "onUncoverable",
+                                       "powerOffMode",
+                                       "liveTimeoutSeconds",
+                                       "shutdownTimeoutSeconds",
+                                       "deadlineSeconds",
+                                       NULL};
+    if (check_keys(d, "defaults", keys, err, errlen) < 0)
+        return -1;
+    char e[256];
+    if (hv_settings_apply(&c->defaults, d, e, sizeof(e)) < 0) {
+        snprintf(err, errlen, "defaults: %s", e);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_engine(struct hv_config *c, const hj *e, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"workers",
+                                       "maxConcurrentPowerCycles",
+                                       "maxPowerCyclesPerHost",
+                                       "stepTimeoutSeconds",
+                                       "liveTimeoutSeconds",
+                                       "shutdownTimeoutSeconds",
+                                       "deadlineSeconds",
+                                       NULL};
+    if (check_keys(e, "engine", keys, err, errlen) < 0)
+        return -1;
+    return int_into(e, "engine", "workers", 1, 64, &c->engine.workers, err, errlen) < 0 ||
+                   int_into(e, "engine", "maxConcurrentPowerCycles", 1, 1000,
+                            &c->engine.max_power_cycles, err, errlen) < 0 ||
+                   int_into(e, "engine", "maxPowerCyclesPerHost", 1, 1000,
+                            &c->engine.max_power_cycles_per_host, err, errlen) < 0 ||
+                   int_into(e, "engine", "stepTimeoutSeconds", 1, 86400, &c->engine.step_timeout_s,
+                            err, errlen) < 0 ||
+                   int_into(e, "engine", "liveTimeoutSeconds", 1, 86400,
+                            &c->defaults.live_timeout_s, err, errlen) < 0 ||
+                   int_into(e, "engine", "shutdownTimeoutSeconds", 1, 86400,
+                            &c->defaults.shutdown_timeout_s, err, errlen) < 0 ||
+                   int_into(e, "engine", "deadlineSeconds", 1, 604800, &c->defaults.deadline_s, err,
+                            errlen) < 0
+               ? -1
+               : 0;
+}
+
+static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"uris", "keepaliveIntervalSeconds", "keepaliveCount", NULL};
+    if (check_keys(l, "libvirt", keys, err, errlen) < 0)
+        return -1;
+    const hj *uris = hj_get(l, "uris");
+    if (uris) {
+        if (uris->type != HJ_ARRAY || uris->n == 0 || uris->n > 1024) {
+            snprintf(err, errlen, "libvirt.uris must be an array of 1 to 1024 URIs");
+            return -1;
+        }
+        for (size_t k = 0; k < uris->n; k++) {
+            const hj *u = uris->items[k];
+            if (u->type != HJ_STRING || u->slen == 0 || !strstr(u->s, "://")) {
+                snprintf(err, errlen, "libvirt.uris[%zu] must be a libvirt URI", k);
+                return -1;
+            }
+        }
+        for (size_t k = 0; k < c->n_libvirt_uris; k++)
+            free(c->libvirt_uris[k]);
+        free(c->libvirt_uris);
+        c->libvirt_uris = calloc(uris->n, sizeof(char *));
+        if (!c->libvirt_uris)
+            abort();
+        for (size_t k = 0; k < uris->n; k++)
+            c->libvirt_uris[k] = xstrdup(uris->items[k]->s);
+        c->n_libvirt_uris = uris->n;
+    }
+    return int_into(l, "libvirt", "keepaliveIntervalSeconds", 1, 3600, &c->keepalive_interval_s,
+                    err, errlen) < 0 ||
+                   int_into(l, "libvirt", "keepaliveCount", 1, 100, &c->keepalive_count, err,
+                            errlen) < 0
+               ? -1
+               : 0;
+}
+
+static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"servers", NULL};
+    static const char *const skeys[] = {
+        "name",       "url",    "usernameFile",       "passwordFile",
+        "thumbprint", "caFile", "insecureSkipVerify", NULL};
+    if (check_keys(v, "vsphere", keys, err, errlen) < 0)
+        return -1;
+    const hj *servers = hj_get(v, "servers");
+    if (!servers)
+        return 0;
+    if (servers->type != HJ_ARRAY || servers->n > 256) {
+        snprintf(err, errlen, "vsphere.servers must be an array of at most 256");
+        return -1;
+    }
+    c->vsphere = calloc(servers->n ? servers->n : 1, sizeof(*c->vsphere));
+    if (!c->vsphere)
+        abort();
+    for (size_t k = 0; k < servers->n; k++) {
+        const hj *s = servers->items[k];
+        struct hv_vsphere_cfg *d = &c->vsphere[k];
+        char where[64];
+        snprintf(where, sizeof(where), "vsphere.servers[%zu]", k);
+        c->n_vsphere = k + 1;
+        if (check_keys(s, where, skeys, err, errlen) < 0 ||
+            str_dup_member(s, where, "name", true, &d->name, err, errlen) < 0 ||
+            str_dup_member(s, where, "url", true, &d->url, err, errlen) < 0 ||
+            str_dup_member(s, where, "usernameFile", false, &d->username_file, err, errlen) < 0 ||
+            str_dup_member(s, where, "passwordFile", true, &d->password_file, err, errlen) < 0 ||
+            str_dup_member(s, where, "thumbprint", false, &d->thumbprint, err, errlen) < 0 ||
+            str_dup_member(s, where, "caFile", false, &d->ca_file, err, errlen) < 0)
+            return -1;
+        if (strncmp(d->url, "https://", 8)) {
+            snprintf(err, errlen, "%s.url must start with https://", where);
+            return -1;
+        }
+        const hj *ins = hj_get(s, "insecureSkipVerify");
+        if (ins && ins->type != HJ_BOOL) {
+            snprintf(err, errlen, "%s.insecureSkipVerify must be a boolean", where);
+            return -1;
+        }
+        d->insecure_skip_verify = ins && ins->b;
+    }
+    return 0;
+}
+
+int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"listen",   "maxBodyBytes", "handlerTimeoutSeconds",
+                                       "defaults", "engine",       "libvirt",
+                                       "vsphere",  "profiles",     "$schema",
+                                       NULL};
+    char e[256];
+    hj *doc = hj_parse(text, len, e, sizeof(e));
+    if (!doc) {
+        snprintf(err, errlen, "config: %s", e);
+        return -1;
+    }
+    int rc = -1;
+    long v = (long)c->max_body;
+    if (check_keys(doc, "config", keys, err, errlen) < 0 ||
+        str_dup_member(doc, "config", "listen", false, &c->listen, err, errlen) < 0 ||
+        int_member(doc, "config", "maxBodyBytes", 1024, 64L << 20, &v, err, errlen) < 0 ||
+        int_into(doc, "config", "handlerTimeoutSeconds", 1, 30, &c->handler_timeout_s, err,
+                 errlen) < 0)
+        goto out;
+    c->max_body = (size_t)v;
+    if ((hj_get(doc, "defaults") && parse_defaults(c, hj_get(doc, "defaults"), err, errlen) < 0) ||
+        (hj_get(doc, "engine") && parse_engine(c, hj_get(doc, "engine"), err, errlen) < 0) ||
+        (hj_get(doc, "libvirt") && parse_libvirt(c, hj_get(doc, "libvirt"), err, errlen) < 0) ||
+        (hj_get(doc, "vsphere") && parse_vsphere(c, hj_get(doc, "vsphere"), err, errlen) < 0))
+        goto out;
+    if (hj_get(doc, "profiles") &&
+        hv_profiles_load(&c->profiles, hj_get(doc, "profiles"), err, errlen) < 0)
+        goto out;
+    rc = 0;
+out:
+    hj_free(doc);
+    return rc;
+}
+
+int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "config %s: cannot open", path);
+        return -1;
+    }
+    char *buf = malloc(MAX_CONFIG_BYTES + 1);
+    if (!buf)
+        abort();
+    size_t n = fread(buf, 1, MAX_CONFIG_BYTES + 1, f);
+    fclose(f);
+    if (n > MAX_CONFIG_BYTES) {
+        free(buf);
+        snprintf(err, errlen, "config %s: larger than 1 MiB", path);
+        return -1;
+    }
+    int rc = hv_config_parse(c, buf, n, err, errlen);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* config.h: hvupdater's config file (JSON, shape in schemas/config.json) and the embedded
+ * default used when no file is given. hv_config owns every string and array it holds. */
+#ifndef HV_CONFIG_H
+#define HV_CONFIG_H
+
+#include "profile.h"
+#include "settings.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct hv_engine_opts {
+    int workers;
+    int max_power_cycles; /* overall */
+    int max_power_cycles_per_host;
+    int step_timeout_s; /* one hypervisor call */
+};
+
+struct hv_vsphere_cfg {
+    char *name, *url, *username_file, *password_file, *thumbprint, *ca_file;
+    bool insecure_skip_verify;
+};
+
+struct hv_config {
+    char *listen; /* NULL: the CLI default */
+    size_t max_body;
+    int handler_timeout_s;
+    struct hv_settings defaults;
+    struct hv_engine_opts engine;
+    char **libvirt_uris;
+    size_t n_libvirt_uris;
+    int keepalive_interval_s, keepalive_count;
+    struct hv_vsphere_cfg *vsphere;
+    size_t n_vsphere;
+    struct hv_profiles profiles;
+};
+
+/* The embedded default: built-in profiles, libvirt's in-process test:///default driver. */
+void hv_config_default(struct hv_config *c);
+/* Parse a config document over the defaults. Returns 0, or -1 with a message naming the
+ * key. On failure *c is left valid (free it). */
+int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen);
+int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
+void hv_config_free(struct hv_config *c);
+
+#endif

@@ -1,0 +1,235 @@
+/* hooks.c: request checks and response building for discovery and the three in-place hooks.
+ * Every Failure message here is fixed text plus names from the request, so CAPI shows the
+ * same condition on every retry. Patches go out as base64 of their JSON text (Go []byte). */
+#include "hooks.h"
+#include "base64.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hook_names[] = {"Discovery", "CanUpdateMachine", "CanUpdateMachineSet",
+                                         "UpdateMachine"};
+static const char *const handler_names[] = {"", "can-update-machine", "can-update-machine-set",
+                                            "update-machine"};
+
+const char *hv_hook_name(enum hv_hook h)
+{
+    return hook_names[h];
+}
+
+const char *hv_hook_handler_name(enum hv_hook h)
+{
+    return handler_names[h];
+}
+
+static hj *response(enum hv_hook h, bool failure, const char *message)
+{
+    char kind[64];
+    hj *r = hj_new_object();
+    snprintf(kind, sizeof(kind), "%sResponse", hook_names[h]);
+    hj_obj_set_take(r, "apiVersion", hj_new_string(HV_HOOKS_API));
+    hj_obj_set_take(r, "kind", hj_new_string(kind));
+    hj_obj_set_take(r, "status", hj_new_string(failure ? "Failure" : "Success"));
+    if (message && message[0])
+        hj_obj_set_take(r, "message", hj_new_string(message));
+    return r;
+}
+
+static hj *discovery(const struct hv_hooks_ctx *ctx)
+{
+    hj *r = response(HV_HOOK_DISCOVERY, false, NULL);
+    hj *hs = hj_new_array();
+    for (int h = HV_HOOK_CAN_UPDATE_MACHINE; h < HV_HOOK_COUNT; h++) {
+        hj *e = hj_new_object(), *rh = hj_new_object();
+        hj_obj_set_take(e, "name", hj_new_string(handler_names[h]));
+        hj_obj_set_take(rh, "apiVersion", hj_new_string(HV_HOOKS_API));
+        hj_obj_set_take(rh, "hook", hj_new_string(hook_names[h]));
+        hj_obj_set_take(e, "requestHook", rh);
+        hj_obj_set_take(e, "timeoutSeconds", hj_new_int(ctx->timeout_s));
+        hj_obj_set_take(e, "failurePolicy", hj_new_string("Fail"));
+        hj_arr_push_take(hs, e);
+    }
+    hj_obj_set_take(r, "handlers", hs);
+    return r;
+}
+
+/* Check apiVersion/kind of the request; NULL when fine, else the Failure message. */
+static const char *check_envelope(enum hv_hook h, const hj *req, char *buf, size_t cap)
+{
+    const char *av = hj_get_str(req, "apiVersion"), *kind = hj_get_str(req, "kind");
+    char want[64];
+    snprintf(want, sizeof(want), "%sRequest", hook_names[h]);
+    if (!kind) {
+        snprintf(buf, cap, "request has no kind (want %s)", want);
+        return buf;
+    }
+    if (strcmp(kind, want)) {
+        snprintf(buf, cap, "request kind is not %s", want);
+        return buf;
+    }
+    if (av && strcmp(av, HV_HOOKS_API)) {
+        snprintf(buf, cap, "request apiVersion is not %s", HV_HOOKS_API);
+        return buf;
+    }
+    return NULL;
+}
+
+/* The object at req.<side>.<name>, or a message naming what is missing. */
+static const hj *need_obj(const hj *req, const char *side, const char *name, bool need_spec,
+                          char *buf, size_t cap, const char **msg)
+{
+    if (*msg)
+        return NULL;
+    const hj *s = hj_get(req, side);
+    if (!s || s->type != HJ_OBJECT) {
+        snprintf(buf, cap, "request has no %s", side);
+        *msg = buf;
+        return NULL;
+    }
+    const hj *o = hj_get(s, name);
+    if (!o || o->type != HJ_OBJECT) {
+        snprintf(buf, cap, "request has no %s.%s", side, name);
+        *msg = buf;
+        return NULL;
+    }
+    if (!hj_get_str(o, "kind") || !hj_get_str(o, "apiVersion")) {
+        snprintf(buf, cap, "%s.%s has no %s", side, name,
+                 hj_get_str(o, "kind") ? "apiVersion" : "kind");
+        *msg = buf;
+        return NULL;
+    }
+    const hj *spec = hj_get(o, "spec");
+    if (need_spec && (!spec || spec->type != HJ_OBJECT)) {
+        snprintf(buf, cap, "%s.%s has no spec", side, name);
+        *msg = buf;
+        return NULL;
+    }
+    return o;
+}
+
+static const hj *opt_obj(const hj *req, const char *side, const char *name)
+{
+    const hj *o = hj_get(hj_get(req, side), name);
+    return o && o->type == HJ_OBJECT ? o : NULL;
+}
+
+static void put_patch(hj *r, const char *field, const hj *ops)
+{
+    size_t len;
+    char *text = hj_dump(ops, &len);
+    char *b64 = hv_b64_encode(text, len);
+    hj *p = hj_new_object();
+    hj_obj_set_take(p, "patchType", hj_new_string("JSONPatch"));
+    hj_obj_set_take(p, "patch", hj_new_string(b64));
+    hj_obj_set_take(r, field, p);
+    free(b64);
+    free(text);
+}
+
+static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                      const struct hv_settings *s)
+{
+    bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
+    const char *infra = set ? "infrastructureMachineTemplate" : "infrastructureMachine";
+    const char *mach = set ? "machineSet" : "machine";
+    const char *boot = set ? "bootstrapConfigTemplate" : "bootstrapConfig";
+    char buf[300];
+    const char *msg = NULL;
+    const hj *des = need_obj(req, "desired", infra, true, buf, sizeof(buf), &msg);
+    const hj *cur = need_obj(req, "current", infra, true, buf, sizeof(buf), &msg);
+    if (msg)
+        return response(h, true, msg);
+    struct hv_plan_input in = {
+        .profiles = ctx->profiles,
+        .settings = s,
+        .machine_set = set,
+        .cur_machine = opt_obj(req, "current", mach),
+        .des_machine = opt_obj(req, "desired", mach),
+        .cur_infra = cur,
+        .des_infra = des,
+        .cur_boot = opt_obj(req, "current", boot),
+        .des_boot = opt_obj(req, "desired", boot),
+        .hooks = ctx->plan_hooks,
+    };
+    struct hv_coverage c;
+    hv_plan_coverage(&in, &c);
+    hj *r = response(h, c.failure, c.message);
+    if (c.infra_patch)
+        put_patch(r, set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
+                  c.infra_patch);
+    hv_coverage_free(&c);
+    return r;
+}
+
+static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
+                          const struct hv_settings *s)
+{
+    char buf[300];
+    const char *msg = NULL;
+    struct hv_update_result res;
+    memset(&res, 0, sizeof(res));
+    const hj *infra =
+        need_obj(req, "desired", "infrastructureMachine", true, buf, sizeof(buf), &msg);
+    const hj *machine = opt_obj(req, "desired", "machine");
+    const struct hv_profile *p = NULL;
+    struct hv_vm_ref ref;
+    struct hv_hw hw;
+    if (!msg) {
+        const char *av = hj_get_str(infra, "apiVersion"), *kind = hj_get_str(infra, "kind");
+        p = hv_profile_find(ctx->profiles, av, kind);
+        if (!p || p->is_template) {
+            snprintf(buf, sizeof(buf), "no hvupdater profile for %s %s", kind, av);
+            msg = buf;
+        }
+    }
+    if (!msg) {
+        char why[200];
+        if (hv_identity(p, machine, infra, &ref, why, sizeof(why)) < 0) {
+            snprintf(buf, sizeof(buf), "cannot find the VM: %s", why);
+            msg = buf;
+        }
+    }
+    if (!msg && !ctx->update) {
+        snprintf(buf, sizeof(buf), "no %s backend is configured in hvupdater", p->backend);
+        msg = buf;
+    }
+    if (msg) {
+        res.failure = true;
+        snprintf(res.message, sizeof(res.message), "%s", msg);
+    } else {
+        hv_desired_hw(p, infra, &hw);
+        ctx->update(ctx->update_ctx, p, &ref, &hw, s, &res);
+    }
+    hj *r = response(HV_HOOK_UPDATE_MACHINE, res.failure, res.message);
+    hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(res.failure ? 0 : res.retry_after_s));
+    return r;
+}
+
+char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                     bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
+{
+    char buf[300];
+    const char *msg = NULL;
+    struct hv_settings s = ctx->defaults;
+    hj *r;
+    if (h == HV_HOOK_DISCOVERY) {
+        r = discovery(ctx);
+    } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
+               hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0) {
+        r = response(h, true, msg ? msg : buf);
+        if (h == HV_HOOK_UPDATE_MACHINE)
+            hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
+    } else if (h == HV_HOOK_UPDATE_MACHINE) {
+        r = update_machine(ctx, req, &s);
+    } else {
+        r = can_update(ctx, h, req, &s);
+    }
+    const char *st = hj_get_str(r, "status");
+    *failure_out = st && !strcmp(st, "Failure");
+    if (msg_out && msglen)
+        snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
+    char *out = hj_dump(r, len_out);
+    hj_free(r);
+    return out;
+}

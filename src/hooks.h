@@ -1,0 +1,50 @@
+/* hooks.h: the Runtime SDK hooks as hvupdater answers them: decode a request (already parsed
+ * JSON), check what the hook needs, plan or route to the engine, and write the response JSON.
+ * No I/O here. Returned response text is malloc'd and owned by the caller. */
+#ifndef HV_HOOKS_H
+#define HV_HOOKS_H
+
+#include "json.h"
+#include "plan.h"
+#include "profile.h"
+#include "settings.h"
+
+#define HV_HOOKS_API "hooks.runtime.cluster.x-k8s.io/v1alpha1"
+
+enum hv_hook {
+    HV_HOOK_DISCOVERY = 0,
+    HV_HOOK_CAN_UPDATE_MACHINE,
+    HV_HOOK_CAN_UPDATE_MACHINE_SET,
+    HV_HOOK_UPDATE_MACHINE,
+    HV_HOOK_COUNT
+};
+
+struct hv_update_result {
+    bool failure;
+    int retry_after_s; /* > 0 in progress, 0 done (ignored on failure) */
+    char message[1024];
+};
+
+/* UpdateMachine's engine entry point: must answer within milliseconds. */
+typedef void (*hv_update_fn)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                             const struct hv_hw *desired, const struct hv_settings *s,
+                             struct hv_update_result *out);
+
+struct hv_hooks_ctx {
+    const struct hv_profiles *profiles;
+    struct hv_settings defaults;
+    const struct hv_plan_hooks *plan_hooks; /* may be NULL */
+    hv_update_fn update;                    /* NULL: no backend configured */
+    void *update_ctx;
+    int timeout_s; /* advertised handler timeout */
+};
+
+const char *hv_hook_name(enum hv_hook h);         /* "CanUpdateMachine" */
+const char *hv_hook_handler_name(enum hv_hook h); /* "can-update-machine" ("" for discovery) */
+
+/* Answer one hook call. failure_out says whether the answer's status is Failure; msg (may be
+ * NULL) receives the answer's message for logs. */
+char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                     bool *failure_out, char *msg, size_t msglen, size_t *len_out);
+
+#endif

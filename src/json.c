@@ -1,0 +1,560 @@
+/* json.c: parse (yajl event parser), build, compare and print owning JSON trees.
+ *
+ * The parser never recurses (an explicit stack capped at HJ_MAX_DEPTH); freeing and printing
+ * recurse at most HJ_MAX_DEPTH deep for parsed trees. Every node has one owner: its parent.
+ */
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n, sz);
+    if (!p)
+        abort(); /* out of memory: nothing sensible is left to do */
+    return p;
+}
+
+static void *xrealloc(void *p, size_t sz)
+{
+    void *q = realloc(p, sz);
+    if (!q)
+        abort();
+    return q;
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        abort();
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static hj *node(enum hj_type t)
+{
+    hj *v = xcalloc(1, sizeof(*v));
+    v->type = t;
+    return v;
+}
+
+hj *hj_new_null(void)
+{
+    return node(HJ_NULL);
+}
+
+hj *hj_new_bool(bool b)
+{
+    hj *v = node(HJ_BOOL);
+    v->b = b;
+    return v;
+}
+
+hj *hj_new_int(int64_t i)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%lld", (long long)i);
+    hj *v = node(HJ_INT);
+    v->i = i;
+    v->f = (double)i;
+    v->s = xstrndup(buf, (size_t)n);
+    v->slen = (size_t)n;
+    return v;
+}
+
+hj *hj_new_stringn(const char *s, size_t n)
+{
+    hj *v = node(HJ_STRING);
+    v->s = xstrndup(s, n);
+    v->slen = n;
+    return v;
+}
+
+hj *hj_new_string(const char *s)
+{
+    return hj_new_stringn(s, strlen(s));
+}
+
+hj *hj_new_array(void)
+{
+    return node(HJ_ARRAY);
+}
+
+hj *hj_new_object(void)
+{
+    return node(HJ_OBJECT);
+}
+
+static hj *number_from_text(const char *t, size_t n)
+{
+    char buf[64];
+    hj *v;
+    if (!memchr(t, '.', n) && !memchr(t, 'e', n) && !memchr(t, 'E', n) && n < sizeof(buf)) {
+        memcpy(buf, t, n);
+        buf[n] = '\0';
+        errno = 0;
+        long long ll = strtoll(buf, NULL, 10);
+        if (errno == 0) {
+            v = node(HJ_INT);
+            v->i = ll;
+            v->f = (double)ll;
+            v->s = xstrndup(t, n);
+            v->slen = n;
+            return v;
+        }
+    }
+    /* Non-integers and integers beyond int64 are floats, as in Kubernetes unstructured. */
+    v = node(HJ_FLOAT);
+    v->s = xstrndup(t, n);
+    v->slen = n;
+    v->f = strtod(v->s, NULL);
+    return v;
+}
+
+void hj_free(hj *v)
+{
+    if (!v)
+        return;
+    for (size_t k = 0; k < v->n; k++) {
+        hj_free(v->items[k]);
+        if (v->keys)
+            free(v->keys[k]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->s);
+    free(v);
+}
+
+static void grow(hj *c)
+{
+    if (c->n < c->cap)
+        return;
+    c->cap = c->cap ? c->cap * 2 : 4;
+    c->items = xrealloc(c->items, c->cap * sizeof(*c->items));
+    if (c->type == HJ_OBJECT)
+        c->keys = xrealloc(c->keys, c->cap * sizeof(*c->keys));
+}
+
+static ssize_t obj_index(const hj *obj, const char *key, size_t klen)
+{
+    for (size_t k = 0; k < obj->n; k++)
+        if (strlen(obj->keys[k]) == klen && memcmp(obj->keys[k], key, klen) == 0)
+            return (ssize_t)k;
+    return -1;
+}
+
+static void obj_set_n(hj *obj, const char *key, size_t klen, hj *val)
+{
+    ssize_t at = obj_index(obj, key, klen);
+    if (at >= 0) { /* duplicate keys: the last one wins, as in Go's decoder */
+        hj_free(obj->items[at]);
+        obj->items[at] = val;
+        return;
+    }
+    grow(obj);
+    obj->keys[obj->n] = xstrndup(key, klen);
+    obj->items[obj->n++] = val;
+}
+
+void hj_obj_set_take(hj *obj, const char *key, hj *val)
+{
+    obj_set_n(obj, key, strlen(key), val);
+}
+
+void hj_arr_push_take(hj *arr, hj *val)
+{
+    grow(arr);
+    arr->items[arr->n++] = val;
+}
+
+bool hj_obj_del(hj *obj, const char *key)
+{
+    if (!obj || obj->type != HJ_OBJECT)
+        return false;
+    ssize_t at = obj_index(obj, key, strlen(key));
+    if (at < 0)
+        return false;
+    hj_free(obj->items[at]);
+    free(obj->keys[at]);
+    memmove(&obj->items[at], &obj->items[at + 1], (obj->n - (size_t)at - 1) * sizeof(hj *));
+    memmove(&obj->keys[at], &obj->keys[at + 1], (obj->n - (size_t)at - 1) * sizeof(char *));
+    obj->n--;
+    return true;
+}
+
+hj *hj_clone(const hj *v)
+{
+    if (!v)
+        return NULL;
+    hj *c = node(v->type);
+    c->b = v->b;
+    c->i = v->i;
+    c->f = v->f;
+    if (v->s) {
+        c->s = xstrndup(v->s, v->slen);
+        c->slen = v->slen;
+    }
+    for (size_t k = 0; k < v->n; k++) {
+        if (v->type == HJ_OBJECT)
+            hj_obj_set_take(c, v->keys[k], hj_clone(v->items[k]));
+        else
+            hj_arr_push_take(c, hj_clone(v->items[k]));
+    }
+    return c;
+}
+
+/* ---- parsing --------------------------------------------------------------------------- */
+
+struct pstate {
+    hj *root;
+    hj *stack[HJ_MAX_DEPTH + 1];
+    char *keys[HJ_MAX_DEPTH + 1]; /* pending key per object level */
+    size_t keylen[HJ_MAX_DEPTH + 1];
+    int depth;
+    const char *why; /* our own reason for cancelling */
+};
+
+static int add_value(struct pstate *p, hj *v)
+{
+    if (p->depth == 0) {
+        if (p->root) {
+            hj_free(v);
+            p->why = "more than one JSON value";
+            return 0;
+        }
+        p->root = v;
+        return 1;
+    }
+    hj *parent = p->stack[p->depth - 1];
+    if (parent->type == HJ_ARRAY) {
+        hj_arr_push_take(parent, v);
+    } else {
+        obj_set_n(parent, p->keys[p->depth - 1], p->keylen[p->depth - 1], v);
+        free(p->keys[p->depth - 1]);
+        p->keys[p->depth - 1] = NULL;
+    }
+    return 1;
+}
+
+static int push(struct pstate *p, hj *v)
+{
+    if (p->depth >= HJ_MAX_DEPTH) {
+        hj_free(v);
+        p->why = "nesting deeper than 64 levels";
+        return 0;
+    }
+    if (!add_value(p, v))
+        return 0;
+    p->stack[p->depth++] = v;
+    return 1;
+}
+
+static int cb_null(void *ctx)
+{
+    return add_value(ctx, hj_new_null());
+}
+
+static int cb_bool(void *ctx, int b)
+{
+    return add_value(ctx, hj_new_bool(b != 0));
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+    return add_value(ctx, number_from_text(s, n));
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+    return add_value(ctx, hj_new_stringn((const char *)s, n));
+}
+
+static int cb_start_map(void *ctx)
+{
+    return push(ctx, hj_new_object());
+}
+
+static int cb_key(void *ctx, const unsigned char *s, size_t n)
+{
+    struct pstate *p = ctx;
+    free(p->keys[p->depth - 1]);
+    p->keys[p->depth - 1] = xstrndup((const char *)s, n);
+    p->keylen[p->depth - 1] = n;
+    return 1;
+}
+
+static int cb_end(void *ctx)
+{
+    struct pstate *p = ctx;
+    p->depth--;
+    return 1;
+}
+
+static int cb_start_array(void *ctx)
+{
+    return push(ctx, hj_new_array());
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_key,
+    .yajl_end_map = cb_end,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_end,
+};
+
+/* yajl's non-verbose error text, first line, without its "parse error: " style prefix. */
+static void yajl_reason(yajl_handle h, const char *buf, size_t len, char *out, size_t outlen)
+{
+    unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)buf, len);
+    const char *t = e ? (const char *)e : "malformed input";
+    const char *colon = strstr(t, ": ");
+    if (colon && colon - t < 20)
+        t = colon + 2;
+    size_t n = strcspn(t, "\n");
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, t, n);
+    out[n] = '\0';
+    if (n && out[n - 1] == '.')
+        out[n - 1] = '\0';
+    if (e)
+        yajl_free_error(h, e);
+}
+
+hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
+{
+    struct pstate p;
+    memset(&p, 0, sizeof(p));
+    yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
+    if (!h)
+        abort();
+    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(h);
+    if (st != yajl_status_ok) {
+        char reason[160];
+        if (p.why)
+            snprintf(reason, sizeof(reason), "%s", p.why);
+        else
+            yajl_reason(h, buf, len, reason, sizeof(reason));
+        snprintf(err, errlen, "invalid JSON at byte %zu: %s", yajl_get_bytes_consumed(h), reason);
+        for (int d = 0; d <= HJ_MAX_DEPTH; d++)
+            free(p.keys[d]);
+        hj_free(p.root);
+        yajl_free(h);
+        return NULL;
+    }
+    yajl_free(h);
+    if (!p.root)
+        snprintf(err, errlen, "invalid JSON: empty body");
+    return p.root;
+}
+
+/* ---- lookups and comparison -------------------------------------------------------------- */
+
+hj *hj_get(const hj *obj, const char *key)
+{
+    if (!obj || obj->type != HJ_OBJECT)
+        return NULL;
+    ssize_t at = obj_index(obj, key, strlen(key));
+    return at < 0 ? NULL : obj->items[at];
+}
+
+const char *hj_get_str(const hj *obj, const char *key)
+{
+    hj *v = hj_get(obj, key);
+    return v && v->type == HJ_STRING ? v->s : NULL;
+}
+
+int hj_ptr_split(const char *pointer, char ***tokens_out, size_t *n_out)
+{
+    *tokens_out = NULL;
+    *n_out = 0;
+    if (pointer[0] == '\0')
+        return 0;
+    if (pointer[0] != '/')
+        return -1;
+    size_t n = 0;
+    for (const char *c = pointer; *c; c++)
+        n += *c == '/';
+    char **toks = xcalloc(n, sizeof(char *));
+    const char *c = pointer + 1;
+    for (size_t k = 0; k < n; k++) {
+        size_t seg = strcspn(c, "/");
+        char *t = xcalloc(seg + 1, 1), *o = t;
+        for (size_t j = 0; j < seg; j++) {
+            if (c[j] == '~') {
+                if (j + 1 < seg && (c[j + 1] == '0' || c[j + 1] == '1')) {
+                    *o++ = c[j + 1] == '0' ? '~' : '/';
+                    j++;
+                    continue;
+                }
+                free(t);
+                hj_ptr_tokens_free(toks, k);
+                return -1;
+            }
+            *o++ = c[j];
+        }
+        toks[k] = t;
+        c += seg + (c[seg] == '/');
+    }
+    *tokens_out = toks;
+    *n_out = n;
+    return 0;
+}
+
+void hj_ptr_tokens_free(char **tokens, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        free(tokens[k]);
+    free(tokens);
+}
+
+bool hj_ptr_append(char *buf, size_t cap, const char *token)
+{
+    size_t at = strlen(buf);
+    if (at + 1 >= cap)
+        return false;
+    buf[at++] = '/';
+    for (const char *c = token; *c; c++) {
+        size_t need = (*c == '~' || *c == '/') ? 2 : 1;
+        if (at + need >= cap)
+            return false;
+        if (*c == '~' || *c == '/') {
+            buf[at++] = '~';
+            buf[at++] = *c == '~' ? '0' : '1';
+        } else {
+            buf[at++] = *c;
+        }
+    }
+    buf[at] = '\0';
+    return true;
+}
+
+/* Array index per RFC 6901: digits, no leading zero. -1 when not an index. */
+static long array_index(const char *t)
+{
+    if (!*t || (t[0] == '0' && t[1]) || strspn(t, "0123456789") != strlen(t) || strlen(t) > 9)
+        return -1;
+    return strtol(t, NULL, 10);
+}
+
+hj *hj_ptr(const hj *doc, const char *pointer)
+{
+    char **toks;
+    size_t n;
+    if (!doc || hj_ptr_split(pointer, &toks, &n) < 0)
+        return NULL;
+    const hj *cur = doc;
+    for (size_t k = 0; k < n && cur; k++) {
+        if (cur->type == HJ_OBJECT) {
+            cur = hj_get(cur, toks[k]);
+        } else if (cur->type == HJ_ARRAY) {
+            long i = array_index(toks[k]);
+            cur = (i >= 0 && (size_t)i < cur->n) ? cur->items[i] : NULL;
+        } else {
+            cur = NULL;
+        }
+    }
+    hj_ptr_tokens_free(toks, n);
+    return (hj *)cur;
+}
+
+bool hj_equal(const hj *a, const hj *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case HJ_NULL:
+        return true;
+    case HJ_BOOL:
+        return a->b == b->b;
+    case HJ_INT:
+        return a->i == b->i;
+    case HJ_FLOAT:
+        return a->f == b->f;
+    case HJ_STRING:
+        return a->slen == b->slen && memcmp(a->s, b->s, a->slen) == 0;
+    case HJ_ARRAY:
+        if (a->n != b->n)
+            return false;
+        for (size_t k = 0; k < a->n; k++)
+            if (!hj_equal(a->items[k], b->items[k]))
+                return false;
+        return true;
+    case HJ_OBJECT:
+        if (a->n != b->n)
+            return false;
+        for (size_t k = 0; k < a->n; k++)
+            if (!hj_equal(a->items[k], hj_get(b, a->keys[k])))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* ---- printing ---------------------------------------------------------------------------- */
+
+static void gen(yajl_gen g, const hj *v)
+{
+    switch (v->type) {
+    case HJ_NULL:
+        yajl_gen_null(g);
+        break;
+    case HJ_BOOL:
+        yajl_gen_bool(g, v->b);
+        break;
+    case HJ_INT:
+    case HJ_FLOAT:
+        yajl_gen_number(g, v->s, v->slen);
+        break;
+    case HJ_STRING:
+        yajl_gen_string(g, (const unsigned char *)v->s, v->slen);
+        break;
+    case HJ_ARRAY:
+        yajl_gen_array_open(g);
+        for (size_t k = 0; k < v->n; k++)
+            gen(g, v->items[k]);
+        yajl_gen_array_close(g);
+        break;
+    case HJ_OBJECT:
+        yajl_gen_map_open(g);
+        for (size_t k = 0; k < v->n; k++) {
+            yajl_gen_string(g, (const unsigned char *)v->keys[k], strlen(v->keys[k]));
+            gen(g, v->items[k]);
+        }
+        yajl_gen_map_close(g);
+        break;
+    }
+}
+
+char *hj_dump(const hj *v, size_t *len_out)
+{
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return NULL;
+    gen(g, v);
+    const unsigned char *buf;
+    size_t len;
+    yajl_gen_get_buf(g, &buf, &len);
+    char *out = xstrndup((const char *)buf, len);
+    yajl_gen_free(g);
+    if (len_out)
+        *len_out = len;
+    return out;
+}

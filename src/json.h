@@ -1,0 +1,71 @@
+/* json.h: an owning JSON value tree with Kubernetes number semantics.
+ *
+ * Integer literals are kept as int64 and other numbers as double, and every number keeps its
+ * source text so it can be written back byte for byte (4096 stays 4096, 4096.0 stays 4096.0).
+ * Ownership: hj_parse/hj_new_* return a tree owned by the caller (free with hj_free);
+ * hj_get/hj_ptr return borrowed pointers into a tree; *_take arguments transfer ownership.
+ */
+#ifndef HV_JSON_H
+#define HV_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HJ_MAX_DEPTH 64
+
+enum hj_type { HJ_NULL, HJ_BOOL, HJ_INT, HJ_FLOAT, HJ_STRING, HJ_ARRAY, HJ_OBJECT };
+
+typedef struct hj hj;
+struct hj {
+    enum hj_type type;
+    bool b;
+    int64_t i;
+    double f;
+    char *s;     /* HJ_STRING: value; HJ_INT/HJ_FLOAT: source text */
+    size_t slen; /* length of s */
+    size_t n;    /* items in an array/object */
+    size_t cap;
+    hj **items;  /* array items or object values */
+    char **keys; /* object keys, in document order */
+};
+
+/* Parse exactly one JSON value (surrounding whitespace allowed). NULL on error with a stable
+ * one-line reason in err (e.g. "invalid JSON at byte 12: ..."). */
+hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen);
+void hj_free(hj *v);
+hj *hj_clone(const hj *v);
+
+hj *hj_new_null(void);
+hj *hj_new_bool(bool b);
+hj *hj_new_int(int64_t i);
+hj *hj_new_string(const char *s);
+hj *hj_new_stringn(const char *s, size_t n);
+hj *hj_new_array(void);
+hj *hj_new_object(void);
+/* Set key in obj (replacing an old value) / append to arr; both take ownership of val. */
+void hj_obj_set_take(hj *obj, const char *key, hj *val);
+void hj_arr_push_take(hj *arr, hj *val);
+/* Remove key from obj; returns true if it was there. */
+bool hj_obj_del(hj *obj, const char *key);
+
+/* Borrowed lookups; NULL when absent or when v is not of the needed type. */
+hj *hj_get(const hj *obj, const char *key);
+const char *hj_get_str(const hj *obj, const char *key);
+/* RFC 6901 pointer lookup ("" is the whole document). */
+hj *hj_ptr(const hj *doc, const char *pointer);
+
+/* Deep equality as Kubernetes unstructured values compare: int 4096 != float 4096.0. */
+bool hj_equal(const hj *a, const hj *b);
+
+/* Compact JSON text; caller frees. NULL only on allocation failure. */
+char *hj_dump(const hj *v, size_t *len_out);
+
+/* Helpers on pointers: split "/a/b~1c" into unescaped tokens (caller frees with
+ * hj_ptr_tokens_free); returns -1 on a malformed pointer. */
+int hj_ptr_split(const char *pointer, char ***tokens_out, size_t *n_out);
+void hj_ptr_tokens_free(char **tokens, size_t n);
+/* Append the escaped form of token to a pointer buffer; false when it would not fit. */
+bool hj_ptr_append(char *buf, size_t cap, const char *token);
+
+#endif

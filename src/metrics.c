@@ -1,0 +1,175 @@
+/* metrics.c: counters kept in fixed arrays of atomics (hooks x statuses, latency buckets)
+ * plus a small mutex-guarded table for engine phases and steps, whose names are few and
+ * fixed by the engine. Rendering takes a consistent-enough snapshot; no allocation on the
+ * hot path. */
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                 0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+#define NB (sizeof(buckets) / sizeof(buckets[0]))
+
+static atomic_ulong calls[HV_HOOK_COUNT][HV_CALL_STATUS_COUNT];
+static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
+static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
+static atomic_long inflight;
+static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
+
+#define NAMED_MAX 64
+struct named {
+    char a[32], b[32];
+    unsigned long count;
+    double sum;
+};
+static struct named named_ops[NAMED_MAX], named_steps[NAMED_MAX];
+static size_t n_ops, n_steps;
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hv_metrics_call_start(void)
+{
+    atomic_fetch_add(&inflight, 1);
+}
+
+void hv_metrics_call_end(enum hv_hook h, enum hv_call_status st, double seconds)
+{
+    atomic_fetch_sub(&inflight, 1);
+    atomic_fetch_add(&calls[h][st], 1);
+    size_t b = 0;
+    while (b < NB && seconds > buckets[b])
+        b++;
+    atomic_fetch_add(&hist[h][b], 1);
+    atomic_fetch_add(&hist_sum_us[h], (unsigned long)(seconds * 1e6));
+}
+
+void hv_metrics_http(int code)
+{
+    int i = code == 200   ? 0
+            : code == 400 ? 1
+            : code == 404 ? 2
+            : code == 405 ? 3
+            : code == 413 ? 4
+                          : 5;
+    atomic_fetch_add(&http_codes[i], 1);
+}
+
+static void named_add(struct named *t, size_t *n, const char *a, const char *b, double v)
+{
+    pthread_mutex_lock(&named_lock);
+    size_t k;
+    for (k = 0; k < *n; k++)
+        if (!strcmp(t[k].a, a) && !strcmp(t[k].b, b))
+            break;
+    if (k == *n && *n < NAMED_MAX) {
+        snprintf(t[k].a, sizeof(t[k].a), "%s", a);
+        snprintf(t[k].b, sizeof(t[k].b), "%s", b);
+        (*n)++;
+    }
+    if (k < NAMED_MAX) {
+        t[k].count++;
+        t[k].sum += v;
+    }
+    pthread_mutex_unlock(&named_lock);
+}
+
+void hv_metrics_operation(const char *phase, const char *outcome)
+{
+    named_add(named_ops, &n_ops, phase, outcome, 0);
+}
+
+void hv_metrics_step(const char *step, double seconds)
+{
+    named_add(named_steps, &n_steps, step, "", seconds);
+}
+
+struct buf {
+    char *p;
+    size_t len, cap;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(n > 0 ? n : 0);
+        char *np = realloc(b->p, b->cap);
+        if (!np)
+            abort();
+        b->p = np;
+    }
+}
+
+char *hv_metrics_render(const char *extra, size_t *len_out)
+{
+    static const char *const st_names[] = {"Success", "Failure", "Error"};
+    static const char *const codes[] = {"200", "400", "404", "405", "413", "other"};
+    struct buf b = {malloc(8192), 0, 8192};
+    if (!b.p)
+        abort();
+    bprintf(&b,
+            "# HELP hvupdater_hook_calls_total Hook calls by hook and answer status "
+            "(Error: answered with an HTTP error).\n# TYPE hvupdater_hook_calls_total counter\n");
+    for (int h = 0; h < HV_HOOK_COUNT; h++)
+        for (int s = 0; s < HV_CALL_STATUS_COUNT; s++)
+            bprintf(&b, "hvupdater_hook_calls_total{hook=\"%s\",status=\"%s\"} %lu\n",
+                    hv_hook_name((enum hv_hook)h), st_names[s], atomic_load(&calls[h][s]));
+    bprintf(&b, "# HELP hvupdater_hook_duration_seconds Hook call latency.\n"
+                "# TYPE hvupdater_hook_duration_seconds histogram\n");
+    for (int h = 0; h < HV_HOOK_COUNT; h++) {
+        unsigned long cum = 0;
+        const char *hn = hv_hook_name((enum hv_hook)h);
+        for (size_t k = 0; k <= NB; k++) {
+            cum += atomic_load(&hist[h][k]);
+            if (k < NB)
+                bprintf(&b, "hvupdater_hook_duration_seconds_bucket{hook=\"%s\",le=\"%g\"} %lu\n",
+                        hn, buckets[k], cum);
+            else
+                bprintf(&b,
+                        "hvupdater_hook_duration_seconds_bucket{hook=\"%s\",le=\"+Inf\"} %lu\n"
+                        "hvupdater_hook_duration_seconds_count{hook=\"%s\"} %lu\n",
+                        hn, cum, hn, cum);
+        }
+        bprintf(&b, "hvupdater_hook_duration_seconds_sum{hook=\"%s\"} %.6f\n", hn,
+                (double)atomic_load(&hist_sum_us[h]) / 1e6);
+    }
+    bprintf(&b,
+            "# HELP hvupdater_hook_calls_in_flight Hook calls being answered now.\n"
+            "# TYPE hvupdater_hook_calls_in_flight gauge\nhvupdater_hook_calls_in_flight %ld\n",
+            atomic_load(&inflight));
+    bprintf(&b, "# HELP hvupdater_http_responses_total HTTP responses by code.\n"
+                "# TYPE hvupdater_http_responses_total counter\n");
+    for (int k = 0; k < 6; k++)
+        bprintf(&b, "hvupdater_http_responses_total{code=\"%s\"} %lu\n", codes[k],
+                atomic_load(&http_codes[k]));
+    pthread_mutex_lock(&named_lock);
+    bprintf(&b, "# HELP hvupdater_operations_total Engine operations by phase and outcome.\n"
+                "# TYPE hvupdater_operations_total counter\n");
+    for (size_t k = 0; k < n_ops; k++)
+        bprintf(&b, "hvupdater_operations_total{phase=\"%s\",outcome=\"%s\"} %lu\n", named_ops[k].a,
+                named_ops[k].b, named_ops[k].count);
+    bprintf(&b, "# HELP hvupdater_step_duration_seconds Time spent in engine steps.\n"
+                "# TYPE hvupdater_step_duration_seconds summary\n");
+    for (size_t k = 0; k < n_steps; k++)
+        bprintf(&b,
+                "hvupdater_step_duration_seconds_count{step=\"%s\"} %lu\n"
+                "hvupdater_step_duration_seconds_sum{step=\"%s\"} %.6f\n",
+                named_steps[k].a, named_steps[k].count, named_steps[k].a, named_steps[k].sum);
+    pthread_mutex_unlock(&named_lock);
+    if (extra)
+        bprintf(&b, "%s", extra);
+    *len_out = b.len;
+    return b.p;
+}

@@ -1,0 +1,475 @@
+/* plan.c: decide which differences between current and desired hvupdater covers, and how.
+ * Every difference is either a profile field (live, cold or not coverable, with a reason) or
+ * something hvupdater never changes (Machine, bootstrap, other infra fields). Messages are
+ * built in a fixed order (field order, then sorted JSON keys) so they are deterministic. */
+#include "plan.h"
+#include "jsonpatch.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_uncovered(struct hv_coverage *c, const char *where, const char *reason)
+{
+    c->n_uncovered_all++;
+    if (c->n_uncovered >= HV_MAX_ITEMS)
+        return;
+    struct hv_item *it = &c->uncovered[c->n_uncovered++];
+    snprintf(it->where, sizeof(it->where), "%s", where);
+    snprintf(it->reason, sizeof(it->reason), "%s", reason ? reason : "");
+}
+
+/* "machine" + "/spec/version" -> "machine.spec.version" */
+static void dotted(char *out, size_t cap, const char *obj, const char *pointer)
+{
+    char **t;
+    size_t n;
+    snprintf(out, cap, "%s", obj);
+    if (hj_ptr_split(pointer, &t, &n) < 0)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        size_t at = strlen(out);
+        snprintf(out + at, cap - at, ".%s", t[k]);
+    }
+    hj_ptr_tokens_free(t, n);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef void (*diff_fn)(void *ctx, const char *pointer, const hj *a, const hj *b);
+
+/* Walk a and b together; call fn for each pointer where they differ (objects recurse, in
+ * sorted key order; anything else is compared whole). */
+static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void *ctx)
+{
+    if (a && b && a->type == HJ_OBJECT && b->type == HJ_OBJECT) {
+        size_t n = 0;
+        const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
+        if (!keys)
+            abort();
+        for (size_t k = 0; k < a->n; k++)
+            keys[n++] = a->keys[k];
+        for (size_t k = 0; k < b->n; k++)
+            if (!hj_get(a, b->keys[k]))
+                keys[n++] = b->keys[k];
+        qsort(keys, n, sizeof(char *), cmp_str);
+        for (size_t k = 0; k < n; k++) {
+            char sub[512];
+            snprintf(sub, sizeof(sub), "%s", prefix);
+            if (!hj_ptr_append(sub, sizeof(sub), keys[k]))
+                continue; /* absurdly deep keys: reported at the parent below */
+            diff(sub, hj_get(a, keys[k]), hj_get(b, keys[k]), fn, ctx);
+        }
+        free(keys);
+        return;
+    }
+    if (!hj_equal(a, b))
+        fn(ctx, prefix, a, b);
+}
+
+/* ---- non-infra objects: any difference is something hvupdater never changes ------------- */
+
+struct other_ctx {
+    struct hv_coverage *c;
+    const char *obj;
+};
+
+static void other_diff(void *vctx, const char *pointer, const hj *a, const hj *b)
+{
+    struct other_ctx *o = vctx;
+    char where[160];
+    dotted(where, sizeof(where), o->obj, pointer);
+    add_uncovered(o->c, where, "hvupdater changes hypervisor hardware only");
+}
+
+/* The Machine spec as CAPI compares it (internal/util/inplace.CleanupMachineSpecForDiff). */
+static hj *clean_machine_spec(const hj *spec)
+{
+    static const char *const drop[] = {"clusterName",
+                                       "bootstrap",
+                                       "infrastructureRef",
+                                       "providerID",
+                                       "minReadySeconds",
+                                       "readinessGates",
+                                       "taints",
+                                       NULL};
+    static const char *const timeouts[] = {"nodeDrainTimeoutSeconds",
+                                           "nodeVolumeDetachTimeoutSeconds",
+                                           "nodeDeletionTimeoutSeconds", NULL};
+    if (!spec || spec->type != HJ_OBJECT)
+        return spec ? hj_clone(spec) : NULL;
+    hj *m = hj_clone(spec);
+    for (const char *const *k = drop; *k; k++)
+        hj_obj_del(m, *k);
+    hj *del = hj_get(m, "deletion");
+    if (del && del->type == HJ_OBJECT) {
+        for (const char *const *k = timeouts; *k; k++)
+            hj_obj_del(del, *k);
+        if (del->n == 0)
+            hj_obj_del(m, "deletion");
+    }
+    return m;
+}
+
+static void diff_machine(struct hv_coverage *c, const struct hv_plan_input *in)
+{
+    if (!in->cur_machine && !in->des_machine)
+        return;
+    const char *ptr = in->machine_set ? "/spec/template/spec" : "/spec";
+    const char *name = in->machine_set ? "machineSet" : "machine";
+    hj *a = clean_machine_spec(hj_ptr(in->cur_machine, ptr));
+    hj *b = clean_machine_spec(hj_ptr(in->des_machine, ptr));
+    struct other_ctx o = {c, name};
+    diff(ptr, a, b, other_diff, &o);
+    hj_free(a);
+    hj_free(b);
+}
+
+static void diff_boot(struct hv_coverage *c, const struct hv_plan_input *in)
+{
+    if (!in->cur_boot && !in->des_boot)
+        return;
+    struct other_ctx o = {c, in->machine_set ? "bootstrapConfigTemplate" : "bootstrapConfig"};
+    diff("/spec", hj_ptr(in->cur_boot, "/spec"), hj_ptr(in->des_boot, "/spec"), other_diff, &o);
+}
+
+/* ---- infra object ------------------------------------------------------------------------ */
+
+struct infra_ctx {
+    struct hv_coverage *c;
+    const struct hv_profile *p;
+    const char *obj;
+    bool field_diff[HV_F_COUNT];
+};
+
+static void infra_diff(void *vctx, const char *pointer, const hj *a, const hj *b)
+{
+    struct infra_ctx *x = vctx;
+    const char *root = hv_profile_spec_root(x->p);
+    size_t rl = strlen(root);
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        if (!x->p->field[f].set)
+            continue;
+        if (!strncmp(pointer, root, rl) && !strcmp(pointer + rl, x->p->field[f].path)) {
+            x->field_diff[f] = true;
+            return;
+        }
+    }
+    char where[160];
+    dotted(where, sizeof(where), x->obj, pointer);
+    add_uncovered(x->c, where, "not a field hvupdater can change");
+}
+
+static void value_text(char *out, size_t cap, const hj *v)
+{
+    if (!v)
+        snprintf(out, cap, "unset");
+    else if (v->type == HJ_INT || v->type == HJ_FLOAT || v->type == HJ_STRING)
+        snprintf(out, cap, "%.*s", (int)(v->slen < cap - 1 ? v->slen : cap - 1), v->s);
+    else
+        snprintf(out, cap, "(not a number)");
+}
+
+/* A hardware value in MiB (memory) or a count; -1 when not a whole positive number. */
+static int64_t hw_value(const struct hv_profile *p, enum hv_field f, const hj *v)
+{
+    if (f == HV_F_MEMORY)
+        return hv_unit_to_mib(v, p->field[f].unit);
+    int64_t n = hv_unit_to_mib(v, HV_UNIT_MIB);
+    return n > 0 && n <= 4096 ? n : -1;
+}
+
+void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw)
+{
+    const char *root = hv_profile_spec_root(p);
+    int64_t v[HV_F_COUNT];
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s%s", root, p->field[f].path);
+        v[f] = p->field[f].set ? hw_value(p, (enum hv_field)f, hj_ptr(infra, path)) : -1;
+    }
+    hw->memory_mib = v[HV_F_MEMORY];
+    hw->cpus = (int32_t)v[HV_F_CPUS];
+    hw->cores_per_socket = (int32_t)v[HV_F_CORES];
+}
+
+int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
+                struct hv_vm_ref *ref, char *why, size_t whylen)
+{
+    memset(ref, 0, sizeof(*ref));
+    const char *root = hv_profile_spec_root(p);
+    char path[300];
+    if (p->server_path[0]) {
+        snprintf(path, sizeof(path), "%s%s", root, p->server_path);
+        const hj *s = hj_ptr(infra, path);
+        if (s && s->type == HJ_STRING)
+            snprintf(ref->server, sizeof(ref->server), "%s", s->s);
+    }
+    size_t pl = strlen(p->providerid_prefix);
+    const char *pid = hj_get_str(hj_get(machine, "spec"), "providerID");
+    if (!pid)
+        pid = hj_get_str(hj_get(infra, "spec"), "providerID");
+    if (pl && pid && !strncmp(pid, p->providerid_prefix, pl) && pid[pl]) {
+        const char *u = pid + pl;
+        size_t n = strspn(u, "0123456789abcdefABCDEF-");
+        if (u[n] == '\0' && n >= 32 && n < sizeof(ref->uuid)) {
+            memcpy(ref->uuid, u, n + 1);
+            return 0;
+        }
+        snprintf(why, whylen, "providerID is not %s<UUID>", p->providerid_prefix);
+        return -1;
+    }
+    const char *name = hj_get_str(hj_get(infra, "metadata"), "name");
+    if (p->by_name && name && name[0] && strlen(name) < sizeof(ref->name)) {
+        snprintf(ref->name, sizeof(ref->name), "%s", name);
+        return 0;
+    }
+    if (pl)
+        snprintf(why, whylen, "no providerID of the form %s<UUID>%s", p->providerid_prefix,
+                 p->by_name ? " and no metadata.name" : "");
+    else
+        snprintf(why, whylen, "no metadata.name to find the VM by");
+    return -1;
+}
+
+static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
+                     const struct hv_profile *p, const char *obj, bool field_diff[HV_F_COUNT])
+{
+    const char *root = hv_profile_spec_root(p);
+    struct hv_hw desired = {-1, -1, -1};
+    char why_na[200] = "";
+    int avail = 1;
+    struct hv_vm_ref ref;
+    bool have_ref = false;
+    bool any = false;
+    for (int f = 0; f < HV_F_COUNT; f++)
+        any |= field_diff[f];
+    if (!any)
+        return;
+    if (!in->machine_set) {
+        char why[200];
+        have_ref = hv_identity(p, in->des_machine, in->des_infra, &ref, why, sizeof(why)) == 0;
+        if (!have_ref) {
+            avail = 0;
+            snprintf(why_na, sizeof(why_na), "cannot find the VM: %s", why);
+        }
+    }
+    if (avail && in->hooks && in->hooks->available) {
+        struct hv_vm_ref none;
+        memset(&none, 0, sizeof(none));
+        if (in->machine_set) {
+            char path[300];
+            snprintf(path, sizeof(path), "%s%s", root, p->server_path);
+            const hj *s = p->server_path[0] ? hj_ptr(in->des_infra, path) : NULL;
+            if (s && s->type == HJ_STRING)
+                snprintf(none.server, sizeof(none.server), "%s", s->s);
+        }
+        avail = in->hooks->available(in->hooks->ctx, p, have_ref ? &ref : &none, why_na,
+                                     sizeof(why_na));
+    }
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        if (!field_diff[f])
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "%s%s", root, p->field[f].path);
+        const hj *a = hj_ptr(in->cur_infra, path), *b = hj_ptr(in->des_infra, path);
+        struct hv_field_result *r = &c->fields[c->n_fields++];
+        r->f = (enum hv_field)f;
+        snprintf(r->name, sizeof(r->name), "%s", hv_field_name(p, (enum hv_field)f));
+        value_text(r->from, sizeof(r->from), a);
+        value_text(r->to, sizeof(r->to), b);
+        int64_t va = hw_value(p, (enum hv_field)f, a), vb = hw_value(p, (enum hv_field)f, b);
+        const char *reason = NULL;
+        /* The patch's parent must exist in current, or CAPI cannot apply an "add". */
+        char parent[300];
+        snprintf(parent, sizeof(parent), "%s", path);
+        *strrchr(parent, '/') = '\0';
+        const hj *par = hj_ptr(in->cur_infra, parent);
+        if (!b)
+            reason = "removed from the desired spec";
+        else if (vb < 0)
+            reason = f == HV_F_MEMORY ? "not a whole positive number of MiB"
+                                      : "not a whole positive number";
+        else if (!par || par->type != HJ_OBJECT)
+            reason = "its parent object is missing from the current spec";
+        else if (!avail)
+            reason = why_na;
+        if (reason) {
+            r->cls = HV_CLASS_NO;
+        } else if (f != HV_F_CORES && va > 0 && vb > va) {
+            r->cls = HV_CLASS_LIVE;
+            snprintf(r->how, sizeof(r->how), "hot-add");
+        } else {
+            r->cls = HV_CLASS_COLD;
+        }
+        if (f == HV_F_MEMORY)
+            desired.memory_mib = vb;
+        else if (f == HV_F_CPUS)
+            desired.cpus = (int32_t)vb;
+        else
+            desired.cores_per_socket = (int32_t)vb;
+        if (r->cls != HV_CLASS_NO || !reason)
+            continue;
+        char where[160];
+        dotted(where, sizeof(where), obj, path);
+        add_uncovered(c, where, reason);
+    }
+    /* powerCycle=Never: only changes that are live on this VM now are covered. */
+    if (in->settings->power_cycle == HV_PC_NEVER) {
+        struct hv_field_plan fp[HV_F_COUNT];
+        char why[200] = "";
+        int probed = -2;
+        memset(fp, 0, sizeof(fp));
+        for (size_t k = 0; k < c->n_fields; k++) {
+            struct hv_field_result *r = &c->fields[k];
+            if (r->cls == HV_CLASS_LIVE && have_ref && in->hooks && in->hooks->probe &&
+                probed == -2)
+                probed = in->hooks->probe(in->hooks->ctx, p, &ref, &desired, fp, why, sizeof(why));
+        }
+        for (size_t k = 0; k < c->n_fields; k++) {
+            struct hv_field_result *r = &c->fields[k];
+            const char *reason = NULL;
+            char buf[240];
+            if (r->cls == HV_CLASS_COLD) {
+                reason = "needs a power cycle and powerCycle is Never";
+            } else if (r->cls == HV_CLASS_LIVE && probed == -1) {
+                snprintf(buf, sizeof(buf), "cannot confirm a live change: %s", why);
+                reason = buf;
+            } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].how != HV_HOW_LIVE) {
+                snprintf(buf, sizeof(buf), "not possible live on this VM now: %s",
+                         fp[r->f].reason[0] ? fp[r->f].reason : "needs a power cycle");
+                reason = buf;
+            } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].method[0]) {
+                snprintf(r->how, sizeof(r->how), "%s", fp[r->f].method);
+            }
+            if (!reason)
+                continue;
+            r->cls = HV_CLASS_NO;
+            char where[160], path[300];
+            snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
+            dotted(where, sizeof(where), obj, path);
+            add_uncovered(c, where, reason);
+        }
+    }
+    for (size_t k = 0; k < c->n_fields; k++) {
+        struct hv_field_result *r = &c->fields[k];
+        if (r->cls == HV_CLASS_NO)
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
+        if (!c->infra_patch)
+            c->infra_patch = hj_new_array();
+        hv_jsonpatch_add_op(c->infra_patch, hj_ptr(in->cur_infra, path) ? "replace" : "add", path,
+                            hj_ptr(in->des_infra, path));
+        if (r->f == HV_F_MEMORY)
+            c->desired.memory_mib = desired.memory_mib;
+        else if (r->f == HV_F_CPUS)
+            c->desired.cpus = desired.cpus;
+        else
+            c->desired.cores_per_socket = desired.cores_per_socket;
+    }
+}
+
+/* Append the NULL-terminated strings to buf, truncating at cap. */
+static void append(char *buf, size_t cap, ...)
+{
+    va_list ap;
+    va_start(ap, cap);
+    const char *s;
+    size_t at = strlen(buf);
+    while ((s = va_arg(ap, const char *)) != NULL) {
+        size_t n = strlen(s);
+        if (at + n >= cap)
+            n = cap - at - 1;
+        memcpy(buf + at, s, n);
+        at += n;
+        buf[at] = '\0';
+    }
+    va_end(ap);
+}
+
+static void build_message(struct hv_coverage *c)
+{
+    char *m = c->message;
+    size_t cap = sizeof(c->message);
+    m[0] = '\0';
+    if (c->failure) {
+        append(m, cap, "cannot update in place (onUncoverable=Block):", NULL);
+        for (size_t k = 0; k < c->n_uncovered; k++)
+            append(m, cap, k ? "; " : " ", c->uncovered[k].where, " (", c->uncovered[k].reason, ")",
+                   NULL);
+        if (c->n_uncovered_all > c->n_uncovered)
+            append(m, cap, "; and more", NULL);
+        return;
+    }
+    size_t covered = 0;
+    for (size_t k = 0; k < c->n_fields; k++) {
+        const struct hv_field_result *r = &c->fields[k];
+        if (r->cls == HV_CLASS_NO)
+            continue;
+        append(m, cap, covered ? "; " : "", r->name, " ", r->from, "->", r->to,
+               r->cls == HV_CLASS_LIVE ? " live" : " with a power cycle", NULL);
+        covered++;
+    }
+    if (!covered)
+        append(m, cap, "nothing hvupdater can change in place", NULL);
+    if (c->n_uncovered) {
+        append(m, cap, "; not covered, left to CAPI:", NULL);
+        for (size_t k = 0; k < c->n_uncovered; k++)
+            append(m, cap, k ? ", " : " ", c->uncovered[k].where, NULL);
+        if (c->n_uncovered_all > c->n_uncovered)
+            append(m, cap, ", and more", NULL);
+    }
+}
+
+void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->desired.memory_mib = c->desired.cpus = c->desired.cores_per_socket = -1;
+    const char *obj = in->machine_set ? "infrastructureMachineTemplate" : "infrastructureMachine";
+    const char *av = hj_get_str(in->des_infra, "apiVersion");
+    const char *kind = hj_get_str(in->des_infra, "kind");
+    const struct hv_profile *p = hv_profile_find(in->profiles, av, kind);
+    if (p && p->is_template != in->machine_set)
+        p = NULL;
+    if (!p) {
+        c->declined = true;
+        snprintf(c->message, sizeof(c->message),
+                 "declined: no hvupdater profile for %s %s; CAPI decides without hvupdater",
+                 kind ? kind : "(no kind)", av ? av : "(no apiVersion)");
+        return;
+    }
+    const char *ckind = hj_get_str(in->cur_infra, "kind");
+    const char *cav = hj_get_str(in->cur_infra, "apiVersion");
+    struct infra_ctx x;
+    memset(&x, 0, sizeof(x));
+    x.c = c;
+    x.p = p;
+    x.obj = obj;
+    if (!ckind || !cav || strcmp(ckind, kind) || strcmp(cav, av)) {
+        char where[160];
+        snprintf(where, sizeof(where), "%s.kind", obj);
+        add_uncovered(c, where, "the infrastructure kind or apiVersion changes");
+    } else {
+        diff("/spec", hj_get(in->cur_infra, "spec"), hj_get(in->des_infra, "spec"), infra_diff, &x);
+        classify(c, in, p, obj, x.field_diff);
+    }
+    diff_machine(c, in);
+    diff_boot(c, in);
+    if (c->n_uncovered_all && in->settings->on_uncoverable == HV_UNC_BLOCK) {
+        c->failure = true;
+        hj_free(c->infra_patch);
+        c->infra_patch = NULL;
+    }
+    build_message(c);
+}
+
+void hv_coverage_free(struct hv_coverage *c)
+{
+    hj_free(c->infra_patch);
+    c->infra_patch = NULL;
+}

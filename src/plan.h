@@ -1,0 +1,78 @@
+/* plan.h: coverage planning for CanUpdateMachine / CanUpdateMachineSet.
+ * Diffs current vs desired, decides per field live / cold / not coverable, and builds the
+ * JSON Patch that copies exactly the desired values hvupdater can change.
+ * Ownership: inputs are borrowed; hv_coverage owns its patch (free with hv_coverage_free). */
+#ifndef HV_PLAN_H
+#define HV_PLAN_H
+
+#include "json.h"
+#include "profile.h"
+#include "settings.h"
+
+enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO };
+
+#define HV_MAX_ITEMS 32
+
+struct hv_item {
+    char where[160];  /* e.g. "infrastructureMachine.spec.memoryMiB" */
+    char reason[200]; /* stable text, "" when none */
+};
+
+struct hv_field_result {
+    enum hv_field f;
+    enum hv_class cls;
+    char name[64];         /* display name, e.g. "memoryMiB" */
+    char from[32], to[32]; /* value texts, "unset" when absent */
+    char how[64];          /* live method when known ("hot-add") */
+};
+
+struct hv_coverage {
+    bool failure;  /* answer status Failure (Block, bad settings, bad request) */
+    bool declined; /* an unknown kind: nothing covered, never a Failure */
+    char message[1024];
+    hj *infra_patch; /* JSON Patch ops array, NULL when nothing is covered */
+    struct hv_field_result fields[HV_F_COUNT];
+    size_t n_fields;
+    struct hv_item uncovered[HV_MAX_ITEMS];
+    size_t n_uncovered;     /* stored */
+    size_t n_uncovered_all; /* counted, may exceed HV_MAX_ITEMS */
+    struct hv_hw desired;   /* desired hardware in MiB / counts (-1 = not covered) */
+};
+
+/* Asked by the planner; either may be NULL (then: always available / no live probe). */
+struct hv_plan_hooks {
+    void *ctx;
+    /* 1 when a configured backend can reach the VM's host/server; 0 with why otherwise. */
+    int (*available)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref, char *why,
+                     size_t whylen);
+    /* powerCycle=Never, CanUpdateMachine only: can these growths be done live on this VM now?
+     * Returns 0 and fills plan, or -1 with why (e.g. host unreachable). */
+    int (*probe)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                 const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
+                 size_t whylen);
+};
+
+struct hv_plan_input {
+    const struct hv_profiles *profiles;
+    const struct hv_settings *settings;
+    bool machine_set;                    /* CanUpdateMachineSet: objects are templates */
+    const hj *cur_machine, *des_machine; /* Machine or MachineSet (may be NULL) */
+    const hj *cur_infra, *des_infra;     /* required */
+    const hj *cur_boot, *des_boot;       /* may be NULL */
+    const struct hv_plan_hooks *hooks;
+};
+
+void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *out);
+void hv_coverage_free(struct hv_coverage *c);
+
+/* VM identity from a profile's rule: providerID (machine spec, then infra spec) with the
+ * profile's prefix, else metadata.name; server from the profile's serverPath. Returns 0, or
+ * -1 with a stable reason when the object does not identify a VM. */
+int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
+                struct hv_vm_ref *ref, char *why, size_t whylen);
+
+/* Desired hardware (MiB, counts) read from an infra object by the profile; fields absent or
+ * invalid are -1. */
+void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw);
+
+#endif

@@ -1,0 +1,329 @@
+/* profile.c: built-in infra kind profiles and loading more from the config file.
+ * Adding an infra kind is data: a new entry here or in the config, never a new code path. */
+#include "profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define INFRA_GROUP "infrastructure.cluster.x-k8s.io"
+
+static void set_field(struct hv_profile *p, enum hv_field f, const char *path, enum hv_unit u)
+{
+    p->field[f].set = true;
+    snprintf(p->field[f].path, sizeof(p->field[f].path), "%s", path);
+    p->field[f].unit = u;
+}
+
+static struct hv_profile vsphere(bool tmpl)
+{
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.kind, sizeof(p.kind), "%s", tmpl ? "VSphereMachineTemplate" : "VSphereMachine");
+    snprintf(p.api_group, sizeof(p.api_group), INFRA_GROUP);
+    snprintf(p.versions[0], sizeof(p.versions[0]), "v1beta1");
+    snprintf(p.versions[1], sizeof(p.versions[1]), "v1beta2");
+    p.n_versions = 2;
+    p.is_template = tmpl;
+    snprintf(p.backend, sizeof(p.backend), "vsphere");
+    set_field(&p, HV_F_MEMORY, "/memoryMiB", HV_UNIT_MIB);
+    set_field(&p, HV_F_CPUS, "/numCPUs", HV_UNIT_MIB);
+    set_field(&p, HV_F_CORES, "/numCoresPerSocket", HV_UNIT_MIB);
+    snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "vsphere://");
+    snprintf(p.server_path, sizeof(p.server_path), "/server");
+    return p;
+}
+
+static struct hv_profile libvirt(bool tmpl)
+{
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.kind, sizeof(p.kind), "%s", tmpl ? "LibvirtMachineTemplate" : "LibvirtMachine");
+    snprintf(p.api_group, sizeof(p.api_group), INFRA_GROUP);
+    p.is_template = tmpl;
+    snprintf(p.backend, sizeof(p.backend), "libvirt");
+    set_field(&p, HV_F_MEMORY, "/memoryMiB", HV_UNIT_MIB);
+    set_field(&p, HV_F_CPUS, "/vcpu", HV_UNIT_MIB);
+    snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "libvirt://");
+    p.by_name = true;
+    return p;
+}
+
+static void put(struct hv_profiles *ps, const struct hv_profile *p)
+{
+    for (size_t k = 0; k < ps->n; k++) {
+        if (!strcmp(ps->v[k].kind, p->kind) && !strcmp(ps->v[k].api_group, p->api_group)) {
+            ps->v[k] = *p;
+            return;
+        }
+    }
+    struct hv_profile *nv = realloc(ps->v, (ps->n + 1) * sizeof(*nv));
+    if (!nv)
+        abort();
+    ps->v = nv;
+    ps->v[ps->n++] = *p;
+}
+
+void hv_profiles_builtin(struct hv_profiles *ps)
+{
+    struct hv_profile p;
+    ps->v = NULL;
+    ps->n = 0;
+    p = vsphere(false);
+    put(ps, &p);
+    p = vsphere(true);
+    put(ps, &p);
+    p = libvirt(false);
+    put(ps, &p);
+    p = libvirt(true);
+    put(ps, &p);
+}
+
+void hv_profiles_free(struct hv_profiles *ps)
+{
+    free(ps->v);
+    ps->v = NULL;
+    ps->n = 0;
+}
+
+static bool valid_pointer(const char *s)
+{
+    char **t;
+    size_t n;
+    if (!s[0] || hj_ptr_split(s, &t, &n) < 0)
+        return false;
+    hj_ptr_tokens_free(t, n);
+    return true;
+}
+
+/* Copy a string member into dst; absent is fine (keeps dst), wrong type or too long fails. */
+static int str_member(const hj *o, const char *key, char *dst, size_t cap, bool pointer,
+                      const char *where, char *err, size_t errlen)
+{
+    const hj *v = hj_get(o, key);
+    if (!v)
+        return 0;
+    if (v->type != HJ_STRING || v->slen >= cap || (pointer && !valid_pointer(v->s))) {
+        snprintf(err, errlen, "%s: \"%s\" must be a %s of at most %zu bytes", where, key,
+                 pointer ? "JSON pointer" : "string", cap - 1);
+        return -1;
+    }
+    memcpy(dst, v->s, v->slen + 1);
+    return 0;
+}
+
+static int only_keys(const hj *o, const char *const *allowed, const char *where, char *err,
+                     size_t errlen)
+{
+    for (size_t k = 0; k < o->n; k++) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= !strcmp(*a, o->keys[k]);
+        if (!ok) {
+            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const char *where,
+                      char *err, size_t errlen)
+{
+    static const char *const keys[] = {"path", "unit", NULL};
+    if (v->type != HJ_OBJECT || only_keys(v, keys, where, err, errlen) < 0) {
+        if (v->type != HJ_OBJECT)
+            snprintf(err, errlen, "%s: must be an object", where);
+        return -1;
+    }
+    memset(&p->field[f], 0, sizeof(p->field[f]));
+    if (str_member(v, "path", p->field[f].path, sizeof(p->field[f].path), true, where, err,
+                   errlen) < 0)
+        return -1;
+    if (!p->field[f].path[0]) {
+        snprintf(err, errlen, "%s: \"path\" is required", where);
+        return -1;
+    }
+    const char *unit = hj_get_str(v, "unit");
+    if (hj_get(v, "unit") && (!unit || f != HV_F_MEMORY)) {
+        snprintf(err, errlen, "%s: \"unit\" applies to memory only, as a string", where);
+        return -1;
+    }
+    if (unit) {
+        static const char *const names[] = {"MiB", "KiB", "GiB", "bytes"};
+        size_t k;
+        for (k = 0; k < 4 && strcmp(unit, names[k]); k++)
+            ;
+        if (k == 4) {
+            snprintf(err, errlen, "%s: unit must be KiB, MiB, GiB or bytes", where);
+            return -1;
+        }
+        p->field[f].unit = (enum hv_unit)k;
+    }
+    p->field[f].set = true;
+    return 0;
+}
+
+static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, size_t errlen)
+{
+    static const char *const top[] = {"kind",    "apiGroup", "apiVersions", "template",
+                                      "backend", "fields",   "identity",    NULL};
+    static const char *const fkeys[] = {"memory", "cpus", "coresPerSocket", NULL};
+    static const char *const ikeys[] = {"providerIDPrefix", "byName", "serverPath", NULL};
+    char where[96];
+    snprintf(where, sizeof(where), "profiles[%zu]", idx);
+    if (o->type != HJ_OBJECT) {
+        snprintf(err, errlen, "%s: must be an object", where);
+        return -1;
+    }
+    if (only_keys(o, top, where, err, errlen) < 0)
+        return -1;
+    memset(p, 0, sizeof(*p));
+    snprintf(p->api_group, sizeof(p->api_group), INFRA_GROUP);
+    if (str_member(o, "kind", p->kind, sizeof(p->kind), false, where, err, errlen) < 0 ||
+        str_member(o, "apiGroup", p->api_group, sizeof(p->api_group), false, where, err, errlen) <
+            0 ||
+        str_member(o, "backend", p->backend, sizeof(p->backend), false, where, err, errlen) < 0)
+        return -1;
+    if (!p->kind[0] || !p->backend[0]) {
+        snprintf(err, errlen, "%s: \"kind\" and \"backend\" are required", where);
+        return -1;
+    }
+    if (strcmp(p->backend, "libvirt") && strcmp(p->backend, "vsphere")) {
+        snprintf(err, errlen, "%s: backend must be libvirt or vsphere", where);
+        return -1;
+    }
+    const hj *vers = hj_get(o, "apiVersions");
+    if (vers) {
+        if (vers->type != HJ_ARRAY || vers->n > 8) {
+            snprintf(err, errlen, "%s: \"apiVersions\" must be an array of at most 8", where);
+            return -1;
+        }
+        for (size_t k = 0; k < vers->n; k++) {
+            const hj *s = vers->items[k];
+            if (s->type != HJ_STRING || s->slen == 0 || s->slen >= sizeof(p->versions[0])) {
+                snprintf(err, errlen, "%s: apiVersions[%zu] must be a short string", where, k);
+                return -1;
+            }
+            memcpy(p->versions[p->n_versions++], s->s, s->slen + 1);
+        }
+    }
+    const hj *t = hj_get(o, "template");
+    if (t && t->type != HJ_BOOL) {
+        snprintf(err, errlen, "%s: \"template\" must be a boolean", where);
+        return -1;
+    }
+    p->is_template = t && t->b;
+    const hj *fields = hj_get(o, "fields");
+    if (!fields || fields->type != HJ_OBJECT || fields->n == 0) {
+        snprintf(err, errlen, "%s: \"fields\" must be an object with at least one field", where);
+        return -1;
+    }
+    if (only_keys(fields, fkeys, where, err, errlen) < 0)
+        return -1;
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        const hj *fv = hj_get(fields, fkeys[f]);
+        char fw[160];
+        snprintf(fw, sizeof(fw), "%s.fields.%s", where, fkeys[f]);
+        if (fv && load_field(p, (enum hv_field)f, fv, fw, err, errlen) < 0)
+            return -1;
+    }
+    const hj *id = hj_get(o, "identity");
+    if (id) {
+        char iw[128];
+        snprintf(iw, sizeof(iw), "%s.identity", where);
+        if (id->type != HJ_OBJECT || only_keys(id, ikeys, iw, err, errlen) < 0) {
+            if (id->type != HJ_OBJECT)
+                snprintf(err, errlen, "%s: must be an object", iw);
+            return -1;
+        }
+        if (str_member(id, "providerIDPrefix", p->providerid_prefix, sizeof(p->providerid_prefix),
+                       false, iw, err, errlen) < 0 ||
+            str_member(id, "serverPath", p->server_path, sizeof(p->server_path), true, iw, err,
+                       errlen) < 0)
+            return -1;
+        const hj *bn = hj_get(id, "byName");
+        if (bn && bn->type != HJ_BOOL) {
+            snprintf(err, errlen, "%s: \"byName\" must be a boolean", iw);
+            return -1;
+        }
+        p->by_name = bn && bn->b;
+    }
+    if (!p->providerid_prefix[0] && !p->by_name) {
+        snprintf(err, errlen, "%s: identity needs providerIDPrefix or byName", where);
+        return -1;
+    }
+    return 0;
+}
+
+int hv_profiles_load(struct hv_profiles *ps, const hj *arr, char *err, size_t errlen)
+{
+    if (!arr || arr->type != HJ_ARRAY) {
+        snprintf(err, errlen, "profiles: must be an array");
+        return -1;
+    }
+    for (size_t k = 0; k < arr->n; k++) {
+        struct hv_profile p;
+        if (load_one(&p, arr->items[k], k, err, errlen) < 0)
+            return -1;
+        put(ps, &p);
+    }
+    return 0;
+}
+
+const struct hv_profile *hv_profile_find(const struct hv_profiles *ps, const char *api_version,
+                                         const char *kind)
+{
+    if (!api_version || !kind)
+        return NULL;
+    const char *slash = strchr(api_version, '/');
+    if (!slash)
+        return NULL;
+    size_t glen = (size_t)(slash - api_version);
+    for (size_t k = 0; k < ps->n; k++) {
+        const struct hv_profile *p = &ps->v[k];
+        if (strcmp(p->kind, kind) || strlen(p->api_group) != glen ||
+            strncmp(p->api_group, api_version, glen))
+            continue;
+        if (p->n_versions == 0)
+            return p;
+        for (size_t v = 0; v < p->n_versions; v++)
+            if (!strcmp(p->versions[v], slash + 1))
+                return p;
+    }
+    return NULL;
+}
+
+const char *hv_field_name(const struct hv_profile *p, enum hv_field f)
+{
+    const char *s = strrchr(p->field[f].path, '/');
+    return s ? s + 1 : p->field[f].path;
+}
+
+const char *hv_profile_spec_root(const struct hv_profile *p)
+{
+    return p->is_template ? "/spec/template/spec" : "/spec";
+}
+
+int64_t hv_unit_to_mib(const hj *v, enum hv_unit u)
+{
+    if (!v || (v->type != HJ_INT && v->type != HJ_FLOAT))
+        return -1;
+    double x = v->type == HJ_INT ? (double)v->i : v->f;
+    if (!(x > 0) || x != floor(x) || x > 9.0e15)
+        return -1;
+    int64_t n = v->type == HJ_INT ? v->i : (int64_t)x;
+    switch (u) {
+    case HV_UNIT_MIB:
+        return n;
+    case HV_UNIT_GIB:
+        return n > INT64_MAX / 1024 ? -1 : n * 1024;
+    case HV_UNIT_KIB:
+        return n % 1024 ? -1 : n / 1024;
+    case HV_UNIT_BYTES:
+        return n % (1024 * 1024) ? -1 : n / (1024 * 1024);
+    }
+    return -1;
+}

@@ -1,0 +1,389 @@
+/* server.c: libmicrohttpd glue. One small state struct per request (route, body buffer,
+ * start time), freed by MHD's completion callback. Bodies are capped while they stream in,
+ * so an oversized request never costs more than the cap. Hook work is in hooks.c. */
+#include "server.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "tls.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOOKS_PREFIX "/hooks.runtime.cluster.x-k8s.io/v1alpha1/"
+
+enum route { R_NONE = 0, R_HOOK, R_HEALTHZ, R_READYZ, R_METRICS };
+
+struct hv_server {
+    struct MHD_Daemon *d;
+    struct hv_tls *tls;
+    struct hv_server_opts o;
+    char ca_file[512];
+    char max_body_text[32];
+    atomic_bool ready;
+    unsigned port;
+};
+
+struct req {
+    enum route route;
+    enum hv_hook hook;
+    char *body;
+    size_t len, cap;
+    struct timespec start;
+    bool answered;
+};
+
+static double since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Map a path (query already stripped by MHD) to a route; hook names are case-insensitive. */
+static enum route match(const char *url, enum hv_hook *hook)
+{
+    if (!strcmp(url, "/healthz"))
+        return R_HEALTHZ;
+    if (!strcmp(url, "/readyz"))
+        return R_READYZ;
+    if (!strcmp(url, "/metrics"))
+        return R_METRICS;
+    size_t pl = strlen(HOOKS_PREFIX);
+    if (strncasecmp(url, HOOKS_PREFIX, pl))
+        return R_NONE;
+    const char *rest = url + pl;
+    for (int h = 0; h < HV_HOOK_COUNT; h++) {
+        char want[128];
+        if (h == HV_HOOK_DISCOVERY)
+            snprintf(want, sizeof(want), "discovery");
+        else
+            snprintf(want, sizeof(want), "%s/%s", hv_hook_name((enum hv_hook)h),
+                     hv_hook_handler_name((enum hv_hook)h));
+        if (!strcasecmp(rest, want)) {
+            *hook = (enum hv_hook)h;
+            return R_HOOK;
+        }
+    }
+    return R_NONE;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int code, const char *type,
+                             char *body_take, size_t len, const char *allow)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body_take, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body_take);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    r->answered = true;
+    hv_metrics_http(code);
+    return rc;
+}
+
+/* A one-line plain-text error; hook routes count it as an Error call. */
+static enum MHD_Result fail(struct MHD_Connection *c, struct req *r, int code, const char *a,
+                            const char *b, const char *allow)
+{
+    char line[400];
+    snprintf(line, sizeof(line), "%s%s", a, b ? b : "");
+    size_t n = strlen(line);
+    if (n + 1 < sizeof(line))
+        line[n++] = '\n';
+    char *body = malloc(n);
+    if (!body)
+        return MHD_NO;
+    memcpy(body, line, n);
+    if (r->route == R_HOOK) {
+        double s = since(&r->start);
+        char code_s[8], ms[32];
+        snprintf(code_s, sizeof(code_s), "%d", code);
+        snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        hv_metrics_call_end(r->hook, HV_CALL_ERROR, s);
+        line[n - 1] = '\0';
+        hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status", "Error", "#http",
+               code_s, "#ms", ms, "message", line, NULL);
+    }
+    return reply(c, r, code, "text/plain; charset=utf-8", body, n, allow);
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, struct req *r, int code, const char *s)
+{
+    char *b = strdup(s);
+    return b ? reply(c, r, code, "text/plain; charset=utf-8", b, strlen(b), NULL) : MHD_NO;
+}
+
+static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *c, struct req *r)
+{
+    char err[200];
+    hj *doc = NULL;
+    if (r->len == 0 && r->hook == HV_HOOK_DISCOVERY) {
+        doc = hj_new_object(); /* discovery needs nothing from its body */
+    } else {
+        doc = hj_parse(r->body ? r->body : "", r->len, err, sizeof(err));
+        if (!doc)
+            return fail(c, r, 400, err, NULL, NULL);
+    }
+    if (doc->type != HJ_OBJECT) {
+        hj_free(doc);
+        return fail(c, r, 400, "request body must be a JSON object", NULL, NULL);
+    }
+    bool failure;
+    size_t len;
+    char msg[1024];
+    char *out = hv_hook_handle(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len);
+    hj_free(doc);
+    if (!out)
+        return fail(c, r, 500, "out of memory", NULL, NULL);
+    double s = since(&r->start);
+    hv_metrics_call_end(r->hook, failure ? HV_CALL_FAILURE : HV_CALL_SUCCESS, s);
+    if (hv_log_enabled(HV_LOG_INFO)) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
+               failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg, NULL);
+    }
+    return reply(c, r, 200, "application/json", out, len, NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
+{
+    struct hv_server *srv = cls;
+    struct req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        clock_gettime(CLOCK_MONOTONIC, &r->start);
+        r->route = match(url, &r->hook);
+        if (r->route == R_HOOK)
+            hv_metrics_call_start();
+        if (r->route == R_NONE)
+            return fail(c, r, 404, "no such path", NULL, NULL);
+        bool want_post = r->route == R_HOOK;
+        bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (want_post ? strcmp(method, "POST") != 0 : !is_get)
+            return fail(c, r, 405, "method not allowed: use ", want_post ? "POST" : "GET",
+                        want_post ? "POST" : "GET");
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > srv->o.max_body)
+            return fail(c, r, 413, "request body larger than the limit of ", srv->max_body_text,
+                        NULL);
+        return MHD_YES;
+    }
+    if (r->answered) { /* an early answer: drop whatever else the client sends */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (r->len + *upload_size > srv->o.max_body) {
+            *upload_size = 0;
+            free(r->body);
+            r->body = NULL;
+            return fail(c, r, 413, "request body larger than the limit of ", srv->max_body_text,
+                        NULL);
+        }
+        if (r->len + *upload_size + 1 > r->cap) {
+            size_t ncap = (r->len + *upload_size + 1) * 2;
+            if (ncap > srv->o.max_body + 1)
+                ncap = srv->o.max_body + 1;
+            char *nb = realloc(r->body, ncap);
+            if (!nb)
+                return MHD_NO;
+            r->body = nb;
+            r->cap = ncap;
+        }
+        memcpy(r->body + r->len, upload_data, *upload_size);
+        r->len += *upload_size;
+        r->body[r->len] = '\0';
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    switch (r->route) {
+    case R_HEALTHZ:
+        return text(c, r, 200, "ok\n");
+    case R_READYZ:
+        return atomic_load(&srv->ready) ? text(c, r, 200, "ready\n")
+                                        : text(c, r, 503, "not ready\n");
+    case R_METRICS: {
+        char extra[256];
+        size_t len;
+        snprintf(extra, sizeof(extra),
+                 "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
+                 "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
+                 "hvupdater_tls_certificate_reloads_total %u\n",
+                 hv_tls_generation(srv->tls));
+        char *m = hv_metrics_render(extra, &len);
+        return reply(c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, len, NULL);
+    }
+    case R_HOOK:
+        return serve_hook(srv, c, r);
+    default:
+        return fail(c, r, 404, "no such path", NULL, NULL);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct req *r = *con_cls;
+    if (!r)
+        return;
+    if (r->route == R_HOOK && !r->answered) /* client went away before an answer */
+        hv_metrics_call_end(r->hook, HV_CALL_ERROR, since(&r->start));
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    hv_log(HV_LOG_DEBUG, "http", "detail", line, NULL);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
+                        size_t errlen)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+        strtoul(colon + 1, NULL, 10) > 65535) {
+        snprintf(err, errlen, "--listen %s: want ADDR:PORT", listen);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - listen);
+    if (hl >= sizeof(host)) {
+        snprintf(err, errlen, "--listen: address too long");
+        return -1;
+    }
+    memcpy(host, listen, hl);
+    host[hl] = '\0';
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host[0] ? host : "0.0.0.0", colon + 1, &hints, &ai) != 0 || !ai) {
+        snprintf(err, errlen, "--listen %s: not a numeric address", listen);
+        return -1;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sl = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (parse_listen(o->listen, &ss, &sl, err, errlen) < 0)
+        return NULL;
+    struct hv_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->o = *o;
+    snprintf(s->max_body_text, sizeof(s->max_body_text), "%zu bytes", o->max_body);
+    const char *cert = o->cert_file, *key = o->key_file;
+    char cert_path[512], key_path[512];
+    if (!cert && !key) {
+        const char *dns[16] = {"localhost"};
+        size_t n = 1;
+        char hostname[256];
+        if (gethostname(hostname, sizeof(hostname)) == 0 && strchr(hostname, '.') == NULL &&
+            strcmp(hostname, "localhost"))
+            dns[n++] = hostname;
+        for (size_t k = 0; o->extra_sans && o->extra_sans[k] && n < 15; k++)
+            dns[n++] = o->extra_sans[k];
+        dns[n] = NULL;
+        const char *ips[] = {"127.0.0.1", "::1", NULL};
+        if (hv_tls_make_selfsigned(o->cert_dir, dns, ips, err, errlen) < 0)
+            goto fail;
+        snprintf(cert_path, sizeof(cert_path), "%s/tls.crt", o->cert_dir);
+        snprintf(key_path, sizeof(key_path), "%s/tls.key", o->cert_dir);
+        snprintf(s->ca_file, sizeof(s->ca_file), "%s/ca.crt", o->cert_dir);
+        cert = cert_path;
+        key = key_path;
+    } else if (!cert || !key) {
+        snprintf(err, errlen, "--tls-cert and --tls-key go together");
+        goto fail;
+    }
+    s->tls = hv_tls_open(cert, key, err, errlen);
+    if (!s->tls)
+        goto fail;
+    hv_tls_activate(s->tls);
+    unsigned flags =
+        MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
+        hv_tls_priorities(), MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 4),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_END);
+    if (!s->d) {
+        snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : 0;
+    return s;
+fail:
+    if (s->tls) {
+        hv_tls_activate(NULL);
+        hv_tls_free(s->tls);
+    }
+    free(s);
+    return NULL;
+}
+
+unsigned hv_server_port(const struct hv_server *s)
+{
+    return s->port;
+}
+
+const char *hv_server_ca_file(const struct hv_server *s)
+{
+    return s->ca_file[0] ? s->ca_file : NULL;
+}
+
+void hv_server_set_ready(struct hv_server *s, bool ready)
+{
+    atomic_store(&s->ready, ready);
+}
+
+void hv_server_stop(struct hv_server *s)
+{
+    if (!s)
+        return;
+    MHD_stop_daemon(s->d);
+    hv_tls_activate(NULL);
+    hv_tls_free(s->tls);
+    free(s);
+}

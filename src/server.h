@@ -1,0 +1,32 @@
+/* server.h: the HTTPS endpoint (libmicrohttpd, TLS 1.2+, thread pool) that routes CAPI's
+ * Runtime SDK paths to hooks.c and serves /healthz, /readyz and /metrics.
+ * hv_server_start borrows opts->hooks for the server's lifetime; hv_server_stop frees all. */
+#ifndef HV_SERVER_H
+#define HV_SERVER_H
+
+#include "hooks.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct hv_server_opts {
+    const char *listen;    /* "ADDR:PORT", "[v6]:PORT" or ":PORT"; port 0 = ephemeral */
+    const char *cert_file; /* PEM chain; NULL with key_file NULL: self-signed in cert_dir */
+    const char *key_file;
+    const char *cert_dir;          /* where a self-signed CA and serving cert are kept */
+    const char *const *extra_sans; /* NULL-terminated extra DNS names for the self-signed cert */
+    size_t max_body;               /* bytes; larger bodies get 413 */
+    unsigned threads;              /* worker threads answering requests */
+    const struct hv_hooks_ctx *hooks;
+};
+
+struct hv_server;
+
+struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, size_t errlen);
+unsigned hv_server_port(const struct hv_server *s);
+/* The CA file clients should trust when the server made its own certificate, else NULL. */
+const char *hv_server_ca_file(const struct hv_server *s);
+void hv_server_set_ready(struct hv_server *s, bool ready);
+void hv_server_stop(struct hv_server *s);
+
+#endif
