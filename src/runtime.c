@@ -1,24 +1,113 @@
-/* runtime.c: builds the hooks context from the config. Until backends are wired in, the
- * UpdateMachine hook answers Failure ("no backend is configured"). */
+/* runtime.c: builds backends from the config (libvirt hosts, vCenters), the engine over them,
+ * and the hooks context the server answers with. Owns all of them; frees in reverse order
+ * (engine first: its workers use the backends). */
 #include "runtime.h"
+#include "engine.h"
+#include "log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HV_HAVE_BACKEND_libvirt
+#include "libvirt_backend.h"
+#endif
+#ifdef HV_HAVE_BACKEND_vsphere
+#include "vsphere_backend.h"
+#endif
+
 struct hv_runtime {
     struct hv_hooks_ctx hooks;
+    struct hv_plan_hooks plan_hooks;
+    struct hv_engine *engine;
+    struct hv_backend *bes[2];
+    size_t n_bes;
 };
+
+static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char *err,
+                        size_t errlen)
+{
+#ifdef HV_HAVE_BACKEND_libvirt
+    if (cfg->n_libvirt_uris) {
+        struct hv_libvirt_opts lo = {
+            .uris = (const char *const *)cfg->libvirt_uris,
+            .n_uris = cfg->n_libvirt_uris,
+            .keepalive_interval_s = cfg->keepalive_interval_s,
+            .keepalive_count = cfg->keepalive_count,
+            .call_timeout_ms = cfg->engine.step_timeout_s * 1000,
+        };
+        struct hv_backend *b = hv_libvirt_new(&lo, err, errlen);
+        if (!b)
+            return -1;
+        rt->bes[rt->n_bes++] = b;
+    }
+#endif
+#ifdef HV_HAVE_BACKEND_vsphere
+    if (cfg->n_vsphere) {
+        struct hv_vsphere_server *vs = calloc(cfg->n_vsphere, sizeof(*vs));
+        if (!vs)
+            abort();
+        for (size_t k = 0; k < cfg->n_vsphere; k++) {
+            const struct hv_vsphere_cfg *c = &cfg->vsphere[k];
+            vs[k] = (struct hv_vsphere_server){
+                .name = c->name,
+                .url = c->url,
+                .username_file = c->username_file,
+                .password_file = c->password_file,
+                .thumbprint = c->thumbprint,
+                .ca_file = c->ca_file,
+                .insecure_skip_verify = c->insecure_skip_verify,
+                .call_timeout_ms = 10000,
+            };
+            if (c->insecure_skip_verify)
+                hv_log(HV_LOG_WARN, "insecure-tls", "server", c->name, "detail",
+                       "TLS verification of this vCenter is OFF (insecureSkipVerify): "
+                       "anyone on the path can impersonate it and read its credentials",
+                       NULL);
+        }
+        struct hv_backend *b = hv_vsphere_new(vs, cfg->n_vsphere, err, errlen);
+        free(vs);
+        if (!b)
+            return -1;
+        rt->bes[rt->n_bes++] = b;
+    }
+#endif
+    (void)cfg;
+    (void)err;
+    (void)errlen;
+    return 0;
+}
 
 struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
     struct hv_runtime *rt = calloc(1, sizeof(*rt));
     if (!rt)
         return NULL;
     rt->hooks.profiles = &cfg->profiles;
     rt->hooks.defaults = cfg->defaults;
     rt->hooks.timeout_s = cfg->handler_timeout_s;
+    if (add_backends(rt, cfg, err, errlen) < 0) {
+        hv_runtime_free(rt);
+        return NULL;
+    }
+    struct hv_engine_cfg ec;
+    hv_engine_cfg_default(&ec);
+    ec.workers = cfg->engine.workers;
+    ec.max_power_cycles = cfg->engine.max_power_cycles;
+    ec.max_power_cycles_per_host = cfg->engine.max_power_cycles_per_host;
+    ec.step_timeout_s = cfg->engine.step_timeout_s;
+    rt->engine = hv_engine_new(&ec, rt->bes, rt->n_bes);
+    if (!rt->engine) {
+        snprintf(err, errlen, "cannot start the engine");
+        hv_runtime_free(rt);
+        return NULL;
+    }
+    rt->plan_hooks.ctx = rt->engine;
+    rt->plan_hooks.available = hv_engine_available;
+    rt->plan_hooks.probe = hv_engine_probe;
+    rt->hooks.plan_hooks = &rt->plan_hooks;
+    rt->hooks.update = hv_engine_update;
+    rt->hooks.update_ctx = rt->engine;
     return rt;
 }
 
@@ -29,5 +118,10 @@ const struct hv_hooks_ctx *hv_runtime_hooks(const struct hv_runtime *rt)
 
 void hv_runtime_free(struct hv_runtime *rt)
 {
+    if (!rt)
+        return;
+    hv_engine_free(rt->engine);
+    for (size_t k = 0; k < rt->n_bes; k++)
+        rt->bes[k]->ops->free(rt->bes[k]);
     free(rt);
 }

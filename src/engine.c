@@ -1,0 +1,374 @@
+/* engine.c: the engine's plumbing: per-VM entries (latest answer, queued/running flags),
+ * a worker pool that runs reconcile passes, the power-cycle slot table, and the bounded
+ * live probe used by CanUpdateMachine. The engine owns its entries and threads; it borrows
+ * the backends. Entries live until hv_engine_free (one per VM ever seen). */
+#include "engine_int.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 64
+
+struct entry {
+    char key[HV_KEY_MAX];
+    struct hv_backend *be;
+    struct hv_vm_ref ref;
+    struct hv_hw desired;
+    struct hv_settings s;
+    bool queued, running, again;
+    bool have_answer;
+    struct hv_hw answer_for;
+    struct hv_update_result answer;
+    /* live probe cache (CanUpdateMachine under powerCycle=Never) */
+    int64_t probe_at_ms;
+    struct hv_hw probe_for;
+    int probe_rc;
+    struct hv_field_plan probe_plan[HV_F_COUNT];
+    char probe_why[200];
+    /* power-cycle slot */
+    bool slot;
+    char slot_host[HV_NAME_MAX];
+    struct entry *next, *next_q;
+};
+
+struct hv_engine {
+    struct hv_engine_cfg cfg;
+    struct hv_backend **bes;
+    size_t n_bes;
+    char owner[96];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct entry *entries;
+    struct entry *q_head, *q_tail;
+    bool stopping;
+    pthread_t workers[MAX_WORKERS];
+    int n_workers;
+    int slots_used;
+};
+
+void hv_engine_cfg_default(struct hv_engine_cfg *c)
+{
+    c->workers = 4;
+    c->max_power_cycles = 4;
+    c->max_power_cycles_per_host = 1;
+    c->step_timeout_s = 300;
+    c->max_step_attempts = 3;
+    c->probe_cache_ms = 5000;
+}
+
+const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e)
+{
+    return &e->cfg;
+}
+
+const char *hv_engine_owner(const struct hv_engine *e)
+{
+    return e->owner;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void make_key(char *out, size_t cap, const struct hv_backend *be,
+                     const struct hv_vm_ref *ref)
+{
+    snprintf(out, cap, "%s|%s|%s|%s", be->ops->name, ref->server, ref->uuid, ref->name);
+}
+
+/* Find or create the entry for key; caller holds the lock. */
+static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_backend *be,
+                               const struct hv_vm_ref *ref)
+{
+    for (struct entry *x = e->entries; x; x = x->next)
+        if (!strcmp(x->key, key))
+            return x;
+    struct entry *x = calloc(1, sizeof(*x));
+    if (!x)
+        abort();
+    snprintf(x->key, sizeof(x->key), "%s", key);
+    x->be = be;
+    x->ref = *ref;
+    x->next = e->entries;
+    e->entries = x;
+    return x;
+}
+
+static void *worker(void *arg)
+{
+    struct hv_engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (!e->q_head && !e->stopping)
+            pthread_cond_wait(&e->cond, &e->lock);
+        if (e->stopping)
+            break;
+        struct entry *x = e->q_head;
+        e->q_head = x->next_q;
+        if (!e->q_head)
+            e->q_tail = NULL;
+        x->queued = false;
+        x->running = true;
+        x->again = false;
+        struct hv_hw desired = x->desired;
+        struct hv_settings s = x->s;
+        struct hv_vm_ref ref = x->ref;
+        pthread_mutex_unlock(&e->lock);
+
+        struct hv_update_result res;
+        memset(&res, 0, sizeof(res));
+        hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
+
+        pthread_mutex_lock(&e->lock);
+        x->running = false;
+        x->have_answer = true;
+        x->answer_for = desired;
+        x->answer = res;
+        if (x->again && !x->queued) {
+            x->queued = true;
+            x->next_q = NULL;
+            if (e->q_tail)
+                e->q_tail->next_q = x;
+            else
+                e->q_head = x;
+            e->q_tail = x;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
+                                size_t n)
+{
+    struct hv_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->cfg = *cfg;
+    if (e->cfg.max_step_attempts < 1)
+        e->cfg.max_step_attempts = 3;
+    e->bes = calloc(n ? n : 1, sizeof(*e->bes));
+    if (!e->bes)
+        abort();
+    memcpy(e->bes, bes, n * sizeof(*bes));
+    e->n_bes = n;
+    char host[64] = "unknown";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
+    for (int k = 0; k < nw; k++)
+        if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
+            e->n_workers++;
+    return e;
+}
+
+void hv_engine_free(struct hv_engine *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stopping = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    for (int k = 0; k < e->n_workers; k++)
+        pthread_join(e->workers[k], NULL);
+    for (struct entry *x = e->entries, *nx; x; x = nx) {
+        nx = x->next;
+        free(x);
+    }
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    free(e->bes);
+    free(e);
+}
+
+struct hv_backend *hv_engine_backend(struct hv_engine *e, const char *name)
+{
+    for (size_t k = 0; k < e->n_bes; k++)
+        if (!strcmp(e->bes[k]->ops->name, name))
+            return e->bes[k];
+    return NULL;
+}
+
+/* ---- power-cycle slots --------------------------------------------------------------------- */
+
+bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *host, bool force)
+{
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = NULL;
+    for (struct entry *y = e->entries; y; y = y->next)
+        if (!strcmp(y->key, key))
+            x = y;
+    bool ok = false;
+    if (x && x->slot) {
+        ok = true;
+    } else if (x) {
+        int on_host = 0;
+        for (struct entry *y = e->entries; y; y = y->next)
+            on_host += y->slot && !strcmp(y->slot_host, host);
+        if (force || (e->slots_used < e->cfg.max_power_cycles &&
+                      on_host < e->cfg.max_power_cycles_per_host)) {
+            x->slot = true;
+            snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
+            e->slots_used++;
+            ok = true;
+        }
+    } else {
+        ok = true; /* a pass outside the entry table (no other VM can be tracked): allow */
+    }
+    pthread_mutex_unlock(&e->lock);
+    return ok;
+}
+
+void hv_engine_slot_release(struct hv_engine *e, const char *key)
+{
+    pthread_mutex_lock(&e->lock);
+    for (struct entry *x = e->entries; x; x = x->next) {
+        if (!strcmp(x->key, key) && x->slot) {
+            x->slot = false;
+            e->slots_used--;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- hooks side ---------------------------------------------------------------------------- */
+
+static struct hv_backend *backend_for(struct hv_engine *e, const struct hv_profile *p,
+                                      const struct hv_vm_ref *ref, char *why, size_t whylen)
+{
+    struct hv_backend *be = hv_engine_backend(e, p->backend);
+    if (!be) {
+        snprintf(why, whylen, "no %s backend is configured in hvupdater", p->backend);
+        return NULL;
+    }
+    if (!be->ops->serves(be, ref)) {
+        snprintf(why, whylen, "hvupdater holds no %s connection for server %s", p->backend,
+                 ref->server[0] ? ref->server : "(none given)");
+        return NULL;
+    }
+    return be;
+}
+
+void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      struct hv_update_result *out)
+{
+    struct hv_engine *e = ctx;
+    char why[300];
+    struct hv_backend *be = backend_for(e, p, ref, why, sizeof(why));
+    if (!be) {
+        out->failure = true;
+        out->retry_after_s = 0;
+        snprintf(out->message, sizeof(out->message), "%s", why);
+        return;
+    }
+    char key[HV_KEY_MAX];
+    make_key(key, sizeof(key), be, ref);
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = entry_for(e, key, be, ref);
+    if (x->have_answer && hv_hw_equal(&x->answer_for, desired)) {
+        *out = x->answer;
+    } else {
+        out->failure = false;
+        out->retry_after_s = 1;
+        snprintf(out->message, sizeof(out->message), "in progress: observing the VM");
+    }
+    x->desired = *desired;
+    x->s = *s;
+    if (x->running) {
+        x->again = true;
+    } else if (!x->queued) {
+        x->queued = true;
+        x->next_q = NULL;
+        if (e->q_tail)
+            e->q_tail->next_q = x;
+        else
+            e->q_head = x;
+        e->q_tail = x;
+        pthread_cond_signal(&e->cond);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struct hv_vm_ref *ref,
+                         const struct hv_hw *desired, const struct hv_settings *s,
+                         struct hv_update_result *out)
+{
+    char key[HV_KEY_MAX];
+    make_key(key, sizeof(key), be, ref);
+    pthread_mutex_lock(&e->lock);
+    entry_for(e, key, be, ref);
+    pthread_mutex_unlock(&e->lock);
+    memset(out, 0, sizeof(*out));
+    hv_engine_reconcile_key(e, key, be, ref, desired, s, out);
+}
+
+int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                        char *why, size_t whylen)
+{
+    return backend_for(ctx, p, ref, why, whylen) ? 1 : 0;
+}
+
+int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
+                    size_t whylen)
+{
+    struct hv_engine *e = ctx;
+    struct hv_backend *be = backend_for(e, p, ref, why, whylen);
+    if (!be)
+        return -1;
+    char key[HV_KEY_MAX];
+    make_key(key, sizeof(key), be, ref);
+    int64_t t = now_ms();
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = entry_for(e, key, be, ref);
+    if (x->probe_at_ms && t - x->probe_at_ms < e->cfg.probe_cache_ms &&
+        hv_hw_equal(&x->probe_for, desired)) {
+        int rc = x->probe_rc;
+        memcpy(plan, x->probe_plan, sizeof(x->probe_plan));
+        snprintf(why, whylen, "%s", x->probe_why);
+        pthread_mutex_unlock(&e->lock);
+        return rc;
+    }
+    pthread_mutex_unlock(&e->lock);
+
+    struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
+    struct hv_err err = {0};
+    int rc = -1;
+    char w[200] = "";
+    if (!obs)
+        abort();
+    if (be->ops->observe(be, ref, obs, &err) != HV_OK) {
+        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
+    } else if (!obs->found) {
+        snprintf(w, sizeof(w), "the VM was not found");
+    } else if (be->ops->plan(be, ref, obs, desired, plan, &err) != HV_OK) {
+        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
+    } else {
+        rc = 0;
+    }
+    free(obs);
+    if (rc < 0)
+        hv_log(HV_LOG_WARN, "probe-error", "vm", key, "detail", err.detail, NULL);
+    snprintf(why, whylen, "%s", w);
+    pthread_mutex_lock(&e->lock);
+    x->probe_at_ms = t;
+    x->probe_for = *desired;
+    x->probe_rc = rc;
+    if (rc == 0)
+        memcpy(x->probe_plan, plan, sizeof(x->probe_plan));
+    snprintf(x->probe_why, sizeof(x->probe_why), "%s", w);
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* engine.h: the UpdateMachine engine. Level-triggered: each reconcile observes the VM,
+ * compares it with the desired hardware and the operation record stored on the VM, takes at
+ * most the next step, and records what it did on the VM before doing it. Hook calls never
+ * wait: they return the latest conclusion and queue a reconcile on a worker thread.
+ * Ownership: the engine borrows the backends (the caller frees them after hv_engine_free). */
+#ifndef HV_ENGINE_H
+#define HV_ENGINE_H
+
+#include "backend.h"
+#include "hooks.h"
+#include "profile.h"
+#include "settings.h"
+
+struct hv_engine_cfg {
+    int workers;          /* reconcile threads */
+    int max_power_cycles; /* VMs in a power cycle at once, overall */
+    int max_power_cycles_per_host;
+    int step_timeout_s;    /* bound for one hypervisor call */
+    int max_step_attempts; /* transient failures of one step before a Failure */
+    int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
+};
+
+struct hv_engine;
+
+void hv_engine_cfg_default(struct hv_engine_cfg *c);
+struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
+                                size_t n);
+void hv_engine_free(struct hv_engine *e);
+
+/* The backend with this name, or NULL. */
+struct hv_backend *hv_engine_backend(struct hv_engine *e, const char *name);
+
+/* hv_update_fn for the UpdateMachine hook: answers at once from what is known, and queues a
+ * reconcile. ctx is the engine. */
+void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      struct hv_update_result *out);
+
+/* One reconcile pass on the calling thread (the lab CLI and tests use it): observe, decide,
+ * take at most one step, answer. */
+void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struct hv_vm_ref *ref,
+                         const struct hv_hw *desired, const struct hv_settings *s,
+                         struct hv_update_result *out);
+
+/* hv_plan_hooks callbacks for CanUpdateMachine(Set); ctx is the engine. */
+int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                        char *why, size_t whylen);
+int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
+                    size_t whylen);
+
+/* Stable text for a backend error code (never the raw hypervisor text). */
+const char *hv_errcode_message(enum hv_errcode c);
+
+#endif

@@ -1,0 +1,102 @@
+/* oprecord.c: JSON form of the operation record. Unknown or malformed records read as "no
+ * record", so a damaged record restarts the operation from what the VM shows instead of
+ * wedging it. */
+#include "oprecord.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const phase_names[HV_PH_COUNT] = {"none",     "live",      "wait-live",
+                                                     "shutdown", "power-off", "reconfigure",
+                                                     "power-on", "done",      "failed"};
+
+const char *hv_phase_name(enum hv_phase p)
+{
+    return p < HV_PH_COUNT ? phase_names[p] : "none";
+}
+
+bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b)
+{
+    return a->memory_mib == b->memory_mib && a->cpus == b->cpus &&
+           a->cores_per_socket == b->cores_per_socket;
+}
+
+bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
+{
+    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores"};
+    hj *o = hj_new_object(), *d = hj_new_object(), *p = hj_new_object();
+    hj_obj_set_take(o, "v", hj_new_int(1));
+    hj_obj_set_take(d, "memoryMiB", hj_new_int(r->desired.memory_mib));
+    hj_obj_set_take(d, "cpus", hj_new_int(r->desired.cpus));
+    hj_obj_set_take(d, "coresPerSocket", hj_new_int(r->desired.cores_per_socket));
+    hj_obj_set_take(o, "desired", d);
+    hj_obj_set_take(o, "phase", hj_new_string(hv_phase_name(r->phase)));
+    hj_obj_set_take(o, "cold", hj_new_bool(r->cold));
+    for (int f = 0; f < HV_F_COUNT; f++)
+        hj_obj_set_take(p, fnames[f], hj_new_string(r->plan[f][0] ? r->plan[f] : "none"));
+    hj_obj_set_take(o, "plan", p);
+    hj_obj_set_take(o, "attempts", hj_new_int(r->attempts));
+    hj_obj_set_take(o, "recycles", hj_new_int(r->recycles));
+    hj_obj_set_take(o, "startedAt", hj_new_int(r->started_at));
+    hj_obj_set_take(o, "stepAt", hj_new_int(r->step_at));
+    hj_obj_set_take(o, "owner", hj_new_string(r->owner));
+    if (r->message[0])
+        hj_obj_set_take(o, "message", hj_new_string(r->message));
+    size_t len;
+    char *text = hj_dump(o, &len);
+    hj_free(o);
+    bool ok = text && len < cap;
+    if (ok)
+        memcpy(buf, text, len + 1);
+    free(text);
+    return ok;
+}
+
+static int64_t int_at(const hj *o, const char *key, int64_t dflt)
+{
+    const hj *v = hj_get(o, key);
+    return v && v->type == HJ_INT ? v->i : dflt;
+}
+
+bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
+{
+    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores"};
+    char err[128];
+    memset(r, 0, sizeof(*r));
+    if (!text || !text[0])
+        return false;
+    hj *o = hj_parse(text, strlen(text), err, sizeof(err));
+    const hj *d = hj_get(o, "desired");
+    const char *ph = hj_get_str(o, "phase");
+    bool ok = o && int_at(o, "v", 0) == 1 && d && d->type == HJ_OBJECT && ph;
+    if (ok) {
+        r->desired.memory_mib = int_at(d, "memoryMiB", -1);
+        r->desired.cpus = (int32_t)int_at(d, "cpus", -1);
+        r->desired.cores_per_socket = (int32_t)int_at(d, "coresPerSocket", -1);
+        r->phase = HV_PH_NONE;
+        for (int k = 0; k < HV_PH_COUNT; k++)
+            if (!strcmp(ph, phase_names[k]))
+                r->phase = (enum hv_phase)k;
+        const hj *c = hj_get(o, "cold");
+        r->cold = c && c->type == HJ_BOOL && c->b;
+        const hj *p = hj_get(o, "plan");
+        for (int f = 0; f < HV_F_COUNT; f++) {
+            const char *s = hj_get_str(p, fnames[f]);
+            snprintf(r->plan[f], sizeof(r->plan[f]), "%s", s ? s : "none");
+        }
+        r->attempts = (int)int_at(o, "attempts", 0);
+        r->recycles = (int)int_at(o, "recycles", 0);
+        r->started_at = int_at(o, "startedAt", 0);
+        r->step_at = int_at(o, "stepAt", 0);
+        const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");
+        snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
+        snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
+        ok = r->phase != HV_PH_NONE;
+    }
+    hj_free(o);
+    if (!ok)
+        memset(r, 0, sizeof(*r));
+    return ok;
+}

@@ -1,0 +1,44 @@
+/* oprecord.h: the operation record hvupdater stores on the VM (libvirt metadata, vSphere
+ * extraConfig) so that a restarted process or another replica continues the same operation.
+ * Plain value; (de)serialised as compact JSON of at most HV_RECORD_MAX bytes. */
+#ifndef HV_OPRECORD_H
+#define HV_OPRECORD_H
+
+#include "backend.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum hv_phase {
+    HV_PH_NONE = 0,
+    HV_PH_LIVE,        /* live steps being issued */
+    HV_PH_WAIT_LIVE,   /* live steps issued at step_at; waiting for the hypervisor to show them */
+    HV_PH_SHUTDOWN,    /* graceful shutdown requested at step_at */
+    HV_PH_POWER_OFF,   /* hard power-off requested at step_at */
+    HV_PH_RECONFIGURE, /* VM off; configuration being written */
+    HV_PH_POWER_ON,    /* start requested at step_at */
+    HV_PH_DONE,
+    HV_PH_FAILED,
+    HV_PH_COUNT
+};
+
+struct hv_oprecord {
+    struct hv_hw desired;
+    enum hv_phase phase;
+    bool cold;                   /* the operation goes through a power cycle */
+    char plan[HV_F_COUNT][48];   /* per field: "none", "live:dimm", "cold", ... */
+    int attempts;                /* transient failures of the current step */
+    int recycles;                /* times the VM came back on before it was reconfigured */
+    int64_t started_at, step_at; /* unix seconds */
+    char owner[96];              /* host:pid of the process that wrote it */
+    char message[512];           /* Failure message (phase FAILED) */
+};
+
+const char *hv_phase_name(enum hv_phase p);
+/* Serialise into buf (cap bytes); false when it does not fit. */
+bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap);
+/* Parse; false (and *r zeroed) when text is empty or not a record of ours. */
+bool hv_oprecord_read(struct hv_oprecord *r, const char *text);
+bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b);
+
+#endif

@@ -1,0 +1,479 @@
+/* reconcile.c: one level-triggered pass of the UpdateMachine engine for one VM.
+ * Observe; read the operation record on the VM; decide the next step from what is seen plus
+ * the record; write the record (intent) before acting; act once; answer. Nothing here
+ * remembers anything between passes except through the record and the slot table. */
+#include "engine_int.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RETRY_LIVE   2
+#define RETRY_COLD   5
+#define RETRY_SLOT   10
+#define MAX_RECYCLES 3
+
+const char *hv_errcode_message(enum hv_errcode c)
+{
+    switch (c) {
+    case HV_OK:
+        return "no error";
+    case HV_E_NOT_FOUND:
+        return "the VM was not found";
+    case HV_E_UNREACHABLE:
+        return "the hypervisor cannot be reached";
+    case HV_E_AUTH:
+        return "the hypervisor refused hvupdater's credentials";
+    case HV_E_INVALID_STATE:
+        return "the VM's power state does not allow this step";
+    case HV_E_BUSY:
+        return "another task is changing the VM";
+    case HV_E_UNSUPPORTED:
+        return "the hypervisor does not support this change";
+    case HV_E_RESOURCES:
+        return "the host lacks the resources";
+    case HV_E_TIMEOUT:
+        return "the hypervisor did not answer in time";
+    case HV_E_INTERNAL:
+        break;
+    }
+    return "the hypervisor reported an error";
+}
+
+static const char *step_name(enum hv_step_kind k)
+{
+    switch (k) {
+    case HV_STEP_LIVE_MEMORY:
+        return "live-memory";
+    case HV_STEP_LIVE_CPUS:
+        return "live-cpus";
+    case HV_STEP_SHUTDOWN:
+        return "shutdown";
+    case HV_STEP_POWER_OFF:
+        return "power-off";
+    case HV_STEP_RECONFIGURE:
+        return "reconfigure";
+    case HV_STEP_POWER_ON:
+        return "power-on";
+    }
+    return "step";
+}
+
+/* "memory 2048 MiB, 3 vCPUs, 2 cores per socket" for the fields that are set. */
+static void describe(char *out, size_t cap, const struct hv_hw *h)
+{
+    char part[64];
+    out[0] = '\0';
+    if (h->memory_mib >= 0) {
+        snprintf(part, sizeof(part), "memory %lld MiB", (long long)h->memory_mib);
+        strncat(out, part, cap - strlen(out) - 1);
+    }
+    if (h->cpus >= 0) {
+        snprintf(part, sizeof(part), "%s%d vCPUs", out[0] ? ", " : "", h->cpus);
+        strncat(out, part, cap - strlen(out) - 1);
+    }
+    if (h->cores_per_socket >= 0) {
+        snprintf(part, sizeof(part), "%s%d cores per socket", out[0] ? ", " : "",
+                 h->cores_per_socket);
+        strncat(out, part, cap - strlen(out) - 1);
+    }
+    if (!out[0])
+        snprintf(out, cap, "no hardware fields");
+}
+
+/* Every desired field (>= 0) equals what the VM shows. */
+static bool matches(const struct hv_hw *have, const struct hv_hw *want)
+{
+    return (want->memory_mib < 0 || have->memory_mib == want->memory_mib) &&
+           (want->cpus < 0 || have->cpus == want->cpus) &&
+           (want->cores_per_socket < 0 || have->cores_per_socket == want->cores_per_socket);
+}
+
+static void answer(struct hv_update_result *out, bool failure, int retry, const char *msg)
+{
+    out->failure = failure;
+    out->retry_after_s = failure ? 0 : retry;
+    snprintf(out->message, sizeof(out->message), "%s", msg);
+}
+
+struct pass {
+    struct hv_engine *e;
+    struct hv_backend *be;
+    const struct hv_vm_ref *ref;
+    const struct hv_hw *desired;
+    const struct hv_settings *s;
+    struct hv_vm_obs obs;
+    struct hv_oprecord rec;
+    char key[HV_KEY_MAX];
+    char what[160]; /* describe(desired) */
+    int64_t now;
+    struct hv_update_result *out;
+};
+
+static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
+{
+    char code[8];
+    snprintf(code, sizeof(code), "%d", (int)err->code);
+    hv_log(HV_LOG_WARN, "backend-error", "backend", p->be->ops->name, "vm", p->key, "during", what,
+           "#code", code, "detail", err->detail, NULL);
+}
+
+static bool store(struct pass *p)
+{
+    char buf[HV_RECORD_MAX];
+    struct hv_err err = {0};
+    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", hv_engine_owner(p->e));
+    if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
+        p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
+        log_err(p, "write-record", &err);
+        char m[300];
+        snprintf(m, sizeof(m), "cannot store the operation record on the VM: %s",
+                 hv_errcode_message(err.code));
+        answer(p->out, true, 0, m);
+        return false;
+    }
+    return true;
+}
+
+/* Sticky failure: recorded on the VM so every later call for this desired spec answers the
+ * same message and takes no step. */
+static void fail_sticky(struct pass *p, const char *msg)
+{
+    p->rec.phase = HV_PH_FAILED;
+    p->rec.step_at = p->now;
+    snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
+    hv_engine_slot_release(p->e, p->key);
+    hv_metrics_operation("failed", "failure");
+    if (store(p))
+        answer(p->out, true, 0, msg);
+    hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, NULL);
+}
+
+/* Record the phase, then act. Returns true when the step was accepted. */
+static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
+{
+    if (p->rec.phase != phase)
+        p->rec.attempts = 0;
+    p->rec.phase = phase;
+    p->rec.step_at = p->now;
+    if (!store(p))
+        return false;
+    struct hv_step st = {.kind = kind,
+                         .desired = *p->desired,
+                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+    snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
+    struct hv_err err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = p->be->ops->act(p->be, p->ref, &st, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    hv_metrics_step(step_name(kind),
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
+           rc == HV_OK ? "accepted" : "error", NULL);
+    if (rc == HV_OK)
+        return true;
+    log_err(p, step_name(kind), &err);
+    p->rec.attempts++;
+    char m[400];
+    if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
+        snprintf(m, sizeof(m), "step %s failed %d times: %s", step_name(kind), p->rec.attempts,
+                 hv_errcode_message(err.code));
+        if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
+            /* Never leave a VM off: try to start it as it is before giving up. */
+            struct hv_step on = {
+                .kind = HV_STEP_POWER_ON, .desired = *p->desired, .timeout_ms = st.timeout_ms};
+            struct hv_err e2 = {0};
+            p->be->ops->act(p->be, p->ref, &on, &e2);
+        }
+        fail_sticky(p, m);
+        return false;
+    }
+    if (store(p)) {
+        snprintf(m, sizeof(m), "in progress: retrying %s (%s)", step_name(kind),
+                 hv_errcode_message(err.code));
+        answer(p->out, false, RETRY_COLD, m);
+    }
+    return false;
+}
+
+static void progress(struct pass *p, int retry, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void progress(struct pass *p, int retry, const char *fmt, ...)
+{
+    char m[400], body[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(m, sizeof(m), "in progress: %s", body);
+    answer(p->out, false, retry, m);
+}
+
+static void done(struct pass *p, bool had_record)
+{
+    char m[300];
+    snprintf(m, sizeof(m), "done: %s", p->what);
+    if (had_record && p->rec.phase != HV_PH_DONE) {
+        p->rec.phase = HV_PH_DONE;
+        p->rec.step_at = p->now;
+        p->rec.message[0] = '\0';
+        hv_engine_slot_release(p->e, p->key);
+        hv_metrics_operation("done", "success");
+        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, NULL);
+        if (!store(p))
+            return;
+    }
+    answer(p->out, false, 0, m);
+}
+
+/* A new operation: ask the backend how each field can change on this VM now. */
+static bool begin(struct pass *p)
+{
+    struct hv_field_plan fp[HV_F_COUNT];
+    struct hv_err err = {0};
+    static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket"};
+    memset(fp, 0, sizeof(fp));
+    if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, fp, &err) != HV_OK) {
+        log_err(p, "plan", &err);
+        char m[300];
+        snprintf(m, sizeof(m), "cannot plan the change: %s", hv_errcode_message(err.code));
+        answer(p->out, true, 0, m);
+        return false;
+    }
+    memset(&p->rec, 0, sizeof(p->rec));
+    p->rec.desired = *p->desired;
+    p->rec.started_at = p->rec.step_at = p->now;
+    bool on = p->obs.power == HV_POWER_ON;
+    const char *cold_field = NULL, *cold_reason = NULL;
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        switch (fp[f].how) {
+        case HV_HOW_NONE:
+            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
+            break;
+        case HV_HOW_LIVE:
+            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "live:%s", fp[f].method);
+            break;
+        case HV_HOW_COLD:
+            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "cold");
+            if (!cold_field) {
+                cold_field = fnames[f];
+                cold_reason = fp[f].reason;
+            }
+            p->rec.cold = true;
+            break;
+        case HV_HOW_IMPOSSIBLE: {
+            char m[400];
+            snprintf(m, sizeof(m), "cannot change %s: %s", fnames[f], fp[f].reason);
+            fail_sticky(p, m);
+            return false;
+        }
+        }
+    }
+    if (!on)
+        p->rec.cold = true; /* an off VM is simply reconfigured */
+    if (p->rec.cold && on && p->s->power_cycle == HV_PC_NEVER) {
+        char m[400];
+        snprintf(m, sizeof(m), "%s needs a power cycle (%s) and powerCycle is Never",
+                 cold_field ? cold_field : "the change",
+                 cold_reason && cold_reason[0] ? cold_reason : "not possible live");
+        fail_sticky(p, m);
+        return false;
+    }
+    p->rec.phase = HV_PH_NONE;
+    hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
+    hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
+           p->rec.cold ? "cold" : "live", NULL);
+    return true;
+}
+
+/* The VM is off during an operation: write the desired hardware if needed, then start it. */
+static void off_path(struct pass *p)
+{
+    if (!matches(&p->obs.config, p->desired)) {
+        if (step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
+            progress(p, 1, "reconfigured the powered-off VM to %s; starting it next", p->what);
+        }
+        return;
+    }
+    if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+        progress(p, RETRY_COLD, "powering the VM on with %s", p->what);
+}
+
+static void cold_on_path(struct pass *p)
+{
+    const struct hv_engine_cfg *cfg = hv_engine_cfg(p->e);
+    int64_t elapsed = p->now - p->rec.step_at;
+    switch (p->rec.phase) {
+    case HV_PH_SHUTDOWN:
+        if (elapsed < p->s->shutdown_timeout_s) {
+            progress(p, RETRY_COLD, "waiting for the guest to shut down");
+            return;
+        }
+        if (p->s->power_off_mode == HV_POM_SOFT) {
+            char m[300];
+            snprintf(m, sizeof(m),
+                     "the guest did not shut down within %d s and powerOffMode is Soft",
+                     p->s->shutdown_timeout_s);
+            fail_sticky(p, m);
+            return;
+        }
+        if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            progress(p, RETRY_COLD, "powering off: the guest did not shut down in time");
+        return;
+    case HV_PH_POWER_OFF:
+        if (elapsed < cfg->step_timeout_s) {
+            progress(p, RETRY_COLD, "waiting for the VM to power off");
+            return;
+        }
+        if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            progress(p, RETRY_COLD, "powering off again");
+        return;
+    case HV_PH_RECONFIGURE:
+    case HV_PH_POWER_ON:
+        if (p->rec.phase == HV_PH_POWER_ON && matches(&p->obs.config, p->desired)) {
+            /* We started it with the new configuration, but the VM shows other values. */
+            char m[400], seen[160];
+            describe(seen, sizeof(seen), &p->obs.hw);
+            snprintf(m, sizeof(m), "after the power cycle the hypervisor reports %s, want %s", seen,
+                     p->what);
+            fail_sticky(p, m);
+            return;
+        }
+        /* It came back on before it was reconfigured (e.g. CAPV powers on VMs it finds off). */
+        if (++p->rec.recycles > MAX_RECYCLES) {
+            fail_sticky(p, "the VM was powered on again before hvupdater could reconfigure it; "
+                           "pause the cluster (spec.paused) and retry");
+            return;
+        }
+        p->rec.phase = HV_PH_NONE;
+        /* shut it down again */
+        __attribute__((fallthrough));
+    default:
+        if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+            progress(p, RETRY_SLOT, "waiting for a power-cycle slot");
+            return;
+        }
+        if (p->s->power_off_mode == HV_POM_HARD) {
+            if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+                progress(p, RETRY_COLD, "powering off to apply %s", p->what);
+        } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
+            progress(p, RETRY_COLD, "shutting the guest down to apply %s", p->what);
+        }
+        return;
+    }
+}
+
+static void live_path(struct pass *p)
+{
+    if (p->rec.phase == HV_PH_WAIT_LIVE) {
+        if (p->now - p->rec.step_at < p->s->live_timeout_s) {
+            progress(p, RETRY_LIVE, "waiting for the hypervisor to show %s", p->what);
+            return;
+        }
+        if (p->s->power_cycle == HV_PC_IF_NEEDED) {
+            hv_log(HV_LOG_INFO, "live-timeout", "vm", p->key, "next", "power cycle", NULL);
+            p->rec.cold = true;
+            p->rec.phase = HV_PH_NONE;
+            cold_on_path(p);
+            return;
+        }
+        char m[400];
+        snprintf(m, sizeof(m),
+                 "the live change to %s did not show within %d s (the guest did not take it); "
+                 "allow powerCycle IfNeeded or check the guest's hot-plug support",
+                 p->what, p->s->live_timeout_s);
+        fail_sticky(p, m);
+        return;
+    }
+    /* Issue every live step still needed; each is idempotent against what the VM shows. */
+    if (p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib &&
+        !step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
+        return;
+    if (p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus &&
+        !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
+        return;
+    p->rec.phase = HV_PH_WAIT_LIVE;
+    p->rec.step_at = p->now;
+    if (store(p))
+        progress(p, RETRY_LIVE, "hot-plugged; waiting for the hypervisor to show %s", p->what);
+}
+
+void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
+                             const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                             const struct hv_settings *s, struct hv_update_result *out)
+{
+    struct pass p;
+    memset(&p, 0, sizeof(p));
+    p.e = e;
+    p.be = be;
+    p.ref = ref;
+    p.desired = desired;
+    p.s = s;
+    p.out = out;
+    p.now = (int64_t)time(NULL);
+    snprintf(p.key, sizeof(p.key), "%s", key);
+    describe(p.what, sizeof(p.what), desired);
+    struct hv_err err = {0};
+    if (be->ops->observe(be, ref, &p.obs, &err) != HV_OK) {
+        log_err(&p, "observe", &err);
+        char m[300];
+        snprintf(m, sizeof(m), "cannot observe the VM: %s", hv_errcode_message(err.code));
+        answer(out, true, 0, m);
+        return;
+    }
+    if (!p.obs.found) {
+        char m[400];
+        snprintf(m, sizeof(m), "VM %s not found on any configured %s host",
+                 ref->uuid[0] ? ref->uuid : ref->name, be->ops->name);
+        answer(out, true, 0, m);
+        return;
+    }
+    bool had = hv_oprecord_read(&p.rec, p.obs.record);
+    /* A record for other hardware belongs to an older operation. If that one left the VM
+     * off mid-cycle, the new one must still bring it back on. */
+    bool old_cold_inflight =
+        had && p.rec.cold && p.rec.phase >= HV_PH_SHUTDOWN && p.rec.phase <= HV_PH_POWER_ON;
+    if (had && !hv_hw_equal(&p.rec.desired, desired))
+        had = false;
+    if (had && p.rec.phase == HV_PH_FAILED) {
+        answer(out, true, 0, p.rec.message);
+        return;
+    }
+    bool on = p.obs.power == HV_POWER_ON;
+    bool inflight = had && p.rec.phase != HV_PH_DONE;
+    if (matches(&p.obs.hw, desired) && (on || !(inflight || old_cold_inflight))) {
+        done(&p, had);
+        return;
+    }
+    if (!had || p.rec.phase == HV_PH_DONE) {
+        if (!begin(&p))
+            return;
+        had = true;
+    }
+    if (p.now - p.rec.started_at > s->deadline_s) {
+        if (!on) {
+            if (step(&p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+                progress(&p, RETRY_COLD, "deadline passed; powering the VM back on");
+            return;
+        }
+        char m[300];
+        snprintf(m, sizeof(m), "the change did not complete within %d s (last step: %s)",
+                 s->deadline_s, hv_phase_name(p.rec.phase));
+        fail_sticky(&p, m);
+        return;
+    }
+    if (!on) {
+        if (p.rec.cold)
+            hv_engine_slot_acquire(e, p.key, p.obs.host, true);
+        off_path(&p);
+    } else if (p.rec.cold) {
+        cold_on_path(&p);
+    } else {
+        live_path(&p);
+    }
+}
