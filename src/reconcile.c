@@ -3,6 +3,7 @@
  * the record; write the record (intent) before acting; act once; answer. Nothing here
  * remembers anything between passes except through the record and the slot table. */
 #include "engine_int.h"
+#include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -168,9 +169,14 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
     struct hv_err err = {0};
     struct timespec t0, t1;
+    char fp[64];
+    snprintf(fp, sizeof(fp), "before:%s", step_name(kind));
+    hv_failpoint(fp);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = p->be->ops->act(p->be, p->ref, &st, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    snprintf(fp, sizeof(fp), "after:%s", step_name(kind));
+    hv_failpoint(fp);
     hv_metrics_step(step_name(kind),
                     (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",

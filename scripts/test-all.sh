@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# test-all.sh: set everything up on a fresh Debian 12 (as root) and run the whole test suite:
+# build with warnings as errors, unit + schema + integration tests, the same unit tests under
+# ASan+UBSan and valgrind, the QEMU lab (its own libvirtd) and the vCenter simulator scenarios,
+# a short fuzz run, and a format check. Starts every daemon it needs and stops them on exit.
+# Usage: scripts/test-all.sh [--quick]   (--quick: skip valgrind, fuzzing and the labs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+JOBS=$(nproc)
+FUZZ_SECONDS=${HV_FUZZ_SECONDS:-60}
+
+section() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
+
+section "packages"
+./scripts/bootstrap.sh all
+
+section "build (Debug, -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug -DHV_WERROR=ON >/dev/null
+cmake --build build -j"$JOBS"
+
+section "format"
+bad=$(git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>&1 | grep -c 'error:' || true)
+if [ "$bad" != "0" ]; then
+    git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+    exit 1
+fi
+echo "clang-format: clean"
+
+section "unit, schema and integration tests"
+(cd build && ctest --output-on-failure -j"$JOBS" -L 'unit|schema|integration')
+
+section "unit tests under ASan + UBSan"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$JOBS"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j"$JOBS" -L unit)
+
+if [ "$QUICK" = 1 ]; then
+    echo "quick run: valgrind, labs and fuzzing skipped"
+    exit 0
+fi
+
+section "unit tests under valgrind"
+(cd build && ctest --output-on-failure -L unit -T memcheck \
+    --overwrite MemoryCheckCommandOptions="--leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1" \
+    >/tmp/hv-memcheck.log 2>&1) || { tail -50 /tmp/hv-memcheck.log; exit 1; }
+if grep -q "Memory checking results:" /tmp/hv-memcheck.log &&
+    sed -n '/Memory checking results:/,$p' /tmp/hv-memcheck.log | grep -qE ' - [1-9]'; then
+    sed -n '/Memory checking results:/,$p' /tmp/hv-memcheck.log
+    exit 1
+fi
+echo "valgrind: clean"
+
+section "QEMU lab: libvirtd + TCG domains"
+cleanup() {
+    test/lab/libvirt-down.sh >/dev/null 2>&1 || true
+    [ -n "${VCSIM_PID:-}" ] && kill "$VCSIM_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+eval "$(test/lab/libvirt-up.sh)"
+export HV_LIBVIRT_LAB_URI
+(cd build && ctest --output-on-failure -L libvirt)
+python3 test/e2e/libvirt_e2e.py --build build
+test/lab/libvirt-down.sh
+
+section "vCenter simulator"
+export HV_VCSIM_BIN="$ROOT/build/vcsim/vcsim"
+test/vcsim/build.sh "$HV_VCSIM_BIN"
+(cd build && ctest --output-on-failure -L vsphere)
+
+section "fuzzing (${FUZZ_SECONDS}s)"
+test/fuzz/run.sh build-fuzz "$FUZZ_SECONDS"
+
+section "all tests passed"
