@@ -1,0 +1,369 @@
+/* test_engine.c: the engine's decisions, pass by pass, against libvirt's in-process
+ * test:///default driver (through the real libvirt backend). The test keeps its own
+ * connection to the same driver instance to set up domains and to check what libvirt shows.
+ * Built only when the libvirt backend is. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#ifdef HV_HAVE_BACKEND_libvirt
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "libvirt_backend.h"
+#include "log.h"
+#include "oprecord.h"
+
+struct fx {
+    virConnectPtr conn; /* keeps the shared test:///default state alive */
+    struct hv_backend *be;
+    struct hv_engine *e;
+    struct hv_settings s;
+};
+
+static void quiet(void *ud, virErrorPtr err)
+{
+    (void)ud;
+    (void)err;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    virSetErrorFunc(NULL, quiet);
+    hv_log_set_level(HV_LOG_ERROR);
+    f->conn = virConnectOpen("test:///default");
+    assert_non_null(f->conn);
+    const char *uris[] = {"test:///default"};
+    struct hv_libvirt_opts o = {.uris = uris, .n_uris = 1};
+    char err[256];
+    f->be = hv_libvirt_new(&o, err, sizeof(err));
+    assert_non_null(f->be);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.max_power_cycles_per_host = 1;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    hv_settings_default(&f->s);
+    f->s.shutdown_timeout_s = 1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    hv_engine_free(f->e);
+    f->be->ops->free(f->be);
+    /* leave the driver's default state as we found it: drop domains we defined */
+    virDomainPtr *doms = NULL;
+    int n = virConnectListAllDomains(f->conn, &doms, 0);
+    for (int k = 0; k < n; k++) {
+        if (strncmp(virDomainGetName(doms[k]), "eng-", 4) == 0) {
+            if (virDomainIsActive(doms[k]) == 1)
+                virDomainDestroy(doms[k]);
+            virDomainUndefine(doms[k]);
+        }
+        virDomainFree(doms[k]);
+    }
+    free(doms);
+    virConnectClose(f->conn);
+    free(f);
+    return 0;
+}
+
+/* A running test-driver domain with memory/currentMemory in MiB and vcpus current/max. */
+static void define(struct fx *f, const char *name, int mem, int cur, int vcpus, int max)
+{
+    char xml[1024];
+    snprintf(xml, sizeof(xml),
+             "<domain type='test'><name>%s</name><memory unit='MiB'>%d</memory>"
+             "<currentMemory unit='MiB'>%d</currentMemory><vcpu current='%d'>%d</vcpu>"
+             "<os><type arch='x86_64'>hvm</type></os>"
+             "<devices><memballoon model='virtio'/></devices></domain>",
+             name, mem, cur, vcpus, max);
+    virDomainPtr d = virDomainDefineXML(f->conn, xml);
+    assert_non_null(d);
+    assert_int_equal(virDomainCreate(d), 0);
+    virDomainFree(d);
+}
+
+static int dom_id(struct fx *f, const char *name)
+{
+    virDomainPtr d = virDomainLookupByName(f->conn, name);
+    assert_non_null(d);
+    int id = (int)virDomainGetID(d);
+    virDomainFree(d);
+    return id;
+}
+
+static struct hv_vm_ref ref_of(const char *name)
+{
+    struct hv_vm_ref r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    return r;
+}
+
+static struct hv_update_result pass(struct fx *f, const char *name, struct hv_hw want)
+{
+    struct hv_vm_ref r = ref_of(name);
+    struct hv_update_result res;
+    hv_engine_reconcile(f->e, f->be, &r, &want, &f->s, &res);
+    return res;
+}
+
+/* Run passes until done or failure (at most n); returns the last answer. */
+static struct hv_update_result until_end(struct fx *f, const char *name, struct hv_hw want, int n,
+                                         int *passes)
+{
+    struct hv_update_result res;
+    int k = 0;
+    do {
+        res = pass(f, name, want);
+        k++;
+    } while (!res.failure && res.retry_after_s > 0 && k < n);
+    if (passes)
+        *passes = k;
+    return res;
+}
+
+static struct hv_vm_obs observe(struct fx *f, const char *name)
+{
+    struct hv_vm_ref r = ref_of(name);
+    struct hv_vm_obs o;
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->observe(f->be, &r, &o, &err), HV_OK);
+    return o;
+}
+
+static void test_live_balloon_growth_then_idempotent(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-live", 4096, 1024, 1, 4);
+    int id = dom_id(f, "eng-live");
+    struct hv_hw want = {2048, 3, -1};
+    struct hv_update_result r = pass(f, "eng-live", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    assert_non_null(strstr(r.message, "in progress"));
+    r = until_end(f, "eng-live", want, 5, NULL);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message, "done: memory 2048 MiB, 3 vCPUs");
+    assert_int_equal(dom_id(f, "eng-live"), id);
+    struct hv_vm_obs o = observe(f, "eng-live");
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_int_equal(o.hw.cpus, 3);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+    assert_false(rec.cold);
+    /* more calls after completion: same answer, no step */
+    r = pass(f, "eng-live", want);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_int_equal(dom_id(f, "eng-live"), id);
+}
+
+static void test_shrink_goes_through_power_cycle(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-shrink", 2048, 2048, 2, 2);
+    int id = dom_id(f, "eng-shrink");
+    struct hv_hw want = {1024, 1, -1};
+    int passes;
+    struct hv_update_result r = until_end(f, "eng-shrink", want, 10, &passes);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_true(passes >= 3); /* shutdown, reconfigure, start: one step per pass */
+    assert_int_not_equal(dom_id(f, "eng-shrink"), id);
+    struct hv_vm_obs o = observe(f, "eng-shrink");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    assert_int_equal(o.hw.cpus, 1);
+    assert_int_equal(o.config.memory_mib, 1024);
+}
+
+static void test_power_cycle_never_is_a_sticky_failure(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-never", 2048, 2048, 2, 2);
+    int id = dom_id(f, "eng-never");
+    f->s.power_cycle = HV_PC_NEVER;
+    struct hv_hw want = {1024, -1, -1};
+    struct hv_update_result r1 = pass(f, "eng-never", want);
+    assert_true(r1.failure);
+    assert_non_null(strstr(r1.message, "needs a power cycle"));
+    assert_non_null(strstr(r1.message, "powerCycle is Never"));
+    /* retried with the same desired spec: same message, nothing done */
+    f->s.power_cycle = HV_PC_IF_NEEDED; /* even if policy changed meanwhile */
+    struct hv_update_result r2 = pass(f, "eng-never", want);
+    assert_true(r2.failure);
+    assert_string_equal(r1.message, r2.message);
+    assert_int_equal(dom_id(f, "eng-never"), id);
+    /* a new desired spec starts a new operation */
+    struct hv_hw other = {1536, -1, -1};
+    struct hv_update_result r3 = until_end(f, "eng-never", other, 10, NULL);
+    assert_false(r3.failure);
+    assert_int_equal(r3.retry_after_s, 0);
+    assert_int_equal(observe(f, "eng-never").hw.memory_mib, 1536);
+}
+
+static void test_missing_domain(void **state)
+{
+    struct fx *f = *state;
+    struct hv_update_result r = pass(f, "eng-nope", (struct hv_hw){1024, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "VM eng-nope not found on any configured libvirt host");
+}
+
+static void test_vm_found_off_mid_operation_is_reconfigured_and_started(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-off", 4096, 1024, 1, 2);
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){2048, -1, -1};
+    rec.phase = HV_PH_WAIT_LIVE;
+    rec.started_at = rec.step_at = (int64_t)time(NULL);
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-off");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-off");
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    struct hv_update_result r = until_end(f, "eng-off", rec.desired, 10, NULL);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    struct hv_vm_obs o = observe(f, "eng-off");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+}
+
+static void test_damaged_record_restarts_from_what_the_vm_shows(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-junk", 4096, 1024, 1, 2);
+    struct hv_vm_ref ref = ref_of("eng-junk");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, "{not a record", &err), HV_OK);
+    struct hv_update_result r = until_end(f, "eng-junk", (struct hv_hw){3072, -1, -1}, 5, NULL);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_int_equal(observe(f, "eng-junk").hw.memory_mib, 3072);
+}
+
+static void test_deadline_passed_is_a_failure(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-late", 2048, 2048, 1, 1);
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){1024, -1, -1};
+    rec.phase = HV_PH_SHUTDOWN;
+    rec.cold = true;
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 100;
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-late");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    f->s.deadline_s = 60;
+    struct hv_update_result r = pass(f, "eng-late", rec.desired);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "the change did not complete within 60 s (last step: shutdown)");
+    assert_int_equal(observe(f, "eng-late").power, HV_POWER_ON);
+}
+
+static void test_power_cycle_slots_per_host(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-slot-a", 2048, 2048, 1, 1);
+    define(f, "eng-slot-b", 2048, 2048, 1, 1);
+    f->s.power_off_mode = HV_POM_SOFT;
+    struct hv_hw want = {1024, -1, -1};
+    struct hv_update_result a = pass(f, "eng-slot-a", want);
+    assert_false(a.failure);
+    assert_non_null(strstr(a.message, "shutting the guest down"));
+    struct hv_update_result b = pass(f, "eng-slot-b", want);
+    assert_false(b.failure);
+    assert_string_equal(b.message, "in progress: waiting for a power-cycle slot");
+    a = until_end(f, "eng-slot-a", want, 10, NULL);
+    assert_int_equal(a.retry_after_s, 0);
+    b = until_end(f, "eng-slot-b", want, 10, NULL);
+    assert_false(b.failure);
+    assert_int_equal(b.retry_after_s, 0);
+}
+
+static void test_hook_side_answers_at_once_and_converges(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-hook", 4096, 1024, 1, 1);
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.backend, sizeof(p.backend), "libvirt");
+    struct hv_vm_ref ref = ref_of("eng-hook");
+    struct hv_hw want = {2048, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    for (int k = 0; k < 200 && !(r.retry_after_s == 0 && !r.failure); k++) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    }
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    /* a backend we do not have */
+    snprintf(p.backend, sizeof(p.backend), "vsphere");
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "no vsphere backend is configured in hvupdater");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_missing_domain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vm_found_off_mid_operation_is_reconfigured_and_started,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_record_restarts_from_what_the_vm_shows, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_passed_is_a_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+
+static void test_skipped(void **state)
+{
+    (void)state;
+    skip();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_skipped)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif
