@@ -342,15 +342,18 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
     if (!h)
         abort();
     yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
-    if (st == yajl_status_ok)
+    size_t at = yajl_get_bytes_consumed(h);
+    if (st == yajl_status_ok) {
         st = yajl_complete_parse(h);
+        at = len; /* what only the end of input reveals is at the end */
+    }
     if (st != yajl_status_ok) {
         char reason[160];
         if (p.why)
             snprintf(reason, sizeof(reason), "%s", p.why);
         else
             yajl_reason(h, buf, len, reason, sizeof(reason));
-        snprintf(err, errlen, "invalid JSON at byte %zu: %s", yajl_get_bytes_consumed(h), reason);
+        snprintf(err, errlen, "invalid JSON at byte %zu: %s", at, reason);
         for (int d = 0; d <= HJ_MAX_DEPTH; d++)
             free(p.keys[d]);
         hj_free(p.root);
@@ -425,14 +428,14 @@ void hj_ptr_tokens_free(char **tokens, size_t n)
 
 bool hj_ptr_append(char *buf, size_t cap, const char *token)
 {
-    size_t at = strlen(buf);
-    if (at + 1 >= cap)
-        return false;
+    size_t start = strlen(buf), need = 1;
+    for (const char *c = token; *c; c++)
+        need += (*c == '~' || *c == '/') ? 2 : 1;
+    if (start + need >= cap)
+        return false; /* buf is left as it was */
+    size_t at = start;
     buf[at++] = '/';
     for (const char *c = token; *c; c++) {
-        size_t need = (*c == '~' || *c == '/') ? 2 : 1;
-        if (at + need >= cap)
-            return false;
         if (*c == '~' || *c == '/') {
             buf[at++] = '~';
             buf[at++] = *c == '~' ? '0' : '1';

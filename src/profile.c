@@ -221,7 +221,9 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
         snprintf(err, errlen, "%s: \"fields\" must be an object with at least one field", where);
         return -1;
     }
-    if (only_keys(fields, fkeys, where, err, errlen) < 0)
+    char fwhere[128];
+    snprintf(fwhere, sizeof(fwhere), "%s.fields", where);
+    if (only_keys(fields, fkeys, fwhere, err, errlen) < 0)
         return -1;
     for (int f = 0; f < HV_F_COUNT; f++) {
         const hj *fv = hj_get(fields, fkeys[f]);
@@ -312,6 +314,10 @@ int64_t hv_unit_to_mib(const hj *v, enum hv_unit u)
     if (!v || (v->type != HJ_INT && v->type != HJ_FLOAT))
         return -1;
     double x = v->type == HJ_INT ? (double)v->i : v->f;
+    if (v->type == HJ_FLOAT && u == HV_UNIT_GIB) { /* 8.5 GiB is a whole 8704 MiB */
+        double m = x * 1024.0;
+        return m > 0 && m == floor(m) && m <= 9.0e15 ? (int64_t)m : -1;
+    }
     if (!(x > 0) || x != floor(x) || x > 9.0e15)
         return -1;
     int64_t n = v->type == HJ_INT ? v->i : (int64_t)x;
