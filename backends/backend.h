@@ -67,6 +67,8 @@ struct hv_vm_obs {
     char host[HV_NAME_MAX];     /* the host/server the VM was found on */
     char record[HV_RECORD_MAX]; /* hvupdater's operation record stored on the VM ("" = none) */
     bool tools_running;         /* a guest agent / VMware Tools answers */
+    bool can_shutdown;          /* the guest can be asked to shut down now (libvirt: ACPI or agent;
+                                   vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
 };
 

@@ -364,7 +364,10 @@ static void cold_on_path(struct pass *p)
             progress(p, RETRY_SLOT, "waiting for a power-cycle slot");
             return;
         }
-        if (p->s->power_off_mode == HV_POM_HARD) {
+        if (!p->obs.can_shutdown && p->s->power_off_mode == HV_POM_SOFT) {
+            fail_sticky(p, "the guest cannot be asked to shut down (no guest tools running) "
+                           "and powerOffMode is Soft");
+        } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
                 progress(p, RETRY_COLD, "powering off to apply %s", p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {

@@ -1,0 +1,227 @@
+/* vs_props.c: SearchIndex.FindByUuid and the single RetrievePropertiesEx that observes a
+ * VM: power state, hardware, hot-plug settings, changeVersion, VMware Tools, our extraConfig
+ * record, and (through a TraversalSpec over recentTask) whether a task is still running.
+ * Requests are built and answers parsed here; vs_soap.c moves the bytes.
+ */
+#include "vs_props.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vsphere_backend.h"
+
+static const char *const vm_paths[] = {
+    "runtime.powerState",
+    "config.hardware.memoryMB",
+    "config.hardware.numCPU",
+    "config.hardware.numCoresPerSocket",
+    "config.memoryHotAddEnabled",
+    "config.cpuHotAddEnabled",
+    "config.cpuHotRemoveEnabled",
+    "config.hotPlugMemoryLimit",
+    "config.hotPlugMemoryIncrementSize",
+    "config.changeVersion",
+    "guest.toolsRunningStatus",
+    "config.extraConfig",
+};
+
+void vs_find_request(struct vs_buf *b, const char *search_index, const char *uuid)
+{
+    vs_env_begin(b, "FindByUuid", "SearchIndex", search_index);
+    vs_buf_elem(b, "uuid", uuid);
+    vs_buf_add(b, "<vmSearch>true</vmSearch><instanceUuid>false</instanceUuid>");
+    vs_env_end(b, "FindByUuid");
+}
+
+void vs_find_parse(xmlNodePtr body, char *moref, size_t len)
+{
+    xmlNodePtr rv = vs_xml_child(body, "returnval");
+    if (!vs_xml_text(rv, moref, len))
+        moref[0] = '\0';
+}
+
+static int find_once(struct vs_server *s, const struct vs_content *c, const char *uuid,
+                     int timeout_ms, char *moref, size_t len, struct hv_err *err)
+{
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_find_request(&req, c->search_index, uuid);
+    struct vs_reply r;
+    int rc = vs_call(s, "FindByUuid", &req, timeout_ms, &r, err);
+    vs_buf_free(&req);
+    if (rc != HV_OK)
+        return rc;
+    vs_find_parse(r.body, moref, len);
+    vs_reply_free(&r);
+    return HV_OK;
+}
+
+int vs_find_vm(struct vs_server *s, const char *uuid, int timeout_ms, char *moref, size_t len,
+               struct hv_err *err)
+{
+    moref[0] = '\0';
+    const struct vs_content *c = vs_session(s, timeout_ms, err);
+    if (!c)
+        return err->code;
+    int rc = find_once(s, c, uuid, timeout_ms, moref, len, err);
+    if (rc != HV_OK || moref[0])
+        return rc;
+    /* SearchIndex compares case-sensitively (the simulator does); BIOS UUIDs are stored
+     * lower-case, while a providerID may carry them upper-case. */
+    char lower[64];
+    size_t n = strlen(uuid);
+    if (n >= sizeof(lower))
+        return HV_OK;
+    bool differs = false;
+    for (size_t i = 0; i <= n; i++) {
+        lower[i] = (char)tolower((unsigned char)uuid[i]);
+        differs |= lower[i] != uuid[i];
+    }
+    if (!differs)
+        return HV_OK;
+    return find_once(s, c, lower, timeout_ms, moref, len, err);
+}
+
+void vs_vm_request(struct vs_buf *b, const char *property_collector, const char *moref)
+{
+    vs_env_begin(b, "RetrievePropertiesEx", "PropertyCollector", property_collector);
+    vs_buf_add(b, "<specSet><propSet><type>VirtualMachine</type><all>false</all>");
+    for (size_t i = 0; i < sizeof(vm_paths) / sizeof(vm_paths[0]); i++)
+        vs_buf_elem(b, "pathSet", vm_paths[i]);
+    vs_buf_add(b, "</propSet><propSet><type>Task</type><all>false</all>"
+                  "<pathSet>info.state</pathSet></propSet><objectSet>");
+    vs_buf_moref(b, "obj", "VirtualMachine", moref);
+    vs_buf_add(b, "<skip>false</skip><selectSet xsi:type=\"TraversalSpec\"><name>vmTasks</name>"
+                  "<type>VirtualMachine</type><path>recentTask</path><skip>false</skip>"
+                  "</selectSet></objectSet></specSet><options></options>");
+    vs_env_end(b, "RetrievePropertiesEx");
+}
+
+static bool text_bool(xmlNodePtr val)
+{
+    char t[16];
+    return vs_xml_text(val, t, sizeof(t)) && strcmp(t, "true") == 0;
+}
+
+static int64_t text_i64(xmlNodePtr val, int64_t fallback)
+{
+    char t[32];
+    if (!vs_xml_text(val, t, sizeof(t)) || !t[0])
+        return fallback;
+    char *end;
+    long long v = strtoll(t, &end, 10);
+    return *end ? fallback : (int64_t)v;
+}
+
+/* Last entry for our key wins; returns false when its value does not fit a record. */
+static bool read_record(xmlNodePtr val, char *record, size_t len)
+{
+    bool ok = true;
+    for (xmlNodePtr o = vs_xml_child(val, NULL); o; o = vs_xml_next(o, NULL)) {
+        char key[128];
+        if (!vs_xml_child_text(o, "key", key, sizeof(key)) ||
+            strcmp(key, HV_VSPHERE_RECORD_KEY) != 0)
+            continue;
+        xmlNodePtr value = vs_xml_child(o, "value");
+        ok = value ? vs_xml_text(value, record, len) : true;
+        if (!value)
+            record[0] = '\0';
+    }
+    return ok;
+}
+
+static void vm_prop(struct vs_vm *vm, const char *name, xmlNodePtr val, bool *record_ok)
+{
+    char t[64];
+    if (strcmp(name, "runtime.powerState") == 0) {
+        vs_xml_text(val, t, sizeof(t));
+        vm->power = strcmp(t, "poweredOn") == 0    ? HV_POWER_ON
+                    : strcmp(t, "poweredOff") == 0 ? HV_POWER_OFF
+                    : strcmp(t, "suspended") == 0  ? HV_POWER_PAUSED
+                                                   : HV_POWER_UNKNOWN;
+    } else if (strcmp(name, "config.hardware.memoryMB") == 0) {
+        vm->memory_mb = text_i64(val, -1);
+    } else if (strcmp(name, "config.hardware.numCPU") == 0) {
+        vm->cpus = (int32_t)text_i64(val, -1);
+    } else if (strcmp(name, "config.hardware.numCoresPerSocket") == 0) {
+        vm->cores_per_socket = (int32_t)text_i64(val, -1);
+    } else if (strcmp(name, "config.memoryHotAddEnabled") == 0) {
+        vm->mem_hot_add = text_bool(val);
+    } else if (strcmp(name, "config.cpuHotAddEnabled") == 0) {
+        vm->cpu_hot_add = text_bool(val);
+    } else if (strcmp(name, "config.cpuHotRemoveEnabled") == 0) {
+        vm->cpu_hot_remove = text_bool(val);
+    } else if (strcmp(name, "config.hotPlugMemoryLimit") == 0) {
+        vm->hotplug_limit_mb = text_i64(val, 0);
+    } else if (strcmp(name, "config.hotPlugMemoryIncrementSize") == 0) {
+        vm->hotplug_increment_mb = text_i64(val, 0);
+    } else if (strcmp(name, "config.changeVersion") == 0) {
+        vs_xml_text(val, vm->change_version, sizeof(vm->change_version));
+    } else if (strcmp(name, "guest.toolsRunningStatus") == 0) {
+        vs_xml_text(val, t, sizeof(t));
+        vm->tools_running = strcmp(t, "guestToolsRunning") == 0;
+    } else if (strcmp(name, "config.extraConfig") == 0) {
+        *record_ok = read_record(val, vm->record, sizeof(vm->record));
+    }
+}
+
+int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err)
+{
+    memset(vm, 0, sizeof(*vm));
+    vm->memory_mb = -1;
+    vm->cpus = -1;
+    vm->cores_per_socket = -1;
+    snprintf(vm->moref, sizeof(vm->moref), "%s", moref);
+    bool seen = false, record_ok = true;
+    xmlNodePtr rv = vs_xml_child(body, "returnval");
+    for (xmlNodePtr o = vs_xml_child(rv, "objects"); o; o = vs_xml_next(o, "objects")) {
+        xmlNodePtr obj = vs_xml_child(o, "obj");
+        char type[32], value[64];
+        xmlChar *t = obj ? xmlGetProp(obj, (const xmlChar *)"type") : NULL;
+        snprintf(type, sizeof(type), "%s", t ? (const char *)t : "");
+        xmlFree(t);
+        vs_xml_text(obj, value, sizeof(value));
+        bool is_vm = strcmp(type, "VirtualMachine") == 0 && strcmp(value, moref) == 0;
+        seen |= is_vm;
+        for (xmlNodePtr p = vs_xml_child(o, "propSet"); p; p = vs_xml_next(p, "propSet")) {
+            char name[64];
+            if (!vs_xml_child_text(p, "name", name, sizeof(name)))
+                continue;
+            xmlNodePtr val = vs_xml_child(p, "val");
+            if (is_vm) {
+                vm_prop(vm, name, val, &record_ok);
+            } else if (strcmp(type, "Task") == 0 && strcmp(name, "info.state") == 0) {
+                char state[32];
+                vs_xml_text(val, state, sizeof(state));
+                vm->busy |= strcmp(state, "queued") == 0 || strcmp(state, "running") == 0;
+            }
+        }
+    }
+    if (!seen)
+        return vs_err(err, HV_E_NOT_FOUND, "VM %s is not in the property answer", moref);
+    if (!record_ok)
+        return vs_err(err, HV_E_INTERNAL, "extraConfig %s on %s exceeds %d bytes",
+                      HV_VSPHERE_RECORD_KEY, moref, HV_RECORD_MAX - 1);
+    return HV_OK;
+}
+
+int vs_read_vm(struct vs_server *s, const char *moref, int timeout_ms, struct vs_vm *vm,
+               struct hv_err *err)
+{
+    const struct vs_content *c = vs_session(s, timeout_ms, err);
+    if (!c)
+        return err->code;
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_vm_request(&req, c->property_collector, moref);
+    struct vs_reply r;
+    int rc = vs_call(s, "RetrievePropertiesEx", &req, timeout_ms, &r, err);
+    vs_buf_free(&req);
+    if (rc != HV_OK)
+        return rc;
+    rc = vs_vm_parse(r.body, moref, vm, err);
+    vs_reply_free(&r);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/* vs_vmops.c: request bodies for ReconfigVM_Task (elements in the WSDL's order:
+ * changeVersion, numCPUs, numCoresPerSocket, memoryMB, extraConfig), PowerOnVM_Task,
+ * PowerOffVM_Task and ShutdownGuest, sent through vs_soap and waited for through vs_task.
+ */
+#include "vs_vmops.h"
+
+#include "vs_task.h"
+#include "vsphere_backend.h"
+
+void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec)
+{
+    vs_env_begin(b, "ReconfigVM_Task", "VirtualMachine", moref);
+    vs_buf_add(b, "<spec>");
+    if (spec->change_version && *spec->change_version)
+        vs_buf_elem(b, "changeVersion", spec->change_version);
+    if (spec->cpus >= 0)
+        vs_buf_elem_i64(b, "numCPUs", spec->cpus);
+    if (spec->cores_per_socket >= 0)
+        vs_buf_elem_i64(b, "numCoresPerSocket", spec->cores_per_socket);
+    if (spec->memory_mb >= 0)
+        vs_buf_elem_i64(b, "memoryMB", spec->memory_mb);
+    if (spec->record) {
+        vs_buf_add(b, "<extraConfig xsi:type=\"OptionValue\">");
+        vs_buf_elem(b, "key", HV_VSPHERE_RECORD_KEY);
+        vs_buf_add(b, "<value xsi:type=\"xsd:string\">");
+        vs_buf_esc(b, spec->record);
+        vs_buf_add(b, "</value></extraConfig>");
+    }
+    vs_buf_add(b, "</spec>");
+    vs_env_end(b, "ReconfigVM_Task");
+}
+
+static int run(struct vs_server *s, const char *method, struct vs_buf *req, int64_t deadline,
+               bool is_task, struct hv_err *err)
+{
+    int rc;
+    if (is_task) {
+        rc = vs_run_task(s, method, req, deadline, err);
+    } else {
+        int left = vs_left_ms(deadline);
+        struct vs_reply r = {0};
+        rc = left ? vs_call(s, method, req, left, &r, err)
+                  : vs_err(err, HV_E_TIMEOUT, "%s: no time left to start it", method);
+        vs_reply_free(&r);
+    }
+    vs_buf_free(req);
+    return rc;
+}
+
+int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
+                   int64_t deadline, struct hv_err *err)
+{
+    if (!vs_session(s, vs_left_ms(deadline), err))
+        return err->code;
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_reconfig_request(&req, moref, spec);
+    return run(s, "ReconfigVM_Task", &req, deadline, true, err);
+}
+
+int vs_power(struct vs_server *s, const char *moref, const char *method, int64_t deadline,
+             struct hv_err *err)
+{
+    if (!vs_session(s, vs_left_ms(deadline), err))
+        return err->code;
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_env_begin(&req, method, "VirtualMachine", moref);
+    vs_env_end(&req, method);
+    return run(s, method, &req, deadline, true, err);
+}
+
+int vs_shutdown_guest(struct vs_server *s, const char *moref, int64_t deadline, struct hv_err *err)
+{
+    if (!vs_session(s, vs_left_ms(deadline), err))
+        return err->code;
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_env_begin(&req, "ShutdownGuest", "VirtualMachine", moref);
+    vs_env_end(&req, "ShutdownGuest");
+    return run(s, "ShutdownGuest", &req, deadline, false, err);
+}

@@ -1,0 +1,32 @@
+/* vs_vmops.h: the VM operations hvupdater performs: ReconfigVM_Task (hardware and our
+ * extraConfig record, guarded by config.changeVersion), power on/off, ShutdownGuest.
+ *
+ * Each call is bounded by a deadline (vs_now_ms based) covering the call and the wait for
+ * its task. Specs borrow their strings from the caller.
+ */
+#ifndef HV_VS_VMOPS_H
+#define HV_VS_VMOPS_H
+
+#include <stdint.h>
+
+#include "vs_soap.h"
+#include "vs_xml.h"
+
+struct vs_spec {
+    const char *change_version; /* NULL/"" = unguarded */
+    int64_t memory_mb;          /* < 0: unchanged */
+    int32_t cpus;               /* < 0: unchanged */
+    int32_t cores_per_socket;   /* < 0: unchanged */
+    const char *record;         /* NULL: unchanged; "" clears */
+};
+
+void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec);
+int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
+                   int64_t deadline, struct hv_err *err);
+/* method: "PowerOnVM_Task" or "PowerOffVM_Task". */
+int vs_power(struct vs_server *s, const char *moref, const char *method, int64_t deadline,
+             struct hv_err *err);
+/* Ask VMware Tools to shut the guest down; returns once vCenter accepted the request. */
+int vs_shutdown_guest(struct vs_server *s, const char *moref, int64_t deadline, struct hv_err *err);
+
+#endif

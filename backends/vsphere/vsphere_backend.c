@@ -1,0 +1,436 @@
+/* vsphere_backend.c: the hv_backend for vCenter: picks the configured server for a
+ * machine, observes VMs (FindByUuid + one RetrievePropertiesEx), plans with vs_plan, acts one
+ * step at a time and stores the operation record in extraConfig.
+ *
+ * Owns its vs_servers and a small cache of the last private observation per VM (moref,
+ * changeVersion, hot-plug settings) so plan() and act() work from what observe() saw; the
+ * cache is guarded by cache_mu and refreshed after each of our own reconfigurations.
+ */
+#include "vsphere_backend.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <curl/curl.h>
+#include <libxml/parser.h>
+
+#include "vs_plan.h"
+#include "vs_props.h"
+#include "vs_soap.h"
+#include "vs_test.h"
+#include "vs_vmops.h"
+
+#define CACHE_MAX       128
+#define DEFAULT_STEP_MS 60000
+#define CACHE_FRESH_MS  30000
+
+struct cache_entry {
+    bool used;
+    size_t server;
+    char uuid[64];
+    int64_t at_ms;
+    struct vs_vm vm;
+};
+
+struct vs_backend {
+    struct hv_backend base;
+    struct vs_server **servers;
+    size_t n;
+    pthread_mutex_t cache_mu;
+    struct cache_entry cache[CACHE_MAX];
+    size_t next; /* round-robin victim */
+};
+
+static struct vs_backend *vsb(struct hv_backend *b)
+{
+    return (struct vs_backend *)b;
+}
+
+/* ---- server choice ---- */
+
+/* Index of the server for ref, or -1. */
+static long pick_server(const struct vs_backend *vb, const struct hv_vm_ref *ref)
+{
+    if (!ref->server[0])
+        return vb->n == 1 ? 0 : -1;
+    /* Accept "vc.example.com", "vc.example.com:443" or "https://vc.example.com/sdk". */
+    const char *h = ref->server;
+    const char *scheme = strstr(h, "://");
+    if (scheme)
+        h = scheme + 3;
+    size_t hl = strcspn(h, "/?#");
+    for (size_t i = 0; i < vb->n; i++) {
+        const struct vs_server *s = vb->servers[i];
+        const char *host = vs_server_host(s), *hostport = vs_server_hostport(s);
+        if (strcasecmp(vs_server_name(s), ref->server) == 0 ||
+            (strlen(host) == hl && strncasecmp(host, h, hl) == 0) ||
+            (strlen(hostport) == hl && strncasecmp(hostport, h, hl) == 0))
+            return (long)i;
+    }
+    return -1;
+}
+
+static int no_server(const struct hv_vm_ref *ref, struct hv_err *err)
+{
+    if (!ref->server[0])
+        return vs_err(err, HV_E_NOT_FOUND,
+                      "the machine names no vCenter and several are configured");
+    return vs_err(err, HV_E_NOT_FOUND, "no configured vCenter matches server '%s'", ref->server);
+}
+
+static bool vs_serves(struct hv_backend *b, const struct hv_vm_ref *ref)
+{
+    return pick_server(vsb(b), ref) >= 0;
+}
+
+/* ---- observation cache ---- */
+
+static struct cache_entry *cache_find(struct vs_backend *vb, size_t server, const char *uuid)
+{
+    for (size_t i = 0; i < CACHE_MAX; i++) {
+        struct cache_entry *e = &vb->cache[i];
+        if (e->used && e->server == server && strcmp(e->uuid, uuid) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static void cache_put(struct vs_backend *vb, size_t server, const char *uuid,
+                      const struct vs_vm *vm)
+{
+    pthread_mutex_lock(&vb->cache_mu);
+    struct cache_entry *e = cache_find(vb, server, uuid);
+    if (!e) {
+        e = &vb->cache[vb->next];
+        vb->next = (vb->next + 1) % CACHE_MAX;
+    }
+    e->used = true;
+    e->server = server;
+    snprintf(e->uuid, sizeof(e->uuid), "%s", uuid);
+    e->at_ms = vs_now_ms();
+    e->vm = *vm;
+    pthread_mutex_unlock(&vb->cache_mu);
+}
+
+static bool cache_get(struct vs_backend *vb, size_t server, const char *uuid, struct vs_vm *vm)
+{
+    pthread_mutex_lock(&vb->cache_mu);
+    struct cache_entry *e = cache_find(vb, server, uuid);
+    bool hit = e && vs_now_ms() - e->at_ms < CACHE_FRESH_MS;
+    if (hit)
+        *vm = e->vm;
+    pthread_mutex_unlock(&vb->cache_mu);
+    return hit;
+}
+
+static void cache_drop(struct vs_backend *vb, size_t server, const char *uuid)
+{
+    pthread_mutex_lock(&vb->cache_mu);
+    struct cache_entry *e = cache_find(vb, server, uuid);
+    if (e)
+        e->used = false;
+    pthread_mutex_unlock(&vb->cache_mu);
+}
+
+/* ---- lookups ---- */
+
+/* Find and read the VM; *found = false (HV_OK) when it does not exist. */
+static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref, int timeout_ms,
+                  struct vs_vm *vm, bool *found, struct hv_err *err)
+{
+    struct vs_server *s = vb->servers[idx];
+    *found = false;
+    if (!ref->uuid[0])
+        return vs_err(err, HV_E_UNSUPPORTED,
+                      "vSphere finds VMs by BIOS UUID (providerID) and the machine has none");
+    char moref[64];
+    int rc = vs_find_vm(s, ref->uuid, timeout_ms, moref, sizeof(moref), err);
+    if (rc == HV_OK && moref[0])
+        rc = vs_read_vm(s, moref, timeout_ms, vm, err);
+    if (rc == HV_E_NOT_FOUND || (rc == HV_OK && !moref[0])) {
+        cache_drop(vb, idx, ref->uuid);
+        return HV_OK;
+    }
+    if (rc != HV_OK)
+        return rc;
+    *found = true;
+    cache_put(vb, idx, ref->uuid, vm);
+    return HV_OK;
+}
+
+/* The VM as last observed (for act), or a fresh lookup; HV_E_NOT_FOUND when gone. */
+static int target(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref, int64_t deadline,
+                  bool fresh, struct vs_vm *vm, struct hv_err *err)
+{
+    if (!fresh && cache_get(vb, idx, ref->uuid, vm))
+        return HV_OK;
+    int left = vs_left_ms(deadline);
+    if (left == 0)
+        return vs_err(err, HV_E_TIMEOUT, "no time left to find the VM");
+    bool found;
+    int rc = lookup(vb, idx, ref, left, vm, &found, err);
+    if (rc == HV_OK && !found)
+        rc = vs_err(err, HV_E_NOT_FOUND, "no VM with BIOS UUID %s on %s", ref->uuid,
+                    vs_server_name(vb->servers[idx]));
+    return rc;
+}
+
+/* ---- ops ---- */
+
+/* Ops accept a NULL err and always start from HV_OK. */
+static struct hv_err *err_start(struct hv_err *err, struct hv_err *local)
+{
+    if (!err)
+        err = local;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    return err;
+}
+
+static int vs_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                      struct hv_err *err)
+{
+    struct vs_backend *vb = vsb(b);
+    struct hv_err local;
+    err = err_start(err, &local);
+    memset(obs, 0, sizeof(*obs));
+    obs->hw = obs->config = (struct hv_hw){-1, -1, -1};
+    long idx = pick_server(vb, ref);
+    if (idx < 0)
+        return no_server(ref, err);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    if (!vm)
+        return vs_err(err, HV_E_INTERNAL, "out of memory");
+    bool found;
+    int rc = lookup(vb, (size_t)idx, ref, vs_server_timeout(vb->servers[idx]), vm, &found, err);
+    if (rc == HV_OK && found) {
+        obs->found = true;
+        obs->power = vm->power;
+        obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket};
+        obs->config = obs->hw;
+        snprintf(obs->id, sizeof(obs->id), "%s", vm->moref);
+        snprintf(obs->host, sizeof(obs->host), "%s", vs_server_name(vb->servers[idx]));
+        memcpy(obs->record, vm->record, sizeof(obs->record));
+        obs->tools_running = vm->tools_running;
+        obs->can_shutdown = vm->tools_running && vm->power == HV_POWER_ON;
+        obs->busy = vm->busy;
+    }
+    free(vm);
+    return rc;
+}
+
+/* The cached observation still describes obs (same VM, same hardware and power). */
+static bool matches(const struct vs_vm *vm, const struct hv_vm_obs *obs)
+{
+    return strcmp(vm->moref, obs->id) == 0 && vm->power == obs->power &&
+           vm->memory_mb == obs->hw.memory_mib && vm->cpus == obs->hw.cpus &&
+           vm->cores_per_socket == obs->hw.cores_per_socket;
+}
+
+static int vs_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref,
+                      const struct hv_vm_obs *obs, const struct hv_hw *desired,
+                      struct hv_field_plan plan[HV_F_COUNT], struct hv_err *err)
+{
+    struct vs_backend *vb = vsb(b);
+    struct hv_err local;
+    err = err_start(err, &local);
+    long idx = pick_server(vb, ref);
+    if (idx < 0)
+        return no_server(ref, err);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    if (!vm)
+        return vs_err(err, HV_E_INTERNAL, "out of memory");
+    int rc = HV_OK;
+    if (!cache_get(vb, (size_t)idx, ref->uuid, vm) || !matches(vm, obs)) {
+        bool found;
+        rc = lookup(vb, (size_t)idx, ref, vs_server_timeout(vb->servers[idx]), vm, &found, err);
+        if (rc == HV_OK && !found)
+            rc = vs_err(err, HV_E_NOT_FOUND, "no VM with BIOS UUID %s", ref->uuid);
+    }
+    if (rc == HV_OK)
+        vs_plan(vm, desired, plan);
+    free(vm);
+    return rc;
+}
+
+/* Re-read after our own reconfiguration so the cached changeVersion stays current. */
+static void refresh(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref)
+{
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    struct hv_err ignored;
+    bool found;
+    if (!vm ||
+        lookup(vb, idx, ref, vs_server_timeout(vb->servers[idx]), vm, &found, &ignored) != HV_OK)
+        cache_drop(vb, idx, ref->uuid);
+    free(vm);
+}
+
+static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
+                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm,
+                    struct hv_err *err)
+{
+    struct vs_server *s = vb->servers[idx];
+    const struct hv_hw *d = &step->desired;
+    bool cold = step->kind == HV_STEP_RECONFIGURE;
+    int rc = target(vb, idx, ref, deadline, cold, vm, err);
+    if (rc != HV_OK)
+        return rc;
+    struct vs_spec spec = {vm->change_version, -1, -1, -1, NULL};
+    switch (step->kind) {
+    case HV_STEP_LIVE_MEMORY:
+        if (d->memory_mib < 0)
+            return vs_err(err, HV_E_INTERNAL, "live memory step without a memory size");
+        spec.memory_mb = d->memory_mib;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+    case HV_STEP_LIVE_CPUS:
+        if (d->cpus < 0)
+            return vs_err(err, HV_E_INTERNAL, "live cpu step without a cpu count");
+        spec.cpus = d->cpus;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+    case HV_STEP_RECONFIGURE:
+        if (vm->power != HV_POWER_OFF)
+            return vs_err(err, HV_E_INVALID_STATE, "VM %s must be powered off to reconfigure",
+                          vm->moref);
+        spec.memory_mb = d->memory_mib;
+        spec.cpus = d->cpus;
+        spec.cores_per_socket = d->cores_per_socket;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+    case HV_STEP_SHUTDOWN:
+        if (!vm->tools_running)
+            return vs_err(err, HV_E_UNSUPPORTED,
+                          "VMware Tools are not running: no graceful shutdown possible");
+        return vs_shutdown_guest(s, vm->moref, deadline, err);
+    case HV_STEP_POWER_OFF:
+        return vs_power(s, vm->moref, "PowerOffVM_Task", deadline, err);
+    case HV_STEP_POWER_ON:
+        return vs_power(s, vm->moref, "PowerOnVM_Task", deadline, err);
+    }
+    return vs_err(err, HV_E_INTERNAL, "unknown step kind %d", (int)step->kind);
+}
+
+static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *step,
+                  struct hv_err *err)
+{
+    struct vs_backend *vb = vsb(b);
+    struct hv_err local;
+    err = err_start(err, &local);
+    long idx = pick_server(vb, ref);
+    if (idx < 0)
+        return no_server(ref, err);
+    int64_t deadline = vs_now_ms() + (step->timeout_ms > 0 ? step->timeout_ms : DEFAULT_STEP_MS);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    if (!vm)
+        return vs_err(err, HV_E_INTERNAL, "out of memory");
+    int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, err);
+    free(vm);
+    bool reconfig = step->kind == HV_STEP_LIVE_MEMORY || step->kind == HV_STEP_LIVE_CPUS ||
+                    step->kind == HV_STEP_RECONFIGURE;
+    if (rc != HV_OK)
+        cache_drop(vb, (size_t)idx, ref->uuid); /* next act looks again */
+    else if (reconfig)
+        refresh(vb, (size_t)idx, ref);
+    return rc;
+}
+
+static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
+                           struct hv_err *err)
+{
+    struct vs_backend *vb = vsb(b);
+    struct hv_err local;
+    err = err_start(err, &local);
+    long idx = pick_server(vb, ref);
+    if (idx < 0)
+        return no_server(ref, err);
+    if (strlen(record) >= HV_RECORD_MAX)
+        return vs_err(err, HV_E_INTERNAL, "record longer than %d bytes", HV_RECORD_MAX - 1);
+    int64_t deadline = vs_now_ms() + 2 * (int64_t)vs_server_timeout(vb->servers[idx]);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    if (!vm)
+        return vs_err(err, HV_E_INTERNAL, "out of memory");
+    int rc = target(vb, (size_t)idx, ref, deadline, false, vm, err);
+    if (rc == HV_OK) {
+        /* Not guarded by changeVersion: the record is ours alone to write. */
+        struct vs_spec spec = {NULL, -1, -1, -1, record};
+        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, err);
+    }
+    free(vm);
+    if (rc == HV_OK)
+        refresh(vb, (size_t)idx, ref);
+    else
+        cache_drop(vb, (size_t)idx, ref->uuid);
+    return rc;
+}
+
+static void vs_free(struct hv_backend *b)
+{
+    struct vs_backend *vb = vsb(b);
+    if (!vb)
+        return;
+    for (size_t i = 0; i < vb->n; i++)
+        vs_server_free(vb->servers[i]);
+    free(vb->servers);
+    pthread_mutex_destroy(&vb->cache_mu);
+    free(vb);
+    curl_global_cleanup();
+}
+
+static const struct hv_backend_ops vs_ops = {
+    .name = "vsphere",
+    .serves = vs_serves,
+    .observe = vs_observe,
+    .plan = vs_plan_op,
+    .act = vs_act,
+    .write_record = vs_write_record,
+    .free = vs_free,
+};
+
+struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_t n, char *err,
+                                  size_t errlen)
+{
+    if (!servers || n == 0) {
+        snprintf(err, errlen, "no vSphere server configured");
+        return NULL;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, errlen, "libcurl failed to initialise");
+        return NULL;
+    }
+    xmlInitParser();
+    struct vs_backend *vb = calloc(1, sizeof(*vb));
+    if (vb)
+        vb->servers = calloc(n, sizeof(*vb->servers));
+    if (!vb || !vb->servers) {
+        free(vb);
+        curl_global_cleanup();
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    vb->base.ops = &vs_ops;
+    vb->base.priv = vb;
+    pthread_mutex_init(&vb->cache_mu, NULL);
+    for (size_t i = 0; i < n; i++) {
+        vb->servers[i] = vs_server_new(&servers[i], err, errlen);
+        if (!vb->servers[i]) {
+            vs_free(&vb->base);
+            return NULL;
+        }
+        vb->n = i + 1;
+        for (size_t j = 0; j < i; j++) {
+            if (strcasecmp(vs_server_name(vb->servers[j]), vs_server_name(vb->servers[i])) == 0) {
+                snprintf(err, errlen, "vSphere server name '%s' is configured twice",
+                         vs_server_name(vb->servers[i]));
+                vs_free(&vb->base);
+                return NULL;
+            }
+        }
+    }
+    return &vb->base;
+}
+
+struct vs_server *vs_backend_server(struct hv_backend *b, size_t i)
+{
+    struct vs_backend *vb = vsb(b);
+    return i < vb->n ? vb->servers[i] : NULL;
+}

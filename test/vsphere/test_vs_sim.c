@@ -1,0 +1,590 @@
+/* test_vs_sim.c: the vSphere backend against the govmomi simulator (one launcher for the
+ * whole file, started in the group setup and stopped in the teardown).
+ *
+ * VM roles (launcher flags below): 0 hot-add + Tools, 1 plain (cold path), 2 records,
+ * 3 busy with a running task, 4 PowerOnVM_Task fails twice, 5 hot-add (concurrent change).
+ */
+#include <ctype.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vcsim_harness.h"
+#include "vs_props.h"
+#include "vs_soap.h"
+#include "vs_test.h"
+
+static struct vcsim sim;
+
+static int setup(void **state)
+{
+    static const char *const flags[] = {
+        "-hosts", "2",
+        "-vms",   "6",
+        "-vm",    "all:memory=4096,cpus=2,cores=1",
+        "-vm",    "0:memhotadd,cpuhotadd,tools",
+        "-vm",    "3:busy",
+        "-vm",    "5:memhotadd",
+        "-fail",  "PowerOnVM_Task=2:InvalidPowerState@DC0_C0_RP0_VM4",
+        NULL,
+    };
+    (void)state;
+    if (vcsim_start(&sim, flags) != 0)
+        return -1;
+    fprintf(stderr, "# vcsim ready in %.0f ms at %s\n", sim.start_ms, sim.url);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vcsim_stop(&sim);
+    return 0;
+}
+
+static struct hv_vm_ref ref_of(size_t vm, const char *server)
+{
+    struct hv_vm_ref r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.server, sizeof(r.server), "%s", server);
+    snprintf(r.uuid, sizeof(r.uuid), "%s", vcsim_vm(&sim, vm)->uuid);
+    return r;
+}
+
+static struct hv_step step_of(enum hv_step_kind kind, int64_t mem, int32_t cpus, int32_t cores)
+{
+    struct hv_step s;
+    memset(&s, 0, sizeof(s));
+    s.kind = kind;
+    s.desired = (struct hv_hw){mem, cpus, cores};
+    s.timeout_ms = 10000;
+    return s;
+}
+
+static void observe_ok(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs)
+{
+    struct hv_err err = {0};
+    int rc = b->ops->observe(b, ref, obs, &err);
+    if (rc != HV_OK)
+        fail_msg("observe: %d %s", rc, err.detail);
+    assert_true(obs->found);
+}
+
+static void act_ok(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_step st)
+{
+    struct hv_err err = {0};
+    int rc = b->ops->act(b, ref, &st, &err);
+    if (rc != HV_OK)
+        fail_msg("act %d: %d %s", (int)st.kind, rc, err.detail);
+}
+
+static int act_rc(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_step st,
+                  struct hv_err *err)
+{
+    memset(err, 0, sizeof(*err));
+    return b->ops->act(b, ref, &st, err);
+}
+
+static void test_login_and_find(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    long logins = vcsim_calls(&sim, "Login");
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.id, vcsim_vm(&sim, 0)->moref);
+    assert_string_equal(obs.host, "vcsim");
+
+    /* Upper-case input (the simulator compares case-sensitively): found after lower-casing. */
+    for (char *p = ref.uuid; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    snprintf(ref.server, sizeof(ref.server), "%s", "127.0.0.1"); /* bare host of the url */
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.id, vcsim_vm(&sim, 0)->moref);
+
+    /* An unknown UUID is "not found", not an error. */
+    snprintf(ref.uuid, sizeof(ref.uuid), "%s", "00000000-0000-0000-0000-000000000000");
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_OK);
+    assert_false(obs.found);
+
+    /* One session for all of it. */
+    struct vs_stats st;
+    vs_server_stats(vs_backend_server(b, 0), &st);
+    assert_int_equal(st.logins, 1);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1);
+    b->ops->free(b);
+    assert_int_equal(vcsim_calls(&sim, "Logout") >= 1, 1);
+}
+
+static void test_observe(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_obs obs;
+    struct hv_vm_ref ref = ref_of(0, "");
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.memory_mib, 4096);
+    assert_int_equal(obs.hw.cpus, 2);
+    assert_int_equal(obs.hw.cores_per_socket, 1);
+    assert_memory_equal(&obs.hw, &obs.config, sizeof(obs.hw));
+    assert_true(obs.tools_running);
+    assert_false(obs.busy);
+    assert_string_equal(obs.record, "");
+
+    ref = ref_of(1, "");
+    observe_ok(b, &ref, &obs);
+    assert_false(obs.tools_running);
+
+    ref = ref_of(3, "");
+    observe_ok(b, &ref, &obs);
+    assert_true(obs.busy);
+    b->ops->free(b);
+}
+
+static void test_live_memory_and_cpus(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    const char *moref = vcsim_vm(&sim, 0)->moref;
+    int offs = vcsim_count_events(b, moref, "VmPoweredOffEvent");
+    int reconf = vcsim_count_events(b, moref, "VmReconfiguredEvent");
+    assert_true(offs >= 0 && reconf >= 0);
+
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    struct hv_hw want = {8192, 4, -1};
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_MEMORY].method, "hot-add");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    assert_int_equal(plan[HV_F_CORES].how, HV_HOW_NONE);
+
+    act_ok(b, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1));
+    act_ok(b, &ref, step_of(HV_STEP_LIVE_CPUS, -1, 4, -1)); /* uses the refreshed version */
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.memory_mib, 8192);
+    assert_int_equal(obs.hw.cpus, 4);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(vcsim_count_events(b, moref, "VmPoweredOffEvent"), offs);
+    assert_int_equal(vcsim_count_events(b, moref, "VmReconfiguredEvent"), reconf + 2);
+    b->ops->free(b);
+}
+
+static void test_cold_cycle(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(1, "vcsim");
+    const char *moref = vcsim_vm(&sim, 1)->moref;
+    int offs = vcsim_count_events(b, moref, "VmPoweredOffEvent");
+    int ons = vcsim_count_events(b, moref, "VmPoweredOnEvent");
+
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    struct hv_hw want = {8192, 4, 2};
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory hot-add is disabled on this VM");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CORES].how, HV_HOW_COLD);
+
+    /* A running VM is not reconfigured cold. */
+    assert_int_equal(act_rc(b, &ref, step_of(HV_STEP_RECONFIGURE, 8192, 4, 2), &err),
+                     HV_E_INVALID_STATE);
+
+    act_ok(b, &ref, step_of(HV_STEP_POWER_OFF, -1, -1, -1));
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    /* Powered off: every change is a plain reconfigure. */
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    act_ok(b, &ref, step_of(HV_STEP_RECONFIGURE, 8192, 4, 2));
+    act_ok(b, &ref, step_of(HV_STEP_POWER_ON, -1, -1, -1));
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.memory_mib, 8192);
+    assert_int_equal(obs.hw.cpus, 4);
+    assert_int_equal(obs.hw.cores_per_socket, 2);
+    assert_int_equal(vcsim_count_events(b, moref, "VmPoweredOffEvent"), offs + 1);
+    assert_int_equal(vcsim_count_events(b, moref, "VmPoweredOnEvent"), ons + 1);
+    b->ops->free(b);
+}
+
+/* How many extraConfig entries the server holds for our key. */
+static int record_entries(struct hv_backend *b, const char *moref)
+{
+    struct vs_server *s = vs_backend_server(b, 0);
+    struct hv_err err = {0};
+    const struct vs_content *c = vs_session(s, 0, &err);
+    struct vs_buf req;
+    vs_buf_init(&req);
+    vs_env_begin(&req, "RetrievePropertiesEx", "PropertyCollector", c->property_collector);
+    vs_buf_add(&req, "<specSet><propSet><type>VirtualMachine</type>"
+                     "<pathSet>config.extraConfig</pathSet></propSet><objectSet>");
+    vs_buf_moref(&req, "obj", "VirtualMachine", moref);
+    vs_buf_add(&req, "</objectSet></specSet><options></options>");
+    vs_env_end(&req, "RetrievePropertiesEx");
+    struct vs_reply r;
+    assert_int_equal(vs_call(s, "RetrievePropertiesEx", &req, 0, &r, &err), HV_OK);
+    vs_buf_free(&req);
+    xmlNodePtr val = vs_xml_child(
+        vs_xml_child(vs_xml_child(vs_xml_child(r.body, "returnval"), "objects"), "propSet"), "val");
+    int n = 0;
+    for (xmlNodePtr o = vs_xml_child(val, NULL); o; o = vs_xml_next(o, NULL)) {
+        char key[64];
+        n += vs_xml_child_text(o, "key", key, sizeof(key)) &&
+             strcmp(key, "hvupdater.operation") == 0;
+    }
+    vs_reply_free(&r);
+    return n;
+}
+
+static void test_record(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(2, "vcsim");
+    struct hv_err err = {0};
+    struct hv_vm_obs obs;
+    const char *tricky = "{\"op\":\"a&b <c> 'd'\",\"n\":1}\r\n\tend";
+
+    assert_int_equal(b->ops->write_record(b, &ref, "first", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, tricky, &err), HV_OK);
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.record, tricky);
+    /* The simulator appended both entries; the last one is the record. */
+    assert_int_equal(record_entries(b, obs.id), 2);
+
+    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.record, "");
+    assert_int_equal(record_entries(b, obs.id), 3);
+
+    /* A value XML cannot carry is refused before anything is sent. */
+    assert_int_equal(b->ops->write_record(b, &ref, "bell\a", &err), HV_E_INTERNAL);
+    b->ops->free(b);
+}
+
+static void test_thumbprints(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+
+    /* SHA-1 as printed by vSphere (upper case, colons) works. */
+    cfg.thumbprint = sim.sha1;
+    struct hv_backend *b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    b->ops->free(b);
+
+    /* A wrong pin fails in the handshake: no HTTP request reaches the server. */
+    char wrong[128];
+    snprintf(wrong, sizeof(wrong), "%s", sim.sha256);
+    wrong[0] = wrong[0] == 'A' ? 'B' : 'A';
+    cfg.thumbprint = wrong;
+    long before = vcsim_calls(&sim, NULL);
+    b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_string_equal(err.detail, "server certificate thumbprint mismatch");
+    assert_false(obs.found);
+    b->ops->free(b);
+
+    /* insecure_skip_verify does not void a configured pin; nor does a trusted CA. */
+    cfg.insecure_skip_verify = 1;
+    b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_string_equal(err.detail, "server certificate thumbprint mismatch");
+    b->ops->free(b);
+    cfg.insecure_skip_verify = 0;
+    cfg.ca_file = sim.ca;
+    b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_string_equal(err.detail, "server certificate thumbprint mismatch");
+    b->ops->free(b);
+    assert_int_equal(vcsim_calls(&sim, NULL), before + 0);
+}
+
+static void test_ca_file(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+
+    cfg.thumbprint = NULL;
+    cfg.ca_file = sim.ca;
+    struct hv_backend *b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    b->ops->free(b);
+
+    /* CA and pin together: both must hold. */
+    cfg.thumbprint = sim.sha1;
+    b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    b->ops->free(b);
+
+    /* No CA, no pin: the system trust store does not know the lab CA. */
+    cfg.thumbprint = NULL;
+    cfg.ca_file = NULL;
+    b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_non_null(strstr(err.detail, "TLS verification failed"));
+    b->ops->free(b);
+
+    /* Only when asked. */
+    cfg.insecure_skip_verify = 1;
+    b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    b->ops->free(b);
+}
+
+static void test_session_expiry(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    long logins = vcsim_calls(&sim, "Login");
+    assert_true(vcsim_expire_sessions(&sim) >= 1);
+
+    /* FindByUuid answers NotAuthenticated: one new Login, then the call succeeds. */
+    observe_ok(b, &ref, &obs);
+    struct vs_stats st;
+    vs_server_stats(vs_backend_server(b, 0), &st);
+    assert_int_equal(st.relogins, 1);
+    assert_int_equal(st.logins, 2);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1);
+
+    /* Also mid-act: the record write re-logs in transparently. */
+    assert_true(vcsim_expire_sessions(&sim) >= 1);
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->write_record(b, &ref, "after-expiry", &err), HV_OK);
+    vs_server_stats(vs_backend_server(b, 0), &st);
+    assert_int_equal(st.relogins, 2);
+    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
+    b->ops->free(b);
+}
+
+static void test_power_on_fails_twice(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(4, "vcsim");
+    struct hv_err err;
+    act_ok(b, &ref, step_of(HV_STEP_POWER_OFF, -1, -1, -1));
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(act_rc(b, &ref, step_of(HV_STEP_POWER_ON, -1, -1, -1), &err),
+                         HV_E_INVALID_STATE);
+        assert_non_null(strstr(err.detail, "InvalidPowerState"));
+    }
+    act_ok(b, &ref, step_of(HV_STEP_POWER_ON, -1, -1, -1));
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    b->ops->free(b);
+}
+
+static void test_busy_vm(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(3, "vcsim");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    observe_ok(b, &ref, &obs);
+    assert_true(obs.busy);
+    assert_int_equal(act_rc(b, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1), &err), HV_E_BUSY);
+    assert_non_null(strstr(err.detail, "TaskInProgress"));
+    b->ops->free(b);
+}
+
+static void test_concurrent_change(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *a = vcsim_backend(&cfg);
+    struct hv_backend *other = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(5, "vcsim");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    observe_ok(a, &ref, &obs);
+    /* Someone else changes the VM after our observation... */
+    assert_int_equal(other->ops->write_record(other, &ref, "theirs", &err), HV_OK);
+    /* ...so our change, made against the old changeVersion, fails cleanly. */
+    assert_int_equal(act_rc(a, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1), &err), HV_E_BUSY);
+    assert_non_null(strstr(err.detail, "ConcurrentAccess"));
+    observe_ok(a, &ref, &obs);
+    assert_int_equal(obs.hw.memory_mib, 4096);
+    act_ok(a, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1));
+    observe_ok(a, &ref, &obs);
+    assert_int_equal(obs.hw.memory_mib, 8192);
+    a->ops->free(a);
+    other->ops->free(other);
+}
+
+static void test_shutdown_needs_tools(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_err err;
+    struct hv_vm_ref plain = ref_of(1, "vcsim");
+    assert_int_equal(act_rc(b, &plain, step_of(HV_STEP_SHUTDOWN, -1, -1, -1), &err),
+                     HV_E_INVALID_STATE);
+    assert_non_null(strstr(err.detail, "ToolsUnavailable"));
+
+    struct hv_vm_ref tools = ref_of(0, "vcsim");
+    act_ok(b, &tools, step_of(HV_STEP_SHUTDOWN, -1, -1, -1));
+    struct hv_vm_obs obs;
+    observe_ok(b, &tools, &obs);
+    assert_int_equal(obs.power, HV_POWER_OFF); /* the simulator stops at once */
+    /* Powering off what is off: InvalidPowerState from the task. */
+    assert_int_equal(act_rc(b, &tools, step_of(HV_STEP_POWER_OFF, -1, -1, -1), &err),
+                     HV_E_INVALID_STATE);
+    act_ok(b, &tools, step_of(HV_STEP_POWER_ON, -1, -1, -1));
+    b->ops->free(b);
+}
+
+static void test_bad_credentials(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/hv-vs-pass-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "s3cret-wrong\n", 13), 13);
+    close(fd);
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    cfg.password_file = path;
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_AUTH);
+    assert_null(strstr(err.detail, "s3cret"));
+    b->ops->free(b);
+    unlink(path);
+
+    cfg.password_file = "/nonexistent/hv-password";
+    b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_AUTH);
+    b->ops->free(b);
+}
+
+static void test_unknown_server(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "vc.elsewhere.example");
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+    assert_false(b->ops->serves(b, &ref));
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_NOT_FOUND);
+    b->ops->free(b);
+}
+
+#define ROUNDS 6
+
+struct worker {
+    struct hv_backend *b;
+    int failures;
+    char detail[HV_MSG_MAX];
+};
+
+static void *observe_loop(void *arg)
+{
+    struct worker *w = arg;
+    for (int round = 0; round < ROUNDS; round++) {
+        for (size_t i = 0; i < sim.nvms; i++) {
+            struct hv_vm_ref ref = ref_of(i, "");
+            struct hv_vm_obs obs;
+            struct hv_err err = {0};
+            if (w->b->ops->observe(w->b, &ref, &obs, &err) != HV_OK || !obs.found) {
+                w->failures++;
+                memcpy(w->detail, err.detail, sizeof(w->detail));
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Many threads, one backend: one session, one re-login after the server drops it. */
+static void test_threads_share_session(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    enum { N = 8 };
+    pthread_t t[N];
+    struct worker w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (struct worker){.b = b};
+        assert_int_equal(pthread_create(&t[i], NULL, observe_loop, &w[i]), 0);
+    }
+    usleep(20000);
+    assert_true(vcsim_expire_sessions(&sim) >= 1);
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        if (w[i].failures)
+            fail_msg("thread %d: %d failures, last: %s", i, w[i].failures, w[i].detail);
+    }
+    struct vs_stats st;
+    vs_server_stats(vs_backend_server(b, 0), &st);
+    fprintf(stderr, "# %d threads x %zu observes: %lu calls, %lu logins, %lu re-logins\n", N,
+            ROUNDS * sim.nvms, st.calls, st.logins, st.relogins);
+    assert_int_equal(st.logins, 1 + st.relogins);
+    assert_int_equal(st.relogins, 1);
+    b->ops->free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_login_and_find),
+        cmocka_unit_test(test_observe),
+        cmocka_unit_test(test_live_memory_and_cpus),
+        cmocka_unit_test(test_cold_cycle),
+        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_thumbprints),
+        cmocka_unit_test(test_ca_file),
+        cmocka_unit_test(test_session_expiry),
+        cmocka_unit_test(test_power_on_fails_twice),
+        cmocka_unit_test(test_busy_vm),
+        cmocka_unit_test(test_concurrent_change),
+        cmocka_unit_test(test_shutdown_needs_tools),
+        cmocka_unit_test(test_bad_credentials),
+        cmocka_unit_test(test_unknown_server),
+        cmocka_unit_test(test_threads_share_session),
+    };
+    return cmocka_run_group_tests_name("vsphere-sim", tests, setup, teardown);
+}
