@@ -456,13 +456,19 @@ static void test_shutdown_needs_tools(void **state)
     struct hv_backend *b = vcsim_backend(&cfg);
     struct hv_err err;
     struct hv_vm_ref plain = ref_of(1, "vcsim");
+    /* No VMware Tools: refused before any call, and observe says a shutdown is impossible. */
     assert_int_equal(act_rc(b, &plain, step_of(HV_STEP_SHUTDOWN, -1, -1, -1), &err),
-                     HV_E_INVALID_STATE);
-    assert_non_null(strstr(err.detail, "ToolsUnavailable"));
+                     HV_E_UNSUPPORTED);
+    assert_non_null(strstr(err.detail, "VMware Tools are not running"));
+    struct hv_vm_obs pobs;
+    observe_ok(b, &plain, &pobs);
+    assert_false(pobs.can_shutdown);
 
     struct hv_vm_ref tools = ref_of(0, "vcsim");
-    act_ok(b, &tools, step_of(HV_STEP_SHUTDOWN, -1, -1, -1));
     struct hv_vm_obs obs;
+    observe_ok(b, &tools, &obs);
+    assert_true(obs.can_shutdown);
+    act_ok(b, &tools, step_of(HV_STEP_SHUTDOWN, -1, -1, -1));
     observe_ok(b, &tools, &obs);
     assert_int_equal(obs.power, HV_POWER_OFF); /* the simulator stops at once */
     /* Powering off what is off: InvalidPowerState from the task. */
