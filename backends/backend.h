@@ -17,6 +17,12 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/* HV_MSG marks a stable, user-visible message template (CAPI shows these in conditions).
+ * docs/messages.md lists every one; test/docs checks that none is missing. */
+#ifndef HV_MSG
+#define HV_MSG(s) s
+#endif
+
 #define HV_NAME_MAX   256
 #define HV_MSG_MAX    512
 #define HV_RECORD_MAX 4096

@@ -249,12 +249,12 @@ static struct hv_backend *backend_for(struct hv_engine *e, const struct hv_profi
 {
     struct hv_backend *be = hv_engine_backend(e, p->backend);
     if (!be) {
-        snprintf(why, whylen, "no %s backend is configured in hvupdater", p->backend);
+        snprintf(why, whylen, HV_MSG("no %s backend is configured in hvupdater"), p->backend);
         return NULL;
     }
     if (!be->ops->serves(be, ref)) {
-        snprintf(why, whylen, "hvupdater holds no %s connection for server %s", p->backend,
-                 ref->server[0] ? ref->server : "(none given)");
+        snprintf(why, whylen, HV_MSG("hvupdater holds no %s connection for server %s"), p->backend,
+                 ref->server[0] ? ref->server : HV_MSG("(none given)"));
         return NULL;
     }
     return be;
@@ -282,7 +282,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     } else {
         out->failure = false;
         out->retry_after_s = 1;
-        snprintf(out->message, sizeof(out->message), "in progress: observing the VM");
+        snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
     }
     x->desired = *desired;
     x->s = *s;
@@ -352,7 +352,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     if (be->ops->observe(be, ref, obs, &err) != HV_OK) {
         snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
     } else if (!obs->found) {
-        snprintf(w, sizeof(w), "the VM was not found");
+        snprintf(w, sizeof(w), HV_MSG("the VM was not found"));
     } else if (be->ops->plan(be, ref, obs, desired, plan, &err) != HV_OK) {
         snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
     } else {

@@ -61,15 +61,15 @@ static const char *check_envelope(enum hv_hook h, const hj *req, char *buf, size
     char want[64];
     snprintf(want, sizeof(want), "%sRequest", hook_names[h]);
     if (!kind) {
-        snprintf(buf, cap, "request has no kind (want %s)", want);
+        snprintf(buf, cap, HV_MSG("request has no kind (want %s)"), want);
         return buf;
     }
     if (strcmp(kind, want)) {
-        snprintf(buf, cap, "request kind is not %s", want);
+        snprintf(buf, cap, HV_MSG("request kind is not %s"), want);
         return buf;
     }
     if (av && strcmp(av, HV_HOOKS_API)) {
-        snprintf(buf, cap, "request apiVersion is not %s", HV_HOOKS_API);
+        snprintf(buf, cap, HV_MSG("request apiVersion is not %s"), HV_HOOKS_API);
         return buf;
     }
     return NULL;
@@ -83,25 +83,25 @@ static const hj *need_obj(const hj *req, const char *side, const char *name, boo
         return NULL;
     const hj *s = hj_get(req, side);
     if (!s || s->type != HJ_OBJECT) {
-        snprintf(buf, cap, "request has no %s", side);
+        snprintf(buf, cap, HV_MSG("request has no %s"), side);
         *msg = buf;
         return NULL;
     }
     const hj *o = hj_get(s, name);
     if (!o || o->type != HJ_OBJECT) {
-        snprintf(buf, cap, "request has no %s.%s", side, name);
+        snprintf(buf, cap, HV_MSG("request has no %s.%s"), side, name);
         *msg = buf;
         return NULL;
     }
     if (!hj_get_str(o, "kind") || !hj_get_str(o, "apiVersion")) {
-        snprintf(buf, cap, "%s.%s has no %s", side, name,
+        snprintf(buf, cap, HV_MSG("%s.%s has no %s"), side, name,
                  hj_get_str(o, "kind") ? "apiVersion" : "kind");
         *msg = buf;
         return NULL;
     }
     const hj *spec = hj_get(o, "spec");
     if (need_spec && (!spec || spec->type != HJ_OBJECT)) {
-        snprintf(buf, cap, "%s.%s has no spec", side, name);
+        snprintf(buf, cap, HV_MSG("%s.%s has no spec"), side, name);
         *msg = buf;
         return NULL;
     }
@@ -179,19 +179,19 @@ static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
         const char *av = hj_get_str(infra, "apiVersion"), *kind = hj_get_str(infra, "kind");
         p = hv_profile_find(ctx->profiles, av, kind);
         if (!p || p->is_template) {
-            snprintf(buf, sizeof(buf), "no hvupdater profile for %s %s", kind, av);
+            snprintf(buf, sizeof(buf), HV_MSG("no hvupdater profile for %s %s"), kind, av);
             msg = buf;
         }
     }
     if (!msg) {
         char why[200];
         if (hv_identity(p, machine, infra, &ref, why, sizeof(why)) < 0) {
-            snprintf(buf, sizeof(buf), "cannot find the VM: %s", why);
+            snprintf(buf, sizeof(buf), HV_MSG("cannot find the VM: %s"), why);
             msg = buf;
         }
     }
     if (!msg && !ctx->update) {
-        snprintf(buf, sizeof(buf), "no %s backend is configured in hvupdater", p->backend);
+        snprintf(buf, sizeof(buf), HV_MSG("no %s backend is configured in hvupdater"), p->backend);
         msg = buf;
     }
     if (msg) {

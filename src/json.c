@@ -4,6 +4,7 @@
  * recurse at most HJ_MAX_DEPTH deep for parsed trees. Every node has one owner: its parent.
  */
 #include "json.h"
+#include "msg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -285,6 +286,10 @@ static int cb_start_map(void *ctx)
 static int cb_key(void *ctx, const unsigned char *s, size_t n)
 {
     struct pstate *p = ctx;
+    if (memchr(s, '\0', n)) { /* keys are C strings here: "a\u0000b" would read as "a" */
+        p->why = HV_MSG("object key contains U+0000");
+        return 0;
+    }
     free(p->keys[p->depth - 1]);
     p->keys[p->depth - 1] = xstrndup((const char *)s, n);
     p->keylen[p->depth - 1] = n;
@@ -319,7 +324,7 @@ static const yajl_callbacks callbacks = {
 static void yajl_reason(yajl_handle h, const char *buf, size_t len, char *out, size_t outlen)
 {
     unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)buf, len);
-    const char *t = e ? (const char *)e : "malformed input";
+    const char *t = e ? (const char *)e : HV_MSG("malformed input");
     const char *colon = strstr(t, ": ");
     if (colon && colon - t < 20)
         t = colon + 2;
@@ -353,7 +358,7 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
             snprintf(reason, sizeof(reason), "%s", p.why);
         else
             yajl_reason(h, buf, len, reason, sizeof(reason));
-        snprintf(err, errlen, "invalid JSON at byte %zu: %s", at, reason);
+        snprintf(err, errlen, HV_MSG("invalid JSON at byte %zu: %s"), at, reason);
         for (int d = 0; d <= HJ_MAX_DEPTH; d++)
             free(p.keys[d]);
         hj_free(p.root);
@@ -362,7 +367,7 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
     }
     yajl_free(h);
     if (!p.root)
-        snprintf(err, errlen, "invalid JSON: empty body");
+        snprintf(err, errlen, HV_MSG("invalid JSON: empty body"));
     return p.root;
 }
 

@@ -83,7 +83,7 @@ static void other_diff(void *vctx, const char *pointer, const hj *a, const hj *b
     struct other_ctx *o = vctx;
     char where[160];
     dotted(where, sizeof(where), o->obj, pointer);
-    add_uncovered(o->c, where, "hvupdater changes hypervisor hardware only");
+    add_uncovered(o->c, where, HV_MSG("hvupdater changes hypervisor hardware only"));
 }
 
 /* The Machine spec as CAPI compares it (internal/util/inplace.CleanupMachineSpecForDiff). */
@@ -161,7 +161,7 @@ static void infra_diff(void *vctx, const char *pointer, const hj *a, const hj *b
     }
     char where[160];
     dotted(where, sizeof(where), x->obj, pointer);
-    add_uncovered(x->c, where, "not a field hvupdater can change");
+    add_uncovered(x->c, where, HV_MSG("not a field hvupdater can change"));
 }
 
 static void value_text(char *out, size_t cap, const hj *v)
@@ -171,7 +171,7 @@ static void value_text(char *out, size_t cap, const hj *v)
     else if (v->type == HJ_INT || v->type == HJ_FLOAT || v->type == HJ_STRING)
         snprintf(out, cap, "%.*s", (int)(v->slen < cap - 1 ? v->slen : cap - 1), v->s);
     else
-        snprintf(out, cap, "(not a number)");
+        snprintf(out, cap, HV_MSG("(not a number)"));
 }
 
 /* A hardware value in MiB (memory) or a count; -1 when not a whole positive number. */
@@ -220,7 +220,7 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
             memcpy(ref->uuid, u, n + 1);
             return 0;
         }
-        snprintf(why, whylen, "providerID is not %s<UUID>", p->providerid_prefix);
+        snprintf(why, whylen, HV_MSG("providerID is not %s<UUID>"), p->providerid_prefix);
         return -1;
     }
     const char *name = hj_get_str(hj_get(infra, "metadata"), "name");
@@ -229,10 +229,10 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
         return 0;
     }
     if (pl)
-        snprintf(why, whylen, "no providerID of the form %s<UUID>%s", p->providerid_prefix,
-                 p->by_name ? " and no metadata.name" : "");
+        snprintf(why, whylen, HV_MSG("no providerID of the form %s<UUID>%s"), p->providerid_prefix,
+                 p->by_name ? HV_MSG(" and no metadata.name") : "");
     else
-        snprintf(why, whylen, "no metadata.name to find the VM by");
+        snprintf(why, whylen, HV_MSG("no metadata.name to find the VM by"));
     return -1;
 }
 
@@ -255,7 +255,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         have_ref = hv_identity(p, in->des_machine, in->des_infra, &ref, why, sizeof(why)) == 0;
         if (!have_ref) {
             avail = 0;
-            snprintf(why_na, sizeof(why_na), "cannot find the VM: %s", why);
+            snprintf(why_na, sizeof(why_na), HV_MSG("cannot find the VM: %s"), why);
         }
     }
     if (avail && in->hooks && in->hooks->available) {
@@ -290,12 +290,12 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         *strrchr(parent, '/') = '\0';
         const hj *par = hj_ptr(in->cur_infra, parent);
         if (!b)
-            reason = "removed from the desired spec";
+            reason = HV_MSG("removed from the desired spec");
         else if (vb < 0)
-            reason = f == HV_F_MEMORY ? "not a whole positive number of MiB"
-                                      : "not a whole positive number";
+            reason = f == HV_F_MEMORY ? HV_MSG("not a whole positive number of MiB")
+                                      : HV_MSG("not a whole positive number");
         else if (!par || par->type != HJ_OBJECT)
-            reason = "its parent object is missing from the current spec";
+            reason = HV_MSG("its parent object is missing from the current spec");
         else if (!avail)
             reason = why_na;
         if (reason) {
@@ -335,13 +335,13 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
             const char *reason = NULL;
             char buf[240];
             if (r->cls == HV_CLASS_COLD) {
-                reason = "needs a power cycle and powerCycle is Never";
+                reason = HV_MSG("needs a power cycle and powerCycle is Never");
             } else if (r->cls == HV_CLASS_LIVE && probed == -1) {
-                snprintf(buf, sizeof(buf), "cannot confirm a live change: %s", why);
+                snprintf(buf, sizeof(buf), HV_MSG("cannot confirm a live change: %s"), why);
                 reason = buf;
             } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].how != HV_HOW_LIVE) {
-                snprintf(buf, sizeof(buf), "not possible live on this VM now: %s",
-                         fp[r->f].reason[0] ? fp[r->f].reason : "needs a power cycle");
+                snprintf(buf, sizeof(buf), HV_MSG("not possible live on this VM now: %s"),
+                         fp[r->f].reason[0] ? fp[r->f].reason : HV_MSG("needs a power cycle"));
                 reason = buf;
             } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].method[0]) {
                 snprintf(r->how, sizeof(r->how), "%s", fp[r->f].method);
@@ -398,12 +398,12 @@ static void build_message(struct hv_coverage *c)
     size_t cap = sizeof(c->message);
     m[0] = '\0';
     if (c->failure) {
-        append(m, cap, "cannot update in place (onUncoverable=Block):", NULL);
+        append(m, cap, HV_MSG("cannot update in place (onUncoverable=Block):"), NULL);
         for (size_t k = 0; k < c->n_uncovered; k++)
             append(m, cap, k ? "; " : " ", c->uncovered[k].where, " (", c->uncovered[k].reason, ")",
                    NULL);
         if (c->n_uncovered_all > c->n_uncovered)
-            append(m, cap, "; and more", NULL);
+            append(m, cap, HV_MSG("; and more"), NULL);
         return;
     }
     size_t covered = 0;
@@ -412,17 +412,17 @@ static void build_message(struct hv_coverage *c)
         if (r->cls == HV_CLASS_NO)
             continue;
         append(m, cap, covered ? "; " : "", r->name, " ", r->from, "->", r->to,
-               r->cls == HV_CLASS_LIVE ? " live" : " with a power cycle", NULL);
+               r->cls == HV_CLASS_LIVE ? HV_MSG(" live") : HV_MSG(" with a power cycle"), NULL);
         covered++;
     }
     if (!covered)
-        append(m, cap, "nothing hvupdater can change in place", NULL);
+        append(m, cap, HV_MSG("nothing hvupdater can change in place"), NULL);
     if (c->n_uncovered) {
-        append(m, cap, "; not covered, left to CAPI:", NULL);
+        append(m, cap, HV_MSG("; not covered, left to CAPI:"), NULL);
         for (size_t k = 0; k < c->n_uncovered; k++)
             append(m, cap, k ? ", " : " ", c->uncovered[k].where, NULL);
         if (c->n_uncovered_all > c->n_uncovered)
-            append(m, cap, ", and more", NULL);
+            append(m, cap, HV_MSG(", and more"), NULL);
     }
 }
 
@@ -439,8 +439,8 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
     if (!p) {
         c->declined = true;
         snprintf(c->message, sizeof(c->message),
-                 "declined: no hvupdater profile for %s %s; CAPI decides without hvupdater",
-                 kind ? kind : "(no kind)", av ? av : "(no apiVersion)");
+                 HV_MSG("declined: no hvupdater profile for %s %s; CAPI decides without hvupdater"),
+                 kind ? kind : HV_MSG("(no kind)"), av ? av : HV_MSG("(no apiVersion)"));
         return;
     }
     const char *ckind = hj_get_str(in->cur_infra, "kind");
@@ -453,7 +453,7 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
     if (!ckind || !cav || strcmp(ckind, kind) || strcmp(cav, av)) {
         char where[160];
         snprintf(where, sizeof(where), "%s.kind", obj);
-        add_uncovered(c, where, "the infrastructure kind or apiVersion changes");
+        add_uncovered(c, where, HV_MSG("the infrastructure kind or apiVersion changes"));
     } else {
         diff("/spec", hj_get(in->cur_infra, "spec"), hj_get(in->des_infra, "spec"), infra_diff, &x);
         classify(c, in, p, obj, x.field_diff);

@@ -22,27 +22,27 @@ const char *hv_errcode_message(enum hv_errcode c)
 {
     switch (c) {
     case HV_OK:
-        return "no error";
+        return HV_MSG("no error");
     case HV_E_NOT_FOUND:
-        return "the VM was not found";
+        return HV_MSG("the VM was not found");
     case HV_E_UNREACHABLE:
-        return "the hypervisor cannot be reached";
+        return HV_MSG("the hypervisor cannot be reached");
     case HV_E_AUTH:
-        return "the hypervisor refused hvupdater's credentials";
+        return HV_MSG("the hypervisor refused hvupdater's credentials");
     case HV_E_INVALID_STATE:
-        return "the VM's power state does not allow this step";
+        return HV_MSG("the VM's power state does not allow this step");
     case HV_E_BUSY:
-        return "another task is changing the VM";
+        return HV_MSG("another task is changing the VM");
     case HV_E_UNSUPPORTED:
-        return "the hypervisor does not support this change";
+        return HV_MSG("the hypervisor does not support this change");
     case HV_E_RESOURCES:
-        return "the host lacks the resources";
+        return HV_MSG("the host lacks the resources");
     case HV_E_TIMEOUT:
-        return "the hypervisor did not answer in time";
+        return HV_MSG("the hypervisor did not answer in time");
     case HV_E_INTERNAL:
         break;
     }
-    return "the hypervisor reported an error";
+    return HV_MSG("the hypervisor reported an error");
 }
 
 static const char *step_name(enum hv_step_kind k)
@@ -70,20 +70,20 @@ static void describe(char *out, size_t cap, const struct hv_hw *h)
     char part[64];
     out[0] = '\0';
     if (h->memory_mib >= 0) {
-        snprintf(part, sizeof(part), "memory %lld MiB", (long long)h->memory_mib);
+        snprintf(part, sizeof(part), HV_MSG("memory %lld MiB"), (long long)h->memory_mib);
         strncat(out, part, cap - strlen(out) - 1);
     }
     if (h->cpus >= 0) {
-        snprintf(part, sizeof(part), "%s%d vCPUs", out[0] ? ", " : "", h->cpus);
+        snprintf(part, sizeof(part), HV_MSG("%s%d vCPUs"), out[0] ? ", " : "", h->cpus);
         strncat(out, part, cap - strlen(out) - 1);
     }
     if (h->cores_per_socket >= 0) {
-        snprintf(part, sizeof(part), "%s%d cores per socket", out[0] ? ", " : "",
+        snprintf(part, sizeof(part), HV_MSG("%s%d cores per socket"), out[0] ? ", " : "",
                  h->cores_per_socket);
         strncat(out, part, cap - strlen(out) - 1);
     }
     if (!out[0])
-        snprintf(out, cap, "no hardware fields");
+        snprintf(out, cap, HV_MSG("no hardware fields"));
 }
 
 /* Every desired field (>= 0) equals what the VM shows. */
@@ -132,7 +132,7 @@ static bool store(struct pass *p)
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
         char m[300];
-        snprintf(m, sizeof(m), "cannot store the operation record on the VM: %s",
+        snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));
         answer(p->out, true, 0, m);
         return false;
@@ -187,8 +187,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     p->rec.attempts++;
     char m[400];
     if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
-        snprintf(m, sizeof(m), "step %s failed %d times: %s", step_name(kind), p->rec.attempts,
-                 hv_errcode_message(err.code));
+        snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
+                 p->rec.attempts, hv_errcode_message(err.code));
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             /* Never leave a VM off: try to start it as it is before giving up. */
             struct hv_step on = {
@@ -200,7 +200,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         return false;
     }
     if (store(p)) {
-        snprintf(m, sizeof(m), "in progress: retrying %s (%s)", step_name(kind),
+        snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
                  hv_errcode_message(err.code));
         answer(p->out, false, RETRY_COLD, m);
     }
@@ -216,14 +216,14 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(m, sizeof(m), "in progress: %s", body);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
     answer(p->out, false, retry, m);
 }
 
 static void done(struct pass *p, bool had_record)
 {
     char m[300];
-    snprintf(m, sizeof(m), "done: %s", p->what);
+    snprintf(m, sizeof(m), HV_MSG("done: %s"), p->what);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
@@ -247,7 +247,7 @@ static bool begin(struct pass *p)
     if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, fp, &err) != HV_OK) {
         log_err(p, "plan", &err);
         char m[300];
-        snprintf(m, sizeof(m), "cannot plan the change: %s", hv_errcode_message(err.code));
+        snprintf(m, sizeof(m), HV_MSG("cannot plan the change: %s"), hv_errcode_message(err.code));
         answer(p->out, true, 0, m);
         return false;
     }
@@ -274,7 +274,7 @@ static bool begin(struct pass *p)
             break;
         case HV_HOW_IMPOSSIBLE: {
             char m[400];
-            snprintf(m, sizeof(m), "cannot change %s: %s", fnames[f], fp[f].reason);
+            snprintf(m, sizeof(m), HV_MSG("cannot change %s: %s"), fnames[f], fp[f].reason);
             fail_sticky(p, m);
             return false;
         }
@@ -284,9 +284,9 @@ static bool begin(struct pass *p)
         p->rec.cold = true; /* an off VM is simply reconfigured */
     if (p->rec.cold && on && p->s->power_cycle == HV_PC_NEVER) {
         char m[400];
-        snprintf(m, sizeof(m), "%s needs a power cycle (%s) and powerCycle is Never",
-                 cold_field ? cold_field : "the change",
-                 cold_reason && cold_reason[0] ? cold_reason : "not possible live");
+        snprintf(m, sizeof(m), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
+                 cold_field ? cold_field : HV_MSG("the change"),
+                 cold_reason && cold_reason[0] ? cold_reason : HV_MSG("not possible live"));
         fail_sticky(p, m);
         return false;
     }
@@ -302,12 +302,13 @@ static void off_path(struct pass *p)
 {
     if (!matches(&p->obs.config, p->desired)) {
         if (step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
-            progress(p, 1, "reconfigured the powered-off VM to %s; starting it next", p->what);
+            progress(p, 1, HV_MSG("reconfigured the powered-off VM to %s; starting it next"),
+                     p->what);
         }
         return;
     }
     if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
-        progress(p, RETRY_COLD, "powering the VM on with %s", p->what);
+        progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
 static void cold_on_path(struct pass *p)
@@ -317,27 +318,27 @@ static void cold_on_path(struct pass *p)
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
         if (elapsed < p->s->shutdown_timeout_s) {
-            progress(p, RETRY_COLD, "waiting for the guest to shut down");
+            progress(p, RETRY_COLD, HV_MSG("waiting for the guest to shut down"));
             return;
         }
         if (p->s->power_off_mode == HV_POM_SOFT) {
             char m[300];
             snprintf(m, sizeof(m),
-                     "the guest did not shut down within %d s and powerOffMode is Soft",
+                     HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
                      p->s->shutdown_timeout_s);
             fail_sticky(p, m);
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, "powering off: the guest did not shut down in time");
+            progress(p, RETRY_COLD, HV_MSG("powering off: the guest did not shut down in time"));
         return;
     case HV_PH_POWER_OFF:
         if (elapsed < cfg->step_timeout_s) {
-            progress(p, RETRY_COLD, "waiting for the VM to power off");
+            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to power off"));
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, "powering off again");
+            progress(p, RETRY_COLD, HV_MSG("powering off again"));
         return;
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:
@@ -345,15 +346,17 @@ static void cold_on_path(struct pass *p)
             /* We started it with the new configuration, but the VM shows other values. */
             char m[400], seen[160];
             describe(seen, sizeof(seen), &p->obs.hw);
-            snprintf(m, sizeof(m), "after the power cycle the hypervisor reports %s, want %s", seen,
+            snprintf(m, sizeof(m),
+                     HV_MSG("after the power cycle the hypervisor reports %s, want %s"), seen,
                      p->what);
             fail_sticky(p, m);
             return;
         }
         /* It came back on before it was reconfigured (e.g. CAPV powers on VMs it finds off). */
         if (++p->rec.recycles > MAX_RECYCLES) {
-            fail_sticky(p, "the VM was powered on again before hvupdater could reconfigure it; "
-                           "pause the cluster (spec.paused) and retry");
+            fail_sticky(p,
+                        HV_MSG("the VM was powered on again before hvupdater could reconfigure it; "
+                               "pause the cluster (spec.paused) and retry"));
             return;
         }
         p->rec.phase = HV_PH_NONE;
@@ -361,17 +364,17 @@ static void cold_on_path(struct pass *p)
         __attribute__((fallthrough));
     default:
         if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
-            progress(p, RETRY_SLOT, "waiting for a power-cycle slot");
+            progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return;
         }
         if (!p->obs.can_shutdown && p->s->power_off_mode == HV_POM_SOFT) {
-            fail_sticky(p, "the guest cannot be asked to shut down (no guest tools running) "
-                           "and powerOffMode is Soft");
+            fail_sticky(p, HV_MSG("the guest cannot be asked to shut down (no guest tools running) "
+                                  "and powerOffMode is Soft"));
         } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-                progress(p, RETRY_COLD, "powering off to apply %s", p->what);
+                progress(p, RETRY_COLD, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
-            progress(p, RETRY_COLD, "shutting the guest down to apply %s", p->what);
+            progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
         }
         return;
     }
@@ -381,7 +384,7 @@ static void live_path(struct pass *p)
 {
     if (p->rec.phase == HV_PH_WAIT_LIVE) {
         if (p->now - p->rec.step_at < p->s->live_timeout_s) {
-            progress(p, RETRY_LIVE, "waiting for the hypervisor to show %s", p->what);
+            progress(p, RETRY_LIVE, HV_MSG("waiting for the hypervisor to show %s"), p->what);
             return;
         }
         if (p->s->power_cycle == HV_PC_IF_NEEDED) {
@@ -392,10 +395,11 @@ static void live_path(struct pass *p)
             return;
         }
         char m[400];
-        snprintf(m, sizeof(m),
-                 "the live change to %s did not show within %d s (the guest did not take it); "
-                 "allow powerCycle IfNeeded or check the guest's hot-plug support",
-                 p->what, p->s->live_timeout_s);
+        snprintf(
+            m, sizeof(m),
+            HV_MSG("the live change to %s did not show within %d s (the guest did not take it); "
+                   "allow powerCycle IfNeeded or check the guest's hot-plug support"),
+            p->what, p->s->live_timeout_s);
         fail_sticky(p, m);
         return;
     }
@@ -409,7 +413,8 @@ static void live_path(struct pass *p)
     p->rec.phase = HV_PH_WAIT_LIVE;
     p->rec.step_at = p->now;
     if (store(p))
-        progress(p, RETRY_LIVE, "hot-plugged; waiting for the hypervisor to show %s", p->what);
+        progress(p, RETRY_LIVE, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"),
+                 p->what);
 }
 
 void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
@@ -431,13 +436,13 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     if (be->ops->observe(be, ref, &p.obs, &err) != HV_OK) {
         log_err(&p, "observe", &err);
         char m[300];
-        snprintf(m, sizeof(m), "cannot observe the VM: %s", hv_errcode_message(err.code));
+        snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
         answer(out, true, 0, m);
         return;
     }
     if (!p.obs.found) {
         char m[400];
-        snprintf(m, sizeof(m), "VM %s not found on any configured %s host",
+        snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  ref->uuid[0] ? ref->uuid : ref->name, be->ops->name);
         answer(out, true, 0, m);
         return;
@@ -467,11 +472,11 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     if (p.now - p.rec.started_at > s->deadline_s) {
         if (!on) {
             if (step(&p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
-                progress(&p, RETRY_COLD, "deadline passed; powering the VM back on");
+                progress(&p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
             return;
         }
         char m[300];
-        snprintf(m, sizeof(m), "the change did not complete within %d s (last step: %s)",
+        snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
                  s->deadline_s, hv_phase_name(p.rec.phase));
         fail_sticky(&p, m);
         return;

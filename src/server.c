@@ -40,6 +40,12 @@ struct req {
     size_t len, cap;
     struct timespec start;
     bool answered;
+    /* An error found before the body was read: the body is read and dropped (at most
+     * drain_cap bytes), then the error is answered, so that it reaches the client instead of
+     * being lost to the TCP reset a close with unread input causes. */
+    int pending_code;
+    const char *pending_a, *pending_b, *pending_allow;
+    size_t drained;
 };
 
 static double since(const struct timespec *t0)
@@ -141,7 +147,7 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     }
     if (doc->type != HJ_OBJECT) {
         hj_free(doc);
-        return fail(c, r, 400, "request body must be a JSON object", NULL, NULL);
+        return fail(c, r, 400, HV_MSG("request body must be a JSON object"), NULL, NULL);
     }
     bool failure;
     size_t len;
@@ -149,7 +155,7 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     char *out = hv_hook_handle(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len);
     hj_free(doc);
     if (!out)
-        return fail(c, r, 500, "out of memory", NULL, NULL);
+        return fail(c, r, 500, HV_MSG("out of memory"), NULL, NULL);
     double s = since(&r->start);
     hv_metrics_call_end(r->hook, failure ? HV_CALL_FAILURE : HV_CALL_SUCCESS, s);
     if (hv_log_enabled(HV_LOG_INFO)) {
@@ -159,6 +165,21 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg, NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);
+}
+
+/* How much of a body is read and dropped for an error answer before giving up on it. */
+static size_t drain_cap(const struct hv_server *srv)
+{
+    size_t cap = srv->o.max_body * 4;
+    return cap < (16u << 20) ? (16u << 20) : cap;
+}
+
+static void pend(struct req *r, int code, const char *a, const char *b, const char *allow)
+{
+    r->pending_code = code;
+    r->pending_a = a;
+    r->pending_b = b;
+    r->pending_allow = allow;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -176,18 +197,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->route = match(url, &r->hook);
         if (r->route == R_HOOK)
             hv_metrics_call_start();
-        if (r->route == R_NONE)
-            return fail(c, r, 404, "no such path", NULL, NULL);
-        bool want_post = r->route == R_HOOK;
-        bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-        if (want_post ? strcmp(method, "POST") != 0 : !is_get)
-            return fail(c, r, 405, "method not allowed: use ", want_post ? "POST" : "GET",
-                        want_post ? "POST" : "GET");
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > srv->o.max_body)
-            return fail(c, r, 413, "request body larger than the limit of ", srv->max_body_text,
-                        NULL);
+        const char *te =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
+        bool want_post = r->route == R_HOOK;
+        bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (r->route == R_NONE)
+            pend(r, 404, HV_MSG("no such path"), NULL, NULL);
+        else if (want_post ? strcmp(method, "POST") != 0 : !is_get)
+            pend(r, 405, HV_MSG("method not allowed: use "), want_post ? "POST" : "GET",
+                 want_post ? "POST" : "GET");
+        else if (body > srv->o.max_body)
+            pend(r, 413, HV_MSG("request body larger than the limit of "), srv->max_body_text,
+                 NULL);
+        /* No body coming, or too much to read for nothing: answer now. */
+        if (r->pending_code && ((!body && !te) || body > drain_cap(srv)))
+            return fail(c, r, r->pending_code, r->pending_a, r->pending_b, r->pending_allow);
         return MHD_YES;
     }
     if (r->answered) { /* an early answer: drop whatever else the client sends */
@@ -195,12 +222,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (r->len + *upload_size > srv->o.max_body) {
-            *upload_size = 0;
+        if (!r->pending_code && r->len + *upload_size > srv->o.max_body) {
+            pend(r, 413, HV_MSG("request body larger than the limit of "), srv->max_body_text,
+                 NULL);
+            r->drained = r->len;
             free(r->body);
             r->body = NULL;
-            return fail(c, r, 413, "request body larger than the limit of ", srv->max_body_text,
-                        NULL);
+            r->len = r->cap = 0;
+        }
+        if (r->pending_code) {
+            r->drained += *upload_size;
+            *upload_size = 0;
+            return r->drained > drain_cap(srv) ? MHD_NO : MHD_YES;
         }
         if (r->len + *upload_size + 1 > r->cap) {
             size_t ncap = (r->len + *upload_size + 1) * 2;
@@ -218,6 +251,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    if (r->pending_code)
+        return fail(c, r, r->pending_code, r->pending_a, r->pending_b, r->pending_allow);
     switch (r->route) {
     case R_HEALTHZ:
         return text(c, r, 200, "ok\n");
@@ -238,7 +273,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_HOOK:
         return serve_hook(srv, c, r);
     default:
-        return fail(c, r, 404, "no such path", NULL, NULL);
+        return fail(c, r, 404, HV_MSG("no such path"), NULL, NULL);
     }
 }
 
@@ -255,6 +290,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -341,12 +378,12 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_HTTPS_CERT_CALLBACK, hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
-        hv_tls_priorities(), MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 4),
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_HTTPS_CERT_CALLBACK,
+        hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES, hv_tls_priorities(),
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 4),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;

@@ -1,6 +1,7 @@
 /* settings.c: parse and validate policy settings. Names and values are matched exactly
  * (as documented), so a typo is a clear Failure instead of a silently ignored policy. */
 #include "settings.h"
+#include "msg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -50,7 +51,7 @@ static int pick(const char *const *names, const char *key, const char *val, int 
         strncat(allowed, k ? "|" : "", sizeof(allowed) - strlen(allowed) - 1);
         strncat(allowed, names[k], sizeof(allowed) - strlen(allowed) - 1);
     }
-    snprintf(err, errlen, "setting %s has an invalid value (want %s)", key, allowed);
+    snprintf(err, errlen, HV_MSG("setting %s has an invalid value (want %s)"), key, allowed);
     return -1;
 }
 
@@ -60,8 +61,8 @@ static int seconds(const char *key, const char *val, int max, int *out, char *er
     errno = 0;
     long v = strtol(val, &end, 10);
     if (errno || end == val || *end || v < 1 || v > max) {
-        snprintf(err, errlen, "setting %s must be a whole number of seconds from 1 to %d", key,
-                 max);
+        snprintf(err, errlen, HV_MSG("setting %s must be a whole number of seconds from 1 to %d"),
+                 key, max);
         return -1;
     }
     *out = (int)v;
@@ -73,7 +74,7 @@ int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size
     if (!settings || settings->type == HJ_NULL)
         return 0;
     if (settings->type != HJ_OBJECT) {
-        snprintf(err, errlen, "settings must be a map of strings");
+        snprintf(err, errlen, HV_MSG("settings must be a map of strings"));
         return -1;
     }
     /* Check in sorted key order so the message names the same setting every time. */
@@ -84,7 +85,7 @@ int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size
         int rc, tmp;
         char e[200];
         if (v->type != HJ_STRING) {
-            snprintf(e, sizeof(e), "setting %s must be a string", key);
+            snprintf(e, sizeof(e), HV_MSG("setting %s must be a string"), key);
             rc = -1;
         } else if (!strcmp(key, "powerCycle")) {
             rc = pick(pc_names, key, v->s, &tmp, e, sizeof(e));
@@ -106,9 +107,9 @@ int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size
             rc = seconds(key, v->s, 604800, &s->deadline_s, e, sizeof(e));
         } else {
             snprintf(e, sizeof(e),
-                     "unknown setting %s (known: powerCycle, onUncoverable, "
-                     "powerOffMode, liveTimeoutSeconds, shutdownTimeoutSeconds, "
-                     "deadlineSeconds)",
+                     HV_MSG("unknown setting %s (known: powerCycle, onUncoverable, "
+                            "powerOffMode, liveTimeoutSeconds, shutdownTimeoutSeconds, "
+                            "deadlineSeconds)"),
                      key);
             rc = -1;
         }

@@ -1,0 +1,180 @@
+#!/bin/sh
+# hook-bench.sh BUILD_DIR: throughput and latency of CanUpdateMachine over TLS.
+#
+# Starts BUILD_DIR/hvupdater (log level warn, self-signed certificate in a temporary
+# directory), builds a realistic ~10 KB CanUpdateMachine request (VSphereMachine 4096 -> 8192
+# MiB, see make_request.py), checks one answer by hand, then drives it with wrk: 64 TLS
+# keep-alive connections over 2 threads for BENCH_SECONDS (default 10). Prints p50/p99
+# latency, requests/s, errors, and the server's RSS idle, peak (VmHWM) and after the load.
+# The server's own counters must show exactly one Success per request wrk completed and no
+# other answer, which proves the bodies were sent whole and answered 200.
+# Nothing here asserts timings; the exit status is non-zero only if something is broken
+# (a non-200, an error answer, a crash). Environment: BENCH_SECONDS, BENCH_CONNECTIONS,
+# BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES.
+set -eu
+
+if [ $# -lt 1 ]; then
+    echo "usage: $0 BUILD_DIR" >&2
+    exit 2
+fi
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+seconds=${BENCH_SECONDS:-10}
+conns=${BENCH_CONNECTIONS:-64}
+wthreads=${BENCH_THREADS:-2}
+sthreads=${BENCH_SERVER_THREADS:-4}
+bin=$build/hvupdater
+path=/hooks.runtime.cluster.x-k8s.io/v1alpha1/canupdatemachine/can-update-machine?timeout=10s
+
+for tool in wrk curl python3; do
+    command -v "$tool" >/dev/null || { echo "hook-bench: $tool is not installed" >&2; exit 2; }
+done
+if [ ! -x "$bin" ]; then
+    cmake --build "$build" --target hvupdater >/dev/null
+fi
+
+tmp=$(mktemp -d /tmp/hv-bench-XXXXXX)
+pid=
+cleanup() {
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+# The request's VSphereMachine names vcenter.eu1.example.com: configure it (a closed local
+# port; CanUpdateMachine under powerCycle=IfNeeded plans without contacting it), so that the
+# answer is the real memory patch rather than "no vsphere backend".
+printf 'hvupdater\n' >"$tmp/username"
+printf 'not-a-secret\n' >"$tmp/password"
+cat >"$tmp/config.json" <<JSON
+{"vsphere": {"servers": [{"name": "vcenter.eu1.example.com", "url": "https://127.0.0.1:9/sdk",
+  "usernameFile": "$tmp/username", "passwordFile": "$tmp/password"}]}}
+JSON
+
+"$bin" serve --listen 127.0.0.1:0 --port-file "$tmp/port" --cert-dir "$tmp/tls" \
+    --config "$tmp/config.json" --log-level warn --threads "$sthreads" 2>"$tmp/server.log" &
+pid=$!
+i=0
+while [ ! -s "$tmp/port" ]; do
+    i=$((i + 1))
+    if [ $i -gt 200 ] || ! kill -0 "$pid" 2>/dev/null; then
+        echo "hook-bench: the server did not start" >&2
+        cat "$tmp/server.log" >&2
+        exit 1
+    fi
+    sleep 0.05
+done
+sleep 0.1
+port=$(cat "$tmp/port")
+base=https://localhost:$port
+
+rss() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+metric() { # name with labels -> value (0 if absent)
+    curl -sS --cacert "$tmp/tls/ca.crt" "$base/metrics" |
+        awk -v m="$1" 'index($0, m " ") == 1 { v = $2 } END { print v + 0 }'
+}
+
+rss_idle=$(rss VmRSS)
+
+python3 "$here/make_request.py" "${BENCH_BODY_BYTES:-10240}" >"$tmp/body.json"
+body_bytes=$(wc -c <"$tmp/body.json")
+
+# One request by hand: 200, Success, and the memory patch.
+curl -sS --cacert "$tmp/tls/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/body.json" -o "$tmp/answer.json" -w '%{http_code}' "$base$path" \
+    >"$tmp/code"
+python3 - "$tmp/answer.json" "$(cat "$tmp/code")" <<'PY'
+import base64, json, sys
+code = sys.argv[2]
+text = open(sys.argv[1]).read()
+try:
+    a = json.loads(text)
+    patch = json.loads(base64.b64decode(a["infrastructureMachinePatch"]["patch"]))
+except (ValueError, KeyError, TypeError):
+    sys.exit(f"hook-bench: unexpected answer {code} {text[:600]}")
+want = [{"op": "replace", "path": "/spec/memoryMiB", "value": 8192}]
+if code != "200" or a["status"] != "Success" or patch != want:
+    sys.exit(f"hook-bench: unexpected answer {code} {text[:600]}")
+PY
+
+ok_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Success"}'
+bad_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Failure"}'
+err_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Error"}'
+ok0=$(metric "$ok_m")
+bad0=$(metric "$bad_m")
+err0=$(metric "$err_m")
+
+# RSS while the load runs (VmHWM is the kernel's own peak; the samples show the plateau)
+(
+    peak=0
+    while kill -0 "$pid" 2>/dev/null && [ ! -e "$tmp/stop-sampling" ]; do
+        v=$(rss VmRSS || echo 0)
+        [ "${v:-0}" -gt "$peak" ] && peak=$v
+        echo "$peak" >"$tmp/rss-peak-sampled"
+        sleep 0.2
+    done
+) &
+sampler=$!
+
+HV_BENCH_BODY=$tmp/body.json wrk -t"$wthreads" -c"$conns" -d"${seconds}s" --latency \
+    --timeout 10s -s "$here/post.lua" "$base$path" >"$tmp/wrk.out" 2>&1 || {
+    cat "$tmp/wrk.out" >&2
+    exit 1
+}
+touch "$tmp/stop-sampling"
+wait "$sampler" 2>/dev/null || true
+
+rss_hwm=$(rss VmHWM)
+rss_after=$(rss VmRSS)
+rss_sampled=$(cat "$tmp/rss-peak-sampled" 2>/dev/null || echo 0)
+ok1=$(metric "$ok_m")
+bad1=$(metric "$bad_m")
+err1=$(metric "$err_m")
+inflight=$(metric hvupdater_hook_calls_in_flight)
+hsum=$(metric 'hvupdater_hook_duration_seconds_sum{hook="CanUpdateMachine"}')
+hcnt=$(metric 'hvupdater_hook_duration_seconds_count{hook="CanUpdateMachine"}')
+
+sed -n '/Thread Stats/,/Latency Distribution/p' "$tmp/wrk.out" | sed '$d'
+line=$(grep '^BENCH ' "$tmp/wrk.out" || true)
+if [ -z "$line" ]; then
+    cat "$tmp/wrk.out" >&2
+    echo "hook-bench: wrk printed no summary" >&2
+    exit 1
+fi
+get() { echo "$line" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'; }
+requests=$(get requests)
+duration=$(get duration_us)
+non2xx=$(get errors_status)
+sock_errors=$(($(get errors_connect) + $(get errors_read) + $(get errors_write) + $(get errors_timeout)))
+served=$(awk -v a="$ok1" -v b="$ok0" 'BEGIN { printf "%d", a - b }')
+failures=$(awk -v a="$bad1" -v b="$bad0" -v c="$err1" -v d="$err0" 'BEGIN { printf "%d", a - b + c - d }')
+
+# wrk counts the requests it completed; the server may have answered a few more that were
+# still in flight when wrk stopped (at most one per connection).
+status=0
+verdict=ok
+if [ "$non2xx" -ne 0 ] || [ "$failures" -ne 0 ] || [ "$served" -lt "$requests" ] ||
+    [ "$served" -gt $((requests + conns)) ] || [ "$requests" -eq 0 ]; then
+    verdict="BROKEN (non-2xx $non2xx, server Failure/Error answers $failures, server Success $served vs wrk $requests)"
+    status=1
+fi
+
+awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p90="$(get p90_us)" \
+    -v p99="$(get p99_us)" -v mx="$(get max_us)" -v n2="$non2xx" -v se="$sock_errors" \
+    -v served="$served" -v bb="$body_bytes" -v idle="$rss_idle" -v hwm="$rss_hwm" \
+    -v after="$rss_after" -v sampled="$rss_sampled" -v c="$conns" -v t="$wthreads" \
+    -v st="$sthreads" -v s="$seconds" -v hs="$hsum" -v hc="$hcnt" -v infl="$inflight" \
+    -v verdict="$verdict" 'BEGIN {
+    printf "\n==== hvupdater hook-bench: CanUpdateMachine, %d B body, TLS keep-alive ====\n", bb
+    printf "load          wrk -t%d -c%d -d%ds, server --threads %d\n", t, c, s, st
+    printf "requests      %d in %.2f s = %.0f req/s\n", r, d / 1e6, r / (d / 1e6)
+    printf "latency       p50 %.3f ms   p90 %.3f ms   p99 %.3f ms   max %.3f ms\n", p50 / 1e3, p90 / 1e3, p99 / 1e3, mx / 1e3
+    printf "handler       mean %.3f ms server-side (hook duration sum/count)\n", hc ? hs / hc * 1e3 : 0
+    printf "errors        non-2xx %d, socket %d; server Success answers %d (in flight now %d)\n", n2, se, served, infl
+    printf "server RSS    idle %.1f MiB, peak (VmHWM) %.1f MiB, sampled peak %.1f MiB, after %.1f MiB\n", idle / 1024, hwm / 1024, sampled / 1024, after / 1024
+    printf "verdict       %s\n", verdict
+}'
+exit $status
