@@ -27,25 +27,26 @@ static void plan_memory(const struct vs_vm *vm, int64_t want, struct hv_field_pl
 {
     int64_t have = vm->memory_mb;
     if (want <= 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", "memoryMiB must be positive");
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be positive"));
     } else if (want % 4 != 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", "memoryMiB must be a multiple of 4");
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be a multiple of 4"));
     } else if (vm->power != HV_POWER_ON) {
-        set(p, HV_HOW_COLD, "", "VM is not running: memory changes with a reconfigure");
+        set(p, HV_HOW_COLD, "", HV_MSG("VM is not running: memory changes with a reconfigure"));
     } else if (want < have) {
-        set(p, HV_HOW_COLD, "", "memory cannot shrink while the VM runs");
+        set(p, HV_HOW_COLD, "", HV_MSG("memory cannot shrink while the VM runs"));
     } else if (!vm->mem_hot_add) {
-        set(p, HV_HOW_COLD, "", "memory hot-add is disabled on this VM");
+        set(p, HV_HOW_COLD, "", HV_MSG("memory hot-add is disabled on this VM"));
     } else if (vm->hotplug_increment_mb > 0 && (want - have) % vm->hotplug_increment_mb != 0) {
         set(p, HV_HOW_COLD, "",
-            "memory increase is not a multiple of the VM's hot-add increment (%lld MiB)",
+            HV_MSG("memory increase is not a multiple of the VM's hot-add increment (%lld MiB)"),
             (long long)vm->hotplug_increment_mb);
     } else if (vm->hotplug_limit_mb > 0 && want > vm->hotplug_limit_mb) {
-        set(p, HV_HOW_COLD, "", "memory would exceed the VM's hot-add limit (%lld MiB)",
+        set(p, HV_HOW_COLD, "", HV_MSG("memory would exceed the VM's hot-add limit (%lld MiB)"),
             (long long)vm->hotplug_limit_mb);
     } else if (have <= VS_LINUX_HOTADD_EDGE_MB && want > VS_LINUX_HOTADD_EDGE_MB) {
         set(p, HV_HOW_COLD, "",
-            "growing past 3072 MiB from 3072 MiB or less needs a power cycle (Linux guests)");
+            HV_MSG(
+                "growing past 3072 MiB from 3072 MiB or less needs a power cycle (Linux guests)"));
     } else {
         set(p, HV_HOW_LIVE, "hot-add", "%s", "");
     }
@@ -55,17 +56,18 @@ static void plan_cpus(const struct vs_vm *vm, int32_t want, int32_t cores, bool 
                       struct hv_field_plan *p)
 {
     if (want <= 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", "cpus must be positive");
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus must be positive"));
     } else if (want % cores != 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", "cpus must be a multiple of coresPerSocket (%d)", cores);
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus must be a multiple of coresPerSocket (%d)"),
+            cores);
     } else if (vm->power != HV_POWER_ON) {
-        set(p, HV_HOW_COLD, "", "VM is not running: cpus change with a reconfigure");
+        set(p, HV_HOW_COLD, "", HV_MSG("VM is not running: cpus change with a reconfigure"));
     } else if (cores_change) {
-        set(p, HV_HOW_COLD, "", "coresPerSocket changes too, which needs a power cycle");
+        set(p, HV_HOW_COLD, "", HV_MSG("coresPerSocket changes too, which needs a power cycle"));
     } else if (want > vm->cpus && !vm->cpu_hot_add) {
-        set(p, HV_HOW_COLD, "", "CPU hot-add is disabled on this VM");
+        set(p, HV_HOW_COLD, "", HV_MSG("CPU hot-add is disabled on this VM"));
     } else if (want < vm->cpus && !vm->cpu_hot_remove) {
-        set(p, HV_HOW_COLD, "", "CPU hot-remove is disabled on this VM");
+        set(p, HV_HOW_COLD, "", HV_MSG("CPU hot-remove is disabled on this VM"));
     } else {
         set(p, HV_HOW_LIVE, want > vm->cpus ? "hot-add" : "hot-remove", "%s", "");
     }
@@ -87,10 +89,11 @@ void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
     if (cores_change) {
         struct hv_field_plan *p = &plan[HV_F_CORES];
         if (desired->cores_per_socket <= 0)
-            set(p, HV_HOW_IMPOSSIBLE, "", "coresPerSocket must be positive");
+            set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("coresPerSocket must be positive"));
         else if (cpus > 0 && cpus % cores != 0)
-            set(p, HV_HOW_IMPOSSIBLE, "", "cpus (%d) must be a multiple of coresPerSocket", cpus);
+            set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus (%d) must be a multiple of coresPerSocket"),
+                cpus);
         else
-            set(p, HV_HOW_COLD, "", "coresPerSocket only changes while the VM is off");
+            set(p, HV_HOW_COLD, "", HV_MSG("coresPerSocket only changes while the VM is off"));
     }
 }
