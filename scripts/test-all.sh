@@ -30,7 +30,7 @@ fi
 echo "clang-format: clean"
 
 section "unit, schema and integration tests"
-(cd build && ctest --output-on-failure -j"$JOBS" -L 'unit|schema|integration')
+(cd build && ctest --output-on-failure -j"$JOBS" -L 'unit|schema|integration|deploy')
 
 section "unit tests under ASan + UBSan"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON >/dev/null

@@ -252,6 +252,11 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     }
     int rc = -1;
     long v = (long)c->max_body;
+    /* The embedded default's in-process test:///default driver is for trying hvupdater out:
+     * a config file names the real fleet, or no libvirt host at all. */
+    for (size_t k = 0; k < c->n_libvirt_uris; k++)
+        free(c->libvirt_uris[k]);
+    c->n_libvirt_uris = 0;
     if (check_keys(doc, "config", keys, err, errlen) < 0 ||
         str_dup_member(doc, "config", "listen", false, &c->listen, err, errlen) < 0 ||
         int_member(doc, "config", "maxBodyBytes", 1024, 64L << 20, &v, err, errlen) < 0 ||

@@ -37,8 +37,9 @@ struct hv_config {
 
 /* The embedded default: built-in profiles, libvirt's in-process test:///default driver. */
 void hv_config_default(struct hv_config *c);
-/* Parse a config document over the defaults. Returns 0, or -1 with a message naming the
- * key. On failure *c is left valid (free it). */
+/* Parse a config document over the defaults (but with no libvirt host unless the document
+ * lists some). Returns 0, or -1 with a message naming the key. On failure *c is left valid
+ * (free it). */
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen);
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);

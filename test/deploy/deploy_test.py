@@ -1,0 +1,885 @@
+#!/usr/bin/env python3
+"""deploy_test.py: the deploy/ manifests, unit and image recipe agree with the real binary.
+
+  deploy_test.py static --source DIR --binary FILE
+      Fast, no server: every YAML file parses and is listed by a kustomization; the render
+      is consistent (ports, names, selectors, secrets, mounts, security settings); every
+      flag in the Deployment's command line and the systemd ExecStart exists in
+      `hvupdater serve --help`; the config files validate against schemas/config.json;
+      the man page covers every flag; the Containerfile's runtime packages cover the
+      binary's shared libraries.
+  deploy_test.py serve --source DIR --binary FILE --work DIR
+      Starts the binary the way the pod would (mounts laid out under a scratch root, a
+      certificate made like cert-manager's, as uid 65532 when root), calls the probe
+      paths, discovery and CanUpdateMachine with the ExtensionConfig's settings through
+      the Service DNS names; starts it with the systemd host config too.
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hvdeploy as hv  # noqa: E402
+
+NS = "hvupdater-system"
+KNOWN_SETTINGS = {"powerCycle", "onUncoverable", "powerOffMode", "liveTimeoutSeconds",
+                  "shutdownTimeoutSeconds", "deadlineSeconds"}
+# ExtensionConfig setting -> where the config file sets its default
+SETTING_IN_CONFIG = {"powerCycle": ("defaults", "powerCycle"),
+                     "onUncoverable": ("defaults", "onUncoverable"),
+                     "powerOffMode": ("defaults", "powerOffMode"),
+                     "liveTimeoutSeconds": ("engine", "liveTimeoutSeconds"),
+                     "shutdownTimeoutSeconds": ("engine", "shutdownTimeoutSeconds"),
+                     "deadlineSeconds": ("engine", "deadlineSeconds")}
+HOOKS = {"CanUpdateMachine", "CanUpdateMachineSet", "UpdateMachine"}
+# Libraries debian:12-slim always has (libc6 is Essential, libgcc-s1 its dependency).
+BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1"}
+
+
+class Deploy:
+    """The rendered manifests and the files around them."""
+
+    def __init__(self, source):
+        self.source = source
+        self.kdir = os.path.join(source, "deploy", "kubernetes")
+        self.objs, self.files = hv.render(self.kdir)
+        self.by_kind = {}
+        for o in self.objs:
+            self.by_kind.setdefault(o.get("kind"), []).append(o)
+
+    def one(self, kind):
+        objs = self.by_kind.get(kind, [])
+        if len(objs) != 1:
+            raise AssertionError(f"want exactly one {kind}, have {len(objs)}")
+        return objs[0]
+
+    def find(self, kind, name, ns=None):
+        for o in self.by_kind.get(kind, []):
+            m = o.get("metadata", {})
+            if m.get("name") == name and (ns is None or m.get("namespace") == ns):
+                return o
+        return None
+
+    @property
+    def deployment(self):
+        return self.one("Deployment")
+
+    @property
+    def pod(self):
+        return self.deployment["spec"]["template"]["spec"]
+
+    @property
+    def container(self):
+        return self.pod["containers"][0]
+
+    def argv(self, entrypoint):
+        c = self.container
+        return list(c.get("command") or entrypoint) + list(c.get("args") or [])
+
+    def configmap_for_volume(self, vol):
+        return self.find("ConfigMap", vol["configMap"]["name"], NS)
+
+    def mounted_file(self, path):
+        """(volumeMount, volume, key) of the mount that holds an absolute path."""
+        best = None
+        for m in self.container.get("volumeMounts", []):
+            mp = m["mountPath"].rstrip("/")
+            if path.startswith(mp + "/") and (best is None or len(mp) > len(best["mountPath"])):
+                best = m
+        if not best:
+            return None, None, None
+        vol = next((v for v in self.pod.get("volumes", []) if v["name"] == best["name"]), None)
+        rel = path[len(best["mountPath"].rstrip("/")) + 1:]
+        return best, vol, rel
+
+
+def containerfile(source):
+    """Parsed deploy/container/Containerfile: stages with FROM, RUN, COPY, USER, ENTRYPOINT."""
+    path = os.path.join(source, "deploy", "container", "Containerfile")
+    lines, cur = [], ""
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            if not cur and (not s.strip() or s.lstrip().startswith("#")):
+                continue
+            if s.endswith("\\"):
+                cur += s[:-1] + " "
+                continue
+            lines.append(cur + s)
+            cur = ""
+    stages = []
+    for ln in lines:
+        instr, _, rest = ln.strip().partition(" ")
+        instr = instr.upper()
+        if instr == "FROM":
+            parts = rest.split()
+            stages.append({"from": parts[0], "as": parts[2] if len(parts) > 2 else None,
+                           "RUN": [], "COPY": [], "USER": None, "ENTRYPOINT": None})
+        elif stages:
+            if instr in ("RUN", "COPY"):
+                stages[-1][instr].append(rest.strip())
+            elif instr == "USER":
+                stages[-1]["USER"] = rest.strip()
+            elif instr == "ENTRYPOINT":
+                stages[-1]["ENTRYPOINT"] = json.loads(rest)
+    return stages
+
+
+def runtime_packages(stage):
+    pkgs = set()
+    for run in stage["RUN"]:
+        m = re.search(r"apt-get install ((?:\s*-\S+)*)(.*?)(&&|$)", run)
+        if m:
+            pkgs |= {p for p in m.group(2).split() if not p.startswith("-")}
+    return pkgs
+
+
+def selector_matches(selector, labels):
+    ml = (selector or {}).get("matchLabels", {}) or {}
+    if not ml and not (selector or {}).get("matchExpressions"):
+        return False  # an empty selector matches everything: never what we want here
+    if any(labels.get(k) != v for k, v in ml.items()):
+        return False
+    for e in (selector or {}).get("matchExpressions", []) or []:
+        v = labels.get(e["key"])
+        op = e["operator"]
+        if op == "In" and v not in e.get("values", []):
+            return False
+        if op == "NotIn" and v in e.get("values", []):
+            return False
+        if op == "Exists" and e["key"] not in labels:
+            return False
+        if op == "DoesNotExist" and e["key"] in labels:
+            return False
+    return True
+
+
+def ns_names_selected(ns_selector):
+    """Namespace names a selector on kubernetes.io/metadata.name admits (None: other)."""
+    names = None
+    for e in (ns_selector or {}).get("matchExpressions", []) or []:
+        if e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "In":
+            names = set(e.get("values", []))
+    ml = (ns_selector or {}).get("matchLabels", {}) or {}
+    if "kubernetes.io/metadata.name" in ml:
+        names = {ml["kubernetes.io/metadata.name"]}
+    return names
+
+
+def port_number(container, port):
+    if isinstance(port, int):
+        return port
+    for p in container.get("ports", []):
+        if p.get("name") == port:
+            return p["containerPort"]
+    return None
+
+
+# ---- static ------------------------------------------------------------------------------
+
+def static(args):
+    r = hv.Results()
+    src, binary = args.source, args.binary
+    kdir = os.path.join(src, "deploy", "kubernetes")
+    version = hv.source_version(src)
+
+    # Every YAML file parses, reads the same under YAML 1.1 and 1.2, and is used.
+    yaml_files = []
+    for root, _, names in os.walk(kdir):
+        yaml_files += [os.path.join(root, n) for n in names if n.endswith((".yaml", ".yml"))]
+    for p in sorted(yaml_files):
+        rel = os.path.relpath(p, src)
+        try:
+            docs, text = hv.load_yaml_docs(p)
+        except Exception as e:  # noqa: BLE001
+            r.check(False, f"{rel} parses", e)
+            continue
+        r.check(docs, f"{rel} parses ({len(docs)} documents)", "empty")
+        amb = hv.yaml_ambiguities(text)
+        r.check(not amb, f"{rel} has no YAML 1.1/1.2-ambiguous scalars", amb)
+        if not os.path.basename(p).startswith("kustomization"):
+            for d in docs:
+                ok = isinstance(d, dict) and d.get("apiVersion") and d.get("kind") and \
+                    d.get("metadata", {}).get("name")
+                r.check(ok, f"{rel}: {d.get('kind') if isinstance(d, dict) else d} has "
+                        "apiVersion, kind, metadata.name")
+
+    try:
+        dep = Deploy(src)
+    except (hv.RenderError, OSError) as e:
+        r.check(False, "deploy/kubernetes renders", e)
+        return r.finish()
+    r.check(True, f"deploy/kubernetes renders: {len(dep.objs)} objects")
+    used = set(map(os.path.abspath, dep.files))
+    for p in yaml_files + [os.path.join(kdir, "base", "config.json")]:
+        r.check(os.path.abspath(p) in used, f"{os.path.relpath(p, src)} is used by the "
+                "kustomization", "listed nowhere: dead file")
+    keys = [hv.obj_key(o) for o in dep.objs]
+    r.check(len(keys) == len(set(keys)), "no object is defined twice",
+            [k for k in keys if keys.count(k) > 1])
+
+    ours_vs_kubectl(r, dep)
+
+    for kind in ("Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
+                 "PodDisruptionBudget", "NetworkPolicy", "Issuer", "Certificate",
+                 "ExtensionConfig"):
+        r.eq(len(dep.by_kind.get(kind, [])), 1, f"exactly one {kind}")
+    try:
+        ec = dep.one("ExtensionConfig")
+        d = dep.deployment
+        svc = dep.one("Service")
+        cert = dep.one("Certificate")
+    except AssertionError as e:
+        r.check(False, "the manifests hold the objects the checks need", e)
+        return r.finish()
+
+    # Namespaces: everything namespaced is in hvupdater-system; the ExtensionConfig is
+    # cluster-scoped; the Namespace object exists.
+    r.eq(dep.one("Namespace")["metadata"]["name"], NS, "Namespace name")
+    for o in dep.objs:
+        k = o["kind"]
+        ns = o.get("metadata", {}).get("namespace")
+        if k in ("Namespace", "ExtensionConfig"):
+            r.check(ns is None, f"{k} {o['metadata']['name']} has no metadata.namespace "
+                    "(cluster-scoped)", ns)
+        else:
+            r.eq(ns, NS, f"{k} {o['metadata']['name']} namespace")
+
+    for fn, fargs in ((check_deployment, (r, dep, binary, version)),
+                      (check_service_and_policies, (r, dep)),
+                      (check_certificate, (r, dep, cert, svc, d)),
+                      (check_extensionconfig, (r, dep, ec, svc)),
+                      (check_config_files, (r, dep, src)),
+                      (check_systemd, (r, src, binary)),
+                      (check_container, (r, src, dep, binary)),
+                      (check_manpage, (r, src, binary, version))):
+        try:
+            fn(*fargs)
+        except Exception as e:  # noqa: BLE001 - a broken manifest must not hide the rest
+            r.check(False, f"{fn.__name__} ran to the end", f"{type(e).__name__}: {e}")
+    return r.finish()
+
+
+def ours_vs_kubectl(r, dep):
+    theirs, why = hv.kubectl_render(dep.kdir)
+    if theirs is None:
+        if why is None:
+            print("note: kubectl not installed: render not compared with kubectl kustomize")
+        else:
+            r.check(False, "kubectl kustomize renders deploy/kubernetes", why)
+        return
+    # Generated names carry a content hash whose recipe changed between kustomize versions:
+    # compare with the hash masked, and only note whether it agrees.
+    gen = {o["metadata"]["name"] for o in dep.objs if o["kind"] == "ConfigMap"}
+    bases = {re.sub(r"-[a-z0-9]{10}$", "", n) for n in gen}
+    pat = re.compile(r"\b(" + "|".join(map(re.escape, bases)) + r")-[a-z0-9]{10}\b") if bases else None
+
+    def masked(o):
+        return json.loads(pat.sub(r"\1-HASH", json.dumps(o))) if pat else o
+
+    their_gen = {o["metadata"]["name"] for o in theirs if o.get("kind") == "ConfigMap"}
+    print(f"note: generated names {'agree' if gen == their_gen else 'differ'} with kubectl "
+          f"kustomize: ours {sorted(gen)}, kubectl's {sorted(their_gen)}")
+    mine = {hv.obj_key(masked(o)): masked(o) for o in dep.objs}
+    other = {hv.obj_key(masked(o)): masked(o) for o in theirs}
+    r.eq(sorted(mine), sorted(other), "our render names the same objects as kubectl kustomize")
+    for k in sorted(set(mine) & set(other)):
+        r.check(mine[k] == other[k], f"{'/'.join(k)} renders as kubectl kustomize does",
+                "differs")
+
+
+def check_deployment(r, dep, binary, version):
+    d, pod, c = dep.deployment, dep.pod, dep.container
+    labels = d["spec"]["template"]["metadata"].get("labels", {})
+    r.eq(d["spec"].get("replicas"), 2, "Deployment replicas")
+    r.check(selector_matches(d["spec"].get("selector"), labels),
+            "Deployment selector matches its pod labels")
+    sa = pod.get("serviceAccountName")
+    r.check(dep.find("ServiceAccount", sa, NS), f"serviceAccountName {sa} exists")
+    r.eq(pod.get("automountServiceAccountToken"), False, "no service account token mounted")
+    psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
+    r.eq(psc.get("runAsNonRoot"), True, "pod runAsNonRoot")
+    r.eq(psc.get("seccompProfile", {}).get("type"), "RuntimeDefault", "pod seccomp RuntimeDefault")
+    r.check(isinstance(psc.get("runAsUser"), int) and psc["runAsUser"] > 0,
+            "pod runAsUser is a non-zero uid", psc.get("runAsUser"))
+    r.eq(csc.get("readOnlyRootFilesystem"), True, "container readOnlyRootFilesystem")
+    r.eq(csc.get("allowPrivilegeEscalation"), False, "container allowPrivilegeEscalation false")
+    r.eq(csc.get("capabilities", {}).get("drop"), ["ALL"], "container drops ALL capabilities")
+    r.check(not csc.get("capabilities", {}).get("add"), "container adds no capability")
+    r.check(not csc.get("privileged"), "container not privileged")
+    res = c.get("resources", {})
+    for kind in ("requests", "limits"):
+        for what in ("cpu", "memory"):
+            r.check(res.get(kind, {}).get(what), f"resources.{kind}.{what} set")
+    aa = pod.get("affinity", {}).get("podAntiAffinity", {})
+    terms = [t.get("podAffinityTerm", t) for t in
+             aa.get("preferredDuringSchedulingIgnoredDuringExecution", []) +
+             aa.get("requiredDuringSchedulingIgnoredDuringExecution", [])]
+    r.check(any(t.get("topologyKey") == "kubernetes.io/hostname" and
+                selector_matches(t.get("labelSelector"), labels) for t in terms),
+            "podAntiAffinity spreads the replicas over nodes (hostname, own labels)")
+    image = c.get("image", "")
+    r.check(image.endswith(":" + str(version)), f"image tag is the project version {version}",
+            image)
+
+    # The command line: ENTRYPOINT + args as the kubelet runs it, checked against --help.
+    stages = containerfile(dep.source)
+    entry = stages[-1]["ENTRYPOINT"] if stages else None
+    argv = dep.argv(entry or [])
+    r.check(argv[:1] == ["/usr/bin/hvupdater"] and argv[1:2] == ["serve"] and
+            argv.count("serve") == 1,
+            "effective command is /usr/bin/hvupdater serve ... (serve once)", argv)
+    flags = hv.serve_flags(binary)
+    r.check({"--listen", "--tls-cert", "--tls-key", "--config", "--port-file"} <= set(flags),
+            "serve --help lists the flags the checks rely on", sorted(flags))
+    seen, problems = hv.parse_argv(argv[2:], flags)
+    r.check(not problems, "every Deployment arg is a serve flag with its value", problems)
+    for f in ("--listen", "--tls-cert", "--tls-key", "--config"):
+        r.check(f in seen, f"Deployment passes {f}")
+    listen = (seen.get("--listen") or [None])[-1]
+    port = hv.listen_port(listen)
+    r.check(listen and listen.startswith("0.0.0.0:"), "listens on all pod addresses", listen)
+    cports = [p["containerPort"] for p in c.get("ports", [])]
+    r.eq(cports, [port], "containerPort is the --listen port")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        hg = c.get(probe, {}).get("httpGet", {})
+        r.eq(hg.get("path"), path, f"{probe} path")
+        r.eq(hg.get("scheme"), "HTTPS", f"{probe} scheme")
+        r.eq(port_number(c, hg.get("port")), port, f"{probe} port is the --listen port")
+
+    # Every file the command line names lies in a mounted volume that provides it.
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        r.check(m["name"] in vols, f"volumeMount {m['name']} has a volume")
+    for f in ("--tls-cert", "--tls-key", "--config"):
+        for path in seen.get(f, []):
+            check_file_in_volume(r, dep, path, f)
+    # The TLS Secret is cert-manager's.
+    cert = dep.one("Certificate")
+    m, vol, _ = dep.mounted_file((seen.get("--tls-cert") or ["/"])[0])
+    if vol:
+        r.eq(vol.get("secret", {}).get("secretName"), cert["spec"]["secretName"],
+             "the TLS volume is the Certificate's Secret")
+    for v in vols.values():
+        if "secret" in v:
+            mode = v["secret"].get("defaultMode", 0o644)
+            r.check(mode & 0o007 == 0, f"secret volume {v['name']} not world-readable "
+                    f"(defaultMode {oct(mode)})")
+            if mode & 0o044 == 0o040:
+                r.check(pod.get("securityContext", {}).get("fsGroup") is not None,
+                        f"secret volume {v['name']} group-readable needs fsGroup")
+    writable = [m["mountPath"] for m in c.get("volumeMounts", []) if not m.get("readOnly")]
+    for m in c.get("volumeMounts", []):
+        v = vols.get(m["name"], {})
+        if "secret" in v or "configMap" in v:
+            r.eq(m.get("readOnly"), True, f"volumeMount {m['name']} readOnly")
+    r.check(all("emptyDir" in vols[m["name"]] for m in c.get("volumeMounts", [])
+                if m["mountPath"] in writable), "only emptyDir mounts are writable", writable)
+
+
+def check_file_in_volume(r, dep, path, what):
+    m, vol, key = dep.mounted_file(path)
+    if not r.check(m and vol, f"{what} {path} is inside a mounted volume"):
+        return
+    if "secret" in vol:
+        items = vol["secret"].get("items")
+        if items:
+            r.check(any(i["path"] == key for i in items),
+                    f"{what} {path}: secret {vol['secret']['secretName']} item {key} mounted")
+        else:
+            r.check(True, f"{what} {path}: key {key} of secret {vol['secret']['secretName']}")
+    elif "configMap" in vol:
+        cm = dep.configmap_for_volume(vol)
+        r.check(cm is not None and key in cm.get("data", {}),
+                f"{what} {path}: ConfigMap {vol['configMap']['name']} has key {key}")
+    else:
+        r.check(False, f"{what} {path} is in a secret or configMap volume", vol)
+
+
+def check_service_and_policies(r, dep):
+    c, d = dep.container, dep.deployment
+    labels = d["spec"]["template"]["metadata"].get("labels", {})
+    port = c["ports"][0]["containerPort"]
+    svc = dep.one("Service")
+    r.check(selector_matches({"matchLabels": svc["spec"].get("selector", {})}, labels),
+            "Service selects the pods")
+    sp = svc["spec"].get("ports", [])
+    r.eq(len(sp), 1, "Service has one port")
+    if sp:
+        r.eq(sp[0].get("port"), 443, "Service port 443")
+        r.eq(port_number(c, sp[0].get("targetPort")), port, "Service targetPort is the --listen port")
+    pdb = dep.one("PodDisruptionBudget")
+    r.eq(pdb["spec"].get("minAvailable"), 1, "PodDisruptionBudget minAvailable")
+    r.check(selector_matches(pdb["spec"].get("selector"), labels), "PDB selects the pods")
+    r.check(pdb["spec"].get("minAvailable", 0) < d["spec"]["replicas"],
+            "PDB leaves room to drain one replica")
+
+    np_ = dep.one("NetworkPolicy")
+    r.check(selector_matches(np_["spec"].get("podSelector"), labels), "NetworkPolicy selects the pods")
+    r.check("Ingress" in np_["spec"].get("policyTypes", []), "NetworkPolicy restricts ingress")
+    admitted = set()
+    for rule in np_["spec"].get("ingress", []):
+        r.check(rule.get("from"), "every ingress rule names its sources (none admits all)")
+        ports = [p.get("port") for p in rule.get("ports", [])]
+        r.check(ports and all(port_number(c, p) == port for p in ports),
+                "every ingress rule admits only the server port", ports)
+        for peer in rule.get("from", []) or []:
+            r.check("ipBlock" not in peer and "podSelector" not in peer or
+                    "namespaceSelector" in peer, "peers are namespaces", peer)
+            names = ns_names_selected(peer.get("namespaceSelector"))
+            r.check(names, "peer namespaces named by kubernetes.io/metadata.name", peer)
+            admitted |= names or set()
+    for ns in ("capi-system", "capi-kubeadm-control-plane-system", "monitoring"):
+        r.check(ns in admitted, f"NetworkPolicy admits namespace {ns}")
+    r.check(NS not in admitted and "default" not in admitted,
+            "NetworkPolicy admits no other namespace", sorted(admitted))
+
+
+def check_certificate(r, dep, cert, svc, d):
+    name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
+    want = {f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"}
+    r.eq(set(cert["spec"].get("dnsNames", [])), want,
+         "Certificate dnsNames are the Service's DNS names")
+    ref = cert["spec"].get("issuerRef", {})
+    iss = dep.find(ref.get("kind", "Issuer"), ref.get("name"), NS)
+    r.check(iss is not None, f"issuerRef {ref.get('name')} exists")
+    if iss:
+        r.check("selfSigned" in iss.get("spec", {}), "Issuer is selfSigned")
+    r.eq(cert["spec"].get("secretName"), "hvupdater-serving-cert", "Certificate secretName")
+    usages = cert["spec"].get("usages", [])
+    r.check(not usages or "server auth" in usages, "Certificate usable for server auth", usages)
+
+
+def check_extensionconfig(r, dep, ec, svc):
+    r.eq(ec.get("apiVersion"), "runtime.cluster.x-k8s.io/v1beta2", "ExtensionConfig apiVersion")
+    ann = ec["metadata"].get("annotations", {})
+    cert = dep.one("Certificate")
+    r.eq(ann.get("runtime.cluster.x-k8s.io/inject-ca-from-secret"),
+         f"{cert['metadata']['namespace']}/{cert['spec']['secretName']}",
+         "inject-ca-from-secret names the Certificate's Secret")
+    spec = ec.get("spec", {})
+    r.check(set(spec) <= {"clientConfig", "namespaceSelector", "settings"},
+            "ExtensionConfig spec has only v1beta2 fields", sorted(spec))
+    cc = spec.get("clientConfig", {})
+    r.check(set(cc) <= {"url", "service", "caBundle"}, "clientConfig fields", sorted(cc))
+    r.check("url" not in cc and "caBundle" not in cc,
+            "clientConfig uses service (no url) and leaves caBundle to injection")
+    s = cc.get("service", {})
+    r.check(set(s) <= {"name", "namespace", "path", "port"}, "clientConfig.service fields")
+    r.eq((s.get("name"), s.get("namespace")),
+         (svc["metadata"]["name"], svc["metadata"]["namespace"]),
+         "clientConfig.service is the Service")
+    r.eq(s.get("port"), svc["spec"]["ports"][0]["port"], "clientConfig.service.port is the Service port")
+    r.check("path" not in s, "no path prefix (hvupdater serves the hooks at the root)")
+    sel = spec.get("namespaceSelector", {})
+    r.eq(sel.get("matchExpressions"),
+         [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["default"]}],
+         "namespaceSelector")
+    settings = spec.get("settings", {})
+    r.eq(set(settings), KNOWN_SETTINGS, "settings are exactly the known settings")
+    for k, v in settings.items():
+        r.check(isinstance(v, str), f"setting {k} is a string (map[string]string)", type(v))
+
+
+def check_config_files(r, dep, src):
+    validate = os.path.join(src, "test", "schema", "validate.py")
+    cfg_vol = next(v for v in dep.pod["volumes"] if "configMap" in v)
+    cm = dep.configmap_for_volume(cfg_vol)
+    if not r.check(cm and "config.json" in cm.get("data", {}), "the config ConfigMap holds config.json"):
+        return
+    text = cm["data"]["config.json"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(text)
+        tmp = f.name
+    try:
+        for label, path in (("ConfigMap config.json", tmp),
+                            ("deploy/systemd/config.json",
+                             os.path.join(src, "deploy", "systemd", "config.json"))):
+            p = subprocess.run([sys.executable, validate, "config", path], capture_output=True,
+                               text=True, timeout=120)
+            r.check(p.returncode == 0, f"{label} validates against schemas/config.json",
+                    (p.stdout + p.stderr).strip()[-600:])
+    finally:
+        os.unlink(tmp)
+    cfg = json.loads(text)
+    # Files the config reads (vCenter credentials, CA; libvirt pkipath) are mounted.
+    for i, s in enumerate(cfg.get("vsphere", {}).get("servers", [])):
+        for key in ("usernameFile", "passwordFile", "caFile"):
+            if key in s:
+                check_file_in_volume(r, dep, s[key], f"vsphere.servers[{i}].{key}")
+                m, vol, _ = dep.mounted_file(s[key])
+                if vol and "secret" in vol:
+                    r.check(not vol["secret"].get("optional"),
+                            f"{key}'s Secret is required (not optional)")
+    for u in cfg.get("libvirt", {}).get("uris", []):
+        m = re.search(r"[?&]pkipath=([^&]+)", u)
+        if m:
+            mt, vol, _ = dep.mounted_file(m.group(1).rstrip("/") + "/cacert.pem")
+            r.check(mt and vol and "secret" in vol, f"libvirt pkipath {m.group(1)} is a mounted Secret")
+        r.check(not u.startswith("test:"), f"libvirt URI {u} is not libvirt's test driver")
+    # The ExtensionConfig's settings (which override the config) agree with its defaults.
+    settings = dep.one("ExtensionConfig")["spec"].get("settings", {})
+    for k, (sec, key) in SETTING_IN_CONFIG.items():
+        if k in settings and key in cfg.get(sec, {}):
+            r.eq(settings[k], str(cfg[sec][key]), f"setting {k} equals config {sec}.{key}")
+    listen = cfg.get("listen")
+    args = dep.container.get("args", [])
+    if listen and "--listen" in args:
+        r.eq(listen, args[args.index("--listen") + 1], "config listen equals --listen")
+
+
+REQUIRED_UNIT = {
+    "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
+    "PrivateTmp": "yes", "PrivateDevices": "yes", "StateDirectory": "hvupdater",
+    "ConfigurationDirectory": "hvupdater", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+    "CapabilityBoundingSet": "", "User": "hvupdater",
+}
+
+
+def check_systemd(r, src, binary):
+    path = os.path.join(src, "deploy", "systemd", "hvupdater.service")
+    unit = hv.parse_unit(path)
+    for k, v in REQUIRED_UNIT.items():
+        r.eq(hv.unit_get(unit, "Service", k)[-1:], [v], f"unit {k}={v}")
+    r.check("@system-service" in hv.unit_get(unit, "Service", "SystemCallFilter"),
+            "unit SystemCallFilter=@system-service")
+    r.check(not hv.unit_get(unit, "Service", "DynamicUser") or
+            hv.unit_get(unit, "Service", "DynamicUser")[-1] in ("no", "false"),
+            "unit uses the packaged user, not DynamicUser")
+    execs = hv.unit_get(unit, "Service", "ExecStart")
+    if not r.eq(len(execs), 1, "unit has one ExecStart"):
+        return
+    argv = execs[0].split()
+    r.check(argv[:2] == ["/usr/bin/hvupdater", "serve"], "ExecStart runs /usr/bin/hvupdater serve",
+            argv)
+    seen, problems = hv.parse_argv(argv[2:], hv.serve_flags(binary))
+    r.check(not problems, "every ExecStart arg is a serve flag with its value", problems)
+    r.eq(seen.get("--config"), ["/etc/hvupdater/config.json"],
+         "ExecStart --config is the packaged config in ConfigurationDirectory")
+    r.check("--tls-cert" not in seen and "--cert-dir" not in seen,
+            "no --tls-cert/--cert-dir: the certificate goes to $STATE_DIRECTORY/tls")
+    help_ = hv.help_text(binary, "serve")
+    r.check("$STATE_DIRECTORY" in help_, "serve --help documents the $STATE_DIRECTORY default")
+    r.eq(hv.listen_port((seen.get("--listen") or [""])[-1]), 9443, "ExecStart listens on 9443")
+    with open(os.path.join(src, "deploy", "debian", "postinst"), encoding="utf-8") as f:
+        post = f.read()
+    r.check(re.search(r"adduser\b.*--system.*\bhvupdater\b", post, re.S) and
+            "adduser --quiet hvupdater libvirt" in post,
+            "postinst creates the unit's user and adds it to group libvirt")
+    r.check("/run/systemd/system" in post and not re.search(r"systemctl (start|enable|restart)\b", post),
+            "postinst talks to systemd only when it runs, and never starts the service")
+    pkg = open(os.path.join(src, "cmake", "Packaging.cmake"), encoding="utf-8").read()
+    r.check("deploy/systemd/hvupdater.service" in pkg.replace("${HV_DEPLOY_DIR}", "deploy"),
+            "Packaging.cmake installs this unit")
+
+
+def check_container(r, src, dep, binary):
+    stages = containerfile(src)
+    if not r.eq(len(stages), 2, "Containerfile has a build and a runtime stage"):
+        return
+    build, run = stages
+    r.eq(build["from"], "debian:12", "build stage FROM debian:12")
+    r.eq(run["from"], "debian:12-slim", "runtime stage FROM debian:12-slim")
+    r.check(any("deploy/container/build-steps.sh" in x for x in build["RUN"]),
+            "build stage runs deploy/container/build-steps.sh")
+    r.eq(run["ENTRYPOINT"], ["/usr/bin/hvupdater", "serve"], "ENTRYPOINT")
+    uid = (run["USER"] or "").split(":")[0]
+    r.eq(uid, "65532", "runtime USER uid 65532")
+    r.eq(str(dep.pod.get("securityContext", {}).get("runAsUser")), uid,
+         "Deployment runAsUser is the image's user")
+    r.eq(dep.container.get("command", [None])[0], run["ENTRYPOINT"][0],
+         "Deployment command is the image's binary")
+    pkgs = runtime_packages(run)
+    r.check("ca-certificates" in pkgs, "runtime stage installs ca-certificates")
+    need = hv.needed_packages(binary)
+    for so, pkg in sorted(need.items()):
+        if re.match(r"^lib(asan|ubsan|lsan|tsan)\.", so):
+            print(f"note: {so} is a sanitizer runtime of this build, not of the image's")
+            continue
+        if not r.check(pkg, f"{so} belongs to a Debian package"):
+            continue
+        r.check(pkg in BASE_IMAGE_PACKAGES or pkg in pkgs,
+                f"runtime stage installs {pkg} (for {so})", sorted(pkgs))
+    for so in ("libmicrohttpd12", "libgnutls30", "libyajl2", "libcurl4", "libxml2", "libvirt0"):
+        r.check(so in pkgs, f"runtime stage installs {so}")
+    for cp in run["COPY"]:
+        r.check(cp.startswith("--from=build "), f"runtime COPY comes from the build stage: {cp}")
+    steps = os.path.join(src, "deploy", "container", "build-steps.sh")
+    r.check(os.access(steps, os.X_OK), "build-steps.sh is executable")
+
+
+def check_manpage(r, src, binary, version):
+    path = os.path.join(src, "docs", "man", "hvupdater.1")
+    with open(path, encoding="utf-8") as f:
+        man = f.read()
+    text = man.replace("\\-", "-").replace("\\fR", "").replace("\\fB", "").replace("\\fI", "")
+    for cmd in ("serve", "plan", "apply"):
+        for flag in sorted(hv.all_flags(hv.help_text(binary, cmd))):
+            r.check(flag in text, f"man page describes {cmd} {flag}")
+    for s in KNOWN_SETTINGS:
+        r.check(s in text, f"man page describes setting {s}")
+    m = re.search(r'^\.TH HVUPDATER 1 "[^"]*" "hvupdater ([0-9.]+)"', man, re.M)
+    r.check(m, "man page .TH line names the version")
+    groff = shutil.which("groff")
+    if groff:
+        p = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", path], capture_output=True,
+                           text=True, timeout=60)
+        r.check(p.returncode == 0 and not p.stderr.strip(), "man page renders without warnings",
+                p.stderr.strip()[:400])
+
+
+# ---- serve -------------------------------------------------------------------------------
+
+def can_update_request(src, settings):
+    with open(os.path.join(src, "schemas", "examples",
+                           "can-update-machine-request.vsphere-memory.json")) as f:
+        req = json.load(f)
+    req = copy.deepcopy(req)
+    if settings is None:
+        req.pop("settings", None)
+    else:
+        req["settings"] = settings
+    return req
+
+
+def as_pod_user():
+    return os.geteuid() == 0 and shutil.which("setpriv")
+
+
+def lay_out_pod(dep, root, uid, gid):
+    """Creates the container's mounts under root as the kubelet would; returns the TLS
+    material made for the serving-cert Secret."""
+    pod, c = dep.pod, dep.container
+    vols = {v["name"]: v for v in pod["volumes"]}
+    cert = dep.one("Certificate")
+    pk = cert["spec"].get("privateKey", {})
+    tls = hv.make_cert(os.path.join(root, "_secrets", "serving"), cert["spec"]["dnsNames"],
+                       pk.get("algorithm", "RSA"), pk.get("size", 2048))
+    cfg = json.loads(next(cm for cm in dep.by_kind["ConfigMap"])["data"]["config.json"])
+    creds = {}
+    for s in cfg.get("vsphere", {}).get("servers", []):
+        for k in ("usernameFile", "passwordFile"):
+            if k in s:
+                creds[os.path.basename(s[k])] = b"fake-" + k.encode() + b"\n"
+    secrets = {cert["spec"]["secretName"]: {k: open(v, "rb").read() for k, v in tls.items()},
+               "hvupdater-vsphere-credentials": creds}
+    for m in c.get("volumeMounts", []):
+        d = os.path.join(root, m["mountPath"].lstrip("/"))
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+        v = vols[m["name"]]
+        files, mode = {}, 0o644
+        if "secret" in v:
+            name = v["secret"]["secretName"]
+            mode = v["secret"].get("defaultMode", 0o644)
+            if name not in secrets:
+                if not v["secret"].get("optional"):
+                    raise RuntimeError(f"required secret {name}: test cannot fake it")
+                continue
+            data = secrets[name]
+            items = v["secret"].get("items")
+            files = {i["path"]: data[i["key"]] for i in items} if items else dict(data)
+        elif "configMap" in v:
+            cm = dep.configmap_for_volume(v)
+            mode = v["configMap"].get("defaultMode", 0o644)
+            files = {k: val.encode() for k, val in cm["data"].items()}
+        elif "emptyDir" in v:
+            os.chmod(d, 0o1777)
+        for name, data in files.items():
+            p = os.path.join(d, name)
+            with open(p, "wb") as f:
+                f.write(data)
+            os.chmod(p, mode)
+            if uid is not None:
+                os.chown(p, 0, gid)  # fsGroup owns projected files
+    return tls
+
+
+def serve(args):
+    r = hv.Results()
+    src, binary = args.source, os.path.abspath(args.binary)
+    dep = Deploy(src)
+    os.makedirs(args.work, exist_ok=True)
+    # Under /tmp, not the build tree: the pod's uid must reach it (a checkout may live in a
+    # home directory others cannot enter).
+    root = tempfile.mkdtemp(prefix="hv-pod-", dir="/tmp")
+    os.chmod(root, 0o755)
+    # The kubelet runs the container as runAsUser/runAsGroup with fsGroup as supplementary
+    # group, and gives Secret and ConfigMap files to group fsGroup.
+    psc = dep.pod.get("securityContext", {})
+    uid, gid, fsgroup = None, None, None
+    prefix = []
+    if as_pod_user():
+        uid, gid = psc.get("runAsUser"), psc.get("runAsGroup", psc.get("runAsUser"))
+        fsgroup = psc.get("fsGroup")
+        prefix = ["setpriv", f"--reuid={uid}", f"--regid={gid}"]
+        prefix += [f"--groups={fsgroup}"] if fsgroup is not None else ["--clear-groups"]
+    print(f"note: pod root {root}; running as "
+          f"{'uid %s gid %s groups %s' % (uid, gid, fsgroup) if uid else 'the current user'}")
+    tls = lay_out_pod(dep, root, uid, fsgroup if fsgroup is not None else gid)
+    # Every directory up to the binary must be reachable for the pod's uid.
+    stages = containerfile(src)
+    argv = dep.argv(stages[-1]["ENTRYPOINT"])
+    mounts = [m["mountPath"] for m in dep.container.get("volumeMounts", [])]
+    # The image's binary is this build's: put it where the image has it.
+    image_bin = os.path.join(root, argv[0].lstrip("/"))
+    os.makedirs(os.path.dirname(image_bin), exist_ok=True)
+    shutil.copy2(binary, image_bin)
+    os.chmod(image_bin, 0o755)
+    for dirpath, dirnames, _ in os.walk(root):
+        for dn in dirnames:
+            os.chmod(os.path.join(dirpath, dn), os.stat(os.path.join(dirpath, dn)).st_mode | 0o755)
+    cmd = [image_bin]
+    args_ = argv[1:]
+    i = 0
+    while i < len(args_):
+        a = args_[i]
+        if a == "--listen":
+            cmd += ["--listen", "127.0.0.1:0"]
+            i += 2
+            continue
+        if a.startswith("/") and any(a.startswith(mp.rstrip("/") + "/") for mp in mounts):
+            a = os.path.join(root, a.lstrip("/"))
+        cmd.append(a)
+        i += 1
+    tmp_mount = next((mp for mp in mounts if mp == "/tmp"), None)
+    port_dir = os.path.join(root, "tmp") if tmp_mount else root
+    port_file = os.path.join(port_dir, "hvupdater.port")
+    cmd += ["--port-file", port_file]
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    for e in dep.container.get("env", []) or []:
+        v = e.get("value", "")
+        if v.startswith("/") and any(v == mp or v.startswith(mp.rstrip("/") + "/") for mp in mounts):
+            v = os.path.join(root, v.lstrip("/"))
+        env[e["name"]] = v
+    # readOnlyRootFilesystem: in a private mount namespace, / read-only but for the
+    # emptyDir mounts (where root may do that: CI runs as root).
+    empty_dirs = [os.path.join(root, m["mountPath"].lstrip("/"))
+                  for m in dep.container.get("volumeMounts", [])
+                  if "emptyDir" in next(v for v in dep.pod["volumes"] if v["name"] == m["name"])]
+    if os.geteuid() == 0 and shutil.which("unshare") and \
+            subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0:
+        script = ('set -e; n=$1; shift; i=0; while [ $i -lt $n ]; do mount --bind "$1" "$1"; '
+                  'shift; i=$((i+1)); done; mount -o remount,bind,ro /; exec "$@"')
+        prefix = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                  str(len(empty_dirs)), *empty_dirs] + prefix
+        ro_root = True
+    else:
+        print("note: cannot make / read-only here (needs root and unshare -m): "
+              "readOnlyRootFilesystem not emulated")
+        ro_root = False
+    print("note: running " + " ".join(prefix + cmd))
+    srv = hv.Server(cmd, port_file, os.path.join(args.work, "pod-server.log"), env=env,
+                    cwd=root, prefix=prefix)
+    try:
+        port = srv.start()
+        r.check(True, f"the pod's command line starts the server (port {port})"
+                + (" with / read-only but the emptyDir mounts" if ro_root else ""))
+        if uid is not None:
+            status = open(f"/proc/{srv.proc.pid}/status").read()
+            r.eq(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1), str(uid),
+                 "the server runs as the pod's runAsUser")
+        ca = tls["ca.crt"]
+        c = dep.container
+        svc = dep.one("Service")
+        names = dep.one("Certificate")["spec"]["dnsNames"]
+        for probe in ("livenessProbe", "readinessProbe"):
+            path = c[probe]["httpGet"]["path"]
+            st, body = hv.https(port, "GET", path, ca, names[0])
+            r.eq(st, 200, f"{probe} GET {path} over HTTPS ({body.strip()})")
+        st, _ = hv.https(port, "GET", "/metrics", ca, names[0])
+        r.eq(st, 200, "GET /metrics (scraped through the NetworkPolicy's monitoring rule)")
+        for name in names:
+            try:
+                st, _ = hv.https(port, "GET", "/readyz", ca, name)
+                r.eq(st, 200, f"TLS verifies as {name} with the Secret's ca.crt")
+            except Exception as e:  # noqa: BLE001
+                r.check(False, f"TLS verifies as {name}", e)
+        want = f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc"
+        r.check(want in names, f"CAPI's dial name {want} is in the certificate")
+
+        st, body = hv.https(port, "POST", hv.hook_path("Discovery"), ca, want,
+                            {"apiVersion": "hooks.runtime.cluster.x-k8s.io/v1alpha1",
+                             "kind": "DiscoveryRequest"})
+        r.eq(st, 200, "POST discovery")
+        disc = json.loads(body) if st == 200 else {}
+        r.eq(disc.get("status"), "Success", "discovery status")
+        hooks = {h["requestHook"]["hook"]: h for h in disc.get("handlers", [])}
+        r.eq(set(hooks), HOOKS, "discovery registers the three in-place hooks")
+        cfg = json.loads(dep.by_kind["ConfigMap"][0]["data"]["config.json"])
+        for h in hooks.values():
+            r.eq(h.get("timeoutSeconds"), cfg.get("handlerTimeoutSeconds", 10),
+                 f"{h['name']} timeoutSeconds from the ConfigMap's config")
+        if "CanUpdateMachine" in hooks:
+            path = hv.hook_path("CanUpdateMachine", hooks["CanUpdateMachine"]["name"])
+            settings = dep.one("ExtensionConfig")["spec"]["settings"]
+            st, body = hv.https(port, "POST", path + "?timeout=10s", ca, want,
+                                can_update_request(src, settings))
+            ans = json.loads(body) if st == 200 else {}
+            r.check(st == 200 and ans.get("status") == "Success",
+                    "CanUpdateMachine with the ExtensionConfig's settings answers Success",
+                    f"{st} {body[:300]}")
+            r.check("setting" not in ans.get("message", ""),
+                    "... and its message is about the machine, not a setting", body[:300])
+            print(f"note: answer message: {ans.get('message')!r}")
+            for bad, name in (({**settings, "powerCycle": "Sometimes"}, "powerCycle"),
+                              ({**settings, "powercycle": "Never"}, "powercycle")):
+                st, body = hv.https(port, "POST", path, ca, want, can_update_request(src, bad))
+                ans = json.loads(body) if st == 200 else {}
+                r.check(ans.get("status") == "Failure" and name in ans.get("message", ""),
+                        f"control: a bad setting {name} answers Failure naming it", body[:300])
+    except Exception as e:  # noqa: BLE001
+        r.check(False, "pod emulation", e)
+    finally:
+        rc = srv.stop()
+        r.eq(rc, 0, "SIGTERM stops the pod's server cleanly")
+        if r.failed:
+            print(srv.log_text()[-3000:])
+
+    # The systemd host config is accepted by `serve --config` (cert made in a cert dir).
+    host_cfg = os.path.join(src, "deploy", "systemd", "config.json")
+    hdir = tempfile.mkdtemp(prefix="hv-host-", dir=args.work)
+    pf = os.path.join(hdir, "port")
+    srv = hv.Server([binary, "serve", "--listen", "127.0.0.1:0", "--config", host_cfg,
+                     "--cert-dir", os.path.join(hdir, "tls"), "--port-file", pf], pf,
+                    os.path.join(args.work, "host-server.log"))
+    try:
+        port = srv.start()
+        st, body = hv.https(port, "GET", "/readyz", os.path.join(hdir, "tls", "ca.crt"))
+        r.eq(st, 200, "serve --config deploy/systemd/config.json starts and is ready")
+    except Exception as e:  # noqa: BLE001
+        r.check(False, "serve --config deploy/systemd/config.json", e)
+    finally:
+        r.eq(srv.stop(), 0, "host-config server stops cleanly")
+    if not r.failed:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(hdir, ignore_errors=True)
+    else:
+        print(f"note: kept {root} and {hdir} for inspection")
+    return r.finish()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["static", "serve"])
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--work", default=None)
+    a = ap.parse_args()
+    a.source = os.path.abspath(a.source)
+    if a.mode == "serve":
+        a.work = os.path.abspath(a.work or tempfile.mkdtemp(prefix="hv-deploy-"))
+        return serve(a)
+    return static(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
