@@ -39,6 +39,7 @@ enum hv_errcode {
     HV_E_UNSUPPORTED,   /* the hypervisor cannot do this (no slots, above maximum, ...) */
     HV_E_RESOURCES,     /* host lacks memory/CPU */
     HV_E_TIMEOUT,       /* a call or a wait ran out of time */
+    HV_E_TLS,           /* the server certificate does not match the pinned thumbprint / CA */
     HV_E_INTERNAL,      /* anything else */
 };
 

@@ -169,12 +169,6 @@ int hv_cmd_serve(int argc, char **argv)
     if (!cert && !key)
         mkdir_p(cert_dir);
 
-    struct hv_runtime *rt = hv_runtime_new(&cfg, err, sizeof(err));
-    if (!rt) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
-        hv_config_free(&cfg);
-        return 1;
-    }
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -187,6 +181,13 @@ int hv_cmd_serve(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    struct hv_runtime *rt = hv_runtime_new(&cfg, err, sizeof(err));
+    if (!rt) {
+        fprintf(stderr, "hvupdater serve: %s\n", err);
+        hv_config_free(&cfg);
+        return 1;
+    }
 
     struct hv_server_opts so = {
         .listen = listen,

@@ -30,6 +30,10 @@ struct entry {
     int probe_rc;
     struct hv_field_plan probe_plan[HV_F_COUNT];
     char probe_why[200];
+    bool probe_running;
+    struct hv_hw probe_want;
+    /* the operation (by its start time) this process has already acted on */
+    int64_t seen_op;
     /* power-cycle slot */
     bool slot;
     char slot_host[HV_NAME_MAX];
@@ -49,6 +53,8 @@ struct hv_engine {
     pthread_t workers[MAX_WORKERS];
     int n_workers;
     int slots_used;
+    int probes_running;
+    pthread_cond_t probe_cond;
 };
 
 void hv_engine_cfg_default(struct hv_engine_cfg *c)
@@ -59,6 +65,7 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->step_timeout_s = 300;
     c->max_step_attempts = 3;
     c->probe_cache_ms = 5000;
+    c->probe_wait_ms = 300;
 }
 
 const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e)
@@ -165,6 +172,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    pthread_cond_init(&e->probe_cond, NULL);
     int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
     for (int k = 0; k < nw; k++)
         if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
@@ -182,12 +190,17 @@ void hv_engine_free(struct hv_engine *e)
     pthread_mutex_unlock(&e->lock);
     for (int k = 0; k < e->n_workers; k++)
         pthread_join(e->workers[k], NULL);
+    pthread_mutex_lock(&e->lock); /* probes run detached: wait for the last one */
+    while (e->probes_running)
+        pthread_cond_wait(&e->probe_cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
     for (struct entry *x = e->entries, *nx; x; x = nx) {
         nx = x->next;
         free(x);
     }
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->probe_cond);
     free(e->bes);
     free(e);
 }
@@ -320,6 +333,70 @@ int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_v
     return backend_for(ctx, p, ref, why, whylen) ? 1 : 0;
 }
 
+bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at)
+{
+    bool first = false;
+    pthread_mutex_lock(&e->lock);
+    for (struct entry *x = e->entries; x; x = x->next) {
+        if (!strcmp(x->key, key)) {
+            first = x->seen_op != op_started_at;
+            x->seen_op = op_started_at;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return first;
+}
+
+struct probe_job {
+    struct hv_engine *e;
+    struct entry *x;
+};
+
+/* Observe and plan one VM for the live probe, off the hook's thread. */
+static void *probe_thread(void *arg)
+{
+    struct probe_job *j = arg;
+    struct hv_engine *e = j->e;
+    struct entry *x = j->x;
+    free(j);
+    pthread_mutex_lock(&e->lock);
+    struct hv_vm_ref ref = x->ref;
+    struct hv_hw want = x->probe_want;
+    pthread_mutex_unlock(&e->lock);
+
+    struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    int rc = -1;
+    char w[200] = "";
+    if (!obs)
+        abort();
+    memset(plan, 0, sizeof(plan));
+    if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK)
+        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
+    else if (!obs->found)
+        snprintf(w, sizeof(w), HV_MSG("the VM was not found"));
+    else if (x->be->ops->plan(x->be, &ref, obs, &want, plan, &err) != HV_OK)
+        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
+    else
+        rc = 0;
+    free(obs);
+    if (rc < 0)
+        hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, NULL);
+
+    pthread_mutex_lock(&e->lock);
+    x->probe_at_ms = now_ms();
+    x->probe_for = want;
+    x->probe_rc = rc;
+    memcpy(x->probe_plan, plan, sizeof(plan));
+    snprintf(x->probe_why, sizeof(x->probe_why), "%s", w);
+    x->probe_running = false;
+    e->probes_running--;
+    pthread_cond_broadcast(&e->probe_cond);
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                     size_t whylen)
@@ -330,45 +407,53 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
         return -1;
     char key[HV_KEY_MAX];
     make_key(key, sizeof(key), be, ref);
-    int64_t t = now_ms();
     pthread_mutex_lock(&e->lock);
     struct entry *x = entry_for(e, key, be, ref);
-    if (x->probe_at_ms && t - x->probe_at_ms < e->cfg.probe_cache_ms &&
-        hv_hw_equal(&x->probe_for, desired)) {
-        int rc = x->probe_rc;
-        memcpy(plan, x->probe_plan, sizeof(x->probe_plan));
-        snprintf(why, whylen, "%s", x->probe_why);
-        pthread_mutex_unlock(&e->lock);
-        return rc;
+    int64_t limit = now_ms() + e->cfg.probe_wait_ms;
+    for (;;) {
+        bool fresh = x->probe_at_ms && now_ms() - x->probe_at_ms < e->cfg.probe_cache_ms &&
+                     hv_hw_equal(&x->probe_for, desired);
+        if (fresh) {
+            int rc = x->probe_rc;
+            memcpy(plan, x->probe_plan, sizeof(x->probe_plan));
+            snprintf(why, whylen, "%s", x->probe_why);
+            pthread_mutex_unlock(&e->lock);
+            return rc;
+        }
+        if (!x->probe_running) {
+            struct probe_job *j = malloc(sizeof(*j));
+            pthread_t t;
+            pthread_attr_t attr;
+            if (!j)
+                abort();
+            j->e = e;
+            j->x = x;
+            x->probe_want = *desired;
+            x->probe_running = true;
+            e->probes_running++;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, probe_thread, j) != 0) {
+                x->probe_running = false;
+                e->probes_running--;
+                free(j);
+            }
+            pthread_attr_destroy(&attr);
+        }
+        int64_t left = limit - now_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&e->probe_cond, &e->lock, &ts);
     }
     pthread_mutex_unlock(&e->lock);
-
-    struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
-    struct hv_err err = {0};
-    int rc = -1;
-    char w[200] = "";
-    if (!obs)
-        abort();
-    if (be->ops->observe(be, ref, obs, &err) != HV_OK) {
-        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
-    } else if (!obs->found) {
-        snprintf(w, sizeof(w), HV_MSG("the VM was not found"));
-    } else if (be->ops->plan(be, ref, obs, desired, plan, &err) != HV_OK) {
-        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
-    } else {
-        rc = 0;
-    }
-    free(obs);
-    if (rc < 0)
-        hv_log(HV_LOG_WARN, "probe-error", "vm", key, "detail", err.detail, NULL);
-    snprintf(why, whylen, "%s", w);
-    pthread_mutex_lock(&e->lock);
-    x->probe_at_ms = t;
-    x->probe_for = *desired;
-    x->probe_rc = rc;
-    if (rc == 0)
-        memcpy(x->probe_plan, plan, sizeof(x->probe_plan));
-    snprintf(x->probe_why, sizeof(x->probe_why), "%s", w);
-    pthread_mutex_unlock(&e->lock);
-    return rc;
+    snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
+    return -2; /* not known yet: the hook answers a retryable Failure */
 }

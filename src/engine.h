@@ -18,6 +18,7 @@ struct hv_engine_cfg {
     int step_timeout_s;    /* bound for one hypervisor call */
     int max_step_attempts; /* transient failures of one step before a Failure */
     int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
+    int probe_wait_ms;     /* a hook waits at most this long for a probe */
 };
 
 struct hv_engine;

@@ -15,6 +15,9 @@ const char *hv_engine_owner(const struct hv_engine *e);
  * caps (a VM already mid-cycle must finish). */
 bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *host, bool force);
 void hv_engine_slot_release(struct hv_engine *e, const char *key);
+/* True the first time this process handles the operation that started at op_started_at on
+ * this VM (e.g. after a restart, or an operation another replica began). */
+bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at);
 void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
                              const struct hv_settings *s, struct hv_update_result *out);

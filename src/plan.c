@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define REASON_NOT_HARDWARE HV_MSG("hvupdater changes hypervisor hardware only")
+#define REASON_NOT_A_FIELD  HV_MSG("not a field hvupdater can change")
+
 static void add_uncovered(struct hv_coverage *c, const char *where, const char *reason)
 {
     c->n_uncovered_all++;
@@ -83,7 +86,7 @@ static void other_diff(void *vctx, const char *pointer, const hj *a, const hj *b
     struct other_ctx *o = vctx;
     char where[160];
     dotted(where, sizeof(where), o->obj, pointer);
-    add_uncovered(o->c, where, HV_MSG("hvupdater changes hypervisor hardware only"));
+    add_uncovered(o->c, where, REASON_NOT_HARDWARE);
 }
 
 /* The Machine spec as CAPI compares it (internal/util/inplace.CleanupMachineSpecForDiff). */
@@ -161,7 +164,7 @@ static void infra_diff(void *vctx, const char *pointer, const hj *a, const hj *b
     }
     char where[160];
     dotted(where, sizeof(where), x->obj, pointer);
-    add_uncovered(x->c, where, HV_MSG("not a field hvupdater can change"));
+    add_uncovered(x->c, where, REASON_NOT_A_FIELD);
 }
 
 static void value_text(char *out, size_t cap, const hj *v)
@@ -322,18 +325,22 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
     if (in->settings->power_cycle == HV_PC_NEVER) {
         struct hv_field_plan fp[HV_F_COUNT];
         char why[200] = "";
-        int probed = -2;
+        int probed = -99; /* not asked */
         memset(fp, 0, sizeof(fp));
         for (size_t k = 0; k < c->n_fields; k++) {
             struct hv_field_result *r = &c->fields[k];
             if (r->cls == HV_CLASS_LIVE && have_ref && in->hooks && in->hooks->probe &&
-                probed == -2)
+                probed == -99)
                 probed = in->hooks->probe(in->hooks->ctx, p, &ref, &desired, fp, why, sizeof(why));
         }
         for (size_t k = 0; k < c->n_fields; k++) {
             struct hv_field_result *r = &c->fields[k];
             const char *reason = NULL;
             char buf[240];
+            if (r->cls == HV_CLASS_LIVE && probed == -2) {
+                c->pending = true; /* the hypervisor has not answered yet: ask CAPI to retry */
+                continue;
+            }
             if (r->cls == HV_CLASS_COLD) {
                 reason = HV_MSG("needs a power cycle and powerCycle is Never");
             } else if (r->cls == HV_CLASS_LIVE && probed == -1) {
@@ -419,8 +426,14 @@ static void build_message(struct hv_coverage *c)
         append(m, cap, HV_MSG("nothing hvupdater can change in place"), NULL);
     if (c->n_uncovered) {
         append(m, cap, HV_MSG("; not covered, left to CAPI:"), NULL);
-        for (size_t k = 0; k < c->n_uncovered; k++)
-            append(m, cap, k ? ", " : " ", c->uncovered[k].where, NULL);
+        for (size_t k = 0; k < c->n_uncovered; k++) {
+            const struct hv_item *it = &c->uncovered[k];
+            append(m, cap, k ? ", " : " ", it->where, NULL);
+            /* A hardware field's reason says why; the generic ones would only repeat. */
+            if (it->reason[0] && strcmp(it->reason, REASON_NOT_HARDWARE) &&
+                strcmp(it->reason, REASON_NOT_A_FIELD))
+                append(m, cap, " (", it->reason, ")", NULL);
+        }
         if (c->n_uncovered_all > c->n_uncovered)
             append(m, cap, HV_MSG(", and more"), NULL);
     }
@@ -460,6 +473,15 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
     }
     diff_machine(c, in);
     diff_boot(c, in);
+    if (c->pending) {
+        c->failure = true;
+        hj_free(c->infra_patch);
+        c->infra_patch = NULL;
+        snprintf(c->message, sizeof(c->message),
+                 HV_MSG("still asking the hypervisor whether the change can be done live on "
+                        "this VM; retry"));
+        return;
+    }
     if (c->n_uncovered_all && in->settings->on_uncoverable == HV_UNC_BLOCK) {
         c->failure = true;
         hj_free(c->infra_patch);

@@ -29,6 +29,7 @@ struct hv_field_result {
 struct hv_coverage {
     bool failure;  /* answer status Failure (Block, bad settings, bad request) */
     bool declined; /* an unknown kind: nothing covered, never a Failure */
+    bool pending;  /* a live probe has not answered in time: a retryable Failure */
     char message[1024];
     hj *infra_patch; /* JSON Patch ops array, NULL when nothing is covered */
     struct hv_field_result fields[HV_F_COUNT];
@@ -46,7 +47,8 @@ struct hv_plan_hooks {
     int (*available)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref, char *why,
                      size_t whylen);
     /* powerCycle=Never, CanUpdateMachine only: can these growths be done live on this VM now?
-     * Returns 0 and fills plan, or -1 with why (e.g. host unreachable). */
+     * Returns 0 and fills plan, -1 with why (e.g. host unreachable), or -2 when the
+     * hypervisor has not answered yet (the hook then asks CAPI to retry). */
     int (*probe)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                  const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                  size_t whylen);

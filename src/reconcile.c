@@ -39,6 +39,9 @@ const char *hv_errcode_message(enum hv_errcode c)
         return HV_MSG("the host lacks the resources");
     case HV_E_TIMEOUT:
         return HV_MSG("the hypervisor did not answer in time");
+    case HV_E_TLS:
+        return HV_MSG("the hypervisor's certificate does not match the configured thumbprint or "
+                      "CA");
     case HV_E_INTERNAL:
         break;
     }
@@ -291,6 +294,7 @@ static bool begin(struct pass *p)
         return false;
     }
     p->rec.phase = HV_PH_NONE;
+    hv_engine_first_sight(p->e, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
            p->rec.cold ? "cold" : "live", NULL);
@@ -315,8 +319,16 @@ static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = hv_engine_cfg(p->e);
     int64_t elapsed = p->now - p->rec.step_at;
+    bool first = hv_engine_first_sight(p->e, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
+        if (first && p->obs.can_shutdown && !p->obs.busy) {
+            /* Recorded by a process that is gone (or another replica) and maybe never sent:
+             * ask again so the guest gets its whole graceful window. Once per process. */
+            if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
+                progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
+            return;
+        }
         if (elapsed < p->s->shutdown_timeout_s) {
             progress(p, RETRY_COLD, HV_MSG("waiting for the guest to shut down"));
             return;
@@ -333,7 +345,7 @@ static void cold_on_path(struct pass *p)
             progress(p, RETRY_COLD, HV_MSG("powering off: the guest did not shut down in time"));
         return;
     case HV_PH_POWER_OFF:
-        if (elapsed < cfg->step_timeout_s) {
+        if (elapsed < cfg->step_timeout_s && !(first && !p->obs.busy)) {
             progress(p, RETRY_COLD, HV_MSG("waiting for the VM to power off"));
             return;
         }

@@ -305,7 +305,7 @@ static int curl_err(CURLcode rc, const struct xfer *x, const char *method, const
                     struct hv_err *err)
 {
     if (vs_tls_mismatch())
-        return vs_err(err, HV_E_UNREACHABLE, "server certificate thumbprint mismatch");
+        return vs_err(err, HV_E_TLS, "server certificate thumbprint mismatch");
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         return vs_err(err, HV_E_TIMEOUT, "%s: timed out: %s", method, msg);
@@ -319,7 +319,7 @@ static int curl_err(CURLcode rc, const struct xfer *x, const char *method, const
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
-        return vs_err(err, HV_E_UNREACHABLE, "%s: TLS verification failed: %s", method, msg);
+        return vs_err(err, HV_E_TLS, "%s: TLS verification failed: %s", method, msg);
     default:
         return vs_err(err, HV_E_UNREACHABLE, "%s: %s", method, msg);
     }

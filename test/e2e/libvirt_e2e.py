@@ -28,7 +28,15 @@ CONFIG = {"libvirt": {"uris": [URI]},
 FAST = {"shutdownTimeoutSeconds": "2", "liveTimeoutSeconds": "3"}
 
 libvirt.registerErrorHandler(lambda ctx, err: None, None)
-conn = libvirt.open(URI)
+_conn = None
+
+
+def conn():
+    """The test's own libvirt connection, reopened after libvirtd restarts."""
+    global _conn
+    if _conn is None or not _conn.isAlive():
+        _conn = libvirt.open(URI)
+    return _conn
 
 
 def new_domain(style, name):
@@ -36,14 +44,14 @@ def new_domain(style, name):
     remove_domain(name)
     xml = open(os.path.join(ROOT, "test/lab/domains", style + ".xml")).read()
     xml = re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)
-    dom = conn.defineXML(xml)
+    dom = conn().defineXML(xml)
     dom.create()
     return dom
 
 
 def remove_domain(name):
     try:
-        dom = conn.lookupByName(name)
+        dom = conn().lookupByName(name)
     except libvirt.libvirtError:
         return
     if dom.isActive():
@@ -54,7 +62,7 @@ def remove_domain(name):
 def state(name):
     """What libvirt shows: running, id, live memory MiB (total incl. DIMMs), live vCPUs,
     persistent memory MiB and vCPUs."""
-    dom = conn.lookupByName(name)
+    dom = conn().lookupByName(name)
     live = ET.fromstring(dom.XMLDesc(0))
     inactive = ET.fromstring(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
 

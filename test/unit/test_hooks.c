@@ -468,9 +468,11 @@ static void test_settings_reach_the_plan(void **state)
     hj_obj_set_take(req, "settings", tu_json("{\"powerCycle\":\"Never\"}"));
     call(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req, &a);
     assert_false(a.failure);
-    assert_string_equal(a.msg, "nothing hvupdater can change in place; not covered, left to CAPI: "
-                               "infrastructureMachine.spec.memoryMiB, "
-                               "infrastructureMachine.spec.numCPUs");
+    assert_string_equal(
+        a.msg,
+        "nothing hvupdater can change in place; not covered, left to CAPI: "
+        "infrastructureMachine.spec.memoryMiB (needs a power cycle and powerCycle is Never), "
+        "infrastructureMachine.spec.numCPUs (needs a power cycle and powerCycle is Never)");
     assert_null(hj_get(a.r, "infrastructureMachinePatch"));
     hj_free(a.r);
     hj_free(req);

@@ -23,6 +23,7 @@
 #define LEFT      "; not covered, left to CAPI: "
 #define NOTHING   "nothing hvupdater can change in place"
 #define IM        "infrastructureMachine.spec."
+#define NEVER_WHY "(needs a power cycle and powerCycle is Never)"
 
 /* ---- test doubles for hv_plan_hooks ----------------------------------------------------- */
 
@@ -296,7 +297,11 @@ static void test_never_drops_cold_fields(void **state)
     env_init(&e, HV_PC_NEVER, HV_UNC_FALLBACK);
     hj *req = tu_fixture("vsm-shrink.json");
     plan_req(&e, req, &c);
-    assert_string_equal(c.message, NOTHING LEFT IM "memoryMiB, " IM "numCPUs");
+    assert_string_equal(
+        c.message,
+        "nothing hvupdater can change in place; not covered, left to CAPI: "
+        "infrastructureMachine.spec.memoryMiB (needs a power cycle and powerCycle is Never), "
+        "infrastructureMachine.spec.numCPUs (needs a power cycle and powerCycle is Never)");
     assert_false(c.failure);
     assert_null(c.infra_patch);
     assert_int_equal(c.n_uncovered, 2);
@@ -309,9 +314,9 @@ static void test_never_drops_cold_fields(void **state)
     env_free(&e);
 
     check_fixture("vsm-cores.json", HV_PC_NEVER, HV_UNC_FALLBACK,
-                  NOTHING LEFT IM "numCoresPerSocket", false, NULL);
+                  NOTHING LEFT IM "numCoresPerSocket " NEVER_WHY, false, NULL);
     check_fixture("lvm-shrink.json", HV_PC_NEVER, HV_UNC_FALLBACK,
-                  NOTHING LEFT IM "memoryMiB, " IM "vcpu", false, NULL);
+                  NOTHING LEFT IM "memoryMiB " NEVER_WHY ", " IM "vcpu " NEVER_WHY, false, NULL);
 }
 
 static void test_never_keeps_live_growth(void **state)
@@ -331,7 +336,10 @@ static void test_never_mixed_growth_and_shrink(void **state)
     hj *req = tu_fixture("vsm-memory-grow.json");
     tu_set(req, "/desired/infrastructureMachine/spec/numCPUs", "1");
     plan_req(&e, req, &c);
-    assert_string_equal(c.message, "memoryMiB 4096->8192 live" LEFT IM "numCPUs");
+    assert_string_equal(
+        c.message,
+        "memoryMiB 4096->8192 live; not covered, left to CAPI: infrastructureMachine.spec.numCPUs "
+        "(needs a power cycle and powerCycle is Never)");
     tu_assert_dump(c.infra_patch,
                    "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
     assert_true(c.desired.memory_mib == 8192);
@@ -492,7 +500,9 @@ static void test_kind_or_version_change_uncovered(void **state)
     env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
     plan_req(&e, req, &c);
     assert_false(c.declined);
-    assert_string_equal(c.message, NOTHING LEFT "infrastructureMachine.kind");
+    assert_string_equal(
+        c.message, "nothing hvupdater can change in place; not covered, left to CAPI: "
+                   "infrastructureMachine.kind (the infrastructure kind or apiVersion changes)");
     assert_null(c.infra_patch);
     hv_coverage_free(&c);
     e.s.on_uncoverable = HV_UNC_BLOCK;
@@ -541,8 +551,9 @@ static void test_machine_set_templates(void **state)
                   "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/memoryMiB\",\"value\":4096},"
                   "{\"op\":\"replace\",\"path\":\"/spec/template/spec/numCPUs\",\"value\":2}]");
     check_fixture("vsmt-shrink.json", HV_PC_NEVER, HV_UNC_FALLBACK,
-                  NOTHING LEFT "infrastructureMachineTemplate.spec.template.spec.memoryMiB, "
-                               "infrastructureMachineTemplate.spec.template.spec.numCPUs",
+                  NOTHING LEFT
+                  "infrastructureMachineTemplate.spec.template.spec.memoryMiB " NEVER_WHY
+                  ", infrastructureMachineTemplate.spec.template.spec.numCPUs " NEVER_WHY,
                   false, NULL);
     check_fixture("vsmt-version.json", HV_PC_IF_NEEDED, HV_UNC_FALLBACK,
                   NOTHING LEFT "machineSet.spec.template.spec.version", false, NULL);
@@ -622,8 +633,10 @@ static void test_custom_profile_from_config(void **state)
     tu_set(req, "/desired/infrastructureMachineTemplate/spec/template/spec/resources/memoryGiB",
            "\"16Gi\"");
     plan_req(&e, req, &c);
-    assert_string_equal(c.message, NOTHING LEFT "infrastructureMachineTemplate.spec.template.spec."
-                                                "resources.memoryGiB");
+    assert_string_equal(c.message,
+                        "nothing hvupdater can change in place; not covered, left to CAPI: "
+                        "infrastructureMachineTemplate.spec.template.spec.resources.memoryGiB (not "
+                        "a whole positive number of MiB)");
     assert_string_equal(c.uncovered[0].reason, "not a whole positive number of MiB");
     assert_null(c.infra_patch);
     hv_coverage_free(&c);
@@ -665,7 +678,7 @@ static void check_bad_value(const char *ptr, const char *value, const char *wher
     plan_req(&e, req, &c);
     assert_false(c.failure);
     assert_null(c.infra_patch);
-    snprintf(msg, sizeof(msg), NOTHING LEFT "%s", where);
+    snprintf(msg, sizeof(msg), NOTHING LEFT "%s (%s)", where, reason);
     assert_string_equal(c.message, msg);
     assert_int_equal(c.n_uncovered, 1);
     assert_string_equal(c.uncovered[0].where, where);
@@ -732,7 +745,9 @@ static void test_field_removed_in_desired_uncovered(void **state)
     hj *req = tu_fixture("vsm-memory-grow.json");
     tu_del(req, "/desired/infrastructureMachine/spec/memoryMiB");
     plan_req(&e, req, &c);
-    assert_string_equal(c.message, NOTHING LEFT IM "memoryMiB");
+    assert_string_equal(c.message,
+                        "nothing hvupdater can change in place; not covered, left to CAPI: "
+                        "infrastructureMachine.spec.memoryMiB (removed from the desired spec)");
     assert_string_equal(c.uncovered[0].reason, "removed from the desired spec");
     assert_string_equal(c.fields[0].to, "unset");
     assert_null(c.infra_patch);
@@ -880,7 +895,11 @@ static void test_unavailable_backend_uncovers_fields(void **state)
     plan_req(&e, req, &c);
     assert_false(c.failure);
     assert_null(c.infra_patch);
-    assert_string_equal(c.message, NOTHING LEFT IM "memoryMiB, " IM "numCPUs");
+    assert_string_equal(c.message,
+                        "nothing hvupdater can change in place; not covered, left to CAPI: "
+                        "infrastructureMachine.spec.memoryMiB (no vsphere server configured for "
+                        "vcenter.example.com), infrastructureMachine.spec.numCPUs (no vsphere "
+                        "server configured for vcenter.example.com)");
     assert_string_equal(c.uncovered[0].reason,
                         "no vsphere server configured for vcenter.example.com");
     assert_string_equal(c.uncovered[1].reason,
@@ -922,9 +941,12 @@ static void test_available_for_machine_set_gets_server_only(void **state)
     f.avail_rc = 0;
     f.avail_why = "no vsphere server configured for vcenter.example.com";
     plan_req(&e, req, &c);
-    assert_string_equal(c.message,
-                        NOTHING LEFT "infrastructureMachineTemplate.spec.template.spec.memoryMiB, "
-                                     "infrastructureMachineTemplate.spec.template.spec.numCPUs");
+    assert_string_equal(
+        c.message,
+        "nothing hvupdater can change in place; not covered, left to CAPI: "
+        "infrastructureMachineTemplate.spec.template.spec.memoryMiB (no vsphere server configured "
+        "for vcenter.example.com), infrastructureMachineTemplate.spec.template.spec.numCPUs (no "
+        "vsphere server configured for vcenter.example.com)");
     hv_coverage_free(&c);
     hj_free(req);
     env_free(&e);
@@ -1012,7 +1034,9 @@ static void test_probe_cold_under_never(void **state)
     /* Fallback: just not covered */
     e.s.on_uncoverable = HV_UNC_FALLBACK;
     plan_req(&e, req, &c);
-    assert_string_equal(c.message, NOTHING LEFT IM "memoryMiB");
+    assert_string_equal(c.message, "nothing hvupdater can change in place; not covered, left to "
+                                   "CAPI: infrastructureMachine.spec.memoryMiB (not possible live "
+                                   "on this VM now: needs a power cycle)");
     assert_string_equal(c.uncovered[0].reason,
                         "not possible live on this VM now: needs a power cycle");
     assert_null(c.infra_patch);
@@ -1044,7 +1068,10 @@ static void test_probe_mixed_answers(void **state)
     assert_int_equal(f.probe_calls, 1); /* asked once for all fields */
     assert_true(f.probe_desired.memory_mib == 8192);
     assert_int_equal(f.probe_desired.cpus, 4);
-    assert_string_equal(c.message, "memoryMiB 4096->8192 live" LEFT IM "numCPUs");
+    assert_string_equal(
+        c.message,
+        "memoryMiB 4096->8192 live; not covered, left to CAPI: infrastructureMachine.spec.numCPUs "
+        "(not possible live on this VM now: vCPU hot-add is disabled on this VM)");
     assert_string_equal(c.uncovered[0].reason,
                         "not possible live on this VM now: vCPU hot-add is disabled on this VM");
     tu_assert_dump(c.infra_patch,
@@ -1126,10 +1153,13 @@ static void test_deterministic_messages(void **state)
             hv_coverage_free(&c);
         }
         if (uncs[u] == HV_UNC_FALLBACK)
-            assert_string_equal(first, "numCPUs 2->4 live" LEFT IM "alpha, " IM "zeta, " IM
-                                       "memoryMiB, " IM "numCoresPerSocket, "
-                                       "machine.spec.failureDomain, machine.spec.version, "
-                                       "bootstrapConfig.spec.files");
+            assert_string_equal(
+                first, "numCPUs 2->4 live; not covered, left to CAPI: "
+                       "infrastructureMachine.spec.alpha, infrastructureMachine.spec.zeta, "
+                       "infrastructureMachine.spec.memoryMiB (not possible live on this VM now: no "
+                       "free DIMM slots), infrastructureMachine.spec.numCoresPerSocket (needs a "
+                       "power cycle and powerCycle is Never), machine.spec.failureDomain, "
+                       "machine.spec.version, bootstrapConfig.spec.files");
         else
             assert_string_equal(first, BLOCK_PFX IM
                                 "alpha (not a field hvupdater can change); " IM

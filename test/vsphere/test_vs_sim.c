@@ -306,7 +306,7 @@ static void test_thumbprints(void **state)
     cfg.thumbprint = wrong;
     long before = vcsim_calls(&sim, NULL);
     b = vcsim_backend(&cfg);
-    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
     assert_string_equal(err.detail, "server certificate thumbprint mismatch");
     assert_false(obs.found);
     b->ops->free(b);
@@ -314,13 +314,13 @@ static void test_thumbprints(void **state)
     /* insecure_skip_verify does not void a configured pin; nor does a trusted CA. */
     cfg.insecure_skip_verify = 1;
     b = vcsim_backend(&cfg);
-    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
     assert_string_equal(err.detail, "server certificate thumbprint mismatch");
     b->ops->free(b);
     cfg.insecure_skip_verify = 0;
     cfg.ca_file = sim.ca;
     b = vcsim_backend(&cfg);
-    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
     assert_string_equal(err.detail, "server certificate thumbprint mismatch");
     b->ops->free(b);
     assert_int_equal(vcsim_calls(&sim, NULL), before + 0);
@@ -350,7 +350,7 @@ static void test_ca_file(void **state)
     cfg.thumbprint = NULL;
     cfg.ca_file = NULL;
     b = vcsim_backend(&cfg);
-    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
     assert_non_null(strstr(err.detail, "TLS verification failed"));
     b->ops->free(b);
 

@@ -1,0 +1,418 @@
+/* lv_conn.c: the fleet of libvirt hosts: one connection per URI, opened lazily, shared by all
+ * threads, reopened when it dies; domain lookup by UUID or name with a key -> host cache.
+ * Owns lv_backend.hosts (URIs, connections) and the cache; a struct lv_dom holds its own
+ * connection reference and domain handle until lv_dom_release. Also runs the one event loop
+ * thread libvirt needs for keepalive while any backend serves a remote URI.
+ */
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libvirt/virterror.h>
+
+#include "lv_internal.h"
+
+#define LV_CACHE_MAX 4096
+
+/* ---- the shared event loop (keepalive needs one running) ---- */
+
+static pthread_mutex_t lv_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static int lv_ev_users;
+static bool lv_ev_registered;
+static pthread_t lv_ev_thread;
+static atomic_bool lv_ev_quit;
+
+static void *lv_ev_run(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&lv_ev_quit)) {
+        if (virEventRunDefaultImpl() < 0)
+            break;
+    }
+    return NULL;
+}
+
+static void lv_ev_wake(int timer, void *opaque)
+{
+    (void)opaque;
+    virEventRemoveTimeout(timer);
+}
+
+static int lv_evloop_acquire(char *err, size_t errlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lv_ev_mu);
+    if (!lv_ev_registered) {
+        if (virEventRegisterDefaultImpl() < 0) {
+            struct lv_lasterr e;
+            lv_error_capture(&e);
+            snprintf(err, errlen, "libvirt event loop: %s", e.msg);
+            rc = -1;
+            goto out;
+        }
+        lv_ev_registered = true;
+    }
+    if (lv_ev_users == 0) {
+        atomic_store(&lv_ev_quit, false);
+        if (pthread_create(&lv_ev_thread, NULL, lv_ev_run, NULL) != 0) {
+            snprintf(err, errlen, "libvirt event loop: cannot start its thread");
+            rc = -1;
+            goto out;
+        }
+    }
+    lv_ev_users++;
+out:
+    pthread_mutex_unlock(&lv_ev_mu);
+    return rc;
+}
+
+static void lv_evloop_release(void)
+{
+    pthread_mutex_lock(&lv_ev_mu);
+    if (lv_ev_users > 0 && --lv_ev_users == 0) {
+        atomic_store(&lv_ev_quit, true);
+        /* a timer that fires at once wakes the loop from poll(); it removes itself */
+        virEventAddTimeout(0, lv_ev_wake, NULL, NULL);
+        pthread_join(lv_ev_thread, NULL);
+    }
+    pthread_mutex_unlock(&lv_ev_mu);
+}
+
+/* ---- hosts ---- */
+
+bool lv_uri_is_remote(const char *uri)
+{
+    const char *sep = strstr(uri, "://");
+    if (!sep)
+        return false;
+    if (memchr(uri, '+', (size_t)(sep - uri)))
+        return true; /* qemu+ssh, qemu+tcp, qemu+tls, qemu+unix, ... */
+    const char *host = sep + 3;
+    return *host != '\0' && *host != '/'; /* qemu://host/system */
+}
+
+int lv_fleet_init(struct lv_backend *be, const struct hv_libvirt_opts *o, char *err, size_t errlen)
+{
+    pthread_mutex_init(&be->cache_mu, NULL);
+    be->hosts = calloc(o->n_uris, sizeof(*be->hosts));
+    if (!be->hosts) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    bool any_remote = false;
+    for (size_t i = 0; i < o->n_uris; i++) {
+        struct lv_host *h = &be->hosts[i];
+        pthread_mutex_init(&h->mu, NULL);
+        be->n_hosts = i + 1;
+        h->uri = strdup(o->uris[i]);
+        if (!h->uri) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        h->remote = lv_uri_is_remote(h->uri);
+        any_remote = any_remote || h->remote;
+    }
+    if (any_remote) {
+        if (lv_evloop_acquire(err, errlen) < 0)
+            return -1;
+        be->evloop = true;
+    }
+    return 0;
+}
+
+void lv_fleet_free(struct lv_backend *be)
+{
+    for (size_t i = 0; i < be->n_hosts; i++) {
+        struct lv_host *h = &be->hosts[i];
+        if (h->conn)
+            virConnectClose(h->conn);
+        pthread_mutex_destroy(&h->mu);
+        free(h->uri);
+    }
+    free(be->hosts);
+    be->hosts = NULL;
+    be->n_hosts = 0;
+    if (be->evloop) {
+        lv_evloop_release();
+        be->evloop = false;
+    }
+    pthread_mutex_destroy(&be->cache_mu);
+    free(be->cache);
+    be->cache = NULL;
+}
+
+/* A new reference on h's connection, opening it when needed; NULL with err set. */
+static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struct hv_err *err)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->conn && virConnectIsAlive(h->conn) != 1) {
+        virConnectClose(h->conn);
+        h->conn = NULL;
+    }
+    if (!h->conn) {
+        virConnectPtr c = virConnectOpen(h->uri);
+        if (!c) {
+            struct lv_lasterr e;
+            lv_error_capture(&e);
+            pthread_mutex_unlock(&h->mu);
+            lv_seterr_virt(err, &e, h->uri);
+            if (err->code != HV_E_AUTH)
+                err->code = HV_E_UNREACHABLE;
+            return NULL;
+        }
+        if (h->remote) {
+            /* -1 without an event loop, 1 when the server cannot: both leave us working */
+            int interval = be->ka_interval > 0 ? be->ka_interval : 5;
+            int count = be->ka_count > 0 ? be->ka_count : 3;
+            (void)virConnectSetKeepAlive(c, interval, (unsigned)count);
+        }
+        h->conn = c;
+    }
+    virConnectPtr ret = h->conn;
+    virConnectRef(ret);
+    pthread_mutex_unlock(&h->mu);
+    return ret;
+}
+
+/* Forget h's connection if it is still `used` (another thread may have replaced it). */
+static void lv_host_reset(struct lv_host *h, virConnectPtr used)
+{
+    pthread_mutex_lock(&h->mu);
+    if (used && h->conn == used) {
+        virConnectClose(h->conn);
+        h->conn = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+bool lv_serves(struct hv_backend *b, const struct hv_vm_ref *ref)
+{
+    struct lv_backend *be = b->priv;
+    if (!ref || ref->server[0] == '\0')
+        return be->n_hosts > 0;
+    for (size_t i = 0; i < be->n_hosts; i++) {
+        if (strcmp(be->hosts[i].uri, ref->server) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- cache: key -> host index; an answer stays until it stops being true ---- */
+
+static long lv_cache_get(struct lv_backend *be, const char *key)
+{
+    long ret = -1;
+    pthread_mutex_lock(&be->cache_mu);
+    for (size_t i = 0; i < be->n_cache; i++) {
+        if (strcmp(be->cache[i].key, key) == 0) {
+            ret = (long)be->cache[i].host;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&be->cache_mu);
+    return ret;
+}
+
+static void lv_cache_del_locked(struct lv_backend *be, const char *key)
+{
+    for (size_t i = 0; i < be->n_cache; i++) {
+        if (strcmp(be->cache[i].key, key) == 0) {
+            memmove(&be->cache[i], &be->cache[i + 1], (be->n_cache - i - 1) * sizeof(be->cache[0]));
+            be->n_cache--;
+            return;
+        }
+    }
+}
+
+static void lv_cache_del(struct lv_backend *be, const char *key)
+{
+    pthread_mutex_lock(&be->cache_mu);
+    lv_cache_del_locked(be, key);
+    pthread_mutex_unlock(&be->cache_mu);
+}
+
+static void lv_cache_put(struct lv_backend *be, const char *key, size_t host)
+{
+    pthread_mutex_lock(&be->cache_mu);
+    lv_cache_del_locked(be, key);
+    if (be->n_cache == LV_CACHE_MAX) {
+        memmove(&be->cache[0], &be->cache[1], (be->n_cache - 1) * sizeof(be->cache[0]));
+        be->n_cache--;
+    }
+    if (!be->cache) {
+        be->cache = calloc(LV_CACHE_MAX, sizeof(*be->cache));
+        if (!be->cache) {
+            pthread_mutex_unlock(&be->cache_mu);
+            return; /* no cache: every find searches the fleet */
+        }
+    }
+    snprintf(be->cache[be->n_cache].key, sizeof(be->cache[0].key), "%s", key);
+    be->cache[be->n_cache].host = host;
+    be->n_cache++;
+    pthread_mutex_unlock(&be->cache_mu);
+}
+
+/* ---- lookup ---- */
+
+static bool lv_uuid_plausible(const char *u)
+{
+    int hex = 0;
+    for (const char *p = u; *p; p++) {
+        if (isxdigit((unsigned char)*p))
+            hex++;
+        else if (*p != '-')
+            return false;
+    }
+    return hex == 32;
+}
+
+/* 1 found (d filled), 0 missing on h, -1 error (err set). */
+static int lv_lookup_on(struct lv_backend *be, struct lv_host *h, const struct hv_vm_ref *ref,
+                        struct lv_dom *d, struct hv_err *err)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        virConnectPtr conn = lv_host_get(be, h, err);
+        if (!conn)
+            return -1;
+        virDomainPtr dom = ref->uuid[0] ? virDomainLookupByUUIDString(conn, ref->uuid)
+                                        : virDomainLookupByName(conn, ref->name);
+        if (dom) {
+            d->host = h;
+            d->conn = conn;
+            d->dom = dom;
+            return 1;
+        }
+        struct lv_lasterr e;
+        lv_error_capture(&e);
+        if (e.code == VIR_ERR_NO_DOMAIN) {
+            virConnectClose(conn);
+            return 0;
+        }
+        bool dead = lv_error_is_dead_conn(&e) || virConnectIsAlive(conn) == 0;
+        if (dead)
+            lv_host_reset(h, conn);
+        virConnectClose(conn);
+        if (dead && attempt == 0)
+            continue; /* libvirtd restarted under us: reopen once */
+        char what[HV_NAME_MAX + 32];
+        snprintf(what, sizeof(what), "lookup on %s", h->uri);
+        lv_seterr_virt(err, &e, what);
+        if (dead)
+            err->code = HV_E_UNREACHABLE;
+        return -1;
+    }
+    return -1;
+}
+
+int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d,
+            struct hv_err *err)
+{
+    memset(d, 0, sizeof(*d));
+    d->be = be;
+    char key[sizeof(be->cache[0].key)];
+    if (ref->uuid[0]) {
+        if (!lv_uuid_plausible(ref->uuid))
+            return HV_OK; /* no domain can have it */
+        size_t i = 0;
+        for (; ref->uuid[i] && i + 1 < sizeof(key); i++)
+            key[i] = (char)tolower((unsigned char)ref->uuid[i]);
+        key[i] = '\0';
+    } else if (ref->name[0]) {
+        snprintf(key, sizeof(key), "name:%s", ref->name);
+    } else {
+        return lv_seterr(err, HV_E_NOT_FOUND, "vm ref has neither uuid nor name");
+    }
+
+    long only = -1;
+    if (ref->server[0]) {
+        for (size_t i = 0; i < be->n_hosts; i++) {
+            if (strcmp(be->hosts[i].uri, ref->server) == 0)
+                only = (long)i;
+        }
+        if (only < 0)
+            return lv_seterr(err, HV_E_UNREACHABLE, "server %s is not a configured libvirt URI",
+                             ref->server);
+    }
+    long cached = lv_cache_get(be, key);
+    if (only >= 0 && cached != only)
+        cached = -1;
+
+    struct hv_err first = {HV_OK, ""};
+    for (long n = -1; n < (long)be->n_hosts; n++) {
+        long i = n < 0 ? cached : n; /* the cached host first, then the fleet in order */
+        if (i < 0 || (n >= 0 && i == cached) || (only >= 0 && i != only))
+            continue;
+        struct hv_err herr = {HV_OK, ""};
+        int rc = lv_lookup_on(be, &be->hosts[i], ref, d, &herr);
+        if (rc == 1) {
+            if (i != cached)
+                lv_cache_put(be, key, (size_t)i);
+            return HV_OK;
+        }
+        if (i == cached)
+            lv_cache_del(be, key);
+        if (rc < 0 && first.code == HV_OK)
+            first = herr;
+    }
+    if (first.code != HV_OK) {
+        if (err)
+            *err = first;
+        return first.code;
+    }
+    return HV_OK;
+}
+
+void lv_dom_release(struct lv_dom *d)
+{
+    if (d->dom)
+        virDomainFree(d->dom);
+    if (d->conn)
+        virConnectClose(d->conn);
+    d->dom = NULL;
+    d->conn = NULL;
+}
+
+int lv_fail(struct lv_dom *d, const char *what, struct hv_err *err)
+{
+    struct lv_lasterr e;
+    lv_error_capture(&e);
+    return lv_fail_err(d, &e, what, err);
+}
+
+int lv_fail_err(struct lv_dom *d, const struct lv_lasterr *e, const char *what, struct hv_err *err)
+{
+    bool dead = lv_error_is_dead_conn(e) || (d->conn && virConnectIsAlive(d->conn) == 0);
+    lv_seterr_virt(err, e, what);
+    if (dead) {
+        lv_host_reset(d->host, d->conn);
+        d->dead = true;
+        if (err)
+            err->code = HV_E_UNREACHABLE;
+    }
+    return err ? (int)err->code : HV_E_INTERNAL;
+}
+
+int lv_with_dom(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn fn, void *arg,
+                bool *found, struct hv_err *err)
+{
+    *found = false;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct lv_dom d;
+        int rc = lv_find(be, ref, &d, err);
+        if (rc != HV_OK || !d.dom)
+            return rc;
+        *found = true;
+        rc = fn(&d, arg, err);
+        bool retry = rc != HV_OK && d.dead && !d.mutated && attempt == 0;
+        lv_dom_release(&d);
+        if (!retry)
+            return rc;
+        if (err) {
+            err->code = HV_OK;
+            err->detail[0] = '\0';
+        }
+    }
+    return HV_E_INTERNAL; /* not reached */
+}

@@ -1,0 +1,136 @@
+/* lv_observe.c: observe(): what one domain is right now, from libvirt's live and persistent
+ * XML, its state, ID, job and metadata. Fills the caller's struct hv_vm_obs only; every XML
+ * string fetched from libvirt is freed here before returning.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lv_internal.h"
+
+int lv_read_live(struct lv_dom *d, struct lv_dominfo *li, bool *active, char **xml_out,
+                 struct hv_err *err)
+{
+    if (xml_out)
+        *xml_out = NULL;
+    int a = virDomainIsActive(d->dom);
+    if (a < 0)
+        return lv_fail(d, "virDomainIsActive", err);
+    char *xml = virDomainGetXMLDesc(d->dom, 0);
+    if (!xml)
+        return lv_fail(d, "virDomainGetXMLDesc", err);
+    char why[128];
+    if (lv_xml_parse_domain(xml, li, why, sizeof(why)) < 0) {
+        free(xml);
+        return lv_seterr(err, HV_E_INTERNAL, "live XML: %s", why);
+    }
+    *active = a == 1;
+    if (xml_out)
+        *xml_out = xml;
+    else
+        free(xml);
+    return HV_OK;
+}
+
+static enum hv_power lv_power(int state, bool active)
+{
+    switch (state) {
+    case VIR_DOMAIN_RUNNING:
+    case VIR_DOMAIN_BLOCKED:
+    case VIR_DOMAIN_SHUTDOWN: /* being shut down: still on */
+        return HV_POWER_ON;
+    case VIR_DOMAIN_PAUSED:
+    case VIR_DOMAIN_PMSUSPENDED:
+        return HV_POWER_PAUSED;
+    case VIR_DOMAIN_SHUTOFF:
+        return HV_POWER_OFF;
+    case VIR_DOMAIN_CRASHED: /* preserved crashed guests keep their process */
+        return active ? HV_POWER_UNKNOWN : HV_POWER_OFF;
+    default:
+        return HV_POWER_UNKNOWN;
+    }
+}
+
+static void lv_hw_from(const struct lv_dominfo *i, struct hv_hw *hw)
+{
+    hw->memory_mib = i->effective_kib / 1024;
+    hw->cpus = i->vcpu_current;
+    hw->cores_per_socket = i->cores > 0 ? i->cores : -1;
+}
+
+static void lv_obs_reset(struct hv_vm_obs *obs)
+{
+    memset(obs, 0, sizeof(*obs));
+    obs->hw.memory_mib = obs->config.memory_mib = -1;
+    obs->hw.cpus = obs->config.cpus = -1;
+    obs->hw.cores_per_socket = obs->config.cores_per_socket = -1;
+}
+
+static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
+{
+    struct hv_vm_obs *obs = arg;
+    lv_obs_reset(obs);
+    obs->found = true;
+    snprintf(obs->host, sizeof(obs->host), "%s", d->host->uri);
+
+    int state = VIR_DOMAIN_NOSTATE, reason = 0;
+    if (virDomainGetState(d->dom, &state, &reason, 0) < 0)
+        return lv_fail(d, "virDomainGetState", err);
+    struct lv_dominfo li;
+    bool active;
+    int rc = lv_read_live(d, &li, &active, NULL, err);
+    if (rc != HV_OK)
+        return rc;
+    obs->power = lv_power(state, active);
+    unsigned int id = virDomainGetID(d->dom);
+    if (active && id != (unsigned int)-1)
+        snprintf(obs->id, sizeof(obs->id), "%u", id);
+    lv_hw_from(&li, &obs->hw);
+    obs->tools_running = active && li.agent_connected;
+    obs->can_shutdown = active; /* ACPI power button, or the agent when connected */
+
+    int persistent = virDomainIsPersistent(d->dom);
+    if (persistent < 0)
+        return lv_fail(d, "virDomainIsPersistent", err);
+    if (persistent == 1 && active) {
+        char *xml = virDomainGetXMLDesc(d->dom, VIR_DOMAIN_XML_INACTIVE);
+        if (!xml)
+            return lv_fail(d, "virDomainGetXMLDesc(inactive)", err);
+        struct lv_dominfo lc;
+        char why[128];
+        int prc = lv_xml_parse_domain(xml, &lc, why, sizeof(why));
+        free(xml);
+        if (prc < 0)
+            return lv_seterr(err, HV_E_INTERNAL, "persistent XML: %s", why);
+        lv_hw_from(&lc, &obs->config);
+    } else {
+        obs->config = obs->hw; /* off: the live XML is the definition; transient: no other */
+    }
+
+    if (active) {
+        virDomainJobInfo ji;
+        if (virDomainGetJobInfo(d->dom, &ji) == 0)
+            obs->busy = ji.type != VIR_DOMAIN_JOB_NONE;
+        else
+            virResetLastError(); /* drivers without job info: not busy as far as we know */
+    }
+    return lv_record_read(d, active, obs->record, sizeof(obs->record), err);
+}
+
+int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                  struct hv_err *err)
+{
+    struct hv_err dummy;
+    if (!err)
+        err = &dummy;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    lv_obs_reset(obs);
+    if (!ref)
+        return lv_seterr(err, HV_E_INTERNAL, "observe: missing ref");
+    bool found;
+    int rc = lv_with_dom(b->priv, ref, lv_observe_body, obs, &found, err);
+    if (rc != HV_OK || !found)
+        lv_obs_reset(obs); /* found = false; nothing half-filled */
+    return rc;
+}

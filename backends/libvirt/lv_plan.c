@@ -1,0 +1,236 @@
+/* lv_plan.c: which field can change live, how, and why not. Pure decisions over a parsed
+ * live definition (struct lv_dominfo), shared by plan() and by the live steps, which re-plan
+ * from a fresh read before acting. Reasons are fixed strings (never libvirt text) so the
+ * engine can show them deterministically. Owns no memory.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lv_internal.h"
+
+#define LV_R_OFF          "domain is off"
+#define LV_R_MEM_SHRINK   "memory shrink needs a restart"
+#define LV_R_NO_SLOTS_CFG "no memory hot-plug slots (no maxMemory)"
+#define LV_R_SLOTS_FULL   "no free memory slots"
+#define LV_R_ABOVE_MAX    "above maxMemory"
+#define LV_R_DIMM_ALIGN   "memory delta not a multiple of 128 MiB"
+#define LV_R_NO_NUMA      "no NUMA node for memory hot-add"
+#define LV_R_NO_ACPI      "ACPI disabled: no memory hot-add"
+#define LV_R_VMEM_ALIGN   "memory delta not a multiple of the virtio-mem block size"
+#define LV_R_VMEM_ROOM    "virtio-mem device too small"
+#define LV_R_CPU_SHRINK   "vCPU shrink needs a restart"
+#define LV_R_CPU_MAX      "above maximum vCPUs"
+#define LV_R_CORES        "cores per socket change needs a restart"
+
+const char *lv_mem_method_name(enum lv_mem_method m)
+{
+    switch (m) {
+    case LV_MM_VIRTIO_MEM:
+        return "virtio-mem";
+    case LV_MM_DIMM:
+        return "dimm";
+    case LV_MM_BALLOON:
+        return "balloon";
+    default:
+        return "";
+    }
+}
+
+long long lv_align_up(long long v, long long a)
+{
+    if (a <= 0)
+        return v;
+    return (v + a - 1) / a * a;
+}
+
+bool lv_is_aligned(long long v, long long a)
+{
+    return a > 0 && v % a == 0;
+}
+
+/* NUMA node holding the least memory (cells + memory devices on it); ties: first cell. */
+static int lv_least_node(const struct lv_dominfo *li)
+{
+    int best = -1;
+    long long best_kib = 0;
+    for (int i = 0; i < li->ncells; i++) {
+        long long kib = li->cells[i].mem_kib;
+        for (int j = 0; j < li->nmems; j++) {
+            const struct lv_memdev *m = &li->mems[j];
+            if (m->node != li->cells[i].id)
+                continue;
+            if (m->model == LV_MEM_VIRTIO_MEM)
+                kib += m->current_kib > 0 ? m->current_kib : 0;
+            else
+                kib += m->size_kib;
+        }
+        if (best < 0 || kib < best_kib) {
+            best = li->cells[i].id;
+            best_kib = kib;
+        }
+    }
+    return best;
+}
+
+void lv_plan_memory(const struct lv_dominfo *li, long long want_kib, struct lv_mem_choice *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->dev = -1;
+    c->node = -1;
+    long long delta = want_kib - li->effective_kib;
+    if (delta <= 0)
+        return;
+
+    /* 1. a virtio-mem device with room: its <requested> grows by exactly delta */
+    const char *vreason = NULL;
+    for (int i = 0; i < li->nmems; i++) {
+        const struct lv_memdev *m = &li->mems[i];
+        if (m->model != LV_MEM_VIRTIO_MEM)
+            continue;
+        long long got = m->current_kib >= 0 ? m->current_kib : m->requested_kib;
+        long long blk = m->block_kib > 0 ? m->block_kib : 2048;
+        if (got < 0)
+            got = 0;
+        if (!lv_is_aligned(delta, blk)) {
+            vreason = LV_R_VMEM_ALIGN;
+            continue;
+        }
+        if (got + delta > m->size_kib) {
+            vreason = LV_R_VMEM_ROOM;
+            continue;
+        }
+        c->method = LV_MM_VIRTIO_MEM;
+        c->dev = i;
+        c->requested_kib = got + delta;
+        return;
+    }
+
+    /* 2. a DIMM of exactly delta in a free slot, under maxMemory, on the emptiest node */
+    const char *dreason;
+    if (li->max_kib <= 0 || li->slots <= 0)
+        dreason = LV_R_NO_SLOTS_CFG;
+    else if (li->slots_used >= li->slots)
+        dreason = LV_R_SLOTS_FULL;
+    else if (li->memory_kib + delta > li->max_kib)
+        dreason = LV_R_ABOVE_MAX;
+    else if (!lv_is_aligned(delta, (long long)LV_DIMM_ALIGN_MIB * 1024))
+        dreason = LV_R_DIMM_ALIGN;
+    else if (li->ncells == 0)
+        dreason = LV_R_NO_NUMA;
+    else if (!li->acpi)
+        dreason = LV_R_NO_ACPI;
+    else {
+        c->method = LV_MM_DIMM;
+        c->dimm_kib = delta;
+        c->node = lv_least_node(li);
+        return;
+    }
+
+    /* 3. the balloon, only up to memory the guest already has plugged */
+    long long ceiling = li->memory_kib < li->plugged_kib ? li->memory_kib : li->plugged_kib;
+    if (li->balloon && want_kib <= ceiling) {
+        c->method = LV_MM_BALLOON;
+        c->balloon_kib = want_kib;
+        return;
+    }
+    if (vreason)
+        snprintf(c->reason, sizeof(c->reason), "%s; %s", vreason, dreason);
+    else
+        snprintf(c->reason, sizeof(c->reason), "%s", dreason);
+}
+
+static void lv_set(struct hv_field_plan *p, enum hv_how how, const char *method, const char *reason)
+{
+    p->how = how;
+    snprintf(p->method, sizeof(p->method), "%s", method ? method : "");
+    snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
+}
+
+void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_hw *desired,
+                     struct hv_field_plan plan[HV_F_COUNT])
+{
+    for (int f = 0; f < HV_F_COUNT; f++)
+        lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
+
+    long long cur_mib = li->effective_kib / 1024;
+    if (desired->memory_mib >= 0 && desired->memory_mib != cur_mib) {
+        struct hv_field_plan *p = &plan[HV_F_MEMORY];
+        if (desired->memory_mib == 0) {
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "memory must be positive");
+        } else if (!active) {
+            lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
+        } else if (desired->memory_mib < cur_mib) {
+            lv_set(p, HV_HOW_COLD, NULL, LV_R_MEM_SHRINK);
+        } else {
+            struct lv_mem_choice c;
+            lv_plan_memory(li, desired->memory_mib * 1024, &c);
+            if (c.method != LV_MM_NONE)
+                lv_set(p, HV_HOW_LIVE, lv_mem_method_name(c.method), NULL);
+            else
+                lv_set(p, HV_HOW_COLD, NULL, c.reason);
+        }
+    }
+
+    if (desired->cpus >= 0 && desired->cpus != li->vcpu_current) {
+        struct hv_field_plan *p = &plan[HV_F_CPUS];
+        if (desired->cpus == 0)
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "vCPUs must be positive");
+        else if (desired->cpus > LV_MAX_VCPUS)
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "above the vCPUs a domain can have");
+        else if (!active)
+            lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
+        else if (desired->cpus < li->vcpu_current)
+            lv_set(p, HV_HOW_COLD, NULL, LV_R_CPU_SHRINK);
+        else if (desired->cpus > li->vcpu_max)
+            lv_set(p, HV_HOW_COLD, NULL, LV_R_CPU_MAX);
+        else
+            lv_set(p, HV_HOW_LIVE, "vcpu hot-plug", NULL);
+    }
+
+    if (desired->cores_per_socket >= 0 && desired->cores_per_socket != li->cores) {
+        struct hv_field_plan *p = &plan[HV_F_CORES];
+        if (desired->cores_per_socket == 0 || desired->cores_per_socket > LV_MAX_VCPUS)
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "cores per socket out of range");
+        else
+            lv_set(p, HV_HOW_COLD, NULL, active ? LV_R_CORES : LV_R_OFF);
+    }
+}
+
+struct lv_plan_arg {
+    const struct hv_hw *desired;
+    struct hv_field_plan *plan;
+};
+
+static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
+{
+    struct lv_plan_arg *a = arg;
+    struct lv_dominfo li;
+    bool active;
+    int rc = lv_read_live(d, &li, &active, NULL, err);
+    if (rc != HV_OK)
+        return rc;
+    lv_plan_compute(&li, active, a->desired, a->plan);
+    return HV_OK;
+}
+
+int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
+               const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
+               struct hv_err *err)
+{
+    (void)obs; /* the plan follows a fresh read, which is never older than obs */
+    struct hv_err dummy;
+    if (!err)
+        err = &dummy;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    for (int f = 0; f < HV_F_COUNT; f++)
+        lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
+    if (!ref || !desired)
+        return lv_seterr(err, HV_E_INTERNAL, "plan: missing ref or desired");
+    struct lv_plan_arg a = {desired, plan};
+    bool found;
+    int rc = lv_with_dom(b->priv, ref, lv_plan_body, &a, &found, err);
+    if (rc == HV_OK && !found)
+        return lv_seterr(err, HV_E_NOT_FOUND, "domain not found on any configured host");
+    return rc;
+}

@@ -1,0 +1,196 @@
+#!/bin/sh
+# vsphere-bench.sh BUILD_DIR: hot-add memory (4096 -> 8192 MiB) on BENCH_VMS (100) vCenter
+# simulator VMs at once, through hvupdater and directly with govmomi, from one run each.
+#
+# hvupdater: a fresh launcher (test/vcsim) with BENCH_VMS hot-add-enabled VMs, one
+# `hvupdater serve` (thumbprint-verified, BENCH_WORKERS engine workers), BENCH_VMS client
+# threads each calling UpdateMachine every BENCH_POLL seconds (a sped-up CAPI) until done.
+# govmomi: a second fresh launcher, test/bench/govmomi-reconfig (login, FindByUuid and
+# ReconfigVM_Task for every VM concurrently, then wait for every task).
+# Both are timed from the first request to the last VM done; SOAP round trips come from the
+# launcher's /hvtest/stats (every /sdk POST it answered), minus the reads this script makes
+# to check the result (every VM at 8192 MiB, still powered on, no power event).
+# Nothing asserts timings; the exit status is non-zero only when something is broken.
+# Environment: BENCH_VMS, BENCH_WORKERS, BENCH_POLL, HV_VCSIM_BIN.
+set -eu
+
+if [ $# -lt 1 ]; then
+    echo "usage: $0 BUILD_DIR" >&2
+    exit 2
+fi
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=$build/hvupdater
+vcsim=${HV_VCSIM_BIN:-$build/vcsim/vcsim}
+gobench=$build/bench/govmomi-reconfig
+
+for tool in go /usr/bin/python3; do
+    command -v "$tool" >/dev/null || { echo "vsphere-bench: $tool is not installed" >&2; exit 2; }
+done
+if [ ! -x "$bin" ]; then
+    cmake --build "$build" --target hvupdater >/dev/null
+fi
+"$root/test/vcsim/build.sh" "$vcsim"
+
+# The govmomi baseline, GOPATH mode against Debian's govmomi (as test/vcsim/build.sh).
+mkdir -p "$(dirname "$gobench")"
+gopath=$(mktemp -d /tmp/hv-vbench-gopath-XXXXXX)
+trap 'rm -rf "$gopath"' EXIT INT TERM
+(cd "$here/govmomi-reconfig" &&
+    GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" \
+    GOCACHE="${HV_VCSIM_GOCACHE:-$(dirname "$vcsim")/.vcsim-gocache}" GOFLAGS='' \
+    go build -o "$gobench" .)
+
+PYTHONDONTWRITEBYTECODE=1 HV_BENCH_BIN=$bin HV_BENCH_VCSIM=$vcsim HV_BENCH_GO=$gobench \
+    HV_BENCH_E2E=$root/test/e2e \
+    /usr/bin/python3 - <<'PY'
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.environ["HV_BENCH_E2E"])
+import hvtest  # noqa: E402
+import vsphere_e2e as e2e  # noqa: E402
+
+e2e.BINARY = os.environ["HV_BENCH_BIN"]
+e2e.VCSIM = os.environ["HV_BENCH_VCSIM"]
+N = int(os.environ.get("BENCH_VMS", "100"))
+WORKERS = int(os.environ.get("BENCH_WORKERS", "16"))
+POLL = float(os.environ.get("BENCH_POLL", "0.2"))
+FLAGS = ["-hosts", "4", "-vm", "all:memory=4096,cpus=2,memhotadd,cpuhotadd,tools"]
+WANT = 8192
+
+
+def launcher():
+    return e2e.Launcher(*FLAGS, vms=N)
+
+
+def verify(sim, before):
+    """Every VM at WANT MiB, powered on, no power event since `before` (event counts)."""
+    bad = []
+    for i, vm in enumerate(sim.info["vms"]):
+        st = sim.vim.vm(vm["moref"])
+        evs = e2e.power_events(sim.vim.events(vm["moref"])[before[i]:])
+        if not st["on"] or st["memory"] != WANT or evs:
+            bad.append((vm["name"], st["on"], st["memory"], evs))
+    if bad:
+        sys.exit("vsphere-bench: wrong end state on %d VMs, e.g. %s" % (len(bad), bad[:3]))
+
+
+def event_counts(sim):
+    return [len(sim.vim.events(vm["moref"])) for vm in sim.info["vms"]]
+
+
+def delta(sim, c0, r0):
+    c1, r1 = sim.stats()
+    c1.subtract(c0)
+    return +c1, r1 - r0
+
+
+def run_hvupdater():
+    sim = launcher()
+    server = None
+    try:
+        before = event_counts(sim)
+        cfg = e2e.server_config(sim, engine={"workers": WORKERS})
+        server = hvtest.Server(e2e.BINARY, cfg).start()
+        c0, r0 = sim.stats()
+        hook_ms, lock, errors, done_at = [], threading.Lock(), [], []
+        barrier = threading.Barrier(N)
+        t0 = [0.0]
+
+        def flow(i):
+            client = server.client()
+            vm = sim.info["vms"][i]
+            pid = "vsphere://" + vm["uuid"]
+            req = hvtest.update_request(e2e.vsphere_machine("m%d" % i, WANT, 2),
+                                        e2e.machine("m%d" % i, pid))
+            try:
+                client.post("Discovery", {"apiVersion": hvtest.API, "kind": "DiscoveryRequest"})
+                if barrier.wait() == 0:
+                    t0[0] = time.monotonic()
+                deadline = time.monotonic() + 600
+                while True:
+                    resp, ms = client.post("UpdateMachine", req)
+                    with lock:
+                        hook_ms.append(ms)
+                    if resp["status"] == "Failure":
+                        raise AssertionError(resp["message"])
+                    if resp["retryAfterSeconds"] == 0:
+                        with lock:
+                            done_at.append(time.monotonic())
+                        return
+                    if time.monotonic() > deadline:
+                        raise AssertionError("still in progress: " + resp["message"])
+                    time.sleep(POLL)
+            except Exception as e:  # collected, reported after join
+                with lock:
+                    errors.append("%s: %s" % (vm["name"], e))
+
+        threads = [threading.Thread(target=flow, args=(i,)) for i in range(N)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            sys.exit("vsphere-bench: hvupdater flows failed: %s" % errors[:5])
+        wall = max(done_at) - t0[0]
+        calls, requests = delta(sim, c0, r0)
+        verify(sim, before)
+        hook_ms.sort()
+        return {"wall": wall, "requests": requests, "calls": calls,
+                "hook_p50": hook_ms[len(hook_ms) // 2],
+                "hook_p99": hook_ms[min(len(hook_ms) - 1, int(len(hook_ms) * 0.99))],
+                "hook_max": hook_ms[-1], "hook_calls": len(hook_ms)}
+    finally:
+        if server:
+            e2e.stop_server(server)
+        sim.stop()
+
+
+def run_govmomi():
+    sim = launcher()
+    try:
+        before = event_counts(sim)
+        c0, r0 = sim.stats()
+        t0 = time.monotonic()
+        p = subprocess.run([os.environ["HV_BENCH_GO"], "-info",
+                            os.path.join(sim.dir, "info.json"), "-memory", str(WANT)],
+                           capture_output=True, text=True, timeout=600)
+        outer = time.monotonic() - t0
+        if p.returncode != 0:
+            sys.exit("vsphere-bench: govmomi-reconfig failed: %s" % p.stderr[-2000:])
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        calls, requests = delta(sim, c0, r0)
+        verify(sim, before)
+        return {"wall": res["seconds"], "process": outer, "requests": requests, "calls": calls}
+    finally:
+        sim.stop()
+
+
+def fmt_calls(calls):
+    top = sorted(calls.items(), key=lambda kv: -kv[1])
+    return ", ".join("%s %.1f" % (k, v / N) for k, v in top)
+
+
+print("vsphere-bench: %d VMs, memory 4096 -> %d MiB hot-add; hvupdater %d workers, poll %.2fs"
+      % (N, WANT, WORKERS, POLL), flush=True)
+hv = run_hvupdater()
+print("hvupdater SOAP calls per VM: " + fmt_calls(hv["calls"]), flush=True)
+go = run_govmomi()
+print("govmomi   SOAP calls per VM: " + fmt_calls(go["calls"]), flush=True)
+print()
+print("== vsphere-bench (%d VMs, one run each) ==" % N)
+print("%-10s %10s %16s" % ("", "wall (s)", "SOAP calls/VM"))
+print("%-10s %10.2f %16.1f" % ("hvupdater", hv["wall"], hv["requests"] / N))
+print("%-10s %10.2f %16.1f   (process incl. start %.2fs)"
+      % ("govmomi", go["wall"], go["requests"] / N, go["process"]))
+print("%-10s %10.1fx %15.1fx" % ("ratio", hv["wall"] / go["wall"],
+                                 hv["requests"] / go["requests"]))
+print("hvupdater hooks: %d UpdateMachine calls, p50 %.1f ms, p99 %.1f ms, max %.1f ms"
+      % (hv["hook_calls"], hv["hook_p50"], hv["hook_p99"], hv["hook_max"]))
+PY

@@ -1,0 +1,431 @@
+/* test_libvirt_backend.c: the libvirt backend through backend.h against libvirt's in-process
+ * test:///default driver (its running domain "test": 8 GiB max, 2 GiB current, 2 vCPUs) and
+ * domains defined here. No daemon needed. Each test frees its backend, so the driver's state
+ * starts fresh for the next one.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lv_testutil.h"
+
+#define TURI      "test:///default"
+#define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
+
+static const char *const turis[] = {TURI};
+
+/* test:///default forgets what was defined once its last connection closes: each test holds
+ * one of its own open while it runs */
+static int lvt_setup(void **state)
+{
+    virConnectPtr c = virConnectOpen(TURI);
+    *state = c;
+    return c ? 0 : -1;
+}
+
+static int lvt_teardown(void **state)
+{
+    virConnectClose(*state);
+    return 0;
+}
+
+static const char *const CPU_DOM =
+    "<domain type='test'><name>t-cpu</name><memory unit='MiB'>1024</memory>"
+    "<vcpu current='1'>4</vcpu><os><type>hvm</type></os></domain>";
+
+static const char *const DIMM_DOM =
+    "<domain type='test'><name>t-dimm</name><maxMemory slots='4' unit='MiB'>4096</maxMemory>"
+    "<memory unit='MiB'>1024</memory><vcpu current='1'>4</vcpu><os><type>hvm</type></os>"
+    "<features><acpi/></features><cpu><topology sockets='2' cores='2' threads='1'/>"
+    "<numa><cell id='0' cpus='0-3' memory='1024' unit='MiB'/></numa></cpu></domain>";
+
+static void test_find_by_name_and_uuid(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    assert_string_equal(be->ops->name, "libvirt");
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+
+    lvt_ref(&ref, "", "", "test");
+    assert_true(be->ops->serves(be, &ref));
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_true(obs.found);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_string_equal(obs.host, TURI);
+    assert_string_equal(obs.id, "1");
+    assert_int_equal(obs.hw.memory_mib, 2048); /* <currentMemory>: the balloon holds 6 GiB */
+    assert_int_equal(obs.hw.cpus, 2);
+    assert_int_equal(obs.hw.cores_per_socket, -1);
+    assert_int_equal(obs.config.memory_mib, 2048);
+    assert_int_equal(obs.config.cpus, 2);
+    assert_string_equal(obs.record, "");
+    assert_false(obs.tools_running);
+    assert_true(obs.can_shutdown);
+    assert_false(obs.busy);
+
+    lvt_ref(&ref, TURI, TEST_UUID, "");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_true(obs.found);
+    assert_string_equal(obs.id, "1");
+    lvt_ref(&ref, "", "6695EB01-F6A4-8304-79AA-97F2502E193F", "ignored-when-uuid-set");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK); /* cached, any case */
+    assert_true(obs.found);
+
+    lvt_ref(&ref, "qemu:///elsewhere", "", "test");
+    assert_false(be->ops->serves(be, &ref));
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_UNREACHABLE);
+    be->ops->free(be);
+}
+
+static void test_missing_domain(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    const char *uuids[] = {"00000000-0000-0000-0000-00000000beef", "not-a-uuid", ""};
+    for (size_t i = 0; i < 3; i++) {
+        lvt_ref(&ref, "", uuids[i], i == 2 ? "nope" : "");
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_false(obs.found);
+        assert_int_equal(obs.hw.memory_mib, -1);
+    }
+    struct hv_hw want = {4096, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_E_NOT_FOUND);
+    struct hv_step step = {.kind = HV_STEP_POWER_ON, .desired = want};
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_NOT_FOUND);
+    assert_int_equal(be->ops->write_record(be, &ref, "{}", &err), HV_E_NOT_FOUND);
+    lvt_ref(&ref, "", "", "");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_NOT_FOUND);
+    be->ops->free(be);
+}
+
+static void test_record_round_trip(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", TEST_UUID, "");
+    const char *recs[] = {
+        "{\"phase\":\"grow\",\"to\":{\"memory\":4096},\"note\":\"a<b & c>d ]]>\"}",
+        "{\"phase\":\"done\"}\n\t  \r\n",
+        "{\"who\":\"\xc3\xa9t\xc3\xa9\"}",
+    };
+    for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+        assert_int_equal(be->ops->write_record(be, &ref, recs[i], &err), HV_OK);
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_string_equal(obs.record, recs[i]);
+    }
+    /* stored in our namespace, in the persistent definition too */
+    virConnectPtr c = virConnectOpen(TURI);
+    virDomainPtr d = virDomainLookupByName(c, "test");
+    char *m =
+        virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS_URI, VIR_DOMAIN_AFFECT_CONFIG);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "<operation"));
+    free(m);
+
+    assert_int_equal(be->ops->write_record(be, &ref, "", &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_string_equal(obs.record, "");
+    assert_null(
+        virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS_URI, VIR_DOMAIN_AFFECT_CONFIG));
+    assert_int_equal(be->ops->write_record(be, &ref, "", &err), HV_OK); /* again: no error */
+
+    char *big = malloc(HV_RECORD_MAX + 1);
+    memset(big, 'x', HV_RECORD_MAX);
+    big[HV_RECORD_MAX] = '\0';
+    assert_int_equal(be->ops->write_record(be, &ref, big, &err), HV_E_INTERNAL);
+    big[HV_RECORD_MAX - 1] = '\0'; /* the longest record that fits */
+    assert_int_equal(be->ops->write_record(be, &ref, big, &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_string_equal(obs.record, big);
+    free(big);
+    assert_int_equal(be->ops->write_record(be, &ref, "bell\a", &err), HV_E_INTERNAL);
+    virDomainFree(d);
+    virConnectClose(c);
+    be->ops->free(be);
+}
+
+static void test_vcpu_growth_via_act(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    lvt_define(TURI, CPU_DOM, true);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    lvt_ref(&ref, "", "", "t-cpu");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.hw.cpus, 1);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+
+    struct hv_hw want = {-1, 3, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_CPUS].method, "vcpu hot-plug");
+    struct hv_step step = {.kind = HV_STEP_LIVE_CPUS, .desired = want, .timeout_ms = 5000};
+    snprintf(step.method, sizeof(step.method), "%s", plan[HV_F_CPUS].method);
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.hw.cpus, 3);
+    assert_int_equal(obs.config.cpus, 3);
+    assert_string_equal(obs.id, id);
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK); /* done already: no-op */
+
+    step.desired.cpus = 5;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNSUPPORTED);
+    step.desired.cpus = 2;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNSUPPORTED);
+    lvt_remove(TURI, "t-cpu");
+    be->ops->free(be);
+}
+
+static void test_balloon_growth_via_act(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    lvt_ref(&ref, "", "", "test");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    struct hv_hw want = {4096, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_MEMORY].method, "balloon");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+
+    struct hv_step step = {.kind = HV_STEP_LIVE_MEMORY, .desired = want, .method = "dimm"};
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNSUPPORTED); /* not planned */
+    snprintf(step.method, sizeof(step.method), "balloon");
+    if (be->ops->act(be, &ref, &step, &err) != HV_OK)
+        fail_msg("balloon: %s", err.detail);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.hw.memory_mib, 4096);
+    assert_int_equal(obs.config.memory_mib, 4096);
+
+    /* above <memory> nothing live is left; shrink is cold; cores cold */
+    struct hv_hw more = {9000, 3, 2};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &more, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
+    assert_int_equal(plan[HV_F_CORES].how, HV_HOW_COLD);
+    struct hv_hw less = {1024, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &less, plan, &err), HV_OK);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
+    step.desired = less;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNSUPPORTED);
+    be->ops->free(be);
+}
+
+static void test_dimm_plan_and_driver_refusal(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    lvt_define(TURI, DIMM_DOM, true);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    lvt_ref(&ref, "", "", "t-dimm");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.hw.memory_mib, 1024);
+    assert_int_equal(obs.hw.cores_per_socket, 2);
+    struct hv_hw want = {1536, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_MEMORY].method, "dimm");
+    struct hv_hw odd = {1124, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &odd, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory delta not a multiple of 128 MiB");
+    /* the test driver cannot attach devices: a real libvirt refusal, mapped */
+    struct hv_step step = {.kind = HV_STEP_LIVE_MEMORY, .desired = want, .method = "dimm"};
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNSUPPORTED);
+    assert_non_null(strstr(err.detail, "virDomainAttachDeviceFlags"));
+    lvt_remove(TURI, "t-dimm");
+    be->ops->free(be);
+}
+
+static void test_cold_path(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    lvt_define(TURI, DIMM_DOM, true);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    lvt_ref(&ref, "", "", "t-dimm");
+    assert_int_equal(be->ops->write_record(be, &ref, "{\"phase\":\"cold\"}", &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+
+    struct hv_hw want = {768, 2, 1};
+    struct hv_step step = {.kind = HV_STEP_RECONFIGURE, .desired = want};
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_INVALID_STATE);
+
+    step.kind = HV_STEP_POWER_OFF;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK); /* off already */
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    assert_string_equal(obs.id, "");
+    assert_false(obs.can_shutdown);
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        assert_int_equal(plan[f].how, HV_HOW_COLD);
+        assert_string_equal(plan[f].reason, "domain is off");
+    }
+
+    step.kind = HV_STEP_RECONFIGURE;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK); /* idempotent */
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.config.memory_mib, 768);
+    assert_int_equal(obs.config.cpus, 2);
+    assert_int_equal(obs.config.cores_per_socket, 1);
+    assert_string_equal(obs.record, "{\"phase\":\"cold\"}"); /* kept by the redefine */
+
+    step.kind = HV_STEP_POWER_ON;
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK); /* on already */
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.memory_mib, 768);
+    assert_int_equal(obs.hw.cpus, 2);
+    assert_int_equal(obs.hw.cores_per_socket, 1);
+    assert_string_not_equal(obs.id, id);
+    assert_string_not_equal(obs.id, "");
+
+    step.kind = HV_STEP_SHUTDOWN; /* the test driver's guests obey at once */
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    lvt_remove(TURI, "t-dimm");
+    be->ops->free(be);
+}
+
+static void test_unreachable_uri(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"qemu+unix:///system?socket=/nonexistent/hvt-libvirt.sock"};
+    struct hv_backend *be = lvt_backend(bad, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", "test");
+    for (int i = 0; i < 2; i++) { /* the second call reopens and fails the same way */
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_UNREACHABLE);
+        assert_int_equal(err.code, HV_E_UNREACHABLE);
+        assert_false(obs.found);
+        assert_non_null(strstr(err.detail, "/nonexistent/hvt-libvirt.sock"));
+    }
+    struct hv_step step = {.kind = HV_STEP_POWER_OFF};
+    assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_UNREACHABLE);
+    be->ops->free(be);
+
+    const char *const bogus[] = {"bogus:///nothing"};
+    be = lvt_backend(bogus, 1);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_true(strlen(err.detail) > 0);
+    be->ops->free(be);
+
+    /* a fleet with one dead host: found where it lives; "missing" cannot be claimed */
+    const char *const fleet[] = {"bogus:///nothing", TURI};
+    be = lvt_backend(fleet, 2);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_true(obs.found);
+    assert_string_equal(obs.host, TURI);
+    lvt_ref(&ref, "", "", "nope");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_UNREACHABLE);
+    lvt_ref(&ref, TURI, "", "nope");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_false(obs.found);
+    be->ops->free(be);
+}
+
+static void test_constructor_errors(void **state)
+{
+    (void)state;
+    char err[128];
+    assert_null(hv_libvirt_new(NULL, err, sizeof(err)));
+    assert_non_null(strstr(err, "no URI"));
+    const char *const empty[] = {""};
+    struct hv_libvirt_opts o = {.uris = empty, .n_uris = 1};
+    assert_null(hv_libvirt_new(&o, err, sizeof(err)));
+    o.uris = turis;
+    o.call_timeout_ms = -1;
+    assert_null(hv_libvirt_new(&o, err, sizeof(err)));
+}
+
+struct lvt_worker {
+    struct hv_backend *be;
+    int fails;
+};
+
+static void *lvt_work(void *arg)
+{
+    struct lvt_worker *w = arg;
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", TEST_UUID, "");
+    for (int i = 0; i < 40; i++) {
+        if (w->be->ops->observe(w->be, &ref, &obs, &err) != HV_OK || !obs.found)
+            w->fails++;
+        char rec[64];
+        snprintf(rec, sizeof(rec), "{\"i\":%d}", i);
+        if (w->be->ops->write_record(w->be, &ref, rec, &err) != HV_OK)
+            w->fails++;
+    }
+    return NULL;
+}
+
+static void test_threads_share_connections(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    pthread_t t[4];
+    struct lvt_worker w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct lvt_worker){be, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, lvt_work, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].fails, 0);
+    }
+    be->ops->free(be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_find_by_name_and_uuid, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_domain, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_record_round_trip, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_balloon_growth_via_act, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_dimm_plan_and_driver_refusal, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_cold_path, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_unreachable_uri, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_constructor_errors, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_threads_share_connections, lvt_setup, lvt_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,340 @@
+/* test_libvirt_qemu.c: the libvirt backend against real QEMU (TCG, no disk, no guest OS) on
+ * the lab daemon. Needs test/lab/libvirt-up.sh and HV_LIBVIRT_LAB_URI=qemu:///system (what the
+ * script prints); without them every run FAILS. Each test defines its own hvt-* domain from
+ * test/lab/domains/ and its teardown removes it, pass or fail. Step timings go to stdout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lv_testutil.h"
+
+static const char *lab_uri;
+
+struct qt {
+    char name[64];
+    struct hv_backend *be;
+    struct hv_vm_ref ref;
+};
+
+static void qt_timing(const char *what, double t0)
+{
+    printf("    timing %-44s %8.1f ms\n", what, lvt_now_ms() - t0);
+    fflush(stdout);
+}
+
+static int qt_teardown(void **state)
+{
+    struct qt *q = *state;
+    if (!q)
+        return 0;
+    if (q->be)
+        q->be->ops->free(q->be);
+    lvt_remove(lab_uri, q->name);
+    free(q);
+    return 0;
+}
+
+/* define + start a lab domain of `style` and a backend on the lab URI; state owns both */
+static struct qt *qt_start(void **state, const char *style)
+{
+    struct qt *q = calloc(1, sizeof(*q));
+    assert_non_null(q);
+    *state = q;
+    lvt_name(q->name, sizeof(q->name), style);
+    lvt_remove(lab_uri, q->name); /* leftovers of an aborted run */
+    char *xml = lvt_style_xml(style, q->name);
+    double t0 = lvt_now_ms();
+    lvt_define(lab_uri, xml, true);
+    qt_timing("define + start domain", t0);
+    free(xml);
+    const char *uris[] = {lab_uri};
+    q->be = lvt_backend(uris, 1);
+    lvt_ref(&q->ref, "", "", q->name);
+    return q;
+}
+
+static void qt_observe(struct qt *q, struct hv_vm_obs *obs)
+{
+    struct hv_err err;
+    if (q->be->ops->observe(q->be, &q->ref, obs, &err) != HV_OK)
+        fail_msg("observe: %s", err.detail);
+    assert_true(obs->found);
+}
+
+static void qt_act(struct qt *q, enum hv_step_kind kind, struct hv_hw want, const char *method,
+                   const char *what)
+{
+    struct hv_step step = {.kind = kind, .desired = want, .timeout_ms = 10000};
+    snprintf(step.method, sizeof(step.method), "%s", method ? method : "");
+    struct hv_err err;
+    double t0 = lvt_now_ms();
+    if (q->be->ops->act(q->be, &q->ref, &step, &err) != HV_OK)
+        fail_msg("act %s: %s", what, err.detail);
+    qt_timing(what, t0);
+}
+
+static void test_dimm_hot_add(void **state)
+{
+    struct qt *q = qt_start(state, "dimm");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    double t0 = lvt_now_ms();
+    qt_observe(q, &obs);
+    qt_timing("observe (first, opens the connection)", t0);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.memory_mib, 1024);
+    assert_int_equal(obs.hw.cpus, 1);
+    assert_int_equal(obs.hw.cores_per_socket, 1);
+    assert_string_equal(obs.host, lab_uri);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    t0 = lvt_now_ms();
+    qt_observe(q, &obs);
+    qt_timing("observe (warm)", t0);
+
+    struct hv_hw want = {1536, -1, -1};
+    t0 = lvt_now_ms();
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    qt_timing("plan", t0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_MEMORY].method, "dimm");
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY dimm 1024->1536");
+    t0 = lvt_now_ms();
+    assert_int_equal(lvt_wait_memory(q->be, &q->ref, 1536, 3000), 1536);
+    qt_timing("until observe shows 1536 MiB", t0);
+    qt_observe(q, &obs);
+    assert_string_equal(obs.id, id); /* no restart */
+    assert_int_equal(obs.config.memory_mib, 1536);
+    char *cfg = lvt_dom_xml(lab_uri, q->name, VIR_DOMAIN_XML_INACTIVE);
+    assert_non_null(strstr(cfg, "<memory model='dimm'>"));
+    free(cfg);
+    /* done: the same step again is a no-op, not a second DIMM */
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY again (no-op)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1536);
+}
+
+static void test_vcpu_hot_plug(void **state)
+{
+    struct qt *q = qt_start(state, "dimm");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    qt_observe(q, &obs);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    struct hv_hw want = {-1, 3, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_CPUS].method, "vcpu hot-plug");
+    qt_act(q, HV_STEP_LIVE_CPUS, want, "vcpu hot-plug", "act LIVE_CPUS 1->3");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.cpus, 3);
+    assert_int_equal(obs.config.cpus, 3);
+    assert_string_equal(obs.id, id);
+    /* above the maximum of 4: cold */
+    struct hv_hw more = {-1, 6, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &more, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
+}
+
+static void test_virtio_mem_accepted_not_done(void **state)
+{
+    struct qt *q = qt_start(state, "vmem");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1024);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    struct hv_hw want = {1536, -1, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_MEMORY].method, "virtio-mem");
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "virtio-mem", "act LIVE_MEMORY virtio-mem +512");
+    usleep(500 * 1000);
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1024); /* no guest driver plugs the blocks */
+    assert_string_equal(obs.id, id);
+    char *live = lvt_dom_xml(lab_uri, q->name, 0);
+    assert_non_null(strstr(live, "<requested unit='KiB'>524288</requested>"));
+    assert_non_null(strstr(live, "<current unit='KiB'>0</current>"));
+    free(live);
+    char *cfg = lvt_dom_xml(lab_uri, q->name, VIR_DOMAIN_XML_INACTIVE);
+    assert_non_null(strstr(cfg, "<requested unit='KiB'>524288</requested>"));
+    free(cfg);
+    /* the definition asks for 512 MiB more, but a boot guarantees none of it: config says so,
+     * and an engine that compares config with desired still reconfigures */
+    assert_int_equal(obs.config.memory_mib, 1024);
+    /* asked again (the engine's retry): same request, still accepted */
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "virtio-mem", "act LIVE_MEMORY virtio-mem again");
+}
+
+static void test_vmem_cold_cycle(void **state)
+{
+    struct qt *q = qt_start(state, "vmem");
+    struct hv_vm_obs obs;
+    struct hv_hw want = {1536, -1, -1};
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "virtio-mem", "act LIVE_MEMORY virtio-mem (setup)");
+    qt_act(q, HV_STEP_POWER_OFF, want, NULL, "act POWER_OFF (vmem)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.config.memory_mib, 1024); /* so the engine does reconfigure */
+    qt_act(q, HV_STEP_RECONFIGURE, want, NULL, "act RECONFIGURE 1536 MiB (vmem)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.config.memory_mib, 1536);
+    qt_act(q, HV_STEP_POWER_ON, want, NULL, "act POWER_ON (vmem)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1536); /* folded into the NUMA cell */
+    char *live = lvt_dom_xml(lab_uri, q->name, 0);
+    assert_null(strstr(live, "virtio-mem"));
+    assert_non_null(strstr(live, "<memory unit='KiB'>1572864</memory>"));
+    free(live);
+}
+
+static void test_shutdown_without_guest(void **state)
+{
+    struct qt *q = qt_start(state, "plain");
+    struct hv_vm_obs obs;
+    qt_observe(q, &obs);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    assert_false(obs.tools_running);
+    assert_true(obs.can_shutdown); /* ACPI: accepted, even though nobody inside listens */
+    struct hv_hw none = {-1, -1, -1};
+    qt_act(q, HV_STEP_SHUTDOWN, none, NULL, "act SHUTDOWN (ACPI, no guest)");
+    usleep(1000 * 1000);
+    qt_observe(q, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON); /* nobody inside pressed the button */
+    assert_string_equal(obs.id, id);
+}
+
+static void test_cold_cycle(void **state)
+{
+    struct qt *q = qt_start(state, "dimm");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, "{\"phase\":\"cold\"}", &err), HV_OK);
+    struct hv_hw grown = {1536, -1, -1};
+    qt_act(q, HV_STEP_LIVE_MEMORY, grown, "dimm", "act LIVE_MEMORY dimm (setup)");
+    assert_int_equal(lvt_wait_memory(q->be, &q->ref, 1536, 3000), 1536);
+    qt_observe(q, &obs);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+
+    struct hv_hw want = {768, 2, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE); /* 1 -> 2 alone would be live */
+
+    qt_act(q, HV_STEP_POWER_OFF, want, NULL, "act POWER_OFF");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    assert_string_equal(obs.id, "");
+    qt_act(q, HV_STEP_RECONFIGURE, want, NULL, "act RECONFIGURE 768 MiB / 2 vCPU");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.config.memory_mib, 768);
+    assert_int_equal(obs.config.cpus, 2);
+    char *cfg = lvt_dom_xml(lab_uri, q->name, VIR_DOMAIN_XML_INACTIVE);
+    assert_null(strstr(cfg, "model='dimm'")); /* folded into the NUMA cell */
+    free(cfg);
+    qt_act(q, HV_STEP_POWER_ON, want, NULL, "act POWER_ON");
+    double t0 = lvt_now_ms();
+    qt_observe(q, &obs);
+    qt_timing("observe after POWER_ON", t0);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.memory_mib, 768);
+    assert_int_equal(obs.hw.cpus, 2);
+    assert_int_equal(obs.config.memory_mib, 768);
+    assert_string_not_equal(obs.id, id); /* a new run */
+    assert_string_not_equal(obs.id, "");
+    assert_string_equal(obs.record, "{\"phase\":\"cold\"}");
+}
+
+static void test_record_survives_libvirtd_restart(void **state)
+{
+    struct qt *q = qt_start(state, "plain");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    const char *rec = "{\"op\":\"restart-proof\",\"n\":1}";
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, rec, &err), HV_OK);
+    qt_observe(q, &obs);
+    assert_string_equal(obs.record, rec);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+
+    double t0 = lvt_now_ms();
+    assert_int_equal(system(HV_LAB_DIR "/libvirt-up.sh --restart"), 0);
+    qt_timing("restart libvirtd (lab script)", t0);
+    t0 = lvt_now_ms();
+    qt_observe(q, &obs); /* same backend: its connection died with the daemon */
+    qt_timing("observe after restart (reconnects)", t0);
+    assert_string_equal(obs.record, rec);
+    assert_string_equal(obs.id, id); /* the domain kept running */
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, "", &err), HV_OK);
+    qt_observe(q, &obs);
+    assert_string_equal(obs.record, "");
+}
+
+static void test_plain_plans_cold(void **state)
+{
+    struct qt *q = qt_start(state, "plain");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1024);
+    assert_int_equal(obs.hw.cpus, 2);
+    struct hv_hw want = {2048, 4, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
+    struct hv_step step = {.kind = HV_STEP_LIVE_MEMORY, .desired = want, .method = "dimm"};
+    assert_int_equal(q->be->ops->act(q->be, &q->ref, &step, &err), HV_E_UNSUPPORTED);
+
+    /* the same daemon through a remote-style URI: keepalive and the event loop in play */
+    const char *const uris[] = {"qemu+unix:///system"};
+    struct hv_backend *rb = lvt_backend(uris, 1);
+    struct hv_vm_obs robs;
+    assert_int_equal(rb->ops->observe(rb, &q->ref, &robs, &err), HV_OK);
+    assert_true(robs.found);
+    assert_string_equal(robs.id, obs.id);
+    rb->ops->free(rb);
+}
+
+int main(void)
+{
+    lab_uri = getenv("HV_LIBVIRT_LAB_URI");
+    if (!lab_uri || !*lab_uri) {
+        fprintf(stderr, "FAIL: HV_LIBVIRT_LAB_URI is not set. Start the lab first:\n"
+                        "  eval \"$(test/lab/libvirt-up.sh)\"\n");
+        return 1;
+    }
+    virConnectPtr c = virConnectOpen(lab_uri);
+    if (!c) {
+        virErrorPtr e = virGetLastError();
+        fprintf(stderr, "FAIL: cannot reach the lab daemon at %s: %s\n", lab_uri,
+                e && e->message ? e->message : "?");
+        return 1;
+    }
+    virConnectClose(c);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_dimm_hot_add, qt_teardown),
+        cmocka_unit_test_teardown(test_vcpu_hot_plug, qt_teardown),
+        cmocka_unit_test_teardown(test_virtio_mem_accepted_not_done, qt_teardown),
+        cmocka_unit_test_teardown(test_vmem_cold_cycle, qt_teardown),
+        cmocka_unit_test_teardown(test_shutdown_without_guest, qt_teardown),
+        cmocka_unit_test_teardown(test_cold_cycle, qt_teardown),
+        cmocka_unit_test_teardown(test_record_survives_libvirtd_restart, qt_teardown),
+        cmocka_unit_test_teardown(test_plain_plans_cold, qt_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
