@@ -81,8 +81,10 @@ def state(name):
 
 
 def lab(*args):
+    global _conn
     subprocess.run([os.path.join(ROOT, "test/lab/libvirt-up.sh")] + list(args), check=True,
                    stdout=subprocess.DEVNULL)
+    _conn = None  # the daemon may have restarted: our own connection is gone
 
 
 class Scenario:
