@@ -63,13 +63,14 @@ trap cleanup EXIT
 eval "$(test/lab/libvirt-up.sh)"
 export HV_LIBVIRT_LAB_URI
 (cd build && ctest --output-on-failure -L libvirt)
-python3 test/e2e/libvirt_e2e.py --build build
+/usr/bin/python3 test/e2e/libvirt_e2e.py --build build
 test/lab/libvirt-down.sh
 
-section "vCenter simulator"
+section "vCenter simulator (Debian's govmomi, built in GOPATH mode)"
 export HV_VCSIM_BIN="$ROOT/build/vcsim/vcsim"
 test/vcsim/build.sh "$HV_VCSIM_BIN"
 (cd build && ctest --output-on-failure -L vsphere)
+/usr/bin/python3 test/e2e/vsphere_e2e.py --build build --vcsim "$HV_VCSIM_BIN"
 
 section "fuzzing (${FUZZ_SECONDS}s)"
 test/fuzz/run.sh build-fuzz "$FUZZ_SECONDS"

@@ -883,11 +883,23 @@ def test_slow_vcenter_can_update_never_probe():
     s = Scenario("-delay", "RetrievePropertiesEx=2s",
                  "-vm", "0:memory=4096,cpus=2,memhotadd,cpuhotadd", vms=1)
     try:
-        resp = s.can_update(0, (4096, 2), (8192, 4), {"powerCycle": "Never"})
-        print("     CanUpdateMachine(powerCycle=Never) took %.1f ms: %s"
-              % (s.max_ms, resp.get("message")))
-        assert resp["status"] == "Success", resp
-        assert s.max_ms < 500, "CanUpdateMachine blocked %.1f ms on vCenter" % s.max_ms
+        # The first answer may not wait for vCenter: a retryable Failure (never a decline, which
+        # would make CAPI replace the Machine); CAPI retries and gets the probe's result.
+        answers = []
+        for _ in range(20):
+            resp = s.can_update(0, (4096, 2), (8192, 4), {"powerCycle": "Never"})
+            answers.append(resp)
+            if resp["status"] == "Success":
+                break
+            assert resp["message"] == ("still asking the hypervisor whether the change can be "
+                                       "done live on this VM; retry"), resp
+            assert "infrastructureMachinePatch" not in resp, resp
+            time.sleep(0.5)
+        print("     CanUpdateMachine(powerCycle=Never): %d calls, slowest %.1f ms, last: %s"
+              % (len(answers), s.max_ms, answers[-1].get("message")))
+        assert answers[-1]["status"] == "Success", answers
+        assert "memoryMiB 4096->8192 live" in answers[-1]["message"], answers[-1]
+        assert s.max_ms < 1000, "CanUpdateMachine blocked %.1f ms on vCenter" % s.max_ms
     finally:
         s.close()
 
