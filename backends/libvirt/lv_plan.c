@@ -8,19 +8,19 @@
 
 #include "lv_internal.h"
 
-#define LV_R_OFF          "domain is off"
-#define LV_R_MEM_SHRINK   "memory shrink needs a restart"
-#define LV_R_NO_SLOTS_CFG "no memory hot-plug slots (no maxMemory)"
-#define LV_R_SLOTS_FULL   "no free memory slots"
-#define LV_R_ABOVE_MAX    "above maxMemory"
-#define LV_R_DIMM_ALIGN   "memory delta not a multiple of 128 MiB"
-#define LV_R_NO_NUMA      "no NUMA node for memory hot-add"
-#define LV_R_NO_ACPI      "ACPI disabled: no memory hot-add"
-#define LV_R_VMEM_ALIGN   "memory delta not a multiple of the virtio-mem block size"
-#define LV_R_VMEM_ROOM    "virtio-mem device too small"
-#define LV_R_CPU_SHRINK   "vCPU shrink needs a restart"
-#define LV_R_CPU_MAX      "above maximum vCPUs"
-#define LV_R_CORES        "cores per socket change needs a restart"
+#define LV_R_OFF          HV_MSG("domain is off")
+#define LV_R_MEM_SHRINK   HV_MSG("memory shrink needs a restart")
+#define LV_R_NO_SLOTS_CFG HV_MSG("no memory hot-plug slots (no maxMemory)")
+#define LV_R_SLOTS_FULL   HV_MSG("no free memory slots")
+#define LV_R_ABOVE_MAX    HV_MSG("above maxMemory")
+#define LV_R_DIMM_ALIGN   HV_MSG("memory delta not a multiple of 128 MiB")
+#define LV_R_NO_NUMA      HV_MSG("no NUMA node for memory hot-add")
+#define LV_R_NO_ACPI      HV_MSG("ACPI disabled: no memory hot-add")
+#define LV_R_VMEM_ALIGN   HV_MSG("memory delta not a multiple of the virtio-mem block size")
+#define LV_R_VMEM_ROOM    HV_MSG("virtio-mem device too small")
+#define LV_R_CPU_SHRINK   HV_MSG("vCPU shrink needs a restart")
+#define LV_R_CPU_MAX      HV_MSG("above maximum vCPUs")
+#define LV_R_CORES        HV_MSG("cores per socket change needs a restart")
 
 const char *lv_mem_method_name(enum lv_mem_method m)
 {
@@ -156,7 +156,7 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
     if (desired->memory_mib >= 0 && desired->memory_mib != cur_mib) {
         struct hv_field_plan *p = &plan[HV_F_MEMORY];
         if (desired->memory_mib == 0) {
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "memory must be positive");
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("memory must be positive"));
         } else if (!active) {
             lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
         } else if (desired->memory_mib < cur_mib) {
@@ -174,9 +174,9 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
     if (desired->cpus >= 0 && desired->cpus != li->vcpu_current) {
         struct hv_field_plan *p = &plan[HV_F_CPUS];
         if (desired->cpus == 0)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "vCPUs must be positive");
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("vCPUs must be positive"));
         else if (desired->cpus > LV_MAX_VCPUS)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "above the vCPUs a domain can have");
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("above the vCPUs a domain can have"));
         else if (!active)
             lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
         else if (desired->cpus < li->vcpu_current)
@@ -190,7 +190,7 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
     if (desired->cores_per_socket >= 0 && desired->cores_per_socket != li->cores) {
         struct hv_field_plan *p = &plan[HV_F_CORES];
         if (desired->cores_per_socket == 0 || desired->cores_per_socket > LV_MAX_VCPUS)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, "cores per socket out of range");
+            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("cores per socket out of range"));
         else
             lv_set(p, HV_HOW_COLD, NULL, active ? LV_R_CORES : LV_R_OFF);
     }
