@@ -346,13 +346,22 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
     char last[1024] = "";
     double t0 = mono();
     int rc;
+    /* On a terminal the current step's line is redrawn with a running clock; piped, each
+     * new message is one plain line. */
+    bool tty = isatty(STDOUT_FILENO);
     for (;;) {
         hv_engine_reconcile(e, be, ref, &l->want, s, &r);
-        if (strcmp(last, r.message)) {
+        bool changed = strcmp(last, r.message) != 0;
+        if (tty) {
+            printf("%s\r\033[K[%6.1fs] %s", changed && last[0] ? "\n" : "", mono() - t0, r.message);
+            if (r.failure || r.retry_after_s == 0)
+                printf("\n");
+        } else if (changed) {
             printf("[%6.1fs] %s\n", mono() - t0, r.message);
-            fflush(stdout);
-            snprintf(last, sizeof(last), "%s", r.message);
         }
+        fflush(stdout);
+        if (changed)
+            snprintf(last, sizeof(last), "%s", r.message);
         if (r.failure) {
             rc = 1;
             break;
@@ -362,11 +371,15 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
             break;
         }
         if (!l->wait) {
+            if (tty)
+                printf("\n");
             printf("still in progress: run the same command again, or add --wait\n");
             rc = 3;
             break;
         }
         if (mono() - t0 > l->timeout_s) {
+            if (tty)
+                printf("\n");
             printf("still in progress after %d s; the operation continues on the next apply\n",
                    l->timeout_s);
             rc = 3;

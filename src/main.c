@@ -5,6 +5,15 @@
 #include "config.h"
 #include "log.h"
 
+#include <curl/curl.h>
+#include <gnutls/gnutls.h>
+#include <libxml/parser.h>
+#include <microhttpd.h>
+#include <yajl/yajl_version.h>
+#ifdef HV_HAVE_BACKEND_libvirt
+#include <libvirt/libvirt.h>
+#endif
+
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +34,34 @@ static int usage(FILE *out)
     return out == stdout ? 0 : 2;
 }
 
+static int version(void)
+{
+    printf("hvupdater %s (git %s, built %s)\n", HV_VERSION, HV_GIT, __DATE__);
+    printf("backends: %s%s\n",
+#ifdef HV_HAVE_BACKEND_libvirt
+           "libvirt ",
+#else
+           "",
+#endif
+#ifdef HV_HAVE_BACKEND_vsphere
+           "vsphere"
+#else
+           ""
+#endif
+    );
+    unsigned long lv = 0;
+#ifdef HV_HAVE_BACKEND_libvirt
+    virGetVersion(&lv, NULL, NULL);
+#endif
+    printf("libraries: libmicrohttpd %s, gnutls %s, libcurl %s, libxml2 %s, yajl %d",
+           MHD_get_version(), gnutls_check_version(NULL),
+           curl_version_info(CURLVERSION_NOW)->version, xmlParserVersion, yajl_version());
+    if (lv)
+        printf(", libvirt %lu.%lu.%lu", lv / 1000000, lv / 1000 % 1000, lv % 1000);
+    printf("\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -33,8 +70,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
         return usage(stdout);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("hvupdater %s (git %s, built %s)\n", HV_VERSION, HV_GIT, __DATE__);
-        return 0;
+        return version();
     }
     if (!strcmp(cmd, "serve"))
         return hv_cmd_serve(argc - 1, argv + 1);
