@@ -145,8 +145,22 @@ static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref
     if (!ref->uuid[0])
         return vs_err(err, HV_E_UNSUPPORTED,
                       "vSphere finds VMs by BIOS UUID (providerID) and the machine has none");
-    char moref[64];
-    int rc = vs_find_vm(s, ref->uuid, timeout_ms, moref, sizeof(moref), err);
+    char moref[64] = "";
+    int rc;
+    /* A VM keeps its moref for life: read it directly when we know it, and search by UUID
+     * only when that moref is gone (one round trip per observation instead of two). */
+    if (cache_get(vb, idx, ref->uuid, vm) && vm->moref[0]) {
+        snprintf(moref, sizeof(moref), "%s", vm->moref);
+        rc = vs_read_vm(s, moref, timeout_ms, vm, err);
+        if (rc == HV_OK) {
+            *found = true;
+            cache_put(vb, idx, ref->uuid, vm);
+            return HV_OK;
+        }
+        if (rc != HV_E_NOT_FOUND)
+            return rc;
+    }
+    rc = vs_find_vm(s, ref->uuid, timeout_ms, moref, sizeof(moref), err);
     if (rc == HV_OK && moref[0])
         rc = vs_read_vm(s, moref, timeout_ms, vm, err);
     if (rc == HV_E_NOT_FOUND || (rc == HV_OK && !moref[0])) {
