@@ -164,7 +164,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         p->rec.attempts = 0;
     p->rec.phase = phase;
     p->rec.step_at = p->now;
-    if (!store(p))
+    /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
+     * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
+     * the next pass sees the change. Power and configuration steps are recorded first. */
+    bool live = kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS;
+    if (!live && !store(p))
         return false;
     struct hv_step st = {.kind = kind,
                          .desired = *p->desired,
