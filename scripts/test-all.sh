@@ -32,11 +32,11 @@ echo "clang-format: clean"
 section "unit, schema and integration tests"
 (cd build && ctest --output-on-failure -j"$JOBS" -L 'unit|schema|integration|deploy')
 
-section "unit tests under ASan + UBSan"
+section "unit and integration tests under ASan + UBSan (the server binary too)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$JOBS"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -j"$JOBS" -L unit)
+    ctest --output-on-failure -j"$JOBS" -L 'unit|integration' -E 'deploy|docs')
 
 if [ "$QUICK" = 1 ]; then
     echo "quick run: valgrind, labs and fuzzing skipped"
@@ -44,7 +44,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 section "unit tests under valgrind"
-(cd build && ctest --output-on-failure -L unit -T memcheck \
+(cd build && ctest --output-on-failure -L unit -E "deploy|docs" -T memcheck \
     --overwrite MemoryCheckCommandOptions="--leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1" \
     >/tmp/hv-memcheck.log 2>&1) || { tail -50 /tmp/hv-memcheck.log; exit 1; }
 if grep -q "Memory checking results:" /tmp/hv-memcheck.log &&
