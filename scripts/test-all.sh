@@ -28,6 +28,9 @@ if [ "$bad" != "0" ]; then
     exit 1
 fi
 echo "clang-format: clean"
+cppcheck --quiet --enable=warning,portability --std=c11 --error-exitcode=1 \
+    --suppress=missingIncludeSystem -I src -I backends src backends
+echo "cppcheck: clean"
 
 section "unit, schema and integration tests"
 (cd build && ctest --output-on-failure -j"$JOBS" -L 'unit|schema|integration|deploy')

@@ -218,13 +218,13 @@ int hv_cmd_serve(int argc, char **argv)
     hv_server_set_ready(srv, true);
     hv_log(HV_LOG_INFO, "listening", "listen", listen, "#port", port, "ca",
            hv_server_ca_file(srv) ? hv_server_ca_file(srv) : "", "config",
-           config ? config : "(embedded default)", NULL);
+           config ? config : "(embedded default)", (char *)NULL);
     if (hv_server_ca_file(srv))
         fprintf(stderr, "hvupdater: self-signed serving certificate; trust CA %s\n",
                 hv_server_ca_file(srv));
     while (!stop_flag)
         sigsuspend(&old);
-    hv_log(HV_LOG_INFO, "stopping", NULL);
+    hv_log(HV_LOG_INFO, "stopping", (char *)NULL);
     hv_server_set_ready(srv, false);
     hv_server_stop(srv);
     hv_runtime_free(rt);

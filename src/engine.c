@@ -382,7 +382,7 @@ static void *probe_thread(void *arg)
         rc = 0;
     free(obs);
     if (rc < 0)
-        hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, NULL);
+        hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
     pthread_mutex_lock(&e->lock);
     x->probe_at_ms = now_ms();

@@ -24,7 +24,7 @@ void hv_failpoint(const char *point)
     for (const char *p = points; *p;) {
         size_t len = strcspn(p, ",");
         if (len == n && !strncmp(p, point, n)) {
-            hv_log(HV_LOG_WARN, "failpoint", "point", point, NULL);
+            hv_log(HV_LOG_WARN, "failpoint", "point", point, (char *)NULL);
             raise(SIGKILL);
         }
         p += len + (p[len] == ',');

@@ -9,6 +9,6 @@ void hv_log_set_level(enum hv_log_level l);
 int hv_log_enabled(enum hv_log_level l);
 /* hv_log(HV_LOG_INFO, "hook", "hook", "CanUpdateMachine", "status", "Success", NULL):
  * string pairs, NULL-terminated. A key starting with '#' marks a raw JSON value (numbers). */
-void hv_log(enum hv_log_level l, const char *event, ...);
+void hv_log(enum hv_log_level l, const char *event, ...) __attribute__((sentinel));
 
 #endif

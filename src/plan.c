@@ -382,6 +382,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
 }
 
 /* Append the NULL-terminated strings to buf, truncating at cap. */
+static void append(char *buf, size_t cap, ...) __attribute__((sentinel));
 static void append(char *buf, size_t cap, ...)
 {
     va_list ap;
@@ -405,12 +406,12 @@ static void build_message(struct hv_coverage *c)
     size_t cap = sizeof(c->message);
     m[0] = '\0';
     if (c->failure) {
-        append(m, cap, HV_MSG("cannot update in place (onUncoverable=Block):"), NULL);
+        append(m, cap, HV_MSG("cannot update in place (onUncoverable=Block):"), (char *)NULL);
         for (size_t k = 0; k < c->n_uncovered; k++)
             append(m, cap, k ? "; " : " ", c->uncovered[k].where, " (", c->uncovered[k].reason, ")",
-                   NULL);
+                   (char *)NULL);
         if (c->n_uncovered_all > c->n_uncovered)
-            append(m, cap, HV_MSG("; and more"), NULL);
+            append(m, cap, HV_MSG("; and more"), (char *)NULL);
         return;
     }
     size_t covered = 0;
@@ -419,23 +420,24 @@ static void build_message(struct hv_coverage *c)
         if (r->cls == HV_CLASS_NO)
             continue;
         append(m, cap, covered ? "; " : "", r->name, " ", r->from, "->", r->to,
-               r->cls == HV_CLASS_LIVE ? HV_MSG(" live") : HV_MSG(" with a power cycle"), NULL);
+               r->cls == HV_CLASS_LIVE ? HV_MSG(" live") : HV_MSG(" with a power cycle"),
+               (char *)NULL);
         covered++;
     }
     if (!covered)
-        append(m, cap, HV_MSG("nothing hvupdater can change in place"), NULL);
+        append(m, cap, HV_MSG("nothing hvupdater can change in place"), (char *)NULL);
     if (c->n_uncovered) {
-        append(m, cap, HV_MSG("; not covered, left to CAPI:"), NULL);
+        append(m, cap, HV_MSG("; not covered, left to CAPI:"), (char *)NULL);
         for (size_t k = 0; k < c->n_uncovered; k++) {
             const struct hv_item *it = &c->uncovered[k];
-            append(m, cap, k ? ", " : " ", it->where, NULL);
+            append(m, cap, k ? ", " : " ", it->where, (char *)NULL);
             /* A hardware field's reason says why; the generic ones would only repeat. */
             if (it->reason[0] && strcmp(it->reason, REASON_NOT_HARDWARE) &&
                 strcmp(it->reason, REASON_NOT_A_FIELD))
-                append(m, cap, " (", it->reason, ")", NULL);
+                append(m, cap, " (", it->reason, ")", (char *)NULL);
         }
         if (c->n_uncovered_all > c->n_uncovered)
-            append(m, cap, HV_MSG(", and more"), NULL);
+            append(m, cap, HV_MSG(", and more"), (char *)NULL);
     }
 }
 

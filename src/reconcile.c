@@ -123,7 +123,7 @@ static void log_err(const struct pass *p, const char *what, const struct hv_err 
     char code[8];
     snprintf(code, sizeof(code), "%d", (int)err->code);
     hv_log(HV_LOG_WARN, "backend-error", "backend", p->be->ops->name, "vm", p->key, "during", what,
-           "#code", code, "detail", err->detail, NULL);
+           "#code", code, "detail", err->detail, (char *)NULL);
 }
 
 static bool store(struct pass *p)
@@ -154,7 +154,7 @@ static void fail_sticky(struct pass *p, const char *msg)
     hv_metrics_operation("failed", "failure");
     if (store(p))
         answer(p->out, true, 0, msg);
-    hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, NULL);
+    hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -187,7 +187,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     hv_metrics_step(step_name(kind),
                     (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
-           rc == HV_OK ? "accepted" : "error", NULL);
+           rc == HV_OK ? "accepted" : "error", (char *)NULL);
     if (rc == HV_OK)
         return true;
     log_err(p, step_name(kind), &err);
@@ -237,7 +237,7 @@ static void done(struct pass *p, bool had_record)
         p->rec.message[0] = '\0';
         hv_engine_slot_release(p->e, p->key);
         hv_metrics_operation("done", "success");
-        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, NULL);
+        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, (char *)NULL);
         if (!store(p))
             return;
     }
@@ -301,7 +301,7 @@ static bool begin(struct pass *p)
     hv_engine_first_sight(p->e, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
-           p->rec.cold ? "cold" : "live", NULL);
+           p->rec.cold ? "cold" : "live", (char *)NULL);
     return true;
 }
 
@@ -404,7 +404,7 @@ static void live_path(struct pass *p)
             return;
         }
         if (p->s->power_cycle == HV_PC_IF_NEEDED) {
-            hv_log(HV_LOG_INFO, "live-timeout", "vm", p->key, "next", "power cycle", NULL);
+            hv_log(HV_LOG_INFO, "live-timeout", "vm", p->key, "next", "power cycle", (char *)NULL);
             p->rec.cold = true;
             p->rec.phase = HV_PH_NONE;
             cold_on_path(p);

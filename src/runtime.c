@@ -63,7 +63,7 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                 hv_log(HV_LOG_WARN, "insecure-tls", "server", c->name, "detail",
                        "TLS verification of this vCenter is OFF (insecureSkipVerify): "
                        "anyone on the path can impersonate it and read its credentials",
-                       NULL);
+                       (char *)NULL);
         }
         struct hv_backend *b = hv_vsphere_new(vs, cfg->n_vsphere, err, errlen);
         free(vs);

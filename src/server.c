@@ -123,7 +123,7 @@ static enum MHD_Result fail(struct MHD_Connection *c, struct req *r, int code, c
         hv_metrics_call_end(r->hook, HV_CALL_ERROR, s);
         line[n - 1] = '\0';
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status", "Error", "#http",
-               code_s, "#ms", ms, "message", line, NULL);
+               code_s, "#ms", ms, "message", line, (char *)NULL);
     }
     return reply(c, r, code, "text/plain; charset=utf-8", body, n, allow);
 }
@@ -162,7 +162,8 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
-               failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg, NULL);
+               failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
+               (char *)NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);
 }
@@ -297,7 +298,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     char line[512];
     vsnprintf(line, sizeof(line), fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    hv_log(HV_LOG_DEBUG, "http", "detail", line, NULL);
+    hv_log(HV_LOG_DEBUG, "http", "detail", line, (char *)NULL);
 }
 
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
