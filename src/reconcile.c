@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +117,7 @@ struct pass {
     char what[160]; /* describe(desired) */
     int64_t now;
     struct hv_update_result *out;
+    bool chain; /* the step just taken can be followed at once */
 };
 
 static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
@@ -188,8 +190,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
                     (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
            rc == HV_OK ? "accepted" : "error", (char *)NULL);
-    if (rc == HV_OK)
+    if (rc == HV_OK) {
+        p->chain =
+            kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF || kind == HV_STEP_RECONFIGURE;
         return true;
+    }
     log_err(p, step_name(kind), &err);
     p->rec.attempts++;
     char m[400];
@@ -433,77 +438,95 @@ static void live_path(struct pass *p)
                  p->what);
 }
 
+/* One observe-decide-act round. Returns true when it took a step after which the next one
+ * can follow at once (power-off, shutdown, reconfigure): those run back to back, so a VM is
+ * off as briefly as possible and nothing (e.g. CAPV, which powers on VMs it finds off) gets a
+ * window between them. */
+static bool one_pass(struct pass *p)
+{
+    const struct hv_vm_ref *ref = p->ref;
+    const struct hv_hw *desired = p->desired;
+    const struct hv_settings *s = p->s;
+    struct hv_update_result *out = p->out;
+    struct hv_err err = {0};
+    p->chain = false;
+    p->now = (int64_t)time(NULL);
+    memset(&p->obs, 0, sizeof(p->obs));
+    if (p->be->ops->observe(p->be, ref, &p->obs, &err) != HV_OK) {
+        log_err(p, "observe", &err);
+        char m[300];
+        snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+        answer(out, true, 0, m);
+        return false;
+    }
+    if (!p->obs.found) {
+        char m[400];
+        snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
+                 ref->uuid[0] ? ref->uuid : ref->name, p->be->ops->name);
+        answer(out, true, 0, m);
+        return false;
+    }
+    bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    /* A record for other hardware belongs to an older operation. If that one left the VM
+     * off mid-cycle, the new one must still bring it back on. */
+    bool old_cold_inflight =
+        had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    if (had && !hv_hw_equal(&p->rec.desired, desired))
+        had = false;
+    if (had && p->rec.phase == HV_PH_FAILED) {
+        answer(out, true, 0, p->rec.message);
+        return false;
+    }
+    bool on = p->obs.power == HV_POWER_ON;
+    bool inflight = had && p->rec.phase != HV_PH_DONE;
+    if (matches(&p->obs.hw, desired) && (on || !(inflight || old_cold_inflight))) {
+        done(p, had);
+        return false;
+    }
+    if (!had || p->rec.phase == HV_PH_DONE) {
+        if (!begin(p))
+            return false;
+    }
+    if (p->now - p->rec.started_at > s->deadline_s) {
+        if (!on) {
+            if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+                progress(p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
+            return false;
+        }
+        char m[300];
+        snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
+                 s->deadline_s, hv_phase_name(p->rec.phase));
+        fail_sticky(p, m);
+        return false;
+    }
+    if (!on) {
+        if (p->rec.cold)
+            hv_engine_slot_acquire(p->e, p->key, p->obs.host, true);
+        off_path(p);
+    } else if (p->rec.cold) {
+        cold_on_path(p);
+    } else {
+        live_path(p);
+    }
+    return p->chain;
+}
+
 void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
                              const struct hv_settings *s, struct hv_update_result *out)
 {
-    struct pass p;
-    memset(&p, 0, sizeof(p));
-    p.e = e;
-    p.be = be;
-    p.ref = ref;
-    p.desired = desired;
-    p.s = s;
-    p.out = out;
-    p.now = (int64_t)time(NULL);
-    snprintf(p.key, sizeof(p.key), "%s", key);
-    describe(p.what, sizeof(p.what), desired);
-    struct hv_err err = {0};
-    if (be->ops->observe(be, ref, &p.obs, &err) != HV_OK) {
-        log_err(&p, "observe", &err);
-        char m[300];
-        snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
-        answer(out, true, 0, m);
-        return;
-    }
-    if (!p.obs.found) {
-        char m[400];
-        snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
-                 ref->uuid[0] ? ref->uuid : ref->name, be->ops->name);
-        answer(out, true, 0, m);
-        return;
-    }
-    bool had = hv_oprecord_read(&p.rec, p.obs.record);
-    /* A record for other hardware belongs to an older operation. If that one left the VM
-     * off mid-cycle, the new one must still bring it back on. */
-    bool old_cold_inflight =
-        had && p.rec.cold && p.rec.phase >= HV_PH_SHUTDOWN && p.rec.phase <= HV_PH_POWER_ON;
-    if (had && !hv_hw_equal(&p.rec.desired, desired))
-        had = false;
-    if (had && p.rec.phase == HV_PH_FAILED) {
-        answer(out, true, 0, p.rec.message);
-        return;
-    }
-    bool on = p.obs.power == HV_POWER_ON;
-    bool inflight = had && p.rec.phase != HV_PH_DONE;
-    if (matches(&p.obs.hw, desired) && (on || !(inflight || old_cold_inflight))) {
-        done(&p, had);
-        return;
-    }
-    if (!had || p.rec.phase == HV_PH_DONE) {
-        if (!begin(&p))
-            return;
-        had = true;
-    }
-    if (p.now - p.rec.started_at > s->deadline_s) {
-        if (!on) {
-            if (step(&p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
-                progress(&p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
-            return;
-        }
-        char m[300];
-        snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
-                 s->deadline_s, hv_phase_name(p.rec.phase));
-        fail_sticky(&p, m);
-        return;
-    }
-    if (!on) {
-        if (p.rec.cold)
-            hv_engine_slot_acquire(e, p.key, p.obs.host, true);
-        off_path(&p);
-    } else if (p.rec.cold) {
-        cold_on_path(&p);
-    } else {
-        live_path(&p);
-    }
+    struct pass *p = calloc(1, sizeof(*p));
+    if (!p)
+        abort();
+    p->e = e;
+    p->be = be;
+    p->ref = ref;
+    p->desired = desired;
+    p->s = s;
+    p->out = out;
+    snprintf(p->key, sizeof(p->key), "%s", key);
+    describe(p->what, sizeof(p->what), desired);
+    for (int round = 0; round < 4 && one_pass(p); round++)
+        ;
+    free(p);
 }
