@@ -146,10 +146,19 @@ static int parse(int argc, char **argv, struct lab *l)
             l->vs_insecure = true;
             break;
         case 'v':
-            hv_log_set_level(!strcmp(optarg, "debug")  ? HV_LOG_DEBUG
-                             : !strcmp(optarg, "info") ? HV_LOG_INFO
-                             : !strcmp(optarg, "warn") ? HV_LOG_WARN
-                                                       : HV_LOG_ERROR);
+            if (!strcmp(optarg, "debug"))
+                hv_log_set_level(HV_LOG_DEBUG);
+            else if (!strcmp(optarg, "info"))
+                hv_log_set_level(HV_LOG_INFO);
+            else if (!strcmp(optarg, "warn"))
+                hv_log_set_level(HV_LOG_WARN);
+            else if (!strcmp(optarg, "error"))
+                hv_log_set_level(HV_LOG_ERROR);
+            else {
+                fprintf(stderr, "hvupdater %s: --log-level must be debug|info|warn|error\n",
+                        argv[0]);
+                return -1;
+            }
             break;
         case 's': {
             const char *eq = strchr(optarg, '=');
@@ -303,12 +312,12 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
         printf("cannot plan the change: %s\n", hv_errcode_message(err.code));
         goto out;
     }
-    printf("VM %s on %s: %s, memory %lld MiB, %d vCPUs\n", ref->uuid[0] ? ref->uuid : ref->name,
+    printf("VM %s on %s: %s, memory %lld MiB, %d vCPU%s\n", ref->uuid[0] ? ref->uuid : ref->name,
            obs->host,
            obs->power == HV_POWER_ON    ? "running"
            : obs->power == HV_POWER_OFF ? "off"
                                         : "in another state",
-           (long long)obs->hw.memory_mib, obs->hw.cpus);
+           (long long)obs->hw.memory_mib, obs->hw.cpus, obs->hw.cpus == 1 ? "" : "s");
     int64_t have[HV_F_COUNT] = {obs->hw.memory_mib, obs->hw.cpus, obs->hw.cores_per_socket};
     int64_t want[HV_F_COUNT] = {l->want.memory_mib, l->want.cpus, l->want.cores_per_socket};
     rc = 0;

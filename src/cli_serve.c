@@ -24,8 +24,10 @@ static void serve_usage(FILE *out)
             "  --tls-key FILE         its private key (PEM)\n"
             "  --cert-dir DIR         without --tls-cert: where the self-signed CA and serving\n"
             "                         certificate are made and kept (default\n"
-            "                         $STATE_DIRECTORY or ~/.local/state/hvupdater/tls)\n"
-            "  --tls-san NAME         extra DNS name for the self-signed certificate (repeat)\n"
+            "                         $STATE_DIRECTORY/tls, $XDG_STATE_HOME/hvupdater/tls or\n"
+            "                         ~/.local/state/hvupdater/tls)\n"
+            "  --tls-san NAME         extra DNS name for the self-signed certificate (repeat,\n"
+            "                         up to 15)\n"
             "  --config FILE          config file (JSON, see schemas/config.json); without it\n"
             "                         the embedded default: built-in profiles, libvirt\n"
             "                         test:///default\n"
@@ -105,8 +107,11 @@ int hv_cmd_serve(int argc, char **argv)
             snprintf(cert_dir, sizeof(cert_dir), "%s", optarg);
             break;
         case 's':
-            if (n_sans < 15)
-                sans[n_sans++] = optarg;
+            if (n_sans == 15) {
+                fprintf(stderr, "hvupdater serve: at most 15 --tls-san names\n");
+                return 2;
+            }
+            sans[n_sans++] = optarg;
             break;
         case 'f':
             config = optarg;

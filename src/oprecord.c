@@ -42,6 +42,7 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     hj_obj_set_take(o, "startedAt", hj_new_int(r->started_at));
     hj_obj_set_take(o, "stepAt", hj_new_int(r->step_at));
     hj_obj_set_take(o, "owner", hj_new_string(r->owner));
+    hj_obj_set_take(o, "policy", hj_new_string(r->policy));
     if (r->message[0])
         hj_obj_set_take(o, "message", hj_new_string(r->message));
     size_t len;
@@ -91,6 +92,8 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->started_at = int_at(o, "startedAt", 0);
         r->step_at = int_at(o, "stepAt", 0);
         const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");
+        const char *pol = hj_get_str(o, "policy");
+        snprintf(r->policy, sizeof(r->policy), "%s", pol ? pol : "");
         snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
         snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
         ok = r->phase != HV_PH_NONE;

@@ -31,6 +31,7 @@ struct hv_oprecord {
     int recycles;                /* times the VM came back on before it was reconfigured */
     int64_t started_at, step_at; /* unix seconds */
     char owner[96];              /* host:pid of the process that wrote it */
+    char policy[96];             /* settings the outcome depends on (see reconcile.c) */
     char message[512];           /* Failure message (phase FAILED) */
 };
 

@@ -78,7 +78,8 @@ static void describe(char *out, size_t cap, const struct hv_hw *h)
         strncat(out, part, cap - strlen(out) - 1);
     }
     if (h->cpus >= 0) {
-        snprintf(part, sizeof(part), HV_MSG("%s%d vCPUs"), out[0] ? ", " : "", h->cpus);
+        snprintf(part, sizeof(part), h->cpus == 1 ? HV_MSG("%s%d vCPU") : HV_MSG("%s%d vCPUs"),
+                 out[0] ? ", " : "", h->cpus);
         strncat(out, part, cap - strlen(out) - 1);
     }
     if (h->cores_per_socket >= 0) {
@@ -128,11 +129,20 @@ static void log_err(const struct pass *p, const char *what, const struct hv_err 
            "#code", code, "detail", err->detail, (char *)NULL);
 }
 
+/* The settings an operation's outcome depends on, as recorded with it. */
+static void policy_of(const struct hv_settings *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%s/%d/%d/%d", hv_power_cycle_name(s->power_cycle),
+             hv_power_off_mode_name(s->power_off_mode), s->live_timeout_s, s->shutdown_timeout_s,
+             s->deadline_s);
+}
+
 static bool store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
     struct hv_err err = {0};
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", hv_engine_owner(p->e));
+    policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
@@ -472,6 +482,12 @@ static bool one_pass(struct pass *p)
     bool old_cold_inflight =
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
+        had = false;
+    char pol[sizeof(p->rec.policy)];
+    policy_of(s, pol, sizeof(pol));
+    /* A failure is final for this hardware under this policy; a changed policy (e.g. the
+     * operator allowed power cycles) gets a new operation. */
+    if (had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol))
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         answer(out, true, 0, p->rec.message);

@@ -205,18 +205,25 @@ static void test_power_cycle_never_is_a_sticky_failure(void **state)
     assert_true(r1.failure);
     assert_non_null(strstr(r1.message, "needs a power cycle"));
     assert_non_null(strstr(r1.message, "powerCycle is Never"));
-    /* retried with the same desired spec: same message, nothing done */
-    f->s.power_cycle = HV_PC_IF_NEEDED; /* even if policy changed meanwhile */
-    struct hv_update_result r2 = pass(f, "eng-never", want);
-    assert_true(r2.failure);
-    assert_string_equal(r1.message, r2.message);
+    /* retried with the same desired spec and policy: same message, nothing done */
+    for (int k = 0; k < 3; k++) {
+        struct hv_update_result r2 = pass(f, "eng-never", want);
+        assert_true(r2.failure);
+        assert_string_equal(r1.message, r2.message);
+    }
     assert_int_equal(dom_id(f, "eng-never"), id);
-    /* a new desired spec starts a new operation */
+    /* a new desired spec starts a new operation (still under Never: fails on its own) */
     struct hv_hw other = {1536, -1, -1};
-    struct hv_update_result r3 = until_end(f, "eng-never", other, 10, NULL);
-    assert_false(r3.failure);
-    assert_int_equal(r3.retry_after_s, 0);
+    struct hv_update_result r3 = pass(f, "eng-never", other);
+    assert_true(r3.failure);
+    assert_int_equal(dom_id(f, "eng-never"), id);
+    /* the operator allows power cycles: the same desired spec gets a new operation */
+    f->s.power_cycle = HV_PC_IF_NEEDED;
+    struct hv_update_result r4 = until_end(f, "eng-never", other, 10, NULL);
+    assert_false(r4.failure);
+    assert_int_equal(r4.retry_after_s, 0);
     assert_int_equal(observe(f, "eng-never").hw.memory_mib, 1536);
+    assert_int_not_equal(dom_id(f, "eng-never"), id);
 }
 
 static void test_missing_domain(void **state)
