@@ -146,15 +146,7 @@ static int parse(int argc, char **argv, struct lab *l)
             l->vs_insecure = true;
             break;
         case 'v':
-            if (!strcmp(optarg, "debug"))
-                hv_log_set_level(HV_LOG_DEBUG);
-            else if (!strcmp(optarg, "info"))
-                hv_log_set_level(HV_LOG_INFO);
-            else if (!strcmp(optarg, "warn"))
-                hv_log_set_level(HV_LOG_WARN);
-            else if (!strcmp(optarg, "error"))
-                hv_log_set_level(HV_LOG_ERROR);
-            else {
+            if (hv_log_set_level_name(optarg) < 0) {
                 fprintf(stderr, "hvupdater %s: --log-level must be debug|info|warn|error\n",
                         argv[0]);
                 return -1;

@@ -126,15 +126,7 @@ int hv_cmd_serve(int argc, char **argv)
             port_file = optarg;
             break;
         case 'v':
-            if (!strcmp(optarg, "debug"))
-                hv_log_set_level(HV_LOG_DEBUG);
-            else if (!strcmp(optarg, "info"))
-                hv_log_set_level(HV_LOG_INFO);
-            else if (!strcmp(optarg, "warn"))
-                hv_log_set_level(HV_LOG_WARN);
-            else if (!strcmp(optarg, "error"))
-                hv_log_set_level(HV_LOG_ERROR);
-            else {
+            if (hv_log_set_level_name(optarg) < 0) {
                 fprintf(stderr, "hvupdater serve: --log-level must be debug|info|warn|error\n");
                 return 2;
             }

@@ -109,6 +109,19 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
     return x;
 }
 
+/* Queue x for a reconcile pass and wake a worker; caller holds the lock. */
+static void enqueue(struct hv_engine *e, struct entry *x)
+{
+    x->queued = true;
+    x->next_q = NULL;
+    if (e->q_tail)
+        e->q_tail->next_q = x;
+    else
+        e->q_head = x;
+    e->q_tail = x;
+    pthread_cond_signal(&e->cond);
+}
+
 static void *worker(void *arg)
 {
     struct hv_engine *e = arg;
@@ -139,15 +152,8 @@ static void *worker(void *arg)
         x->have_answer = true;
         x->answer_for = desired;
         x->answer = res;
-        if (x->again && !x->queued) {
-            x->queued = true;
-            x->next_q = NULL;
-            if (e->q_tail)
-                e->q_tail->next_q = x;
-            else
-                e->q_head = x;
-            e->q_tail = x;
-        }
+        if (x->again && !x->queued)
+            enqueue(e, x);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -302,14 +308,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     if (x->running) {
         x->again = true;
     } else if (!x->queued) {
-        x->queued = true;
-        x->next_q = NULL;
-        if (e->q_tail)
-            e->q_tail->next_q = x;
-        else
-            e->q_head = x;
-        e->q_tail = x;
-        pthread_cond_signal(&e->cond);
+        enqueue(e, x);
     }
     pthread_mutex_unlock(&e->lock);
 }

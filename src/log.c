@@ -15,6 +15,17 @@ void hv_log_set_level(enum hv_log_level l)
     min_level = l;
 }
 
+int hv_log_set_level_name(const char *name)
+{
+    for (int k = 0; k < 4; k++) {
+        if (!strcmp(name, names[k])) {
+            min_level = (enum hv_log_level)k;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 int hv_log_enabled(enum hv_log_level l)
 {
     return l >= min_level;
