@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #define MAX_WORKERS 64
+#define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
 
 struct entry {
     char key[HV_KEY_MAX];
@@ -419,7 +420,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             pthread_mutex_unlock(&e->lock);
             return rc;
         }
-        if (!x->probe_running) {
+        if (!x->probe_running && e->probes_running < MAX_PROBES) {
             struct probe_job *j = malloc(sizeof(*j));
             pthread_t t;
             pthread_attr_t attr;

@@ -286,6 +286,10 @@ static int cb_start_map(void *ctx)
 static int cb_key(void *ctx, const unsigned char *s, size_t n)
 {
     struct pstate *p = ctx;
+    if (p->stack[p->depth - 1]->n >= HJ_MAX_MEMBERS) {
+        p->why = HV_MSG("an object with more than 4096 members");
+        return 0;
+    }
     if (memchr(s, '\0', n)) { /* keys are C strings here: "a\u0000b" would read as "a" */
         p->why = HV_MSG("object key contains U+0000");
         return 0;

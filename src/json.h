@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HJ_MAX_DEPTH 64
+#define HJ_MAX_DEPTH   64
+#define HJ_MAX_MEMBERS 4096 /* per object: keeps key lookups bounded on hostile input */
 
 enum hj_type { HJ_NULL, HJ_BOOL, HJ_INT, HJ_FLOAT, HJ_STRING, HJ_ARRAY, HJ_OBJECT };
 

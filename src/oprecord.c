@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const phase_names[HV_PH_COUNT] = {"none",     "live",      "wait-live",
-                                                     "shutdown", "power-off", "reconfigure",
-                                                     "power-on", "done",      "failed"};
+static const char *const phase_names[HV_PH_COUNT] = {
+    "none",      "planned",     "live",     "wait-live", "shutdown",
+    "power-off", "reconfigure", "power-on", "done",      "failed"};
 
 const char *hv_phase_name(enum hv_phase p)
 {

@@ -11,6 +11,7 @@
 
 enum hv_phase {
     HV_PH_NONE = 0,
+    HV_PH_PLANNED,     /* planned, waiting (e.g. for a power-cycle slot) */
     HV_PH_LIVE,        /* live steps being issued */
     HV_PH_WAIT_LIVE,   /* live steps issued at step_at; waiting for the hypervisor to show them */
     HV_PH_SHUTDOWN,    /* graceful shutdown requested at step_at */

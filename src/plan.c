@@ -63,8 +63,14 @@ static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void 
         for (size_t k = 0; k < n; k++) {
             char sub[512];
             snprintf(sub, sizeof(sub), "%s", prefix);
-            if (!hj_ptr_append(sub, sizeof(sub), keys[k]))
-                continue; /* absurdly deep keys: reported at the parent below */
+            if (!hj_ptr_append(sub, sizeof(sub), keys[k])) {
+                /* a difference under a path too long to name: report it at the object */
+                if (hj_equal(hj_get(a, keys[k]), hj_get(b, keys[k])))
+                    continue;
+                free(keys);
+                fn(ctx, prefix, a, b);
+                return;
+            }
             diff(sub, hj_get(a, keys[k]), hj_get(b, keys[k]), fn, ctx);
         }
         free(keys);

@@ -246,11 +246,12 @@ static void done(struct pass *p, bool had_record)
 {
     char m[300];
     snprintf(m, sizeof(m), HV_MSG("done: %s"), p->what);
+    /* Another replica may have finished what this one began: give back any slot held here. */
+    hv_engine_slot_release(p->e, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
         p->rec.message[0] = '\0';
-        hv_engine_slot_release(p->e, p->key);
         hv_metrics_operation("done", "success");
         hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, (char *)NULL);
         if (!store(p))
@@ -395,6 +396,11 @@ static void cold_on_path(struct pass *p)
         __attribute__((fallthrough));
     default:
         if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+            if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
+                p->rec.phase = HV_PH_PLANNED;
+                if (!store(p))
+                    return;
+            }
             progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return;
         }
@@ -474,6 +480,15 @@ static bool one_pass(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  ref->uuid[0] ? ref->uuid : ref->name, p->be->ops->name);
         answer(out, true, 0, m);
+        hv_engine_slot_release(p->e, p->key);
+        return false;
+    }
+    if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
+        /* Paused or suspended on purpose, or in transition: take no step until it runs or
+         * is off (resuming it is not ours to decide). */
+        answer(out, true, 0,
+               HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
+                      "it runs or is off"));
         return false;
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
@@ -490,12 +505,26 @@ static bool one_pass(struct pass *p)
     if (had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol))
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
+        hv_engine_slot_release(p->e, p->key);
+        if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
+            /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
+             * a failure must not leave the VM off. Best effort, every call. */
+            struct hv_step on = {.kind = HV_STEP_POWER_ON,
+                                 .desired = *desired,
+                                 .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+            struct hv_err e2 = {0};
+            if (p->be->ops->act(p->be, ref, &on, &e2) != HV_OK)
+                log_err(p, "power-on after failure", &e2);
+        }
         answer(out, true, 0, p->rec.message);
         return false;
     }
     bool on = p->obs.power == HV_POWER_ON;
     bool inflight = had && p->rec.phase != HV_PH_DONE;
-    if (matches(&p->obs.hw, desired) && (on || !(inflight || old_cold_inflight))) {
+    /* A shutdown or power-off we sent may still take the VM down: not done while it can. */
+    bool going_down =
+        inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (matches(&p->obs.hw, desired) && !going_down && (on || !(inflight || old_cold_inflight))) {
         done(p, had);
         return false;
     }

@@ -294,6 +294,77 @@ static void test_deadline_passed_is_a_failure(void **state)
     assert_int_equal(observe(f, "eng-late").power, HV_POWER_ON);
 }
 
+static void test_failure_mid_cycle_never_leaves_the_vm_off(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-late-off", 2048, 2048, 1, 1);
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){1024, -1, -1};
+    rec.phase = HV_PH_SHUTDOWN;
+    rec.cold = true;
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 100;
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-late-off");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    f->s.deadline_s = 60;
+    struct hv_update_result r1 = pass(f, "eng-late-off", rec.desired);
+    assert_true(r1.failure);
+    /* the guest acts on the earlier shutdown after the failure was recorded */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-late-off");
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    struct hv_update_result r2 = pass(f, "eng-late-off", rec.desired);
+    assert_true(r2.failure);
+    assert_string_equal(r1.message, r2.message); /* still the same sticky answer... */
+    assert_int_equal(observe(f, "eng-late-off").power, HV_POWER_ON); /* ...and the VM is on */
+}
+
+static void test_not_done_while_a_shutdown_is_in_flight(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-inflight", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-inflight");
+    /* another process asked for a shutdown; the VM already shows the desired hardware */
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){2048, -1, -1};
+    rec.phase = HV_PH_SHUTDOWN;
+    rec.cold = true;
+    rec.started_at = rec.step_at = (int64_t)time(NULL);
+    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-inflight");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_update_result r = pass(f, "eng-inflight", rec.desired);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0); /* not "done" while the VM may still go down */
+    r = until_end(f, "eng-inflight", rec.desired, 5, NULL);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_int_equal(observe(f, "eng-inflight").power, HV_POWER_ON);
+    assert_int_not_equal(dom_id(f, "eng-inflight"), id);
+}
+
+static void test_paused_vm_takes_no_step(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-paused", 2048, 2048, 1, 1);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-paused");
+    assert_int_equal(virDomainSuspend(d), 0);
+    struct hv_update_result r = pass(f, "eng-paused", (struct hv_hw){1024, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "the VM is paused, suspended or in transition; hvupdater "
+                                   "continues when it runs or is off");
+    int st = 0, reason = 0;
+    assert_int_equal(virDomainGetState(d, &st, &reason, 0), 0);
+    assert_int_equal(st, VIR_DOMAIN_PAUSED);
+    virDomainFree(d);
+}
+
 static void test_power_cycle_slots_per_host(void **state)
 {
     struct fx *f = *state;
@@ -355,6 +426,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_damaged_record_restarts_from_what_the_vm_shows, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_deadline_passed_is_a_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_mid_cycle_never_leaves_the_vm_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_not_done_while_a_shutdown_is_in_flight, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),

@@ -336,6 +336,34 @@ static void test_depth_64_accepted(void **state)
     free(s);
 }
 
+/* {"k0":0,"k1":1,...} with n members; caller frees. */
+static char *wide_object(size_t n)
+{
+    char *o = malloc(n * 24 + 8), *w = o;
+    assert_non_null(o);
+    *w++ = '{';
+    for (size_t k = 0; k < n; k++)
+        w += sprintf(w, "%s\"k%zu\":%zu", k ? "," : "", k, k);
+    *w++ = '}';
+    *w = '\0';
+    return o;
+}
+
+static void test_member_limit(void **state)
+{
+    char err[256];
+    char *ok = wide_object(HJ_MAX_MEMBERS);
+    hj *v = hj_parse(ok, strlen(ok), err, sizeof(err));
+    assert_non_null(v);
+    assert_int_equal(v->n, HJ_MAX_MEMBERS);
+    hj_free(v);
+    free(ok);
+    char *big = wide_object(HJ_MAX_MEMBERS + 1);
+    expect_invalid(big, strlen(big), err, sizeof(err));
+    assert_non_null(strstr(err, "an object with more than 4096 members"));
+    free(big);
+}
+
 static void test_depth_65_rejected(void **state)
 {
     char err[256];
@@ -605,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_strings_keep_embedded_nul_escape),
         cmocka_unit_test(test_depth_64_accepted),
         cmocka_unit_test(test_depth_65_rejected),
+        cmocka_unit_test(test_member_limit),
         cmocka_unit_test(test_malformed_inputs),
         cmocka_unit_test(test_error_messages_are_specific),
         cmocka_unit_test(test_error_message_truncated_to_buffer),

@@ -379,6 +379,34 @@ static void test_block_turns_uncovered_into_failure(void **state)
                   true, NULL);
 }
 
+/* A difference under a key too long to name as a path is still a difference. */
+static void test_block_sees_differences_under_long_keys(void **state)
+{
+    struct env e;
+    struct hv_coverage c;
+    env_init(&e, HV_PC_IF_NEEDED, HV_UNC_BLOCK);
+    hj *req = tu_fixture("vsm-memory-grow.json");
+    char key[601];
+    memset(key, 'k', 600);
+    key[600] = '\0';
+    hj *spec = hj_ptr(req, "/desired/bootstrapConfig/spec");
+    assert_non_null(spec);
+    hj_obj_set_take(spec, key, hj_new_string("x"));
+    plan_req(&e, req, &c);
+    assert_true(c.failure);
+    assert_null(c.infra_patch);
+    assert_non_null(strstr(c.message, "bootstrapConfig.spec ("));
+    hv_coverage_free(&c);
+    /* the same long key, equal on both sides, is no difference */
+    hj_obj_set_take(hj_ptr(req, "/current/bootstrapConfig/spec"), key, hj_new_string("x"));
+    plan_req(&e, req, &c);
+    assert_false(c.failure);
+    assert_non_null(c.infra_patch);
+    hv_coverage_free(&c);
+    hj_free(req);
+    env_free(&e);
+}
+
 static void test_block_with_everything_covered_is_success(void **state)
 {
     check_fixture("vsm-memory-cpu-grow.json", HV_PC_IF_NEEDED, HV_UNC_BLOCK,
@@ -1315,6 +1343,7 @@ int main(void)
         cmocka_unit_test(test_never_mixed_growth_and_shrink),
         cmocka_unit_test(test_block_turns_uncovered_into_failure),
         cmocka_unit_test(test_block_with_everything_covered_is_success),
+        cmocka_unit_test(test_block_sees_differences_under_long_keys),
         cmocka_unit_test(test_block_lists_every_item_in_order),
         cmocka_unit_test(test_unknown_kind_declined_never_failure),
         cmocka_unit_test(test_unknown_version_group_or_missing_kind_declined),
