@@ -145,6 +145,25 @@ static struct hv_vm_obs observe(struct fx *f, const char *name)
     return o;
 }
 
+/* Store an operation record on a domain as another (gone) process would have left it. */
+static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_hw desired,
+                                     enum hv_phase phase, bool cold, int64_t age_s)
+{
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = desired;
+    rec.phase = phase;
+    rec.cold = cold;
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - age_s;
+    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    return rec;
+}
+
 static void test_live_balloon_growth_then_idempotent(void **state)
 {
     struct fx *f = *state;
@@ -238,16 +257,8 @@ static void test_vm_found_off_mid_operation_is_reconfigured_and_started(void **s
 {
     struct fx *f = *state;
     define(f, "eng-off", 4096, 1024, 1, 2);
-    struct hv_oprecord rec;
-    memset(&rec, 0, sizeof(rec));
-    rec.desired = (struct hv_hw){2048, -1, -1};
-    rec.phase = HV_PH_WAIT_LIVE;
-    rec.started_at = rec.step_at = (int64_t)time(NULL);
-    char buf[HV_RECORD_MAX];
-    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
-    struct hv_vm_ref ref = ref_of("eng-off");
-    struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_oprecord rec =
+        put_record(f, "eng-off", (struct hv_hw){2048, -1, -1}, HV_PH_WAIT_LIVE, false, 0);
     virDomainPtr d = virDomainLookupByName(f->conn, "eng-off");
     assert_int_equal(virDomainDestroy(d), 0);
     virDomainFree(d);
@@ -276,17 +287,8 @@ static void test_deadline_passed_is_a_failure(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-late", 2048, 2048, 1, 1);
-    struct hv_oprecord rec;
-    memset(&rec, 0, sizeof(rec));
-    rec.desired = (struct hv_hw){1024, -1, -1};
-    rec.phase = HV_PH_SHUTDOWN;
-    rec.cold = true;
-    rec.started_at = rec.step_at = (int64_t)time(NULL) - 100;
-    char buf[HV_RECORD_MAX];
-    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
-    struct hv_vm_ref ref = ref_of("eng-late");
-    struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_oprecord rec =
+        put_record(f, "eng-late", (struct hv_hw){1024, -1, -1}, HV_PH_SHUTDOWN, true, 100);
     f->s.deadline_s = 60;
     struct hv_update_result r = pass(f, "eng-late", rec.desired);
     assert_true(r.failure);
@@ -298,17 +300,8 @@ static void test_failure_mid_cycle_never_leaves_the_vm_off(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-late-off", 2048, 2048, 1, 1);
-    struct hv_oprecord rec;
-    memset(&rec, 0, sizeof(rec));
-    rec.desired = (struct hv_hw){1024, -1, -1};
-    rec.phase = HV_PH_SHUTDOWN;
-    rec.cold = true;
-    rec.started_at = rec.step_at = (int64_t)time(NULL) - 100;
-    char buf[HV_RECORD_MAX];
-    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
-    struct hv_vm_ref ref = ref_of("eng-late-off");
-    struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_oprecord rec =
+        put_record(f, "eng-late-off", (struct hv_hw){1024, -1, -1}, HV_PH_SHUTDOWN, true, 100);
     f->s.deadline_s = 60;
     struct hv_update_result r1 = pass(f, "eng-late-off", rec.desired);
     assert_true(r1.failure);
@@ -328,18 +321,8 @@ static void test_not_done_while_a_shutdown_is_in_flight(void **state)
     define(f, "eng-inflight", 2048, 2048, 1, 1);
     int id = dom_id(f, "eng-inflight");
     /* another process asked for a shutdown; the VM already shows the desired hardware */
-    struct hv_oprecord rec;
-    memset(&rec, 0, sizeof(rec));
-    rec.desired = (struct hv_hw){2048, -1, -1};
-    rec.phase = HV_PH_SHUTDOWN;
-    rec.cold = true;
-    rec.started_at = rec.step_at = (int64_t)time(NULL);
-    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
-    char buf[HV_RECORD_MAX];
-    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
-    struct hv_vm_ref ref = ref_of("eng-inflight");
-    struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_oprecord rec =
+        put_record(f, "eng-inflight", (struct hv_hw){2048, -1, -1}, HV_PH_SHUTDOWN, true, 0);
     struct hv_update_result r = pass(f, "eng-inflight", rec.desired);
     assert_false(r.failure);
     assert_true(r.retry_after_s > 0); /* not "done" while the VM may still go down */
