@@ -4,20 +4,30 @@
 # infra kind profiles and libvirt's in-process test:///default driver (no daemon needed).
 # It first walks through what Cluster API does (discovery, CanUpdateMachine, UpdateMachine
 # until done) against the built-in `test` domain, then keeps serving until Ctrl-C.
-# Usage: scripts/run.sh [--no-demo] [extra `hvupdater serve` flags...]
+# Usage: scripts/run.sh [--no-demo | --demo-only] [extra `hvupdater serve` flags...]
+#   --no-demo    just serve;  --demo-only  walk through the hooks, then stop
+# Environment: HV_LISTEN (127.0.0.1:8443), HV_BUILD_DIR (build), HV_STATE_DIR (BUILD/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEMO=1
-if [ "${1:-}" = "--no-demo" ]; then DEMO=0; shift; fi
+ONLY=0
+case "${1:-}" in
+--no-demo) DEMO=0; shift ;;
+--demo-only) ONLY=1; shift ;;
+esac
+BUILD=${HV_BUILD_DIR:-build}
 
 ./scripts/bootstrap.sh build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target hvupdater
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$BUILD" -j"$(nproc)" --target hvupdater
 
-STATE=${HV_STATE_DIR:-$PWD/build/run}
+STATE=${HV_STATE_DIR:-$PWD/$BUILD/run}
 mkdir -p "$STATE"
+rm -f "$STATE/port" # a port file left by an earlier run is not this server's
 LISTEN=${HV_LISTEN:-127.0.0.1:8443}
-build/hvupdater serve --listen "$LISTEN" --cert-dir "$STATE/tls" --port-file "$STATE/port" "$@" &
+"$BUILD/hvupdater" serve --listen "$LISTEN" --cert-dir "$STATE/tls" --port-file "$STATE/port" "$@" &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null' EXIT INT TERM
 for _ in $(seq 100); do [ -s "$STATE/port" ] && break; sleep 0.1; done
@@ -48,6 +58,9 @@ if [ "$DEMO" = 1 ]; then
         sleep 1
     done
     echo
+fi
+if [ "$ONLY" = 1 ]; then
+    exit 0
 fi
 echo "hvupdater is serving on https://$LISTEN (CA: $CA). Ctrl-C stops it."
 wait $PID
