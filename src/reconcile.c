@@ -169,6 +169,18 @@ static void fail_sticky(struct pass *p, const char *msg)
     hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
 }
 
+/* Best-effort start of a VM an operation is giving up on (failed steps, failure after a
+ * late shutdown): no record, no retry count; the error only goes to the log. */
+static void power_on_anyway(struct pass *p)
+{
+    struct hv_step on = {.kind = HV_STEP_POWER_ON,
+                         .desired = *p->desired,
+                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+    struct hv_err err = {0};
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+        log_err(p, "power-on while giving up", &err);
+}
+
 /* Record the phase, then act. Returns true when the step was accepted. */
 static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
 {
@@ -212,11 +224,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
                  p->rec.attempts, hv_errcode_message(err.code));
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
-            /* Never leave a VM off: try to start it as it is before giving up. */
-            struct hv_step on = {
-                .kind = HV_STEP_POWER_ON, .desired = *p->desired, .timeout_ms = st.timeout_ms};
-            struct hv_err e2 = {0};
-            p->be->ops->act(p->be, p->ref, &on, &e2);
+            power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
         fail_sticky(p, m);
         return false;
@@ -509,12 +517,7 @@ static bool one_pass(struct pass *p)
         if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            struct hv_step on = {.kind = HV_STEP_POWER_ON,
-                                 .desired = *desired,
-                                 .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
-            struct hv_err e2 = {0};
-            if (p->be->ops->act(p->be, ref, &on, &e2) != HV_OK)
-                log_err(p, "power-on after failure", &e2);
+            power_on_anyway(p);
         }
         answer(out, true, 0, p->rec.message);
         return false;

@@ -416,3 +416,15 @@ int lv_with_dom(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn f
     }
     return HV_E_INTERNAL; /* not reached */
 }
+
+int lv_with_dom_settled(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn fn,
+                        void *arg, bool *found, struct hv_err *err)
+{
+    int rc = HV_E_INVALID_STATE;
+    for (int attempt = 0; attempt < 3 && rc == HV_E_INVALID_STATE; attempt++) {
+        err->code = HV_OK;
+        err->detail[0] = '\0';
+        rc = lv_with_dom(be, ref, fn, arg, found, err);
+    }
+    return rc;
+}

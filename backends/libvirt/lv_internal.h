@@ -74,6 +74,10 @@ void lv_dom_release(struct lv_dom *d);
 typedef int (*lv_body_fn)(struct lv_dom *d, void *arg, struct hv_err *err);
 int lv_with_dom(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn fn, void *arg,
                 bool *found, struct hv_err *err);
+/* lv_with_dom for bodies that are safe to repeat (reads, the record write): when the domain
+ * starts or stops between their calls (HV_E_INVALID_STATE), run them again, up to 3 times. */
+int lv_with_dom_settled(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn fn,
+                        void *arg, bool *found, struct hv_err *err);
 bool lv_serves(struct hv_backend *b, const struct hv_vm_ref *ref);
 /* Record the last libvirt error of this thread into err (what = the call that failed), and
  * reset d's host connection when the failure shows a dead connection. Returns err->code. */

@@ -129,16 +129,8 @@ int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_v
     if (!ref)
         return lv_seterr(err, HV_E_INTERNAL, "observe: missing ref");
     bool found = false;
-    int rc = HV_E_INVALID_STATE;
-    /* A domain that starts or stops between the calls of one observation (e.g. the live
-     * metadata read of a domain that just shut off) makes a call refuse the state: that is
-     * not an error of the domain, so observe it again. */
-    for (int attempt = 0; attempt < 3 && rc == HV_E_INVALID_STATE; attempt++) {
-        lv_obs_reset(obs);
-        err->code = HV_OK;
-        err->detail[0] = '\0';
-        rc = lv_with_dom(b->priv, ref, lv_observe_body, obs, &found, err);
-    }
+    /* e.g. the live metadata read of a domain that just shut off: observe it again */
+    int rc = lv_with_dom_settled(b->priv, ref, lv_observe_body, obs, &found, err);
     if (rc != HV_OK || !found)
         lv_obs_reset(obs); /* found = false; nothing half-filled */
     return rc;

@@ -113,14 +113,8 @@ int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const 
     if (!lv_record_text_ok(record))
         return lv_seterr(err, HV_E_INTERNAL, "record holds bytes XML cannot carry");
     bool found = false;
-    int rc = HV_E_INVALID_STATE;
-    /* The domain may start or stop between reading its state and writing (live + config):
-     * write again with the new state rather than fail. */
-    for (int attempt = 0; attempt < 3 && rc == HV_E_INVALID_STATE; attempt++) {
-        err->code = HV_OK;
-        err->detail[0] = '\0';
-        rc = lv_with_dom(b->priv, ref, lv_record_body, (void *)record, &found, err);
-    }
+    /* the domain may start or stop between reading its state and writing live + config */
+    int rc = lv_with_dom_settled(b->priv, ref, lv_record_body, (void *)record, &found, err);
     if (rc == HV_OK && !found)
         return lv_seterr(err, HV_E_NOT_FOUND, "domain not found on any configured host");
     return rc;

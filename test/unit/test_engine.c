@@ -164,6 +164,104 @@ static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_h
     return rec;
 }
 
+/* The real libvirt backend with chosen operations made to fail, to drive error paths. */
+static struct hv_backend *inner_be;
+static enum hv_step_kind fail_kind;
+static bool fail_records;
+
+static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
+{
+    return inner_be->ops->serves(inner_be, r);
+}
+static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
+                     struct hv_err *e)
+{
+    return inner_be->ops->observe(inner_be, r, o, e);
+}
+static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
+                  const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
+{
+    return inner_be->ops->plan(inner_be, r, o, d, p, e);
+}
+static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_step *st,
+                 struct hv_err *e)
+{
+    if (st->kind == fail_kind) {
+        e->code = HV_E_BUSY;
+        snprintf(e->detail, sizeof(e->detail), "injected");
+        return HV_E_BUSY;
+    }
+    return inner_be->ops->act(inner_be, r, st, e);
+}
+static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
+                          struct hv_err *e)
+{
+    if (fail_records) {
+        e->code = HV_E_UNREACHABLE;
+        return HV_E_UNREACHABLE;
+    }
+    return inner_be->ops->write_record(inner_be, r, rec, e);
+}
+static void w_free(struct hv_backend *b)
+{
+    (void)b;
+}
+static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
+                                               w_act,     w_write_record, w_free};
+
+/* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
+static struct hv_backend wrapped = {&wrap_ops, NULL};
+
+static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
+{
+    inner_be = f->be;
+    fail_kind = kind;
+    fail_records = records;
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    struct hv_backend *b = &wrapped;
+    f->e = hv_engine_new(&c, &b, 1);
+    f->be = &wrapped;
+}
+
+static void unwrap(struct fx *f)
+{
+    f->be = inner_be;
+}
+
+static void test_step_failing_three_times_is_sticky_and_vm_left_on(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-stepfail", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_RECONFIGURE, false);
+    struct hv_hw want = {1024, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-stepfail", want, 10, NULL);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "step reconfigure failed 3 times: another task is changing "
+                                   "the VM");
+    assert_int_equal(observe(f, "eng-stepfail").power, HV_POWER_ON); /* started as it was */
+    assert_int_equal(observe(f, "eng-stepfail").hw.memory_mib, 2048);
+    struct hv_update_result again = pass(f, "eng-stepfail", want);
+    assert_string_equal(again.message, r.message);
+    unwrap(f);
+}
+
+static void test_record_write_failure_takes_no_step(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-norecord", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-norecord");
+    use_wrapper(f, 0, true);
+    struct hv_update_result r = pass(f, "eng-norecord", (struct hv_hw){1024, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "cannot store the operation record on the VM: the "
+                                   "hypervisor cannot be reached");
+    unwrap(f);
+    assert_int_equal(dom_id(f, "eng-norecord"), id); /* no power step without a record */
+}
+
 static void test_live_balloon_growth_then_idempotent(void **state)
 {
     struct fx *f = *state;
@@ -414,6 +512,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_done_while_a_shutdown_is_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
