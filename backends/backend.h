@@ -53,16 +53,28 @@ struct hv_vm_ref {
     char server[HV_NAME_MAX]; /* libvirt URI or vCenter name; "" = any configured host */
     char uuid[64];            /* domain UUID / BIOS UUID; "" when unknown */
     char name[HV_NAME_MAX];   /* domain / VM name; fallback when uuid is "" */
+    char disk[32]; /* which disk the disk size means, from the profile: libvirt target device
+                      ("vda"); vSphere unit number ("" = the first virtual disk) */
 };
 
 enum hv_power { HV_POWER_UNKNOWN = 0, HV_POWER_ON, HV_POWER_OFF, HV_POWER_PAUSED };
 
-/* Hardware values hvupdater can change. A field < 0 means "not set / not known". */
+/* Hardware values hvupdater can change. A field < 0 means "not set / not known"; so does a
+ * disk size <= 0 (no disk is 0 MiB, and initialisers that predate the disk leave it 0). */
 struct hv_hw {
     int64_t memory_mib;
     int32_t cpus;
     int32_t cores_per_socket;
+    int64_t disk_mib; /* capacity of the disk hv_vm_ref.disk names */
 };
+
+static inline bool hv_disk_set(int64_t disk_mib)
+{
+    return disk_mib > 0;
+}
+
+/* The one reason a smaller disk is refused, in CanUpdate* and in UpdateMachine alike. */
+#define HV_REASON_DISK_SHRINK HV_MSG("disks cannot shrink")
 
 /* What a backend sees of one VM right now. */
 struct hv_vm_obs {
@@ -88,7 +100,7 @@ struct hv_field_plan {
     char reason[HV_MSG_MAX]; /* stable text: why cold/impossible (no raw hypervisor text) */
 };
 
-enum hv_field { HV_F_MEMORY = 0, HV_F_CPUS, HV_F_CORES, HV_F_COUNT };
+enum hv_field { HV_F_MEMORY = 0, HV_F_CPUS, HV_F_CORES, HV_F_DISK, HV_F_COUNT };
 
 /* One step the engine asks a backend to take. */
 enum hv_step_kind {
@@ -96,8 +108,10 @@ enum hv_step_kind {
     HV_STEP_LIVE_CPUS,       /* grow vCPUs live */
     HV_STEP_SHUTDOWN,        /* ask the guest to shut down (ACPI / agent / VMware Tools) */
     HV_STEP_POWER_OFF,       /* hard power-off */
-    HV_STEP_RECONFIGURE,     /* VM is off: write desired hardware to its configuration */
+    HV_STEP_RECONFIGURE,     /* VM is off: write desired hardware to its configuration (and
+                                grow its disk) */
     HV_STEP_POWER_ON,        /* start the VM */
+    HV_STEP_LIVE_DISK,       /* grow the disk of a running VM to desired.disk_mib */
 };
 
 struct hv_step {

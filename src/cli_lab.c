@@ -395,7 +395,7 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
 int hv_cmd_lab(int argc, char **argv)
 {
     struct lab l = {.apply = !strcmp(argv[0], "apply"),
-                    .want = {-1, -1, -1},
+                    .want = {-1, -1, -1, -1},
                     .timeout_s = 1800,
                     .poll_ms = 500,
                     .settings = hj_new_object()};

@@ -306,6 +306,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     }
     x->desired = *desired;
     x->s = *s;
+    x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
     if (x->running) {
         x->again = true;
     } else if (!x->queued) {

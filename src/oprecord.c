@@ -19,23 +19,31 @@ const char *hv_phase_name(enum hv_phase p)
 
 bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b)
 {
+    int64_t da = hv_disk_set(a->disk_mib) ? a->disk_mib : -1;
+    int64_t db = hv_disk_set(b->disk_mib) ? b->disk_mib : -1;
     return a->memory_mib == b->memory_mib && a->cpus == b->cpus &&
-           a->cores_per_socket == b->cores_per_socket;
+           a->cores_per_socket == b->cores_per_socket && da == db;
 }
 
 bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
 {
-    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores"};
+    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores", "disk"};
     hj *o = hj_new_object(), *d = hj_new_object(), *p = hj_new_object();
     hj_obj_set_take(o, "v", hj_new_int(1));
     hj_obj_set_take(d, "memoryMiB", hj_new_int(r->desired.memory_mib));
     hj_obj_set_take(d, "cpus", hj_new_int(r->desired.cpus));
     hj_obj_set_take(d, "coresPerSocket", hj_new_int(r->desired.cores_per_socket));
+    if (hv_disk_set(r->desired.disk_mib)) /* absent: records stay as they were without disks */
+        hj_obj_set_take(d, "diskMiB", hj_new_int(r->desired.disk_mib));
     hj_obj_set_take(o, "desired", d);
     hj_obj_set_take(o, "phase", hj_new_string(hv_phase_name(r->phase)));
     hj_obj_set_take(o, "cold", hj_new_bool(r->cold));
-    for (int f = 0; f < HV_F_COUNT; f++)
-        hj_obj_set_take(p, fnames[f], hj_new_string(r->plan[f][0] ? r->plan[f] : "none"));
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        bool none = !r->plan[f][0] || !strcmp(r->plan[f], "none");
+        if (f == HV_F_DISK && none)
+            continue; /* like diskMiB: only in operations that change a disk */
+        hj_obj_set_take(p, fnames[f], hj_new_string(none ? "none" : r->plan[f]));
+    }
     hj_obj_set_take(o, "plan", p);
     hj_obj_set_take(o, "attempts", hj_new_int(r->attempts));
     hj_obj_set_take(o, "recycles", hj_new_int(r->recycles));
@@ -63,7 +71,7 @@ static int64_t int_at(const hj *o, const char *key, int64_t dflt)
 
 bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
 {
-    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores"};
+    static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores", "disk"};
     char err[128];
     memset(r, 0, sizeof(*r));
     if (!text || !text[0])
@@ -76,6 +84,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->desired.memory_mib = int_at(d, "memoryMiB", -1);
         r->desired.cpus = (int32_t)int_at(d, "cpus", -1);
         r->desired.cores_per_socket = (int32_t)int_at(d, "coresPerSocket", -1);
+        r->desired.disk_mib = int_at(d, "diskMiB", -1);
         r->phase = HV_PH_NONE;
         for (int k = 0; k < HV_PH_COUNT; k++)
             if (!strcmp(ph, phase_names[k]))

@@ -186,7 +186,7 @@ static void value_text(char *out, size_t cap, const hj *v)
 /* A hardware value in MiB (memory) or a count; -1 when not a whole positive number. */
 static int64_t hw_value(const struct hv_profile *p, enum hv_field f, const hj *v)
 {
-    if (f == HV_F_MEMORY)
+    if (f == HV_F_MEMORY || f == HV_F_DISK)
         return hv_unit_to_mib(v, p->field[f].unit);
     int64_t n = hv_unit_to_mib(v, HV_UNIT_MIB);
     return n > 0 && n <= 4096 ? n : -1;
@@ -204,12 +204,25 @@ void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw
     hw->memory_mib = v[HV_F_MEMORY];
     hw->cpus = (int32_t)v[HV_F_CPUS];
     hw->cores_per_socket = (int32_t)v[HV_F_CORES];
+    hw->disk_mib = v[HV_F_DISK];
+}
+
+/* The disk's static rule, the same UpdateMachine's backends apply: growth only, from a size
+ * the current spec states. NULL when covered (live: disks grow online). */
+static const char *disk_rule(int64_t from_mib, int64_t to_mib)
+{
+    if (from_mib <= 0)
+        return HV_MSG("the current spec has no disk size to grow from");
+    if (to_mib < from_mib)
+        return HV_REASON_DISK_SHRINK;
+    return NULL;
 }
 
 int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
                 struct hv_vm_ref *ref, char *why, size_t whylen)
 {
     memset(ref, 0, sizeof(*ref));
+    hv_profile_disk_ref(p, ref->disk, sizeof(ref->disk));
     const char *root = hv_profile_spec_root(p);
     char path[300];
     if (p->server_path[0]) {
@@ -249,7 +262,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
                      const struct hv_profile *p, const char *obj, bool field_diff[HV_F_COUNT])
 {
     const char *root = hv_profile_spec_root(p);
-    struct hv_hw desired = {-1, -1, -1};
+    struct hv_hw desired = {-1, -1, -1, -1};
     char why_na[200] = "";
     int avail = 1;
     struct hv_vm_ref ref;
@@ -301,14 +314,20 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         if (!b)
             reason = HV_MSG("removed from the desired spec");
         else if (vb < 0)
-            reason = f == HV_F_MEMORY ? HV_MSG("not a whole positive number of MiB")
-                                      : HV_MSG("not a whole positive number");
+            reason = f == HV_F_MEMORY || f == HV_F_DISK
+                         ? HV_MSG("not a whole positive number of MiB")
+                         : HV_MSG("not a whole positive number");
         else if (!par || par->type != HJ_OBJECT)
             reason = HV_MSG("its parent object is missing from the current spec");
         else if (!avail)
             reason = why_na;
+        else if (f == HV_F_DISK)
+            reason = disk_rule(va, vb);
         if (reason) {
             r->cls = HV_CLASS_NO;
+        } else if (f == HV_F_DISK) {
+            r->cls = HV_CLASS_LIVE;
+            snprintf(r->how, sizeof(r->how), "online");
         } else if (f != HV_F_CORES && va > 0 && vb > va) {
             r->cls = HV_CLASS_LIVE;
             snprintf(r->how, sizeof(r->how), "hot-add");
@@ -319,8 +338,10 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
             desired.memory_mib = vb;
         else if (f == HV_F_CPUS)
             desired.cpus = (int32_t)vb;
-        else
+        else if (f == HV_F_CORES)
             desired.cores_per_socket = (int32_t)vb;
+        else
+            desired.disk_mib = vb;
         if (r->cls != HV_CLASS_NO || !reason)
             continue;
         char where[160];
@@ -382,8 +403,10 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
             c->desired.memory_mib = desired.memory_mib;
         else if (r->f == HV_F_CPUS)
             c->desired.cpus = desired.cpus;
-        else
+        else if (r->f == HV_F_CORES)
             c->desired.cores_per_socket = desired.cores_per_socket;
+        else
+            c->desired.disk_mib = desired.disk_mib;
     }
 }
 
@@ -451,6 +474,7 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
 {
     memset(c, 0, sizeof(*c));
     c->desired.memory_mib = c->desired.cpus = c->desired.cores_per_socket = -1;
+    c->desired.disk_mib = -1;
     const char *obj = in->machine_set ? "infrastructureMachineTemplate" : "infrastructureMachine";
     const char *av = hj_get_str(in->des_infra, "apiVersion");
     const char *kind = hj_get_str(in->des_infra, "kind");

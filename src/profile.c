@@ -13,6 +13,7 @@
 static void set_field(struct hv_profile *p, enum hv_field f, const char *path, enum hv_unit u)
 {
     p->field[f].set = true;
+    p->field[f].unit_number = -1;
     snprintf(p->field[f].path, sizeof(p->field[f].path), "%s", path);
     p->field[f].unit = u;
 }
@@ -31,6 +32,7 @@ static struct hv_profile vsphere(bool tmpl)
     set_field(&p, HV_F_MEMORY, "/memoryMiB", HV_UNIT_MIB);
     set_field(&p, HV_F_CPUS, "/numCPUs", HV_UNIT_MIB);
     set_field(&p, HV_F_CORES, "/numCoresPerSocket", HV_UNIT_MIB);
+    set_field(&p, HV_F_DISK, "/diskGiB", HV_UNIT_GIB); /* the first virtual disk */
     snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "vsphere://");
     snprintf(p.server_path, sizeof(p.server_path), "/server");
     return p;
@@ -46,6 +48,8 @@ static struct hv_profile libvirt(bool tmpl)
     snprintf(p.backend, sizeof(p.backend), "libvirt");
     set_field(&p, HV_F_MEMORY, "/memoryMiB", HV_UNIT_MIB);
     set_field(&p, HV_F_CPUS, "/vcpu", HV_UNIT_MIB);
+    set_field(&p, HV_F_DISK, "/diskGiB", HV_UNIT_GIB);
+    snprintf(p.field[HV_F_DISK].target, sizeof(p.field[HV_F_DISK].target), "vda");
     snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "libvirt://");
     p.by_name = true;
     return p;
@@ -129,16 +133,58 @@ static int only_keys(const hj *o, const char *const *allowed, const char *where,
     return 0;
 }
 
+/* Disk selector: "target" (libvirt device, e.g. "vda") or "unitNumber" (vSphere). */
+static int load_disk_selector(struct hv_profile *p, const hj *v, const char *where, char *err,
+                              size_t errlen)
+{
+    struct hv_field_def *fd = &p->field[HV_F_DISK];
+    const hj *t = hj_get(v, "target"), *u = hj_get(v, "unitNumber");
+    bool libvirt = !strcmp(p->backend, "libvirt");
+    if (t && !libvirt) {
+        snprintf(err, errlen, "%s: \"target\" applies to the libvirt backend only", where);
+        return -1;
+    }
+    if (u && libvirt) {
+        snprintf(err, errlen, "%s: \"unitNumber\" applies to the vsphere backend only", where);
+        return -1;
+    }
+    if (str_member(v, "target", fd->target, sizeof(fd->target), false, where, err, errlen) < 0)
+        return -1;
+    if (t && (!fd->target[0] ||
+              strspn(fd->target, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(fd->target))) {
+        snprintf(err, errlen, "%s: \"target\" must be a device name such as vda", where);
+        return -1;
+    }
+    if (u) {
+        if (u->type != HJ_INT || u->i < 0 || u->i > 63) {
+            snprintf(err, errlen, "%s: \"unitNumber\" must be an integer from 0 to 63", where);
+            return -1;
+        }
+        fd->unit_number = (int)u->i;
+    }
+    if (libvirt && !fd->target[0]) {
+        snprintf(err, errlen, "%s: \"target\" is required (the disk's target device, e.g. vda)",
+                 where);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const char *where,
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {"path", "unit", NULL};
-    if (v->type != HJ_OBJECT || only_keys(v, keys, where, err, errlen) < 0) {
+    static const char *const disk_keys[] = {"path", "unit", "target", "unitNumber", NULL};
+    if (v->type != HJ_OBJECT ||
+        only_keys(v, f == HV_F_DISK ? disk_keys : keys, where, err, errlen) < 0) {
         if (v->type != HJ_OBJECT)
             snprintf(err, errlen, "%s: must be an object", where);
         return -1;
     }
     memset(&p->field[f], 0, sizeof(p->field[f]));
+    p->field[f].unit_number = -1;
+    if (f == HV_F_DISK)
+        p->field[f].unit = HV_UNIT_GIB;
     if (str_member(v, "path", p->field[f].path, sizeof(p->field[f].path), true, where, err,
                    errlen) < 0)
         return -1;
@@ -147,8 +193,8 @@ static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const 
         return -1;
     }
     const char *unit = hj_get_str(v, "unit");
-    if (hj_get(v, "unit") && (!unit || f != HV_F_MEMORY)) {
-        snprintf(err, errlen, "%s: \"unit\" applies to memory only, as a string", where);
+    if (hj_get(v, "unit") && (!unit || (f != HV_F_MEMORY && f != HV_F_DISK))) {
+        snprintf(err, errlen, "%s: \"unit\" applies to memory and disk only, as a string", where);
         return -1;
     }
     if (unit) {
@@ -162,6 +208,8 @@ static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const 
         }
         p->field[f].unit = (enum hv_unit)k;
     }
+    if (f == HV_F_DISK && load_disk_selector(p, v, where, err, errlen) < 0)
+        return -1;
     p->field[f].set = true;
     return 0;
 }
@@ -170,7 +218,7 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
 {
     static const char *const top[] = {"kind",    "apiGroup", "apiVersions", "template",
                                       "backend", "fields",   "identity",    NULL};
-    static const char *const fkeys[] = {"memory", "cpus", "coresPerSocket", NULL};
+    static const char *const fkeys[] = {"memory", "cpus", "coresPerSocket", "disk", NULL};
     static const char *const ikeys[] = {"providerIDPrefix", "byName", "serverPath", NULL};
     char where[96];
     snprintf(where, sizeof(where), "profiles[%zu]", idx);
@@ -302,6 +350,19 @@ const char *hv_field_name(const struct hv_profile *p, enum hv_field f)
 {
     const char *s = strrchr(p->field[f].path, '/');
     return s ? s + 1 : p->field[f].path;
+}
+
+void hv_profile_disk_ref(const struct hv_profile *p, char *out, size_t cap)
+{
+    const struct hv_field_def *fd = &p->field[HV_F_DISK];
+    if (!fd->set)
+        snprintf(out, cap, "%s", "");
+    else if (fd->target[0])
+        snprintf(out, cap, "%s", fd->target);
+    else if (fd->unit_number >= 0)
+        snprintf(out, cap, "%d", fd->unit_number);
+    else
+        snprintf(out, cap, "%s", "");
 }
 
 const char *hv_profile_spec_root(const struct hv_profile *p)

@@ -16,6 +16,10 @@ struct hv_field_def {
     bool set;
     char path[128]; /* JSON pointer relative to the spec root */
     enum hv_unit unit;
+    /* disk only: which disk. libvirt: the target device ("vda"); vSphere: the unit number
+     * (-1 = the first virtual disk). */
+    char target[32];
+    int unit_number;
 };
 
 struct hv_profile {
@@ -49,6 +53,8 @@ const struct hv_profile *hv_profile_find(const struct hv_profiles *ps, const cha
 const char *hv_field_name(const struct hv_profile *p, enum hv_field f);
 /* Spec root pointer of the profile's objects: "/spec" or "/spec/template/spec". */
 const char *hv_profile_spec_root(const struct hv_profile *p);
+/* The disk selector hv_vm_ref.disk carries to the backend ("" when the profile has no disk). */
+void hv_profile_disk_ref(const struct hv_profile *p, char *out, size_t cap);
 /* Convert a value in the field's unit to MiB; -1 when not a whole, positive number of MiB. */
 int64_t hv_unit_to_mib(const hj *v, enum hv_unit u);
 

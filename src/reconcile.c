@@ -64,6 +64,8 @@ static const char *step_name(enum hv_step_kind k)
         return "reconfigure";
     case HV_STEP_POWER_ON:
         return "power-on";
+    case HV_STEP_LIVE_DISK:
+        return "live-disk";
     }
     return "step";
 }
@@ -87,6 +89,15 @@ static void describe(char *out, size_t cap, const struct hv_hw *h)
                  h->cores_per_socket);
         strncat(out, part, cap - strlen(out) - 1);
     }
+    if (hv_disk_set(h->disk_mib)) {
+        if (h->disk_mib % 1024 == 0)
+            snprintf(part, sizeof(part), HV_MSG("%sdisk %lld GiB"), out[0] ? ", " : "",
+                     (long long)(h->disk_mib / 1024));
+        else
+            snprintf(part, sizeof(part), HV_MSG("%sdisk %lld MiB"), out[0] ? ", " : "",
+                     (long long)h->disk_mib);
+        strncat(out, part, cap - strlen(out) - 1);
+    }
     if (!out[0])
         snprintf(out, cap, HV_MSG("no hardware fields"));
 }
@@ -96,7 +107,8 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
 {
     return (want->memory_mib < 0 || have->memory_mib == want->memory_mib) &&
            (want->cpus < 0 || have->cpus == want->cpus) &&
-           (want->cores_per_socket < 0 || have->cores_per_socket == want->cores_per_socket);
+           (want->cores_per_socket < 0 || have->cores_per_socket == want->cores_per_socket) &&
+           (!hv_disk_set(want->disk_mib) || have->disk_mib == want->disk_mib);
 }
 
 static void answer(struct hv_update_result *out, bool failure, int retry, const char *msg)
@@ -191,7 +203,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
      * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
      * the next pass sees the change. Power and configuration steps are recorded first. */
-    bool live = kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS;
+    bool live =
+        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
     if (!live && !store(p))
         return false;
     struct hv_step st = {.kind = kind,
@@ -273,7 +286,7 @@ static bool begin(struct pass *p)
 {
     struct hv_field_plan fp[HV_F_COUNT];
     struct hv_err err = {0};
-    static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket"};
+    static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket", "disk"};
     memset(fp, 0, sizeof(fp));
     if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, fp, &err) != HV_OK) {
         log_err(p, "plan", &err);
@@ -454,6 +467,9 @@ static void live_path(struct pass *p)
         return;
     if (p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus &&
         !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
+        return;
+    if (hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib != p->desired->disk_mib &&
+        !step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
         return;
     p->rec.phase = HV_PH_WAIT_LIVE;
     p->rec.step_at = p->now;

@@ -27,19 +27,27 @@ static void lv_global_init(void)
     lv_error_init();
 }
 
+struct lv_act_arg {
+    const struct hv_step *s;
+    const char *disk; /* the disk's target device */
+};
+
 static int lv_act_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
-    const struct hv_step *s = arg;
+    const struct lv_act_arg *a = arg;
+    const struct hv_step *s = a->s;
     switch (s->kind) {
     case HV_STEP_LIVE_MEMORY:
         return lv_act_live_memory(d, s, err);
     case HV_STEP_LIVE_CPUS:
         return lv_act_live_cpus(d, s, err);
+    case HV_STEP_LIVE_DISK:
+        return lv_act_live_disk(d, a->disk, s, err);
     case HV_STEP_SHUTDOWN:
     case HV_STEP_POWER_OFF:
     case HV_STEP_RECONFIGURE:
     case HV_STEP_POWER_ON:
-        return lv_act_cold(d, s, err);
+        return lv_act_cold(d, s, a->disk, err);
     default:
         return lv_seterr(err, HV_E_INTERNAL, "unknown step kind %d", (int)s->kind);
     }
@@ -56,7 +64,8 @@ static int lv_act_op(struct hv_backend *b, const struct hv_vm_ref *ref, const st
     if (!ref || !s)
         return lv_seterr(err, HV_E_INTERNAL, "act: missing ref or step");
     bool found;
-    int rc = lv_with_dom(b->priv, ref, lv_act_body, (void *)s, &found, err);
+    struct lv_act_arg a = {s, ref->disk};
+    int rc = lv_with_dom(b->priv, ref, lv_act_body, &a, &found, err);
     if (rc == HV_OK && !found)
         return lv_seterr(err, HV_E_NOT_FOUND, "domain not found on any configured host");
     return rc;

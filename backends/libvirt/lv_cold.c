@@ -284,13 +284,19 @@ done:
     return rc;
 }
 
-static int lv_reconfigure(struct lv_dom *d, const struct hv_hw *desired, struct hv_err *err)
+static int lv_reconfigure(struct lv_dom *d, const struct hv_hw *desired, const char *disk,
+                          struct hv_err *err)
 {
     int active = virDomainIsActive(d->dom);
     if (active < 0)
         return lv_fail(d, "virDomainIsActive", err);
     if (active)
         return lv_seterr(err, HV_E_INVALID_STATE, "domain must be off to reconfigure");
+    /* The disk first: growing its volume is idempotent, so a failed define after it is
+     * simply retried by the next pass. */
+    int drc = lv_grow_volume(d, disk, desired->disk_mib, err);
+    if (drc != HV_OK)
+        return drc;
     /* SECURE: keep passwords (graphics, ...) that a plain dump would leave out */
     char *xml = virDomainGetXMLDesc(d->dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
     if (!xml)
@@ -381,7 +387,8 @@ static int lv_power_on(struct lv_dom *d, struct hv_err *err)
     return HV_OK;
 }
 
-int lv_act_cold(struct lv_dom *d, const struct hv_step *s, struct hv_err *err)
+int lv_act_cold(struct lv_dom *d, const struct hv_step *s, const char *disk_target,
+                struct hv_err *err)
 {
     switch (s->kind) {
     case HV_STEP_SHUTDOWN:
@@ -389,7 +396,7 @@ int lv_act_cold(struct lv_dom *d, const struct hv_step *s, struct hv_err *err)
     case HV_STEP_POWER_OFF:
         return lv_power_off(d, err);
     case HV_STEP_RECONFIGURE:
-        return lv_reconfigure(d, &s->desired, err);
+        return lv_reconfigure(d, &s->desired, disk_target, err);
     case HV_STEP_POWER_ON:
         return lv_power_on(d, err);
     default:

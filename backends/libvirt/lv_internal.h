@@ -157,6 +157,20 @@ int lv_xml_parse_cpuset(const char *s, bool *set, int max);
  * to addr_out. NULL when there is no such virtio-mem device. Caller frees. */
 char *lv_xml_vmem_device(const char *domxml, int index, const char *addr, long long requested_kib,
                          char *addr_out, size_t addr_len);
+/* One <disk> of a domain, found by its target device. */
+struct lv_disk {
+    bool found;
+    char type[16];               /* file, block, volume, network, ... */
+    char device[16];             /* disk, cdrom, floppy, lun */
+    char source[1024];           /* file path or block device ("" for volume/network) */
+    char pool[128], volume[256]; /* type='volume' */
+    bool readonly;
+    long long capacity; /* bytes, from virDomainGetBlockInfo; -1 unknown */
+};
+
+/* The disk with target dev target in domain XML: 0 (out->found says whether there is one),
+ * or -1 when the XML does not parse. Capacity is left -1. */
+int lv_xml_disk(const char *xml, const char *target, struct lv_disk *out);
 /* Text of the single element in a metadata snippet, entities decoded; caller frees. */
 char *lv_xml_element_text(const char *xml);
 /* The XML of the record element holding text, escaped; caller frees. */
@@ -184,6 +198,8 @@ void lv_plan_memory(const struct lv_dominfo *li, long long want_kib, struct lv_m
 /* The contract's plan, from fresh facts: li = live definition, active = running or paused. */
 void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_hw *desired,
                      struct hv_field_plan plan[HV_F_COUNT]);
+/* The fields of an hv_hw libvirt shows for a disk: MiB of dk's capacity, -1 when unknown. */
+long long lv_disk_mib(const struct lv_disk *dk);
 int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
                const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
                struct hv_err *err);
@@ -200,10 +216,27 @@ int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_v
 
 int lv_act_live_memory(struct lv_dom *d, const struct hv_step *s, struct hv_err *err);
 int lv_act_live_cpus(struct lv_dom *d, const struct hv_step *s, struct hv_err *err);
-int lv_act_cold(struct lv_dom *d, const struct hv_step *s, struct hv_err *err);
+int lv_act_cold(struct lv_dom *d, const struct hv_step *s, const char *disk_target,
+                struct hv_err *err);
 /* RECONFIGURE's pure part: rewrite inactive domain XML to desired. *out: caller frees. */
 int lv_cold_rewrite_xml(const char *xml, const struct hv_hw *desired, char **out, char *why,
                         size_t whylen);
+
+/* ---- disks (lv_disk.c) ---- */
+
+/* Read the disk target names on a found domain (XML + virDomainGetBlockInfo). */
+int lv_disk_read(struct lv_dom *d, const char *target, struct lv_disk *dk, struct hv_err *err);
+/* Whether libvirt manages the disk's file as a storage volume (what an off domain needs). */
+bool lv_disk_in_pool(struct lv_dom *d, const struct lv_disk *dk);
+/* How the disk grows to want_mib: live (block resize) on a running domain, cold (volume
+ * resize) on an off one whose disk is a storage volume, else impossible with a reason. */
+void lv_plan_disk(const struct lv_disk *dk, bool active, bool in_pool, long long want_mib,
+                  struct hv_field_plan *p);
+/* HV_STEP_LIVE_DISK: virDomainBlockResize to step->desired.disk_mib. */
+int lv_act_live_disk(struct lv_dom *d, const char *target, const struct hv_step *s,
+                     struct hv_err *err);
+/* The domain is off: grow the disk's storage volume to want_mib (nothing when it is that big). */
+int lv_grow_volume(struct lv_dom *d, const char *target, long long want_mib, struct hv_err *err);
 
 /* ---- operation record (lv_record.c) ---- */
 

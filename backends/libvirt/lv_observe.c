@@ -64,11 +64,18 @@ static void lv_obs_reset(struct hv_vm_obs *obs)
     obs->hw.memory_mib = obs->config.memory_mib = -1;
     obs->hw.cpus = obs->config.cpus = -1;
     obs->hw.cores_per_socket = obs->config.cores_per_socket = -1;
+    obs->hw.disk_mib = obs->config.disk_mib = -1;
 }
+
+struct lv_observe_arg {
+    struct hv_vm_obs *obs;
+    const char *disk; /* target device of the disk to report, "" for none */
+};
 
 static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
-    struct hv_vm_obs *obs = arg;
+    const struct lv_observe_arg *a = arg;
+    struct hv_vm_obs *obs = a->obs;
     lv_obs_reset(obs);
     obs->found = true;
     snprintf(obs->host, sizeof(obs->host), "%s", d->host->uri);
@@ -107,6 +114,13 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
         obs->config = obs->hw; /* off: the live XML is the definition; transient: no other */
     }
 
+    struct lv_disk dk;
+    rc = lv_disk_read(d, a->disk, &dk, err);
+    if (rc != HV_OK)
+        return rc;
+    /* a disk's size is the image's, whether running or not: one value for both */
+    obs->hw.disk_mib = obs->config.disk_mib = lv_disk_mib(&dk);
+
     if (active) {
         virDomainJobInfo ji;
         if (virDomainGetJobInfo(d->dom, &ji) == 0)
@@ -130,7 +144,8 @@ int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_v
         return lv_seterr(err, HV_E_INTERNAL, "observe: missing ref");
     bool found = false;
     /* e.g. the live metadata read of a domain that just shut off: observe it again */
-    int rc = lv_with_dom_settled(b->priv, ref, lv_observe_body, obs, &found, err);
+    struct lv_observe_arg a = {obs, ref->disk};
+    int rc = lv_with_dom_settled(b->priv, ref, lv_observe_body, &a, &found, err);
     if (rc != HV_OK || !found)
         lv_obs_reset(obs); /* found = false; nothing half-filled */
     return rc;

@@ -199,6 +199,7 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
 struct lv_plan_arg {
     const struct hv_hw *desired;
     struct hv_field_plan *plan;
+    const char *disk;
 };
 
 static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
@@ -210,6 +211,20 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     if (rc != HV_OK)
         return rc;
     lv_plan_compute(&li, active, a->desired, a->plan);
+    if (!hv_disk_set(a->desired->disk_mib))
+        return HV_OK;
+    struct lv_disk dk;
+    if (!a->disk[0]) {
+        lv_set(&a->plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, NULL,
+               HV_MSG("the profile names no disk target device"));
+        return HV_OK;
+    }
+    rc = lv_disk_read(d, a->disk, &dk, err);
+    if (rc != HV_OK)
+        return rc;
+    if (lv_disk_mib(&dk) != a->desired->disk_mib)
+        lv_plan_disk(&dk, active, !active && lv_disk_in_pool(d, &dk), a->desired->disk_mib,
+                     &a->plan[HV_F_DISK]);
     return HV_OK;
 }
 
@@ -227,7 +242,7 @@ int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct h
         lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
     if (!ref || !desired)
         return lv_seterr(err, HV_E_INTERNAL, "plan: missing ref or desired");
-    struct lv_plan_arg a = {desired, plan};
+    struct lv_plan_arg a = {desired, plan, ref->disk};
     bool found;
     int rc = lv_with_dom(b->priv, ref, lv_plan_body, &a, &found, err);
     if (rc == HV_OK && !found)

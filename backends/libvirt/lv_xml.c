@@ -356,6 +356,45 @@ out:
     return rc;
 }
 
+int lv_xml_disk(const char *xml, const char *target, struct lv_disk *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->capacity = -1;
+    xmlDocPtr doc = lv_parse(xml);
+    if (!doc)
+        return -1;
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    xmlNodePtr devs = root ? lv_child(root, "devices") : NULL;
+    for (xmlNodePtr c = devs ? devs->children : NULL; c && !out->found; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE || xmlStrcmp(c->name, BAD_CAST "disk") != 0)
+            continue;
+        char *dev = lv_attr(lv_child(c, "target"), "dev");
+        bool match = dev && strcmp(dev, target) == 0;
+        free(dev);
+        if (!match)
+            continue;
+        out->found = true;
+        char *type = lv_attr(c, "type"), *device = lv_attr(c, "device");
+        snprintf(out->type, sizeof(out->type), "%s", type ? type : "file");
+        snprintf(out->device, sizeof(out->device), "%s", device ? device : "disk");
+        free(type);
+        free(device);
+        xmlNodePtr src = lv_child(c, "source");
+        char *file = lv_attr(src, "file"), *bdev = lv_attr(src, "dev");
+        char *pool = lv_attr(src, "pool"), *vol = lv_attr(src, "volume");
+        snprintf(out->source, sizeof(out->source), "%s", file ? file : bdev ? bdev : "");
+        snprintf(out->pool, sizeof(out->pool), "%s", pool ? pool : "");
+        snprintf(out->volume, sizeof(out->volume), "%s", vol ? vol : "");
+        free(file);
+        free(bdev);
+        free(pool);
+        free(vol);
+        out->readonly = lv_child(c, "readonly") != NULL;
+    }
+    xmlFreeDoc(doc);
+    return 0;
+}
+
 char *lv_xml_element_text(const char *xml)
 {
     xmlDocPtr doc = lv_parse(xml);

@@ -1,8 +1,9 @@
-/* vs_plan.c: vSphere's live-change rules. Memory grows live only on a powered-on VM with
- * memoryHotAddEnabled, by a multiple of hotPlugMemoryIncrementSize, up to hotPlugMemoryLimit,
- * and not across the 3 GB edge Linux guests cannot cross live. vCPUs change live with
- * cpuHotAdd/RemoveEnabled while staying a multiple of coresPerSocket; coresPerSocket only
- * changes cold. Reasons are stable strings (they reach CAPI answers); no I/O here.
+/* vs_plan.c: vSphere's live-change rules. Disks grow only, by hot-extend unless on IDE. Memory
+ * grows live only on a powered-on VM with memoryHotAddEnabled, by a multiple of
+ * hotPlugMemoryIncrementSize, up to hotPlugMemoryLimit, and not across the 3 GB edge Linux guests
+ * cannot cross live. vCPUs change live with cpuHotAdd/RemoveEnabled while staying a multiple of
+ * coresPerSocket; coresPerSocket only changes cold. Reasons are stable strings (they reach CAPI
+ * answers); no I/O here.
  */
 #include "vs_plan.h"
 
@@ -73,6 +74,56 @@ static void plan_cpus(const struct vs_vm *vm, int32_t want, int32_t cores, bool 
     }
 }
 
+/* Backings whose capacity an edit can grow (not raw device mappings, not others). */
+static bool growable_backing(const char *t)
+{
+    return !strcmp(t, "VirtualDiskFlatVer2BackingInfo") ||
+           !strcmp(t, "VirtualDiskSeSparseBackingInfo") ||
+           !strcmp(t, "VirtualDiskSparseVer2BackingInfo") ||
+           !strcmp(t, "VirtualDiskFlatVer1BackingInfo");
+}
+
+/* Disks only grow. Live ("hot-extend") on a running VM unless its controller is IDE; never on
+ * a VM with snapshots, a raw device mapping, or a thick disk whose datastore lacks the room. */
+static void plan_disk(const struct vs_vm *vm, int64_t want_mib, struct hv_field_plan *p)
+{
+    const struct vs_disk *d = &vm->disk;
+    int64_t want = want_mib * 1024 * 1024;
+    if (!d->found) {
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("the VM has no such virtual disk"));
+    } else if (d->capacity_bytes < 0) {
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("vCenter does not report the disk's capacity"));
+    } else if (want < d->capacity_bytes) {
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_REASON_DISK_SHRINK);
+    } else if (!growable_backing(d->backing)) {
+        set(p, HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("the disk's backing cannot be grown (e.g. a raw device mapping)"));
+    } else if (!d->xml[0]) {
+        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("the disk's device description is too large"));
+    } else if (vm->has_snapshots) {
+        set(p, HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("the VM has snapshots, and vSphere cannot grow a disk that has them; "
+                   "delete or consolidate them"));
+    } else if (!d->thin && vm->disk_ds_free >= 0 && want - d->capacity_bytes > vm->disk_ds_free) {
+        set(p, HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("the datastore lacks the free space to grow the disk"));
+    } else if (vm->power != HV_POWER_ON) {
+        set(p, HV_HOW_COLD, "", HV_MSG("VM is not running: the disk grows with a reconfigure"));
+    } else if (!strcmp(d->controller, "VirtualIDEController")) {
+        set(p, HV_HOW_COLD, "", HV_MSG("disks on an IDE controller grow only while the VM is off"));
+    } else {
+        set(p, HV_HOW_LIVE, "hot-extend", "%s", "");
+    }
+}
+
+/* The disk's capacity in MiB as the contract counts it (-1 when there is no such disk). */
+int64_t vs_disk_mib(const struct vs_vm *vm)
+{
+    if (!vm->disk.found || vm->disk.capacity_bytes < 0)
+        return -1;
+    return vm->disk.capacity_bytes / (1024 * 1024);
+}
+
 void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
              struct hv_field_plan plan[HV_F_COUNT])
 {
@@ -86,6 +137,8 @@ void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
         plan_memory(vm, desired->memory_mib, &plan[HV_F_MEMORY]);
     if (desired->cpus >= 0 && desired->cpus != vm->cpus)
         plan_cpus(vm, desired->cpus, cores, cores_change, &plan[HV_F_CPUS]);
+    if (hv_disk_set(desired->disk_mib) && desired->disk_mib != vs_disk_mib(vm))
+        plan_disk(vm, desired->disk_mib, &plan[HV_F_DISK]);
     if (cores_change) {
         struct hv_field_plan *p = &plan[HV_F_CORES];
         if (desired->cores_per_socket <= 0)

@@ -25,6 +25,8 @@ static const char *const vm_paths[] = {
     "config.changeVersion",
     "guest.toolsRunningStatus",
     "config.extraConfig",
+    "config.hardware.device",
+    "snapshot",
 };
 
 void vs_find_request(struct vs_buf *b, const char *search_index, const char *uuid)
@@ -91,10 +93,14 @@ void vs_vm_request(struct vs_buf *b, const char *property_collector, const char 
     for (size_t i = 0; i < sizeof(vm_paths) / sizeof(vm_paths[0]); i++)
         vs_buf_elem(b, "pathSet", vm_paths[i]);
     vs_buf_add(b, "</propSet><propSet><type>Task</type><all>false</all>"
-                  "<pathSet>info.state</pathSet></propSet><objectSet>");
+                  "<pathSet>info.state</pathSet></propSet>"
+                  "<propSet><type>Datastore</type><all>false</all>"
+                  "<pathSet>summary.freeSpace</pathSet></propSet><objectSet>");
     vs_buf_moref(b, "obj", "VirtualMachine", moref);
     vs_buf_add(b, "<skip>false</skip><selectSet xsi:type=\"TraversalSpec\"><name>vmTasks</name>"
                   "<type>VirtualMachine</type><path>recentTask</path><skip>false</skip>"
+                  "</selectSet><selectSet xsi:type=\"TraversalSpec\"><name>vmDatastores</name>"
+                  "<type>VirtualMachine</type><path>datastore</path><skip>false</skip>"
                   "</selectSet></objectSet></specSet><options></options>");
     vs_env_end(b, "RetrievePropertiesEx");
 }
@@ -132,7 +138,105 @@ static bool read_record(xmlNodePtr val, char *record, size_t len)
     return ok;
 }
 
-static void vm_prop(struct vs_vm *vm, const char *name, xmlNodePtr val, bool *record_ok)
+/* Append node's serialisation to d->xml; false when it does not fit. */
+static bool dump_child(struct vs_disk *d, size_t *len, xmlNodePtr node)
+{
+    xmlBufferPtr buf = xmlBufferCreate();
+    if (!buf)
+        return false;
+    bool ok = xmlNodeDump(buf, node->doc, node, 0, 0) >= 0;
+    size_t n = ok ? (size_t)xmlBufferLength(buf) : 0;
+    ok = ok && *len + n < sizeof(d->xml);
+    if (ok) {
+        memcpy(d->xml + *len, xmlBufferContent(buf), n);
+        *len += n;
+        d->xml[*len] = '\0';
+    }
+    xmlBufferFree(buf);
+    return ok;
+}
+
+/* Fill d from one <VirtualDevice xsi:type="VirtualDisk"> element. */
+static void read_disk(xmlNodePtr dev, struct vs_disk *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->found = true;
+    d->unit_number = -1;
+    int64_t kb = -1, bytes = -1;
+    size_t len = 0;
+    bool fits = true, split_set = false;
+    for (xmlNodePtr c = vs_xml_child(dev, NULL); c; c = vs_xml_next(c, NULL)) {
+        const char *n = (const char *)c->name;
+        if (!strcmp(n, "capacityInKB") || !strcmp(n, "capacityInBytes")) {
+            if (!strcmp(n, "capacityInKB"))
+                kb = text_i64(c, -1);
+            else
+                bytes = text_i64(c, -1);
+            if (!split_set)
+                d->split = len;
+            split_set = true;
+            continue;
+        }
+        if (!strcmp(n, "key"))
+            d->key = (int32_t)text_i64(c, 0);
+        else if (!strcmp(n, "controllerKey"))
+            d->controller_key = (int32_t)text_i64(c, 0);
+        else if (!strcmp(n, "unitNumber"))
+            d->unit_number = (int32_t)text_i64(c, -1);
+        else if (!strcmp(n, "backing")) {
+            char t[16];
+            vs_xml_xsi_type(c, d->backing, sizeof(d->backing));
+            d->thin = vs_xml_child_text(c, "thinProvisioned", t, sizeof(t)) && !strcmp(t, "true");
+            vs_xml_child_text(c, "datastore", d->datastore, sizeof(d->datastore));
+        } else if (!split_set && (!strcmp(n, "shares") || !strcmp(n, "storageIOAllocation") ||
+                                  !strcmp(n, "diskObjectId") || !strcmp(n, "vDiskId") ||
+                                  !strcmp(n, "iofilter") || !strcmp(n, "vFlashCacheConfigInfo") ||
+                                  !strcmp(n, "nativeUnmanagedLinkedClone"))) {
+            d->split = len; /* the elements that follow the capacities in the WSDL */
+            split_set = true;
+        }
+        fits = fits && dump_child(d, &len, c);
+    }
+    if (!split_set)
+        d->split = len;
+    if (!fits) {
+        d->xml[0] = '\0';
+        d->split = 0;
+    }
+    d->capacity_bytes = bytes > 0 ? bytes : kb >= 0 ? kb * 1024 : -1;
+}
+
+/* The disk sel names among config.hardware.device, and its controller's type. */
+static void read_devices(xmlNodePtr val, const char *sel, struct vs_disk *d)
+{
+    int want_unit = -1;
+    if (sel && sel[0])
+        want_unit = atoi(sel);
+    xmlNodePtr chosen = NULL;
+    for (xmlNodePtr dev = vs_xml_child(val, NULL); dev && !chosen; dev = vs_xml_next(dev, NULL)) {
+        char type[64], unit[16];
+        vs_xml_xsi_type(dev, type, sizeof(type));
+        if (strcmp(type, "VirtualDisk"))
+            continue;
+        if (want_unit < 0 ||
+            (vs_xml_child_text(dev, "unitNumber", unit, sizeof(unit)) && atoi(unit) == want_unit))
+            chosen = dev;
+    }
+    memset(d, 0, sizeof(*d));
+    if (!chosen)
+        return;
+    read_disk(chosen, d);
+    for (xmlNodePtr dev = vs_xml_child(val, NULL); dev; dev = vs_xml_next(dev, NULL)) {
+        char key[16];
+        if (vs_xml_child_text(dev, "key", key, sizeof(key)) && atoi(key) == d->controller_key) {
+            vs_xml_xsi_type(dev, d->controller, sizeof(d->controller));
+            break;
+        }
+    }
+}
+
+static void vm_prop(struct vs_vm *vm, const char *name, xmlNodePtr val, bool *record_ok,
+                    const char *disk_sel)
 {
     char t[64];
     if (strcmp(name, "runtime.powerState") == 0) {
@@ -164,12 +268,28 @@ static void vm_prop(struct vs_vm *vm, const char *name, xmlNodePtr val, bool *re
         vm->tools_running = strcmp(t, "guestToolsRunning") == 0;
     } else if (strcmp(name, "config.extraConfig") == 0) {
         *record_ok = read_record(val, vm->record, sizeof(vm->record));
+    } else if (strcmp(name, "config.hardware.device") == 0) {
+        read_devices(val, disk_sel, &vm->disk);
+    } else if (strcmp(name, "snapshot") == 0) {
+        vm->has_snapshots = vs_xml_child(val, "rootSnapshotList") != NULL;
     }
 }
 
 int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err)
 {
+    return vs_vm_parse_disk(body, moref, NULL, vm, err);
+}
+
+int vs_vm_parse_disk(xmlNodePtr body, const char *moref, const char *disk_sel, struct vs_vm *vm,
+                     struct hv_err *err)
+{
+    struct {
+        char moref[64];
+        int64_t free;
+    } ds[VS_MAX_DS];
+    size_t nds = 0;
     memset(vm, 0, sizeof(*vm));
+    vm->disk_ds_free = -1;
     vm->memory_mb = -1;
     vm->cpus = -1;
     vm->cores_per_socket = -1;
@@ -191,7 +311,11 @@ int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_
                 continue;
             xmlNodePtr val = vs_xml_child(p, "val");
             if (is_vm) {
-                vm_prop(vm, name, val, &record_ok);
+                vm_prop(vm, name, val, &record_ok, disk_sel);
+            } else if (strcmp(type, "Datastore") == 0 && strcmp(name, "summary.freeSpace") == 0 &&
+                       nds < VS_MAX_DS) {
+                snprintf(ds[nds].moref, sizeof(ds[nds].moref), "%s", value);
+                ds[nds++].free = text_i64(val, -1);
             } else if (strcmp(type, "Task") == 0 && strcmp(name, "info.state") == 0) {
                 char state[32];
                 vs_xml_text(val, state, sizeof(state));
@@ -201,14 +325,17 @@ int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_
     }
     if (!seen)
         return vs_err(err, HV_E_NOT_FOUND, "VM %s is not in the property answer", moref);
+    for (size_t k = 0; k < nds; k++)
+        if (vm->disk.found && !strcmp(ds[k].moref, vm->disk.datastore))
+            vm->disk_ds_free = ds[k].free;
     if (!record_ok)
         return vs_err(err, HV_E_INTERNAL, "extraConfig %s on %s exceeds %d bytes",
                       HV_VSPHERE_RECORD_KEY, moref, HV_RECORD_MAX - 1);
     return HV_OK;
 }
 
-int vs_read_vm(struct vs_server *s, const char *moref, int timeout_ms, struct vs_vm *vm,
-               struct hv_err *err)
+int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int timeout_ms,
+               struct vs_vm *vm, struct hv_err *err)
 {
     const struct vs_content *c = vs_session(s, timeout_ms, err);
     if (!c)
@@ -221,7 +348,7 @@ int vs_read_vm(struct vs_server *s, const char *moref, int timeout_ms, struct vs
     vs_buf_free(&req);
     if (rc != HV_OK)
         return rc;
-    rc = vs_vm_parse(r.body, moref, vm, err);
+    rc = vs_vm_parse_disk(r.body, moref, disk_sel, vm, err);
     vs_reply_free(&r);
     return rc;
 }

@@ -14,6 +14,26 @@
 #include "vs_soap.h"
 #include "vs_xml.h"
 
+#define VS_DISK_XML_MAX 6144
+#define VS_MAX_DS       16
+
+/* The disk hv_vm_ref.disk names (the first VirtualDisk, or the first with that unit number),
+ * with what an edit of its capacity needs: its device XML as vCenter sent it, minus the two
+ * capacity elements, split where they go (the WSDL fixes the order of a device's elements). */
+struct vs_disk {
+    bool found;
+    int32_t key;
+    int32_t controller_key;
+    int32_t unit_number;       /* -1 unknown */
+    int64_t capacity_bytes;    /* capacityInBytes, else capacityInKB * 1024 */
+    char backing[64];          /* xsi:type of its backing, e.g. "VirtualDiskFlatVer2BackingInfo" */
+    char controller[64];       /* xsi:type of its controller, e.g. "ParaVirtualSCSIController" */
+    bool thin;                 /* backing.thinProvisioned */
+    char datastore[64];        /* backing.datastore moref */
+    char xml[VS_DISK_XML_MAX]; /* children, capacities left out; "" when it did not fit */
+    size_t split;              /* where <capacityInKB><capacityInBytes> go in xml */
+};
+
 /* The backend's private observation: richer than hv_vm_obs, used by plan(). */
 struct vs_vm {
     char moref[64];
@@ -30,15 +50,19 @@ struct vs_vm {
     bool tools_running;
     bool busy; /* a task on the VM is queued or running */
     char record[HV_RECORD_MAX];
+    struct vs_disk disk;
+    bool has_snapshots;
+    int64_t disk_ds_free; /* free bytes on the disk's datastore, -1 unknown */
 };
 
 /* SearchIndex.FindByUuid(vmSearch=true, instanceUuid=false): the uuid as given, then
  * lower-cased. moref = "" (and HV_OK) when no VM has it. */
 int vs_find_vm(struct vs_server *s, const char *uuid, int timeout_ms, char *moref, size_t len,
                struct hv_err *err);
-/* Read the VM; HV_E_NOT_FOUND when the moref no longer exists. */
-int vs_read_vm(struct vs_server *s, const char *moref, int timeout_ms, struct vs_vm *vm,
-               struct hv_err *err);
+/* Read the VM, and the disk disk_sel names (see hv_vm_ref.disk; NULL = the first);
+ * HV_E_NOT_FOUND when the moref no longer exists. */
+int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int timeout_ms,
+               struct vs_vm *vm, struct hv_err *err);
 
 /* Pure parts. */
 void vs_find_request(struct vs_buf *b, const char *search_index, const char *uuid);
@@ -48,5 +72,8 @@ void vs_vm_request(struct vs_buf *b, const char *property_collector, const char 
 /* Fill vm from a <RetrievePropertiesExResponse>; the record is the LAST extraConfig entry
  * for HV_VSPHERE_RECORD_KEY (0.24's simulator appends entries, vCenter replaces them). */
 int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err);
+/* The same, choosing the disk disk_sel names. */
+int vs_vm_parse_disk(xmlNodePtr body, const char *moref, const char *disk_sel, struct vs_vm *vm,
+                     struct hv_err *err);
 
 #endif

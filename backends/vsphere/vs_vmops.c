@@ -1,5 +1,5 @@
 /* vs_vmops.c: request bodies for ReconfigVM_Task (elements in the WSDL's order:
- * changeVersion, numCPUs, numCoresPerSocket, memoryMB, extraConfig), PowerOnVM_Task,
+ * changeVersion, numCPUs, numCoresPerSocket, memoryMB, deviceChange, extraConfig), PowerOnVM_Task,
  * PowerOffVM_Task and ShutdownGuest, sent through vs_soap and waited for through vs_task.
  */
 #include "vs_vmops.h"
@@ -19,6 +19,17 @@ void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_sp
         vs_buf_elem_i64(b, "numCoresPerSocket", spec->cores_per_socket);
     if (spec->memory_mb >= 0)
         vs_buf_elem_i64(b, "memoryMB", spec->memory_mb);
+    if (spec->disk) {
+        /* The device as vCenter described it, with new capacities in their WSDL place. */
+        const struct vs_disk *d = spec->disk;
+        vs_buf_add(b, "<deviceChange><operation>edit</operation>"
+                      "<device xsi:type=\"VirtualDisk\">");
+        vs_buf_addn(b, d->xml, d->split);
+        vs_buf_elem_i64(b, "capacityInKB", spec->disk_bytes / 1024);
+        vs_buf_elem_i64(b, "capacityInBytes", spec->disk_bytes);
+        vs_buf_add(b, d->xml + d->split);
+        vs_buf_add(b, "</device></deviceChange>");
+    }
     if (spec->record) {
         vs_buf_add(b, "<extraConfig xsi:type=\"OptionValue\">");
         vs_buf_elem(b, "key", HV_VSPHERE_RECORD_KEY);

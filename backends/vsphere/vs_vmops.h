@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "vs_props.h"
 #include "vs_soap.h"
 #include "vs_xml.h"
 
@@ -18,6 +19,8 @@ struct vs_spec {
     int32_t cpus;               /* < 0: unchanged */
     int32_t cores_per_socket;   /* < 0: unchanged */
     const char *record;         /* NULL: unchanged; "" clears */
+    const struct vs_disk *disk; /* NULL: no disk change; else edit this disk ... */
+    int64_t disk_bytes;         /* ... to this capacity */
 };
 
 void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec);

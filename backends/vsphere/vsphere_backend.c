@@ -151,7 +151,7 @@ static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref
      * only when that moref is gone (one round trip per observation instead of two). */
     if (cache_get(vb, idx, ref->uuid, vm) && vm->moref[0]) {
         snprintf(moref, sizeof(moref), "%s", vm->moref);
-        rc = vs_read_vm(s, moref, timeout_ms, vm, err);
+        rc = vs_read_vm(s, moref, ref->disk, timeout_ms, vm, err);
         if (rc == HV_OK) {
             *found = true;
             cache_put(vb, idx, ref->uuid, vm);
@@ -162,7 +162,7 @@ static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref
     }
     rc = vs_find_vm(s, ref->uuid, timeout_ms, moref, sizeof(moref), err);
     if (rc == HV_OK && moref[0])
-        rc = vs_read_vm(s, moref, timeout_ms, vm, err);
+        rc = vs_read_vm(s, moref, ref->disk, timeout_ms, vm, err);
     if (rc == HV_E_NOT_FOUND || (rc == HV_OK && !moref[0])) {
         cache_drop(vb, idx, ref->uuid);
         return HV_OK;
@@ -210,7 +210,7 @@ static int vs_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct 
     struct hv_err local;
     err = err_start(err, &local);
     memset(obs, 0, sizeof(*obs));
-    obs->hw = obs->config = (struct hv_hw){-1, -1, -1};
+    obs->hw = obs->config = (struct hv_hw){-1, -1, -1, -1};
     long idx = pick_server(vb, ref);
     if (idx < 0)
         return no_server(ref, err);
@@ -222,7 +222,7 @@ static int vs_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct 
     if (rc == HV_OK && found) {
         obs->found = true;
         obs->power = vm->power;
-        obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket};
+        obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket, vs_disk_mib(vm)};
         obs->config = obs->hw;
         snprintf(obs->id, sizeof(obs->id), "%s", vm->moref);
         snprintf(obs->host, sizeof(obs->host), "%s", vs_server_name(vb->servers[idx]));
@@ -240,7 +240,7 @@ static bool matches(const struct vs_vm *vm, const struct hv_vm_obs *obs)
 {
     return strcmp(vm->moref, obs->id) == 0 && vm->power == obs->power &&
            vm->memory_mb == obs->hw.memory_mib && vm->cpus == obs->hw.cpus &&
-           vm->cores_per_socket == obs->hw.cores_per_socket;
+           vm->cores_per_socket == obs->hw.cores_per_socket && vs_disk_mib(vm) == obs->hw.disk_mib;
 }
 
 static int vs_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref,
@@ -287,11 +287,15 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
 {
     struct vs_server *s = vb->servers[idx];
     const struct hv_hw *d = &step->desired;
-    bool cold = step->kind == HV_STEP_RECONFIGURE;
+    bool cold =
+        step->kind == HV_STEP_RECONFIGURE || step->kind == HV_STEP_LIVE_DISK; /* fresh read */
     int rc = target(vb, idx, ref, deadline, cold, vm, err);
     if (rc != HV_OK)
         return rc;
-    struct vs_spec spec = {vm->change_version, -1, -1, -1, NULL};
+    struct vs_spec spec = {vm->change_version, -1, -1, -1, NULL, NULL, 0};
+    /* The disk grows (never shrinks: plan() refuses that) with the same reconfiguration. */
+    bool grow_disk = hv_disk_set(d->disk_mib) && vm->disk.found &&
+                     d->disk_mib * 1024 * 1024 > vm->disk.capacity_bytes;
     switch (step->kind) {
     case HV_STEP_LIVE_MEMORY:
         if (d->memory_mib < 0)
@@ -303,6 +307,18 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
             return vs_err(err, HV_E_INTERNAL, "live cpu step without a cpu count");
         spec.cpus = d->cpus;
         return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+    case HV_STEP_LIVE_DISK:
+        if (!hv_disk_set(d->disk_mib))
+            return vs_err(err, HV_E_INTERNAL, "live disk step without a disk size");
+        if (!vm->disk.found)
+            return vs_err(err, HV_E_UNSUPPORTED, "the VM has no disk %s", ref->disk);
+        if (d->disk_mib * 1024 * 1024 < vm->disk.capacity_bytes)
+            return vs_err(err, HV_E_UNSUPPORTED, "disks cannot shrink");
+        if (!grow_disk)
+            return HV_OK; /* already that size */
+        spec.disk = &vm->disk;
+        spec.disk_bytes = d->disk_mib * 1024 * 1024;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
     case HV_STEP_RECONFIGURE:
         if (vm->power != HV_POWER_OFF)
             return vs_err(err, HV_E_INVALID_STATE, "VM %s must be powered off to reconfigure",
@@ -310,6 +326,10 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
         spec.memory_mb = d->memory_mib;
         spec.cpus = d->cpus;
         spec.cores_per_socket = d->cores_per_socket;
+        if (grow_disk) {
+            spec.disk = &vm->disk;
+            spec.disk_bytes = d->disk_mib * 1024 * 1024;
+        }
         return vs_reconfigure(s, vm->moref, &spec, deadline, err);
     case HV_STEP_SHUTDOWN:
         if (!vm->tools_running)
@@ -340,7 +360,7 @@ static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, err);
     free(vm);
     bool reconfig = step->kind == HV_STEP_LIVE_MEMORY || step->kind == HV_STEP_LIVE_CPUS ||
-                    step->kind == HV_STEP_RECONFIGURE;
+                    step->kind == HV_STEP_LIVE_DISK || step->kind == HV_STEP_RECONFIGURE;
     if (rc != HV_OK)
         cache_drop(vb, (size_t)idx, ref->uuid); /* next act looks again */
     else if (reconfig)
@@ -366,7 +386,7 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     int rc = target(vb, (size_t)idx, ref, deadline, false, vm, err);
     if (rc == HV_OK) {
         /* Not guarded by changeVersion: the record is ours alone to write. */
-        struct vs_spec spec = {NULL, -1, -1, -1, record};
+        struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
         rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, err);
     }
     free(vm);

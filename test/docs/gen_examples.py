@@ -218,9 +218,9 @@ def generate(binary):
             srv, request("CanUpdateMachineRequest", "vsm-version-and-memory"),
             "(fixture `vsm-version-and-memory`)")
         ex["can-update-machine-block"] = simple(
-            srv, request("CanUpdateMachineRequest", "vsm-disk",
+            srv, request("CanUpdateMachineRequest", "vsm-disk-shrink",
                          settings={"onUncoverable": "Block"}),
-            "(fixture `vsm-disk` with `settings`)")
+            "(fixture `vsm-disk-shrink` with `settings`)")
         ex["can-update-machine-unknown-kind"] = simple(
             srv, request("CanUpdateMachineRequest", "unknown-kind"), "(fixture `unknown-kind`)")
         ex["can-update-machine-set"] = simple(

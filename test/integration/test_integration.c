@@ -992,7 +992,8 @@ static void test_can_update_machine(void **state)
         {"vsm-shrink", "memoryMiB 8192->4096", {"/spec/memoryMiB", "/spec/numCPUs"}},
         {"vsm-float-memory", "memoryMiB", {"/spec/memoryMiB"}}, /* 8192.0 stays 8192.0 */
         {"vsm-v1beta2-grow", "memoryMiB 4096->6144", {"/spec/memoryMiB"}},
-        {"vsm-disk", "diskGiB", {"/spec/memoryMiB"}},
+        {"vsm-disk", "diskGiB 25->50 live", {"/spec/memoryMiB", "/spec/diskGiB"}},
+        {"vsm-disk-shrink", "diskGiB (disks cannot shrink)", {"/spec/memoryMiB"}},
         {"vsm-version-and-memory", "machine.spec.version", {"/spec/memoryMiB"}},
         {"vsm-bootstrap-files", "bootstrapConfig.spec.files", {NULL}},
         {"lvm-grow", "memoryMiB 1024->2048", {"/spec/memoryMiB", "/spec/vcpu"}},

@@ -95,7 +95,7 @@ static void test_missing_domain(void **state)
         assert_false(obs.found);
         assert_int_equal(obs.hw.memory_mib, -1);
     }
-    struct hv_hw want = {4096, -1, -1};
+    struct hv_hw want = {4096, -1, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_E_NOT_FOUND);
     struct hv_step step = {.kind = HV_STEP_POWER_ON, .desired = want};
     assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_NOT_FOUND);
@@ -169,7 +169,7 @@ static void test_vcpu_growth_via_act(void **state)
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
 
-    struct hv_hw want = {-1, 3, -1};
+    struct hv_hw want = {-1, 3, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_CPUS].method, "vcpu hot-plug");
@@ -200,7 +200,7 @@ static void test_balloon_growth_via_act(void **state)
     struct hv_field_plan plan[HV_F_COUNT];
     lvt_ref(&ref, "", "", "test");
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
-    struct hv_hw want = {4096, -1, -1};
+    struct hv_hw want = {4096, -1, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_MEMORY].method, "balloon");
@@ -216,14 +216,14 @@ static void test_balloon_growth_via_act(void **state)
     assert_int_equal(obs.config.memory_mib, 4096);
 
     /* above <memory> nothing live is left; shrink is cold; cores cold */
-    struct hv_hw more = {9000, 3, 2};
+    struct hv_hw more = {9000, 3, 2, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &more, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
     assert_int_equal(plan[HV_F_CORES].how, HV_HOW_COLD);
-    struct hv_hw less = {1024, -1, -1};
+    struct hv_hw less = {1024, -1, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &less, plan, &err), HV_OK);
     assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
     step.desired = less;
@@ -244,11 +244,11 @@ static void test_dimm_plan_and_driver_refusal(void **state)
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
     assert_int_equal(obs.hw.memory_mib, 1024);
     assert_int_equal(obs.hw.cores_per_socket, 2);
-    struct hv_hw want = {1536, -1, -1};
+    struct hv_hw want = {1536, -1, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_MEMORY].method, "dimm");
-    struct hv_hw odd = {1124, -1, -1};
+    struct hv_hw odd = {1124, -1, -1, -1};
     assert_int_equal(be->ops->plan(be, &ref, &obs, &odd, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_MEMORY].reason, "memory delta not a multiple of 128 MiB");
@@ -275,7 +275,7 @@ static void test_cold_path(void **state)
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
 
-    struct hv_hw want = {768, 2, 1};
+    struct hv_hw want = {768, 2, 1, -1};
     struct hv_step step = {.kind = HV_STEP_RECONFIGURE, .desired = want};
     assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_INVALID_STATE);
 
@@ -287,10 +287,11 @@ static void test_cold_path(void **state)
     assert_string_equal(obs.id, "");
     assert_false(obs.can_shutdown);
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
-    for (int f = 0; f < HV_F_COUNT; f++) {
+    for (int f = 0; f < HV_F_DISK; f++) {
         assert_int_equal(plan[f].how, HV_HOW_COLD);
         assert_string_equal(plan[f].reason, "domain is off");
     }
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE); /* not asked for */
 
     step.kind = HV_STEP_RECONFIGURE;
     assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_OK);

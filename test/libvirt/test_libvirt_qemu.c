@@ -95,7 +95,7 @@ static void test_dimm_hot_add(void **state)
     qt_observe(q, &obs);
     qt_timing("observe (warm)", t0);
 
-    struct hv_hw want = {1536, -1, -1};
+    struct hv_hw want = {1536, -1, -1, -1};
     t0 = lvt_now_ms();
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     qt_timing("plan", t0);
@@ -126,7 +126,7 @@ static void test_vcpu_hot_plug(void **state)
     qt_observe(q, &obs);
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
-    struct hv_hw want = {-1, 3, -1};
+    struct hv_hw want = {-1, 3, -1, -1};
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_CPUS].method, "vcpu hot-plug");
@@ -136,7 +136,7 @@ static void test_vcpu_hot_plug(void **state)
     assert_int_equal(obs.config.cpus, 3);
     assert_string_equal(obs.id, id);
     /* above the maximum of 4: cold */
-    struct hv_hw more = {-1, 6, -1};
+    struct hv_hw more = {-1, 6, -1, -1};
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &more, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
@@ -152,7 +152,7 @@ static void test_virtio_mem_accepted_not_done(void **state)
     assert_int_equal(obs.hw.memory_mib, 1024);
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
-    struct hv_hw want = {1536, -1, -1};
+    struct hv_hw want = {1536, -1, -1, -1};
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_MEMORY].method, "virtio-mem");
@@ -179,7 +179,7 @@ static void test_vmem_cold_cycle(void **state)
 {
     struct qt *q = qt_start(state, "vmem");
     struct hv_vm_obs obs;
-    struct hv_hw want = {1536, -1, -1};
+    struct hv_hw want = {1536, -1, -1, -1};
     qt_act(q, HV_STEP_LIVE_MEMORY, want, "virtio-mem", "act LIVE_MEMORY virtio-mem (setup)");
     qt_act(q, HV_STEP_POWER_OFF, want, NULL, "act POWER_OFF (vmem)");
     qt_observe(q, &obs);
@@ -205,7 +205,7 @@ static void test_shutdown_without_guest(void **state)
     snprintf(id, sizeof(id), "%s", obs.id);
     assert_false(obs.tools_running);
     assert_true(obs.can_shutdown); /* ACPI: accepted, even though nobody inside listens */
-    struct hv_hw none = {-1, -1, -1};
+    struct hv_hw none = {-1, -1, -1, -1};
     qt_act(q, HV_STEP_SHUTDOWN, none, NULL, "act SHUTDOWN (ACPI, no guest)");
     usleep(1000 * 1000);
     qt_observe(q, &obs);
@@ -220,14 +220,14 @@ static void test_cold_cycle(void **state)
     struct hv_err err;
     struct hv_field_plan plan[HV_F_COUNT];
     assert_int_equal(q->be->ops->write_record(q->be, &q->ref, "{\"phase\":\"cold\"}", &err), HV_OK);
-    struct hv_hw grown = {1536, -1, -1};
+    struct hv_hw grown = {1536, -1, -1, -1};
     qt_act(q, HV_STEP_LIVE_MEMORY, grown, "dimm", "act LIVE_MEMORY dimm (setup)");
     assert_int_equal(lvt_wait_memory(q->be, &q->ref, 1536, 3000), 1536);
     qt_observe(q, &obs);
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
 
-    struct hv_hw want = {768, 2, -1};
+    struct hv_hw want = {768, 2, -1, -1};
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
@@ -291,7 +291,7 @@ static void test_plain_plans_cold(void **state)
     qt_observe(q, &obs);
     assert_int_equal(obs.hw.memory_mib, 1024);
     assert_int_equal(obs.hw.cpus, 2);
-    struct hv_hw want = {2048, 4, -1};
+    struct hv_hw want = {2048, 4, -1, -1};
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(plan[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");

@@ -241,12 +241,12 @@ static void test_plan_compute(void **state)
     char why[128];
     assert_int_equal(lv_xml_parse_domain(DIMM_LIVE, &li, why, sizeof(why)), 0);
 
-    struct hv_hw same = {1536, 1, 1};
+    struct hv_hw same = {1536, 1, 1, -1};
     lv_plan_compute(&li, true, &same, p);
     for (int f = 0; f < HV_F_COUNT; f++)
         assert_int_equal(p[f].how, HV_HOW_NONE);
 
-    struct hv_hw grow = {2048, 3, -1};
+    struct hv_hw grow = {2048, 3, -1, -1};
     lv_plan_compute(&li, true, &grow, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(p[HV_F_MEMORY].method, "dimm");
@@ -254,7 +254,7 @@ static void test_plan_compute(void **state)
     assert_string_equal(p[HV_F_CPUS].method, "vcpu hot-plug");
     assert_int_equal(p[HV_F_CORES].how, HV_HOW_NONE);
 
-    struct hv_hw over = {1024, 5, 2};
+    struct hv_hw over = {1024, 5, 2, -1};
     lv_plan_compute(&li, true, &over, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_MEMORY].reason, "memory shrink needs a restart");
@@ -263,7 +263,7 @@ static void test_plan_compute(void **state)
     assert_int_equal(p[HV_F_CORES].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_CORES].reason, "cores per socket change needs a restart");
 
-    struct hv_hw down = {-1, 0, 0};
+    struct hv_hw down = {-1, 0, 0, -1};
     lv_plan_compute(&li, true, &down, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_NONE);
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
@@ -276,7 +276,7 @@ static void test_plan_compute(void **state)
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_COLD);
 
     assert_int_equal(lv_xml_parse_domain(PLAIN, &li, why, sizeof(why)), 0);
-    struct hv_hw more = {2048, 4, -1};
+    struct hv_hw more = {2048, 4, -1, -1};
     lv_plan_compute(&li, true, &more, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");
@@ -287,7 +287,7 @@ static void test_cold_rewrite_folds(void **state)
 {
     (void)state;
     char *out = NULL, why[256];
-    struct hv_hw want = {768, 2, -1};
+    struct hv_hw want = {768, 2, -1, -1};
     assert_int_equal(lv_cold_rewrite_xml(DIMM_LIVE, &want, &out, why, sizeof(why)), 0);
     struct lv_dominfo li;
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
@@ -312,7 +312,7 @@ static void test_cold_rewrite_folds(void **state)
         "</devices><metadata><hvupdater:operation xmlns:hvupdater="
         "'https://hvupdater.dev/xmlns/operation/1'>{&quot;a&quot;:1}</hvupdater:operation>"
         "</metadata></domain>";
-    struct hv_hw big = {4097, 3, -1};
+    struct hv_hw big = {4097, 3, -1, -1};
     assert_int_equal(lv_cold_rewrite_xml(two, &big, &out, why, sizeof(why)), 0);
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
     assert_int_equal(li.nmems, 0); /* virtio-mem folded too */
@@ -339,7 +339,7 @@ static void test_cold_rewrite_keeps_nvdimm(void **state)
         "<target><size unit='MiB'>512</size><node>0</node></target></memory></devices>"
         "</domain>";
     char *out = NULL, why[256];
-    struct hv_hw want = {2048, -1, -1};
+    struct hv_hw want = {2048, -1, -1, -1};
     assert_int_equal(lv_cold_rewrite_xml(nv, &want, &out, why, sizeof(why)), 0);
     struct lv_dominfo li;
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
@@ -356,7 +356,7 @@ static void test_cold_rewrite_topology(void **state)
     char *out = NULL, why[256];
     struct lv_dominfo li;
     /* cores 2 on a 4-socket topology: max stays 4 = 2 sockets x 2 cores */
-    struct hv_hw want = {-1, 3, 2};
+    struct hv_hw want = {-1, 3, 2, -1};
     assert_int_equal(lv_cold_rewrite_xml(DIMM_LIVE, &want, &out, why, sizeof(why)), 0);
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
     assert_int_equal(li.cores, 2);
@@ -366,7 +366,7 @@ static void test_cold_rewrite_topology(void **state)
     assert_int_equal(li.nmems, 1); /* memory untouched */
     free(out);
     /* no topology before: cores 4 with 6 vCPUs rounds the maximum up to 8 = 2 x 4 */
-    struct hv_hw six = {-1, 6, 4};
+    struct hv_hw six = {-1, 6, 4, -1};
     assert_int_equal(lv_cold_rewrite_xml(PLAIN, &six, &out, why, sizeof(why)), 0);
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
     assert_int_equal(li.cores, 4);
@@ -375,14 +375,14 @@ static void test_cold_rewrite_topology(void **state)
     assert_int_equal(li.vcpu_current, 6);
     free(out);
     /* shrink on the plain domain: vcpu max stays, current drops */
-    struct hv_hw one = {512, 1, -1};
+    struct hv_hw one = {512, 1, -1, -1};
     assert_int_equal(lv_cold_rewrite_xml(PLAIN, &one, &out, why, sizeof(why)), 0);
     assert_int_equal(lv_xml_parse_domain(out, &li, why, sizeof(why)), 0);
     assert_int_equal(li.vcpu_max, 2);
     assert_int_equal(li.vcpu_current, 1);
     assert_int_equal(li.effective_kib, 512 * 1024);
     free(out);
-    struct hv_hw bad = {0, -1, -1};
+    struct hv_hw bad = {0, -1, -1, -1};
     assert_int_equal(lv_cold_rewrite_xml(PLAIN, &bad, &out, why, sizeof(why)), -1);
     assert_null(out);
 }

@@ -331,7 +331,7 @@ static void test_unknown_keys_rejected(void **state)
 }
 
 /* BUG: an unknown key inside a profile's "fields" object is reported against the profile, not
- * the fields object: {"fields":{"disk":...}} gives `profiles[0]: unknown key "disk"`, which
+ * the fields object: {"fields":{"gpus":...}} gives `profiles[0]: unknown key "gpus"`, which
  * reads as a top-level profile key (every other level names its full path, e.g.
  * `profiles[0].fields.memory: ...`, `profiles[0].identity: ...`).
  * Fix (src/profile.c, load_one): build `char fwhere[128]; snprintf(fwhere, sizeof(fwhere),
@@ -340,9 +340,9 @@ static void test_unknown_keys_rejected(void **state)
 static void test_unknown_field_key_names_fields_path(void **state)
 {
     parse_fails("{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"},\"disk\":{\"path\":\"/d\"}},\"identity\":{"
+                "\"memory\":{\"path\":\"/m\"},\"gpus\":{\"path\":\"/g\"}},\"identity\":{"
                 "\"byName\":true}}]}",
-                "profiles[0].fields: unknown key \"disk\"");
+                "profiles[0].fields: unknown key \"gpus\"");
 }
 
 /* BUG: config.c accepts keys in "defaults" that schemas/config.json (which config.h names as
@@ -482,7 +482,7 @@ static void test_bad_profiles(void **state)
                 "profiles[0]: \"fields\" must be an object with at least one field");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"cpus\":{"
                 "\"path\":\"/c\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
-                "profiles[0].fields.cpus: \"unit\" applies to memory only, as a string");
+                "profiles[0].fields.cpus: \"unit\" applies to memory and disk only, as a string");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
                 "\"path\":\"/m\",\"unit\":\"TiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: unit must be KiB, MiB, GiB or bytes");
@@ -517,6 +517,64 @@ static void test_bad_profiles(void **state)
 }
 
 /* ---- profiles override and add ---------------------------------------------------------- */
+
+/* Disk fields: GiB by default, a libvirt target device or a vSphere unit number. */
+static void test_disk_profiles(void **state)
+{
+    (void)state;
+    struct hv_config c;
+    hv_config_default(&c);
+    const struct hv_profile *vs = hv_profile_find(&c.profiles, GROUP "/v1beta1", "VSphereMachine");
+    const struct hv_profile *lv = hv_profile_find(&c.profiles, GROUP "/v1", "LibvirtMachine");
+    assert_non_null(vs);
+    assert_non_null(lv);
+    char sel[32];
+    assert_string_equal(vs->field[HV_F_DISK].path, "/diskGiB");
+    assert_int_equal(vs->field[HV_F_DISK].unit, HV_UNIT_GIB);
+    hv_profile_disk_ref(vs, sel, sizeof(sel));
+    assert_string_equal(sel, ""); /* the first virtual disk */
+    assert_string_equal(lv->field[HV_F_DISK].path, "/diskGiB");
+    hv_profile_disk_ref(lv, sel, sizeof(sel));
+    assert_string_equal(sel, "vda");
+    hv_config_free(&c);
+
+    parse_ok(&c, "{\"profiles\":["
+                 "{\"kind\":\"K1\",\"backend\":\"vsphere\",\"fields\":{\"disk\":{"
+                 "\"path\":\"/disk/sizeMiB\",\"unit\":\"MiB\",\"unitNumber\":1}},"
+                 "\"identity\":{\"providerIDPrefix\":\"vsphere://\"}},"
+                 "{\"kind\":\"K2\",\"backend\":\"libvirt\",\"fields\":{\"disk\":{"
+                 "\"path\":\"/rootGiB\",\"target\":\"sdb\"}},\"identity\":{\"byName\":true}}]}");
+    const struct hv_profile *k1 = hv_profile_find(&c.profiles, GROUP "/v1", "K1");
+    const struct hv_profile *k2 = hv_profile_find(&c.profiles, GROUP "/v1", "K2");
+    assert_int_equal(k1->field[HV_F_DISK].unit, HV_UNIT_MIB);
+    hv_profile_disk_ref(k1, sel, sizeof(sel));
+    assert_string_equal(sel, "1");
+    assert_int_equal(k2->field[HV_F_DISK].unit, HV_UNIT_GIB); /* the default for disks */
+    hv_profile_disk_ref(k2, sel, sizeof(sel));
+    assert_string_equal(sel, "sdb");
+    hv_config_free(&c);
+
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"disk\":{"
+                "\"path\":\"/d\"}},\"identity\":{\"byName\":true}}]}",
+                "profiles[0].fields.disk: \"target\" is required (the disk's target device, "
+                "e.g. vda)");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"disk\":{"
+                "\"path\":\"/d\",\"target\":\"vda\",\"unitNumber\":0}},\"identity\":{"
+                "\"byName\":true}}]}",
+                "profiles[0].fields.disk: \"unitNumber\" applies to the vsphere backend only");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"vsphere\",\"fields\":{\"disk\":{"
+                "\"path\":\"/d\",\"target\":\"vda\"}},\"identity\":{\"byName\":true}}]}",
+                "profiles[0].fields.disk: \"target\" applies to the libvirt backend only");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"vsphere\",\"fields\":{\"disk\":{"
+                "\"path\":\"/d\",\"unitNumber\":-1}},\"identity\":{\"byName\":true}}]}",
+                "profiles[0].fields.disk: \"unitNumber\" must be an integer from 0 to 63");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"disk\":{"
+                "\"path\":\"/d\",\"target\":\"../x\"}},\"identity\":{\"byName\":true}}]}",
+                "profiles[0].fields.disk: \"target\" must be a device name such as vda");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"cpus\":{"
+                "\"path\":\"/c\",\"target\":\"vda\"}},\"identity\":{\"byName\":true}}]}",
+                "profiles[0].fields.cpus: unknown key \"target\"");
+}
 
 static void test_profiles_override_and_add(void **state)
 {
@@ -614,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_bad_top_level_values),
         cmocka_unit_test(test_bad_vsphere_servers),
         cmocka_unit_test(test_bad_profiles),
+        cmocka_unit_test(test_disk_profiles),
         cmocka_unit_test(test_profiles_override_and_add),
         cmocka_unit_test(test_profiles_load_direct),
     };

@@ -236,7 +236,7 @@ static void test_step_failing_three_times_is_sticky_and_vm_left_on(void **state)
     struct fx *f = *state;
     define(f, "eng-stepfail", 2048, 2048, 1, 1);
     use_wrapper(f, HV_STEP_RECONFIGURE, false);
-    struct hv_hw want = {1024, -1, -1};
+    struct hv_hw want = {1024, -1, -1, -1};
     struct hv_update_result r = until_end(f, "eng-stepfail", want, 10, NULL);
     assert_true(r.failure);
     assert_string_equal(r.message, "step reconfigure failed 3 times: another task is changing "
@@ -254,7 +254,7 @@ static void test_record_write_failure_takes_no_step(void **state)
     define(f, "eng-norecord", 2048, 2048, 1, 1);
     int id = dom_id(f, "eng-norecord");
     use_wrapper(f, 0, true);
-    struct hv_update_result r = pass(f, "eng-norecord", (struct hv_hw){1024, -1, -1});
+    struct hv_update_result r = pass(f, "eng-norecord", (struct hv_hw){1024, -1, -1, -1});
     assert_true(r.failure);
     assert_string_equal(r.message, "cannot store the operation record on the VM: the "
                                    "hypervisor cannot be reached");
@@ -267,7 +267,7 @@ static void test_live_balloon_growth_then_idempotent(void **state)
     struct fx *f = *state;
     define(f, "eng-live", 4096, 1024, 1, 4);
     int id = dom_id(f, "eng-live");
-    struct hv_hw want = {2048, 3, -1};
+    struct hv_hw want = {2048, 3, -1, -1};
     struct hv_update_result r = pass(f, "eng-live", want);
     assert_false(r.failure);
     assert_true(r.retry_after_s > 0);
@@ -295,7 +295,7 @@ static void test_shrink_goes_through_power_cycle(void **state)
     struct fx *f = *state;
     define(f, "eng-shrink", 2048, 2048, 2, 2);
     int id = dom_id(f, "eng-shrink");
-    struct hv_hw want = {1024, 1, -1};
+    struct hv_hw want = {1024, 1, -1, -1};
     int passes;
     struct hv_update_result r = until_end(f, "eng-shrink", want, 10, &passes);
     assert_false(r.failure);
@@ -317,7 +317,7 @@ static void test_power_cycle_never_is_a_sticky_failure(void **state)
     define(f, "eng-never", 2048, 2048, 2, 2);
     int id = dom_id(f, "eng-never");
     f->s.power_cycle = HV_PC_NEVER;
-    struct hv_hw want = {1024, -1, -1};
+    struct hv_hw want = {1024, -1, -1, -1};
     struct hv_update_result r1 = pass(f, "eng-never", want);
     assert_true(r1.failure);
     assert_non_null(strstr(r1.message, "needs a power cycle"));
@@ -330,7 +330,7 @@ static void test_power_cycle_never_is_a_sticky_failure(void **state)
     }
     assert_int_equal(dom_id(f, "eng-never"), id);
     /* a new desired spec starts a new operation (still under Never: fails on its own) */
-    struct hv_hw other = {1536, -1, -1};
+    struct hv_hw other = {1536, -1, -1, -1};
     struct hv_update_result r3 = pass(f, "eng-never", other);
     assert_true(r3.failure);
     assert_int_equal(dom_id(f, "eng-never"), id);
@@ -346,7 +346,7 @@ static void test_power_cycle_never_is_a_sticky_failure(void **state)
 static void test_missing_domain(void **state)
 {
     struct fx *f = *state;
-    struct hv_update_result r = pass(f, "eng-nope", (struct hv_hw){1024, -1, -1});
+    struct hv_update_result r = pass(f, "eng-nope", (struct hv_hw){1024, -1, -1, -1});
     assert_true(r.failure);
     assert_string_equal(r.message, "VM eng-nope not found on any configured libvirt host");
 }
@@ -356,7 +356,7 @@ static void test_vm_found_off_mid_operation_is_reconfigured_and_started(void **s
     struct fx *f = *state;
     define(f, "eng-off", 4096, 1024, 1, 2);
     struct hv_oprecord rec =
-        put_record(f, "eng-off", (struct hv_hw){2048, -1, -1}, HV_PH_WAIT_LIVE, false, 0);
+        put_record(f, "eng-off", (struct hv_hw){2048, -1, -1, -1}, HV_PH_WAIT_LIVE, false, 0);
     virDomainPtr d = virDomainLookupByName(f->conn, "eng-off");
     assert_int_equal(virDomainDestroy(d), 0);
     virDomainFree(d);
@@ -375,7 +375,7 @@ static void test_damaged_record_restarts_from_what_the_vm_shows(void **state)
     struct hv_vm_ref ref = ref_of("eng-junk");
     struct hv_err err = {0};
     assert_int_equal(f->be->ops->write_record(f->be, &ref, "{not a record", &err), HV_OK);
-    struct hv_update_result r = until_end(f, "eng-junk", (struct hv_hw){3072, -1, -1}, 5, NULL);
+    struct hv_update_result r = until_end(f, "eng-junk", (struct hv_hw){3072, -1, -1, -1}, 5, NULL);
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
     assert_int_equal(observe(f, "eng-junk").hw.memory_mib, 3072);
@@ -386,7 +386,7 @@ static void test_deadline_passed_is_a_failure(void **state)
     struct fx *f = *state;
     define(f, "eng-late", 2048, 2048, 1, 1);
     struct hv_oprecord rec =
-        put_record(f, "eng-late", (struct hv_hw){1024, -1, -1}, HV_PH_SHUTDOWN, true, 100);
+        put_record(f, "eng-late", (struct hv_hw){1024, -1, -1, -1}, HV_PH_SHUTDOWN, true, 100);
     f->s.deadline_s = 60;
     struct hv_update_result r = pass(f, "eng-late", rec.desired);
     assert_true(r.failure);
@@ -399,7 +399,7 @@ static void test_failure_mid_cycle_never_leaves_the_vm_off(void **state)
     struct fx *f = *state;
     define(f, "eng-late-off", 2048, 2048, 1, 1);
     struct hv_oprecord rec =
-        put_record(f, "eng-late-off", (struct hv_hw){1024, -1, -1}, HV_PH_SHUTDOWN, true, 100);
+        put_record(f, "eng-late-off", (struct hv_hw){1024, -1, -1, -1}, HV_PH_SHUTDOWN, true, 100);
     f->s.deadline_s = 60;
     struct hv_update_result r1 = pass(f, "eng-late-off", rec.desired);
     assert_true(r1.failure);
@@ -420,7 +420,7 @@ static void test_not_done_while_a_shutdown_is_in_flight(void **state)
     int id = dom_id(f, "eng-inflight");
     /* another process asked for a shutdown; the VM already shows the desired hardware */
     struct hv_oprecord rec =
-        put_record(f, "eng-inflight", (struct hv_hw){2048, -1, -1}, HV_PH_SHUTDOWN, true, 0);
+        put_record(f, "eng-inflight", (struct hv_hw){2048, -1, -1, -1}, HV_PH_SHUTDOWN, true, 0);
     struct hv_update_result r = pass(f, "eng-inflight", rec.desired);
     assert_false(r.failure);
     assert_true(r.retry_after_s > 0); /* not "done" while the VM may still go down */
@@ -436,7 +436,7 @@ static void test_paused_vm_takes_no_step(void **state)
     define(f, "eng-paused", 2048, 2048, 1, 1);
     virDomainPtr d = virDomainLookupByName(f->conn, "eng-paused");
     assert_int_equal(virDomainSuspend(d), 0);
-    struct hv_update_result r = pass(f, "eng-paused", (struct hv_hw){1024, -1, -1});
+    struct hv_update_result r = pass(f, "eng-paused", (struct hv_hw){1024, -1, -1, -1});
     assert_true(r.failure);
     assert_string_equal(r.message, "the VM is paused, suspended or in transition; hvupdater "
                                    "continues when it runs or is off");
@@ -452,7 +452,7 @@ static void test_power_cycle_slots_per_host(void **state)
     define(f, "eng-slot-a", 2048, 2048, 1, 1);
     define(f, "eng-slot-b", 2048, 2048, 1, 1);
     f->s.power_off_mode = HV_POM_SOFT;
-    struct hv_hw want = {1024, -1, -1};
+    struct hv_hw want = {1024, -1, -1, -1};
     struct hv_update_result a = pass(f, "eng-slot-a", want);
     assert_false(a.failure);
     /* back to back: shutdown, reconfigure, start; A keeps its slot until it is done */
@@ -475,7 +475,7 @@ static void test_hook_side_answers_at_once_and_converges(void **state)
     memset(&p, 0, sizeof(p));
     snprintf(p.backend, sizeof(p.backend), "libvirt");
     struct hv_vm_ref ref = ref_of("eng-hook");
-    struct hv_hw want = {2048, -1, -1};
+    struct hv_hw want = {2048, -1, -1, -1};
     struct hv_update_result r;
     hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
     assert_false(r.failure);

@@ -429,12 +429,12 @@ static void test_settings_reach_the_plan(void **state)
 {
     struct fx *f = *state;
     struct answer a;
-    hj *req = request("vsm-disk.json", HV_HOOK_CAN_UPDATE_MACHINE);
+    hj *req = request("vsm-disk-shrink.json", HV_HOOK_CAN_UPDATE_MACHINE);
     /* default Fallback: Success with a patch */
     call(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req, &a);
     assert_false(a.failure);
     assert_string_equal(a.msg, "memoryMiB 4096->8192 live; not covered, left to CAPI: "
-                               "infrastructureMachine.spec.diskGiB");
+                               "infrastructureMachine.spec.diskGiB (disks cannot shrink)");
     hj *ops = decode_patch(a.r, "infrastructureMachinePatch");
     hj_free(ops);
     hj_free(a.r);
@@ -442,7 +442,7 @@ static void test_settings_reach_the_plan(void **state)
     hj_obj_set_take(req, "settings", tu_json("{\"onUncoverable\":\"Block\"}"));
     expect_failure(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req,
                    "cannot update in place (onUncoverable=Block): "
-                   "infrastructureMachine.spec.diskGiB (not a field hvupdater can change)");
+                   "infrastructureMachine.spec.diskGiB (disks cannot shrink)");
     /* Block from the defaults, overridden by the request */
     f->ctx.defaults.on_uncoverable = HV_UNC_BLOCK;
     hj_obj_set_take(req, "settings", tu_json("{\"onUncoverable\":\"Fallback\"}"));

@@ -259,8 +259,13 @@ static void test_other_differences_fallback(void **state)
                   "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
     check_fixture("vsm-bootstrap-files.json", HV_PC_IF_NEEDED, HV_UNC_FALLBACK,
                   NOTHING LEFT "bootstrapConfig.spec.files", false, NULL);
+    /* a disk grows online; it never shrinks */
     check_fixture("vsm-disk.json", HV_PC_IF_NEEDED, HV_UNC_FALLBACK,
-                  "memoryMiB 4096->8192 live" LEFT IM "diskGiB", false,
+                  "memoryMiB 4096->8192 live; diskGiB 25->50 live", false,
+                  "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192},"
+                  "{\"op\":\"replace\",\"path\":\"/spec/diskGiB\",\"value\":50}]");
+    check_fixture("vsm-disk-shrink.json", HV_PC_IF_NEEDED, HV_UNC_FALLBACK,
+                  "memoryMiB 4096->8192 live" LEFT IM "diskGiB (disks cannot shrink)", false,
                   "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
 }
 
@@ -270,19 +275,19 @@ static void test_uncovered_reasons(void **state)
     struct hv_coverage c;
     env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
     hj *req = tu_fixture("vsm-version-and-memory.json");
-    tu_set(req, "/desired/infrastructureMachine/spec/diskGiB", "50");
+    tu_set(req, "/desired/infrastructureMachine/spec/template", "\"ubuntu-2404\"");
     tu_set(req, "/desired/bootstrapConfig/spec/files/0/content", "\"changed\"");
     plan_req(&e, req, &c);
     /* infra first, then the Machine, then the bootstrap config */
     assert_int_equal(c.n_uncovered, 3);
-    assert_string_equal(c.uncovered[0].where, IM "diskGiB");
+    assert_string_equal(c.uncovered[0].where, IM "template");
     assert_string_equal(c.uncovered[0].reason, "not a field hvupdater can change");
     assert_string_equal(c.uncovered[1].where, "machine.spec.version");
     assert_string_equal(c.uncovered[1].reason, "hvupdater changes hypervisor hardware only");
     assert_string_equal(c.uncovered[2].where, "bootstrapConfig.spec.files");
     assert_string_equal(c.uncovered[2].reason, "hvupdater changes hypervisor hardware only");
     assert_string_equal(c.message, "memoryMiB 4096->8192 live" LEFT IM
-                                   "diskGiB, machine.spec.version, bootstrapConfig.spec.files");
+                                   "template, machine.spec.version, bootstrapConfig.spec.files");
     hv_coverage_free(&c);
     hj_free(req);
     env_free(&e);
@@ -367,8 +372,12 @@ static void test_block_turns_uncovered_into_failure(void **state)
                   BLOCK_PFX
                   "bootstrapConfig.spec.files (hvupdater changes hypervisor hardware only)",
                   true, NULL);
+    check_fixture("vsm-disk-shrink.json", HV_PC_IF_NEEDED, HV_UNC_BLOCK,
+                  BLOCK_PFX IM "diskGiB (disks cannot shrink)", true, NULL);
     check_fixture("vsm-disk.json", HV_PC_IF_NEEDED, HV_UNC_BLOCK,
-                  BLOCK_PFX IM "diskGiB (not a field hvupdater can change)", true, NULL);
+                  "memoryMiB 4096->8192 live; diskGiB 25->50 live", false,
+                  "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192},"
+                  "{\"op\":\"replace\",\"path\":\"/spec/diskGiB\",\"value\":50}]");
     check_fixture("vsmt-version.json", HV_PC_IF_NEEDED, HV_UNC_BLOCK,
                   BLOCK_PFX "machineSet.spec.template.spec.version (hvupdater changes hypervisor "
                             "hardware only)",
@@ -424,7 +433,7 @@ static void test_block_lists_every_item_in_order(void **state)
     struct env e;
     struct hv_coverage c;
     env_init(&e, HV_PC_IF_NEEDED, HV_UNC_BLOCK);
-    hj *req = tu_fixture("vsm-disk.json");
+    hj *req = tu_fixture("vsm-disk-shrink.json");
     tu_set(req, "/desired/machine/spec/version", "\"v1.32.0\"");
     tu_set(req, "/desired/bootstrapConfig/spec/files", "[]");
     tu_set(req, "/desired/infrastructureMachine/spec/numCPUs", "4.5");
@@ -432,8 +441,8 @@ static void test_block_lists_every_item_in_order(void **state)
     assert_true(c.failure);
     assert_null(c.infra_patch);
     assert_string_equal(c.message,
-                        BLOCK_PFX IM "diskGiB (not a field hvupdater can change); " IM
-                                     "numCPUs (not a whole positive number); "
+                        BLOCK_PFX IM "numCPUs (not a whole positive number); " IM
+                                     "diskGiB (disks cannot shrink); "
                                      "machine.spec.version (hvupdater changes hypervisor hardware "
                                      "only); bootstrapConfig.spec.files (hvupdater changes "
                                      "hypervisor hardware only)");
@@ -566,10 +575,10 @@ static void test_machine_set_templates(void **state)
     assert_string_equal(c.message, "memoryMiB 4096->8192 live; numCPUs 2->4 live");
     hv_coverage_free(&c);
     /* a template difference outside the profile fields does */
-    tu_set(req, "/desired/infrastructureMachineTemplate/spec/template/spec/diskGiB", "30");
+    tu_set(req, "/desired/infrastructureMachineTemplate/spec/template/spec/template", "\"u2\"");
     plan_req(&e, req, &c);
     assert_string_equal(c.message, "memoryMiB 4096->8192 live; numCPUs 2->4 live" LEFT
-                                   "infrastructureMachineTemplate.spec.template.spec.diskGiB");
+                                   "infrastructureMachineTemplate.spec.template.spec.template");
     hv_coverage_free(&c);
     hj_free(req);
     env_free(&e);

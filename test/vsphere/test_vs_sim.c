@@ -63,7 +63,7 @@ static struct hv_step step_of(enum hv_step_kind kind, int64_t mem, int32_t cpus,
     struct hv_step s;
     memset(&s, 0, sizeof(s));
     s.kind = kind;
-    s.desired = (struct hv_hw){mem, cpus, cores};
+    s.desired = (struct hv_hw){mem, cpus, cores, -1};
     s.timeout_ms = 10000;
     return s;
 }
@@ -166,7 +166,7 @@ static void test_live_memory_and_cpus(void **state)
 
     struct hv_vm_obs obs;
     observe_ok(b, &ref, &obs);
-    struct hv_hw want = {8192, 4, -1};
+    struct hv_hw want = {8192, 4, -1, -1};
     struct hv_field_plan plan[HV_F_COUNT];
     struct hv_err err = {0};
     assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
@@ -198,7 +198,7 @@ static void test_cold_cycle(void **state)
 
     struct hv_vm_obs obs;
     observe_ok(b, &ref, &obs);
-    struct hv_hw want = {8192, 4, 2};
+    struct hv_hw want = {8192, 4, 2, -1};
     struct hv_field_plan plan[HV_F_COUNT];
     struct hv_err err = {0};
     assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);

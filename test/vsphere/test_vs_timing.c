@@ -59,7 +59,7 @@ static struct hv_step live_memory(int64_t mib, int timeout_ms)
     struct hv_step s;
     memset(&s, 0, sizeof(s));
     s.kind = HV_STEP_LIVE_MEMORY;
-    s.desired = (struct hv_hw){mib, -1, -1};
+    s.desired = (struct hv_hw){mib, -1, -1, -1};
     s.timeout_ms = timeout_ms;
     return s;
 }

@@ -91,7 +91,7 @@ static void test_reconfig_spec(void **state)
     (void)state;
     struct vs_buf b;
     vs_buf_init(&b);
-    struct vs_spec spec = {"2024-01-01T00:00:00.000001Z", 8192, 4, 2, NULL};
+    struct vs_spec spec = {"2024-01-01T00:00:00.000001Z", 8192, 4, 2, NULL, NULL, 0};
     vs_reconfig_request(&b, "vm-42", &spec);
     assert_non_null(strstr(b.data, "<_this type=\"VirtualMachine\">vm-42</_this><spec>"
                                    "<changeVersion>2024-01-01T00:00:00.000001Z</changeVersion>"
@@ -101,7 +101,7 @@ static void test_reconfig_spec(void **state)
 
     /* Record only: no hardware, no changeVersion; the value is escaped and typed. */
     vs_buf_init(&b);
-    struct vs_spec rec = {NULL, -1, -1, -1, "{\"a\":\"<&>\"}\r"};
+    struct vs_spec rec = {NULL, -1, -1, -1, "{\"a\":\"<&>\"}\r", NULL, 0};
     vs_reconfig_request(&b, "vm-1", &rec);
     assert_non_null(strstr(b.data, "<spec><extraConfig xsi:type=\"OptionValue\">"
                                    "<key>hvupdater.operation</key>"
