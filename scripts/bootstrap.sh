@@ -8,7 +8,7 @@ BUILD_PKGS="build-essential cmake pkg-config git ca-certificates curl
   libvirt-dev libcmocka-dev libssl-dev"
 TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 python3-jsonschema
   openssl curl wrk procps iproute2 python3-libvirt python3-yaml
-  libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
   golang-go golang-github-vmware-govmomi-dev"
 
 want="$BUILD_PKGS"

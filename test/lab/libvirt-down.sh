@@ -18,7 +18,17 @@ if virsh -c "$URI" version >/dev/null 2>&1; then
         virsh -c "$URI" undefine "$d" >/dev/null 2>&1 || true
         log "removed domain $d"
     done
+    # the storage pool of disk images (test/lab/disk-image.sh), its volumes and directory
+    if virsh -c "$URI" pool-info hvt-images >/dev/null 2>&1; then
+        for vol in $(virsh -q -c "$URI" vol-list hvt-images 2>/dev/null | awk '{print $1}'); do
+            virsh -c "$URI" vol-delete "$vol" --pool hvt-images >/dev/null 2>&1 || true
+        done
+        virsh -c "$URI" pool-destroy hvt-images >/dev/null 2>&1 || true
+        virsh -c "$URI" pool-undefine hvt-images >/dev/null 2>&1 || true
+        log "removed storage pool hvt-images"
+    fi
 fi
+rm -rf /var/lib/libvirt/images/hvt /var/lib/libvirt/images/hvt-loose
 
 stop_pidfile() { # stop_pidfile FILE NAME: TERM, then KILL after 10 s, and wait for the exit
     local f=$1 pid i

@@ -24,7 +24,7 @@ log() { echo "libvirt-up: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (privileged libvirtd for qemu:///system)"
-for b in libvirtd virtlogd virsh qemu-system-x86_64; do
+for b in libvirtd virtlogd virsh qemu-system-x86_64 qemu-img; do
     command -v "$b" >/dev/null || die "$b missing: run scripts/bootstrap.sh test"
 done
 

@@ -16,6 +16,7 @@ struct qt {
     char name[64];
     struct hv_backend *be;
     struct hv_vm_ref ref;
+    char image[512]; /* disk style: the image file, removed by the teardown */
 };
 
 static void qt_timing(const char *what, double t0)
@@ -32,6 +33,18 @@ static int qt_teardown(void **state)
     if (q->be)
         q->be->ops->free(q->be);
     lvt_remove(lab_uri, q->name);
+    if (q->image[0]) {
+        virConnectPtr c = virConnectOpen(lab_uri);
+        virStorageVolPtr v = c ? virStorageVolLookupByPath(c, q->image) : NULL;
+        if (v) {
+            virStorageVolDelete(v, 0);
+            virStorageVolFree(v);
+        }
+        virResetLastError();
+        if (c)
+            virConnectClose(c);
+        unlink(q->image); /* the loose image lives in no pool */
+    }
     free(q);
     return 0;
 }
@@ -52,6 +65,61 @@ static struct qt *qt_start(void **state, const char *style)
     const char *uris[] = {lab_uri};
     q->be = lvt_backend(uris, 1);
     lvt_ref(&q->ref, "", "", q->name);
+    return q;
+}
+
+/* The "disk" style with a fresh 1 GiB image: a qcow2 volume of the lab pool (pool = true, made
+ * by test/lab/disk-image.sh), or a raw file in no pool. Running; ref names its disk vda. */
+static struct qt *qt_start_disk(void **state, bool pool)
+{
+    struct qt *q = calloc(1, sizeof(*q));
+    assert_non_null(q);
+    *state = q;
+    lvt_name(q->name, sizeof(q->name), pool ? "disk" : "rawdisk");
+    lvt_remove(lab_uri, q->name);
+    double t0 = lvt_now_ms();
+    if (pool) {
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), HV_LAB_DIR "/disk-image.sh %s 1", q->name);
+        FILE *f = popen(cmd, "r");
+        assert_non_null(f);
+        if (!fgets(q->image, sizeof(q->image), f))
+            q->image[0] = '\0';
+        int rc = pclose(f);
+        q->image[strcspn(q->image, "\n")] = '\0';
+        if (rc != 0 || !q->image[0])
+            fail_msg("disk-image.sh failed (%d)", rc);
+    } else {
+        assert_int_equal(system("mkdir -p /var/lib/libvirt/images/hvt-loose"), 0);
+        snprintf(q->image, sizeof(q->image), "/var/lib/libvirt/images/hvt-loose/%s.img", q->name);
+        FILE *f = fopen(q->image, "w");
+        assert_non_null(f);
+        assert_int_equal(ftruncate(fileno(f), 1024LL * 1024 * 1024), 0);
+        fclose(f);
+    }
+    qt_timing("make disk image", t0);
+    char *tmpl = lvt_style_xml("disk", q->name);
+    const char *placeholder = "/var/lib/libvirt/images/hvt/hvt-disk.qcow2";
+    char *at = strstr(tmpl, placeholder);
+    assert_non_null(at);
+    size_t len = strlen(tmpl) + strlen(q->image) + 16;
+    char *xml = malloc(len);
+    assert_non_null(xml);
+    snprintf(xml, len, "%.*s%s%s", (int)(at - tmpl), tmpl, q->image, at + strlen(placeholder));
+    free(tmpl);
+    if (!pool) { /* a raw image */
+        char *drv = strstr(xml, "type='qcow2'");
+        assert_non_null(drv);
+        memcpy(drv, "type='raw'  ", 12);
+    }
+    t0 = lvt_now_ms();
+    lvt_define(lab_uri, xml, true);
+    qt_timing("define + start domain", t0);
+    free(xml);
+    const char *uris[] = {lab_uri};
+    q->be = lvt_backend(uris, 1);
+    lvt_ref(&q->ref, "", "", q->name);
+    snprintf(q->ref.disk, sizeof(q->ref.disk), "vda");
     return q;
 }
 
@@ -310,6 +378,107 @@ static void test_plain_plans_cold(void **state)
     rb->ops->free(rb);
 }
 
+/* A running domain's disk grows live (virDomainBlockResize): same QEMU process, the new
+ * capacity reported at once; a smaller size is refused; the same step again does nothing. */
+static void test_disk_grows_live(void **state)
+{
+    struct qt *q = qt_start_disk(state, true);
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    qt_observe(q, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.disk_mib, 1024);
+    assert_int_equal(obs.config.disk_mib, 1024);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+
+    struct hv_hw want = {-1, -1, -1, 2048};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_DISK].method, "block-resize");
+    qt_act(q, HV_STEP_LIVE_DISK, want, "block-resize", "act LIVE_DISK 1->2 GiB");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 2048);
+    assert_string_equal(obs.id, id); /* the same QEMU process: no restart */
+    assert_int_equal(obs.power, HV_POWER_ON);
+    qt_act(q, HV_STEP_LIVE_DISK, want, "block-resize", "act LIVE_DISK again (no-op)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 2048);
+
+    struct hv_hw less = {-1, -1, -1, 1024};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &less, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disks cannot shrink");
+    struct hv_step step = {.kind = HV_STEP_LIVE_DISK, .desired = less};
+    assert_int_equal(q->be->ops->act(q->be, &q->ref, &step, &err), HV_E_UNSUPPORTED);
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 2048);
+
+    /* a target the domain does not have */
+    snprintf(q->ref.disk, sizeof(q->ref.disk), "vdz");
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "the domain has no disk with that target device");
+}
+
+/* An off domain's disk grows through its storage volume in RECONFIGURE. */
+static void test_disk_grows_off_through_the_pool(void **state)
+{
+    struct qt *q = qt_start_disk(state, true);
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_hw want = {-1, -1, -1, 3072};
+    qt_act(q, HV_STEP_POWER_OFF, want, NULL, "act POWER_OFF (disk)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    assert_int_equal(obs.hw.disk_mib, 1024); /* read from the image while off */
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_DISK].reason, "domain is off");
+    qt_act(q, HV_STEP_RECONFIGURE, want, NULL, "act RECONFIGURE disk 3 GiB (volume resize)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.config.disk_mib, 3072);
+    qt_act(q, HV_STEP_RECONFIGURE, want, NULL, "act RECONFIGURE again (no-op)");
+    qt_act(q, HV_STEP_POWER_ON, want, NULL, "act POWER_ON (disk)");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.disk_mib, 3072);
+}
+
+/* A raw image in no pool: QEMU grows it live, but an off domain's cannot be grown by
+ * libvirt, and hvupdater says so instead of failing in the middle of a power cycle. */
+static void test_disk_outside_any_pool(void **state)
+{
+    struct qt *q = qt_start_disk(state, false);
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 1024);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    struct hv_hw want = {-1, -1, -1, 1536};
+    qt_act(q, HV_STEP_LIVE_DISK, want, "block-resize", "act LIVE_DISK raw 1024->1536 MiB");
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 1536);
+    assert_string_equal(obs.id, id);
+
+    struct hv_hw more = {-1, -1, -1, 2048};
+    qt_act(q, HV_STEP_POWER_OFF, more, NULL, "act POWER_OFF (raw disk)");
+    qt_observe(q, &obs);
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &more, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason,
+                        "the domain is off and its disk image is in no libvirt storage pool, so "
+                        "libvirt cannot grow it");
+    struct hv_step step = {.kind = HV_STEP_RECONFIGURE, .desired = more};
+    assert_int_equal(q->be->ops->act(q->be, &q->ref, &step, &err), HV_E_UNSUPPORTED);
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.disk_mib, 1536);
+}
+
 int main(void)
 {
     lab_uri = getenv("HV_LIBVIRT_LAB_URI");
@@ -328,6 +497,9 @@ int main(void)
     virConnectClose(c);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_dimm_hot_add, qt_teardown),
+        cmocka_unit_test_teardown(test_disk_grows_live, qt_teardown),
+        cmocka_unit_test_teardown(test_disk_grows_off_through_the_pool, qt_teardown),
+        cmocka_unit_test_teardown(test_disk_outside_any_pool, qt_teardown),
         cmocka_unit_test_teardown(test_vcpu_hot_plug, qt_teardown),
         cmocka_unit_test_teardown(test_virtio_mem_accepted_not_done, qt_teardown),
         cmocka_unit_test_teardown(test_vmem_cold_cycle, qt_teardown),

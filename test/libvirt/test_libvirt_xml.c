@@ -467,6 +467,87 @@ static void test_uri_remote(void **state)
     assert_false(lv_is_aligned(200, 128));
 }
 
+/* Which <disk> a target names, and the disk rules: growth only, file and volume disks, a
+ * running domain live, an off one only through a storage volume, raw block devices never. */
+static void test_disk_xml_and_rules(void **state)
+{
+    (void)state;
+    const char *xml =
+        "<domain type='qemu'><name>d</name><memory>1048576</memory><devices>"
+        "<disk type='file' device='cdrom'><source file='/iso/x.iso'/><target dev='hdc'/>"
+        "<readonly/></disk>"
+        "<disk type='file' device='disk'><driver name='qemu' type='qcow2'/>"
+        "<source file='/img/a.qcow2'/><target dev='vda' bus='virtio'/></disk>"
+        "<disk type='block' device='disk'><source dev='/dev/vg0/lv1'/><target dev='vdb'/></disk>"
+        "<disk type='volume' device='disk'><source pool='p1' volume='v1'/><target dev='vdc'/>"
+        "</disk>"
+        "<disk type='network' device='disk'><source protocol='rbd' name='p/i'/>"
+        "<target dev='vdd'/></disk></devices></domain>";
+    struct lv_disk dk;
+    struct hv_field_plan p;
+    assert_int_equal(lv_xml_disk(xml, "vda", &dk), 0);
+    assert_true(dk.found);
+    assert_string_equal(dk.type, "file");
+    assert_string_equal(dk.device, "disk");
+    assert_string_equal(dk.source, "/img/a.qcow2");
+    assert_int_equal(dk.capacity, -1);
+    assert_int_equal(lv_disk_mib(&dk), -1);
+    dk.capacity = 1024LL * 1024 * 1024;
+    assert_int_equal(lv_disk_mib(&dk), 1024);
+    lv_plan_disk(&dk, true, false, 2048, &p);
+    assert_int_equal(p.how, HV_HOW_LIVE);
+    assert_string_equal(p.method, "block-resize");
+    lv_plan_disk(&dk, true, false, 1023, &p);
+    assert_int_equal(p.how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(p.reason, "disks cannot shrink");
+    lv_plan_disk(&dk, false, true, 2048, &p);
+    assert_int_equal(p.how, HV_HOW_COLD);
+    lv_plan_disk(&dk, false, false, 2048, &p);
+    assert_int_equal(p.how, HV_HOW_IMPOSSIBLE);
+    assert_non_null(strstr(p.reason, "in no libvirt storage pool"));
+
+    assert_int_equal(lv_xml_disk(xml, "vdb", &dk), 0);
+    assert_string_equal(dk.type, "block");
+    assert_string_equal(dk.source, "/dev/vg0/lv1");
+    dk.capacity = 1024LL * 1024 * 1024;
+    lv_plan_disk(&dk, true, false, 2048, &p);
+    assert_int_equal(p.how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(p.reason, "the disk is a raw block device, which libvirt cannot grow; "
+                                  "grow it on the host");
+
+    assert_int_equal(lv_xml_disk(xml, "vdc", &dk), 0);
+    assert_string_equal(dk.type, "volume");
+    assert_string_equal(dk.pool, "p1");
+    assert_string_equal(dk.volume, "v1");
+    dk.capacity = 0;
+    lv_plan_disk(&dk, true, false, 10, &p);
+    assert_int_equal(p.how, HV_HOW_LIVE);
+
+    assert_int_equal(lv_xml_disk(xml, "vdd", &dk), 0);
+    dk.capacity = 0;
+    lv_plan_disk(&dk, true, false, 10, &p);
+    assert_int_equal(p.how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(p.reason, "libvirt can grow file and storage volume disks only");
+
+    assert_int_equal(lv_xml_disk(xml, "hdc", &dk), 0);
+    dk.capacity = 0;
+    lv_plan_disk(&dk, true, false, 10, &p);
+    assert_string_equal(p.reason, "the target device is not a disk (e.g. a CD-ROM)");
+
+    assert_int_equal(lv_xml_disk(xml, "sda", &dk), 0);
+    assert_false(dk.found);
+    lv_plan_disk(&dk, true, false, 10, &p);
+    assert_string_equal(p.reason, "the domain has no disk with that target device");
+
+    dk.found = true; /* found, but libvirt gave no size: never guess */
+    snprintf(dk.device, sizeof(dk.device), "disk");
+    snprintf(dk.type, sizeof(dk.type), "file");
+    dk.capacity = -1;
+    lv_plan_disk(&dk, true, false, 10, &p);
+    assert_string_equal(p.reason, "libvirt does not report the disk's capacity");
+    assert_int_equal(lv_xml_disk("<not-xml", "vda", &dk), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_record_escaping),
         cmocka_unit_test(test_error_map),
         cmocka_unit_test(test_uri_remote),
+        cmocka_unit_test(test_disk_xml_and_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
