@@ -138,21 +138,47 @@ static bool read_record(xmlNodePtr val, char *record, size_t len)
     return ok;
 }
 
+/* Write element n as a request carries it: local names, the XML Schema instance type as
+ * "xsi:type" (the envelope binds xsi; answers may use any prefix for it, the simulator's
+ * is "XMLSchema-instance"), other attributes unqualified, text escaped. */
+static void write_elem(struct vs_buf *b, xmlNodePtr n)
+{
+    vs_buf_addf(b, "<%s", (const char *)n->name);
+    for (xmlAttrPtr a = n->properties; a; a = a->next) {
+        xmlChar *v = xmlNodeListGetString(n->doc, a->children, 1);
+        bool xsi = a->ns && a->ns->href &&
+                   !strcmp((const char *)a->ns->href, "http://www.w3.org/2001/XMLSchema-instance");
+        if (!a->ns || xsi) {
+            vs_buf_addf(b, " %s%s=\"", xsi ? "xsi:" : "", (const char *)a->name);
+            vs_buf_esc(b, v ? (const char *)v : "");
+            vs_buf_add(b, "\"");
+        }
+        xmlFree(v);
+    }
+    vs_buf_add(b, ">");
+    for (xmlNodePtr c = n->children; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE) {
+            write_elem(b, c);
+        } else if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
+            vs_buf_esc(b, c->content ? (const char *)c->content : "");
+        }
+    }
+    vs_buf_addf(b, "</%s>", (const char *)n->name);
+}
+
 /* Append node's serialisation to d->xml; false when it does not fit. */
 static bool dump_child(struct vs_disk *d, size_t *len, xmlNodePtr node)
 {
-    xmlBufferPtr buf = xmlBufferCreate();
-    if (!buf)
-        return false;
-    bool ok = xmlNodeDump(buf, node->doc, node, 0, 0) >= 0;
-    size_t n = ok ? (size_t)xmlBufferLength(buf) : 0;
-    ok = ok && *len + n < sizeof(d->xml);
+    struct vs_buf b;
+    vs_buf_init(&b);
+    write_elem(&b, node);
+    bool ok = !b.failed && b.data && *len + b.len < sizeof(d->xml);
     if (ok) {
-        memcpy(d->xml + *len, xmlBufferContent(buf), n);
-        *len += n;
+        memcpy(d->xml + *len, b.data, b.len);
+        *len += b.len;
         d->xml[*len] = '\0';
     }
-    xmlBufferFree(buf);
+    vs_buf_free(&b);
     return ok;
 }
 

@@ -367,6 +367,10 @@ static const struct {
     {"ResourceInUse", HV_E_BUSY},
     {"InsufficientResourcesFault", HV_E_RESOURCES},
     {"NotEnoughLicenses", HV_E_RESOURCES},
+    {"NoDiskSpace", HV_E_RESOURCES}, /* a disk growth the datastore cannot hold */
+    {"FileTooLarge", HV_E_UNSUPPORTED},
+    {"InvalidDeviceSpec", HV_E_UNSUPPORTED},
+    {"InvalidDeviceOperation", HV_E_UNSUPPORTED},
     {"NotSupported", HV_E_UNSUPPORTED},
     {"NotImplemented", HV_E_UNSUPPORTED},
     {"MethodDisabled", HV_E_UNSUPPORTED},

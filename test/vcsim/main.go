@@ -75,6 +75,7 @@ type vmInfo struct {
 	ToolsRunning   bool   `json:"tools_running"`
 	Busy           bool   `json:"busy"`
 	PoweredOn      bool   `json:"powered_on"`
+	DiskMB         int64  `json:"disk_mb"` // capacity of the first virtual disk, MiB (-1: none)
 }
 
 type info struct {
@@ -132,7 +133,9 @@ func main() {
 	flag.Var(&fails, "fail", "Method=N:Fault[@vm]: Method fails N times with Fault (repeatable); *_Task methods fail in the task")
 	flag.Var(&vmSpecs, "vm", "selector:key[=value],...: per-VM settings (repeatable, applied in order); "+
 		"selector: all | N | N-M | name; keys: memory, cpus, cores, memhotadd, cpuhotadd, "+
-		"cpuhotremove, limit, increment, tools, busy, off")
+		"cpuhotremove, limit, increment, tools, busy, off, disk (GiB of the first disk), "+
+		"thick (that disk thick-provisioned), idedisk (that disk on the IDE controller), "+
+		"snapshot (the VM has a snapshot)")
 	flag.Parse()
 	log.SetPrefix("vcsim: ")
 	log.SetFlags(0)
@@ -524,6 +527,37 @@ func applyVMSpec(f *front, all []*simulator.VirtualMachine, spec string) {
 				vm.Guest.ToolsRunningStatus = string(status)
 			case "busy":
 				setBusy(f, vm, on)
+			case "disk":
+				d := firstDisk(vm)
+				d.CapacityInKB = int64(n) * 1024 * 1024
+				d.CapacityInBytes = int64(n) * 1024 * 1024 * 1024
+			case "thick":
+				if b, ok := firstDisk(vm).Backing.(*types.VirtualDiskFlatVer2BackingInfo); ok {
+					b.ThinProvisioned = types.NewBool(!on)
+				}
+			case "idedisk":
+				// vSphere cannot hot-extend a disk on IDE; the simulator does not care
+				d := firstDisk(vm)
+				for _, dev := range c.Hardware.Device {
+					if ide, ok := dev.(*types.VirtualIDEController); ok {
+						d.ControllerKey = ide.Key
+						d.UnitNumber = types.NewInt32(1)
+						break
+					}
+				}
+			case "snapshot":
+				// what CreateSnapshot_Task leaves in the "snapshot" property (0.24 keeps no
+				// rootSnapshot list elsewhere)
+				vm.Snapshot = &types.VirtualMachineSnapshotInfo{
+					RootSnapshotList: []types.VirtualMachineSnapshotTree{{
+						Snapshot: types.ManagedObjectReference{Type: "VirtualMachineSnapshot",
+							Value: "snapshot-" + vm.Self.Value},
+						Vm:         vm.Self,
+						Name:       "before-upgrade",
+						CreateTime: time.Now(),
+						State:      vm.Runtime.PowerState,
+					}},
+				}
 			case "off":
 				state := types.VirtualMachinePowerStatePoweredOn
 				if on {
@@ -553,6 +587,17 @@ func setBusy(f *front, vm *simulator.VirtualMachine, on bool) {
 	vm.RecentTask = []types.ManagedObjectReference{task.Self}
 }
 
+// firstDisk returns the VM's first virtual disk (the model gives every VM one).
+func firstDisk(vm *simulator.VirtualMachine) *types.VirtualDisk {
+	for _, dev := range vm.Config.Hardware.Device {
+		if d, ok := dev.(*types.VirtualDisk); ok {
+			return d
+		}
+	}
+	log.Fatalf("VM %s has no virtual disk", vm.Name)
+	return nil
+}
+
 func describe(f *front, vm *simulator.VirtualMachine) vmInfo {
 	host := ""
 	if vm.Runtime.Host != nil {
@@ -569,7 +614,20 @@ func describe(f *front, vm *simulator.VirtualMachine) vmInfo {
 		ToolsRunning: vm.Guest.ToolsRunningStatus == "guestToolsRunning",
 		Busy:         f.busy[vm.Self.Value],
 		PoweredOn:    vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
+		DiskMB:       diskMB(vm),
 	}
+}
+
+func diskMB(vm *simulator.VirtualMachine) int64 {
+	for _, dev := range vm.Config.Hardware.Device {
+		if d, ok := dev.(*types.VirtualDisk); ok {
+			if d.CapacityInBytes > 0 {
+				return d.CapacityInBytes >> 20
+			}
+			return d.CapacityInKB >> 10
+		}
+	}
+	return -1
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -201,10 +201,107 @@ static void test_untouched_fields(void **state)
     assert_int_equal(plan[HV_F_CORES].how, HV_HOW_NONE);
 }
 
+/* A running VM with a thin 25 GiB disk on a PVSCSI controller and 100 GiB free. */
+static struct vs_vm disk_vm(void)
+{
+    struct vs_vm vm = base();
+    vm.disk.found = true;
+    vm.disk.capacity_bytes = 25LL << 30;
+    vm.disk.thin = true;
+    vm.disk_ds_free = 100LL << 30;
+    snprintf(vm.disk.backing, sizeof(vm.disk.backing), "VirtualDiskFlatVer2BackingInfo");
+    snprintf(vm.disk.controller, sizeof(vm.disk.controller), "ParaVirtualSCSIController");
+    snprintf(vm.disk.xml, sizeof(vm.disk.xml), "<key>2000</key>");
+    return vm;
+}
+
+static void test_disk_rules(void **state)
+{
+    (void)state;
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_hw want = {-1, -1, -1, 40 * 1024};
+    struct {
+        const char *name;
+        void (*tweak)(struct vs_vm *vm);
+        enum hv_how how;
+        const char *reason;
+    } drows[] = {
+        {"hot-extend", NULL, HV_HOW_LIVE, ""},
+        {"no disk", NULL, HV_HOW_IMPOSSIBLE, "the VM has no such virtual disk"},
+        {"no capacity", NULL, HV_HOW_IMPOSSIBLE, "vCenter does not report the disk's capacity"},
+        {"shrink", NULL, HV_HOW_IMPOSSIBLE, "disks cannot shrink"},
+        {"rdm", NULL, HV_HOW_IMPOSSIBLE, "raw device mapping"},
+        {"snapshots", NULL, HV_HOW_IMPOSSIBLE, "the VM has snapshots"},
+        {"thick, no room", NULL, HV_HOW_IMPOSSIBLE, "lacks the free space"},
+        {"thin, no room", NULL, HV_HOW_LIVE, ""},
+        {"off", NULL, HV_HOW_COLD, "VM is not running"},
+        {"ide", NULL, HV_HOW_COLD, "IDE controller"},
+        {"too large to echo", NULL, HV_HOW_IMPOSSIBLE, "device description is too large"},
+    };
+    for (size_t i = 0; i < sizeof(drows) / sizeof(drows[0]); i++) {
+        struct vs_vm vm = disk_vm();
+        struct hv_hw w = want;
+        switch (i) {
+        case 1:
+            vm.disk.found = false;
+            break;
+        case 2:
+            vm.disk.capacity_bytes = -1;
+            break;
+        case 3:
+            w.disk_mib = 24 * 1024;
+            break;
+        case 4:
+            snprintf(vm.disk.backing, sizeof(vm.disk.backing),
+                     "VirtualDiskRawDiskMappingVer1BackingInfo");
+            break;
+        case 5:
+            vm.has_snapshots = true;
+            break;
+        case 6:
+            vm.disk.thin = false;
+            vm.disk_ds_free = 10LL << 30;
+            break;
+        case 7:
+            vm.disk_ds_free = 10LL << 30;
+            break;
+        case 8:
+            vm.power = HV_POWER_OFF;
+            break;
+        case 9:
+            snprintf(vm.disk.controller, sizeof(vm.disk.controller), "VirtualIDEController");
+            break;
+        case 10:
+            vm.disk.xml[0] = '\0';
+            break;
+        default:
+            break;
+        }
+        vs_plan(&vm, &w, plan);
+        if (plan[HV_F_DISK].how != drows[i].how)
+            fail_msg("%s: how %d, want %d (%s)", drows[i].name, plan[HV_F_DISK].how, drows[i].how,
+                     plan[HV_F_DISK].reason);
+        if (!strstr(plan[HV_F_DISK].reason, drows[i].reason))
+            fail_msg("%s: reason '%s' lacks '%s'", drows[i].name, plan[HV_F_DISK].reason,
+                     drows[i].reason);
+        assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    }
+    /* the same size: nothing to plan; an unset size neither */
+    struct vs_vm vm = disk_vm();
+    want.disk_mib = 25 * 1024;
+    vs_plan(&vm, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE);
+    want.disk_mib = 0;
+    vs_plan(&vm, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE);
+    assert_int_equal(vs_disk_mib(&vm), 25 * 1024);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_table),
+        cmocka_unit_test(test_disk_rules),
         cmocka_unit_test(test_untouched_fields),
     };
     return cmocka_run_group_tests_name("vsphere-plan", tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * whole file, started in the group setup and stopped in the teardown).
  *
  * VM roles (launcher flags below): 0 hot-add + Tools, 1 plain (cold path), 2 records,
- * 3 busy with a running task, 4 PowerOnVM_Task fails twice, 5 hot-add (concurrent change).
+ * 3 busy with a running task, 4 PowerOnVM_Task fails twice, 5 hot-add (concurrent change);
+ * disks of 25 GiB: 6 on SCSI (hot-extend), 7 with a snapshot, 8 on IDE, 9 thick.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -27,8 +28,12 @@ static int setup(void **state)
 {
     static const char *const flags[] = {
         "-hosts", "2",
-        "-vms",   "6",
+        "-vms",   "10",
         "-vm",    "all:memory=4096,cpus=2,cores=1",
+        "-vm",    "6-9:disk=25",
+        "-vm",    "7:snapshot",
+        "-vm",    "8:idedisk",
+        "-vm",    "9:thick",
         "-vm",    "0:memhotadd,cpuhotadd,tools",
         "-vm",    "3:busy",
         "-vm",    "5:memhotadd",
@@ -183,6 +188,141 @@ static void test_live_memory_and_cpus(void **state)
     assert_int_equal(obs.power, HV_POWER_ON);
     assert_int_equal(vcsim_count_events(b, moref, "VmPoweredOffEvent"), offs);
     assert_int_equal(vcsim_count_events(b, moref, "VmReconfiguredEvent"), reconf + 2);
+    b->ops->free(b);
+}
+
+static struct hv_step disk_step(enum hv_step_kind kind, int64_t disk_mib)
+{
+    struct hv_step s = step_of(kind, -1, -1, -1);
+    s.desired.disk_mib = disk_mib;
+    return s;
+}
+
+/* The VM's first disk as the server holds it now (capacity, backing file). */
+static void read_disk(struct hv_backend *b, const char *moref, struct vs_vm *vm)
+{
+    struct hv_err err = {0};
+    assert_int_equal(vs_read_vm(vs_backend_server(b, 0), moref, "", 0, vm, &err), HV_OK);
+    assert_true(vm->disk.found);
+}
+
+/* A running VM's disk grows by hot-extend: ReconfigVM_Task editing the device vCenter
+ * described, with new capacities; no power cycle, the backing file kept. */
+static void test_disk_hot_extend(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(6, "vcsim");
+    const char *moref = vcsim_vm(&sim, 6)->moref;
+    int offs = vcsim_count_events(b, moref, "VmPoweredOffEvent");
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    assert_non_null(vm);
+    read_disk(b, moref, vm);
+    char file[256];
+    const char *fn = strstr(vm->disk.xml, "<fileName>");
+    assert_non_null(fn);
+    snprintf(file, sizeof(file), "%.*s", (int)(strstr(fn, "</fileName>") - fn), fn);
+    assert_string_equal(vm->disk.controller, "ParaVirtualSCSIController");
+
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.disk_mib, 25 * 1024);
+    assert_int_equal(obs.config.disk_mib, 25 * 1024);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", obs.id);
+    struct hv_hw want = {-1, -1, -1, 40 * 1024};
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_LIVE);
+    assert_string_equal(plan[HV_F_DISK].method, "hot-extend");
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+
+    act_ok(b, &ref, disk_step(HV_STEP_LIVE_DISK, 40 * 1024));
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.disk_mib, 40 * 1024);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_string_equal(obs.id, id);
+    assert_int_equal(vcsim_count_events(b, moref, "VmPoweredOffEvent"), offs);
+    read_disk(b, moref, vm);
+    assert_non_null(strstr(vm->disk.xml, file)); /* same backing file */
+    assert_int_equal(vm->disk.capacity_bytes, 40LL << 30);
+    /* again: nothing left to do, no reconfiguration sent */
+    long reconfigs = vcsim_calls(&sim, "ReconfigVM_Task");
+    act_ok(b, &ref, disk_step(HV_STEP_LIVE_DISK, 40 * 1024));
+    assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task"), reconfigs);
+
+    /* never smaller */
+    struct hv_hw less = {-1, -1, -1, 30 * 1024};
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &less, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disks cannot shrink");
+    assert_int_equal(act_rc(b, &ref, disk_step(HV_STEP_LIVE_DISK, 30 * 1024), &err),
+                     HV_E_UNSUPPORTED);
+
+    /* the profile's unit number picks the disk: there is none on unit 9 */
+    snprintf(ref.disk, sizeof(ref.disk), "9");
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.disk_mib, -1);
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "the VM has no such virtual disk");
+    snprintf(ref.disk, sizeof(ref.disk), "%d", vm->disk.unit_number);
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.disk_mib, 40 * 1024);
+    free(vm);
+    b->ops->free(b);
+}
+
+/* Snapshots and a too-small datastore make growth impossible; IDE makes it cold, and the
+ * cold path grows the disk in the reconfiguration of the powered-off VM. */
+static void test_disk_refusals_and_ide(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_obs obs;
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    struct hv_hw want = {-1, -1, -1, 40 * 1024};
+
+    struct hv_vm_ref snap = ref_of(7, "vcsim");
+    observe_ok(b, &snap, &obs);
+    assert_int_equal(b->ops->plan(b, &snap, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason,
+                        "the VM has snapshots, and vSphere cannot grow a disk that has them; "
+                        "delete or consolidate them");
+
+    struct hv_vm_ref thick = ref_of(9, "vcsim");
+    observe_ok(b, &thick, &obs);
+    struct hv_hw huge = {-1, -1, -1, 200LL * 1024 * 1024 * 1024}; /* 200 PiB */
+    assert_int_equal(b->ops->plan(b, &thick, &obs, &huge, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason,
+                        "the datastore lacks the free space to grow the disk");
+    struct hv_hw bit = {-1, -1, -1, 26 * 1024};
+    assert_int_equal(b->ops->plan(b, &thick, &obs, &bit, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_LIVE);
+
+    struct hv_vm_ref ide = ref_of(8, "vcsim");
+    observe_ok(b, &ide, &obs);
+    assert_int_equal(b->ops->plan(b, &ide, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_DISK].reason,
+                        "disks on an IDE controller grow only while the VM is off");
+    act_ok(b, &ide, disk_step(HV_STEP_POWER_OFF, 40 * 1024));
+    observe_ok(b, &ide, &obs);
+    assert_int_equal(b->ops->plan(b, &ide, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_DISK].reason,
+                        "VM is not running: the disk grows with a reconfigure");
+    act_ok(b, &ide, disk_step(HV_STEP_RECONFIGURE, 40 * 1024));
+    act_ok(b, &ide, disk_step(HV_STEP_POWER_ON, 40 * 1024));
+    observe_ok(b, &ide, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    assert_int_equal(obs.hw.disk_mib, 40 * 1024);
     b->ops->free(b);
 }
 
@@ -580,6 +720,8 @@ int main(void)
         cmocka_unit_test(test_observe),
         cmocka_unit_test(test_live_memory_and_cpus),
         cmocka_unit_test(test_cold_cycle),
+        cmocka_unit_test(test_disk_hot_extend),
+        cmocka_unit_test(test_disk_refusals_and_ide),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_thumbprints),
         cmocka_unit_test(test_ca_file),

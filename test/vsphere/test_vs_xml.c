@@ -99,6 +99,24 @@ static void test_reconfig_spec(void **state)
                                    "<memoryMB>8192</memoryMB></spec>"));
     vs_buf_free(&b);
 
+    /* A disk edit: the device as read, new capacities where the WSDL puts them (after
+     * unitNumber, before shares), between memoryMB and extraConfig. */
+    vs_buf_init(&b);
+    struct vs_disk disk;
+    memset(&disk, 0, sizeof(disk));
+    snprintf(disk.xml, sizeof(disk.xml), "%s",
+             "<key>2000</key><unitNumber>0</unitNumber><shares><level>normal</level></shares>");
+    disk.split = strlen("<key>2000</key><unitNumber>0</unitNumber>");
+    struct vs_spec grow = {"v1", 8192, -1, -1, "{}", &disk, 40LL << 30};
+    vs_reconfig_request(&b, "vm-7", &grow);
+    assert_non_null(strstr(b.data, "<memoryMB>8192</memoryMB><deviceChange><operation>edit"
+                                   "</operation><device xsi:type=\"VirtualDisk\"><key>2000</key>"
+                                   "<unitNumber>0</unitNumber><capacityInKB>41943040"
+                                   "</capacityInKB><capacityInBytes>42949672960</capacityInBytes>"
+                                   "<shares><level>normal</level></shares></device></deviceChange>"
+                                   "<extraConfig"));
+    vs_buf_free(&b);
+
     /* Record only: no hardware, no changeVersion; the value is escaped and typed. */
     vs_buf_init(&b);
     struct vs_spec rec = {NULL, -1, -1, -1, "{\"a\":\"<&>\"}\r", NULL, 0};
@@ -203,6 +221,9 @@ static void test_fault_codes(void **state)
         {"ManagedObjectNotFound", HV_E_NOT_FOUND},
         {"HostNotConnected", HV_E_UNREACHABLE},
         {"Timedout", HV_E_TIMEOUT},
+        {"NoDiskSpace", HV_E_RESOURCES},
+        {"InsufficientDiskSpace", HV_E_RESOURCES},
+        {"InvalidDeviceSpec", HV_E_UNSUPPORTED},
         {"SystemError", HV_E_INTERNAL},
         {"", HV_E_INTERNAL},
     };
@@ -305,6 +326,77 @@ static void test_vm_properties(void **state)
     snprintf(extra + n + HV_RECORD_MAX, sizeof(extra) - (size_t)n - HV_RECORD_MAX,
              "</value></OptionValue>");
     assert_int_equal(parse_vm(extra, "success", &vm, &err), HV_E_INTERNAL);
+}
+
+/* Devices, snapshot and datastores: the disk is chosen (first, or by unit number), its
+ * controller typed, its free space found, and its XML kept for an edit with the simulator's
+ * xsi prefix rewritten to the request's. */
+static void test_vm_disk(void **state)
+{
+    (void)state;
+    const char *text =
+        ENV_HEAD "<RetrievePropertiesExResponse xmlns=\"urn:vim25\"><returnval><objects>"
+                 "<obj type=\"VirtualMachine\">vm-42</obj>"
+                 "<propSet><name>config.hardware.device</name><val " XSI "\"ArrayOfVirtualDevice\">"
+                 "<VirtualDevice XMLSchema-instance:type=\"VirtualIDEController\"><key>200</key>"
+                 "</VirtualDevice>"
+                 "<VirtualDevice XMLSchema-instance:type=\"ParaVirtualSCSIController\">"
+                 "<key>1000</key></VirtualDevice>"
+                 "<VirtualDevice XMLSchema-instance:type=\"VirtualDisk\"><key>2000</key>"
+                 "<deviceInfo XMLSchema-instance:type=\"Description\"><label>Hard disk 1</label>"
+                 "<summary>a &amp; b</summary></deviceInfo>"
+                 "<backing XMLSchema-instance:type=\"VirtualDiskFlatVer2BackingInfo\">"
+                 "<fileName>[ds1] vm/vm.vmdk</fileName><datastore type=\"Datastore\">ds-1"
+                 "</datastore><diskMode>persistent</diskMode><thinProvisioned>false"
+                 "</thinProvisioned></backing><controllerKey>1000</controllerKey>"
+                 "<unitNumber>0</unitNumber><capacityInKB>26214400</capacityInKB>"
+                 "<capacityInBytes>26843545600</capacityInBytes><shares><level>normal</level>"
+                 "</shares></VirtualDevice>"
+                 "<VirtualDevice XMLSchema-instance:type=\"VirtualDisk\"><key>2001</key>"
+                 "<backing XMLSchema-instance:type=\"VirtualDiskFlatVer2BackingInfo\">"
+                 "<fileName>[ds1] vm/vm_1.vmdk</fileName></backing><controllerKey>200"
+                 "</controllerKey><unitNumber>1</unitNumber><capacityInKB>1024</capacityInKB>"
+                 "</VirtualDevice></val></propSet>"
+                 "<propSet><name>snapshot</name><val " XSI "\"VirtualMachineSnapshotInfo\">"
+                 "<rootSnapshotList><name>s</name></rootSnapshotList></val></propSet></objects>"
+                 "<objects><obj type=\"Datastore\">ds-0</obj><propSet><name>summary.freeSpace"
+                 "</name><val " XSI "\"xsd:long\">5</val></propSet></objects>"
+                 "<objects><obj type=\"Datastore\">ds-1</obj><propSet><name>summary.freeSpace"
+                 "</name><val " XSI "\"xsd:long\">1073741824</val></propSet></objects>"
+                 "</returnval></RetrievePropertiesExResponse>" ENV_TAIL;
+    xmlDocPtr doc;
+    xmlNodePtr body = parse_body(text, &doc);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    assert_non_null(vm);
+    struct hv_err err = {0};
+    assert_int_equal(vs_vm_parse(body, "vm-42", vm, &err), HV_OK);
+    assert_true(vm->disk.found);
+    assert_int_equal(vm->disk.key, 2000);
+    assert_int_equal(vm->disk.unit_number, 0);
+    assert_int_equal(vm->disk.capacity_bytes, 25LL << 30);
+    assert_string_equal(vm->disk.controller, "ParaVirtualSCSIController");
+    assert_string_equal(vm->disk.backing, "VirtualDiskFlatVer2BackingInfo");
+    assert_false(vm->disk.thin);
+    assert_string_equal(vm->disk.datastore, "ds-1");
+    assert_int_equal(vm->disk_ds_free, 1073741824);
+    assert_true(vm->has_snapshots);
+    assert_null(strstr(vm->disk.xml, "XMLSchema-instance"));
+    assert_null(strstr(vm->disk.xml, "capacityIn"));
+    assert_string_equal(vm->disk.xml + vm->disk.split, "<shares><level>normal</level></shares>");
+    assert_non_null(strstr(vm->disk.xml, "<deviceInfo xsi:type=\"Description\"><label>Hard disk 1"
+                                         "</label><summary>a &amp; b</summary></deviceInfo>"));
+    assert_non_null(strstr(vm->disk.xml, "<datastore type=\"Datastore\">ds-1</datastore>"));
+
+    assert_int_equal(vs_vm_parse_disk(body, "vm-42", "1", vm, &err), HV_OK);
+    assert_int_equal(vm->disk.key, 2001);
+    assert_int_equal(vm->disk.capacity_bytes, 1024LL * 1024);
+    assert_string_equal(vm->disk.controller, "VirtualIDEController");
+    assert_int_equal(vm->disk.split, strlen(vm->disk.xml)); /* nothing after the capacities */
+    assert_int_equal(vm->disk_ds_free, -1);                 /* no datastore named */
+    assert_int_equal(vs_vm_parse_disk(body, "vm-42", "5", vm, &err), HV_OK);
+    assert_false(vm->disk.found);
+    free(vm);
+    xmlFreeDoc(doc);
 }
 
 static void test_vm_missing(void **state)
@@ -413,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_fault_codes),
         cmocka_unit_test(test_vm_properties),
         cmocka_unit_test(test_vm_missing),
+        cmocka_unit_test(test_vm_disk),
         cmocka_unit_test(test_vm_request),
         cmocka_unit_test(test_task_parse),
         cmocka_unit_test(test_parser_refusals),
