@@ -26,6 +26,7 @@ struct lab {
     const char *vs_server, *vs_url, *vs_user, *vs_pass_file, *vs_thumb, *vs_ca;
     bool vs_insecure;
     struct hv_hw want;
+    const char *disk; /* --disk: libvirt target device / vSphere unit number */
     int timeout_s, poll_ms;
     hj *settings;
 };
@@ -35,7 +36,7 @@ static void lab_usage(FILE *out, const char *cmd)
     fprintf(
         out,
         "usage: hvupdater %s TARGET [--memory-mib N] [--cpus N] [--cores-per-socket N]\n"
-        "                  [--set SETTING=VALUE]...%s\n"
+        "                  [--disk-gib N [--disk DISK]] [--set SETTING=VALUE]...%s\n"
         "\n"
         "TARGET, libvirt:  --libvirt-uri URI (--domain NAME | --uuid UUID)\n"
         "TARGET, vSphere:  --vm-uuid BIOS-UUID and either --vsphere-server NAME --config FILE\n"
@@ -43,6 +44,9 @@ static void lab_usage(FILE *out, const char *cmd)
         "                     --vsphere-password-file FILE\n"
         "                     (--vsphere-thumbprint HEX | --vsphere-ca FILE | --vsphere-insecure)\n"
         "\n"
+        "  --disk-gib N         grow the disk to N GiB (disks never shrink)\n"
+        "  --disk DISK          which disk: libvirt target device (default vda), vSphere unit\n"
+        "                       number (default: the first virtual disk)\n"
         "  --set SETTING=VALUE  a policy setting, as in ExtensionConfig.spec.settings\n"
         "                       (powerCycle, powerOffMode, liveTimeoutSeconds, ...)\n"
         "%s"
@@ -65,6 +69,8 @@ static int parse(int argc, char **argv, struct lab *l)
                                          {"memory-mib", required_argument, NULL, 'm'},
                                          {"cpus", required_argument, NULL, 'c'},
                                          {"cores-per-socket", required_argument, NULL, 'C'},
+                                         {"disk-gib", required_argument, NULL, 'g'},
+                                         {"disk", required_argument, NULL, 'D'},
                                          {"set", required_argument, NULL, 's'},
                                          {"wait", no_argument, NULL, 'w'},
                                          {"timeout", required_argument, NULL, 't'},
@@ -85,7 +91,7 @@ static int parse(int argc, char **argv, struct lab *l)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
         long v = 0;
-        if (strchr("mcCtp", c)) {
+        if (strchr("mcCtpg", c)) {
             v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 16 * 1024 * 1024) {
                 fprintf(stderr, "hvupdater %s: %s is not a positive whole number\n", argv[0],
@@ -111,6 +117,17 @@ static int parse(int argc, char **argv, struct lab *l)
             break;
         case 'C':
             l->want.cores_per_socket = (int32_t)v;
+            break;
+        case 'g':
+            l->want.disk_mib = (int64_t)v * 1024;
+            break;
+        case 'D':
+            if (!optarg[0] || strlen(optarg) >= sizeof(((struct hv_vm_ref *)0)->disk)) {
+                fprintf(stderr, "hvupdater %s: --disk wants a device name or unit number\n",
+                        argv[0]);
+                return -1;
+            }
+            l->disk = optarg;
             break;
         case 'w':
             l->wait = true;
@@ -183,10 +200,11 @@ static int parse(int argc, char **argv, struct lab *l)
                 argv[0]);
         return -1;
     }
-    if (l->want.memory_mib < 0 && l->want.cpus < 0 && l->want.cores_per_socket < 0) {
+    if (l->want.memory_mib < 0 && l->want.cpus < 0 && l->want.cores_per_socket < 0 &&
+        !hv_disk_set(l->want.disk_mib)) {
         fprintf(stderr,
-                "hvupdater %s: nothing to change: give --memory-mib, --cpus or "
-                "--cores-per-socket\n",
+                "hvupdater %s: nothing to change: give --memory-mib, --cpus, "
+                "--cores-per-socket or --disk-gib\n",
                 argv[0]);
         return -1;
     }
@@ -201,6 +219,8 @@ static struct hv_backend *make_backend(const struct lab *l, struct hv_vm_ref *re
         snprintf(ref->uuid, sizeof(ref->uuid), "%s", l->uuid);
     if (l->domain)
         snprintf(ref->name, sizeof(ref->name), "%s", l->domain);
+    /* as the built-in profiles: libvirt's vda, vSphere's first virtual disk */
+    snprintf(ref->disk, sizeof(ref->disk), "%s", l->disk ? l->disk : l->libvirt_uri ? "vda" : "");
     if (l->libvirt_uri) {
 #ifdef HV_HAVE_BACKEND_libvirt
         const char *uris[1] = {l->libvirt_uri};
@@ -284,7 +304,8 @@ static const char *how_name(enum hv_how h)
 
 static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const struct lab *l)
 {
-    static const char *const names[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket"};
+    static const char *const names[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket",
+                                                  "disk MiB"};
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
     struct hv_err err = {0};
     struct hv_field_plan fp[HV_F_COUNT];
@@ -304,14 +325,19 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
         printf("cannot plan the change: %s\n", hv_errcode_message(err.code));
         goto out;
     }
-    printf("VM %s on %s: %s, memory %lld MiB, %d vCPU%s\n", ref->uuid[0] ? ref->uuid : ref->name,
+    printf("VM %s on %s: %s, memory %lld MiB, %d vCPU%s", ref->uuid[0] ? ref->uuid : ref->name,
            obs->host,
            obs->power == HV_POWER_ON    ? "running"
            : obs->power == HV_POWER_OFF ? "off"
                                         : "in another state",
            (long long)obs->hw.memory_mib, obs->hw.cpus, obs->hw.cpus == 1 ? "" : "s");
-    int64_t have[HV_F_COUNT] = {obs->hw.memory_mib, obs->hw.cpus, obs->hw.cores_per_socket};
-    int64_t want[HV_F_COUNT] = {l->want.memory_mib, l->want.cpus, l->want.cores_per_socket};
+    if (hv_disk_set(obs->hw.disk_mib))
+        printf(", disk %lld MiB", (long long)obs->hw.disk_mib);
+    printf("\n");
+    int64_t have[HV_F_COUNT] = {obs->hw.memory_mib, obs->hw.cpus, obs->hw.cores_per_socket,
+                                obs->hw.disk_mib};
+    int64_t want[HV_F_COUNT] = {l->want.memory_mib, l->want.cpus, l->want.cores_per_socket,
+                                hv_disk_set(l->want.disk_mib) ? l->want.disk_mib : -1};
     rc = 0;
     for (int f = 0; f < HV_F_COUNT; f++) {
         if (want[f] < 0)

@@ -149,18 +149,25 @@ class Vim:
     def vm(self, moref):
         """Power state, hardware, hot-add settings and hvupdater's record, as vCenter shows."""
         paths = ["runtime.powerState", "config.hardware.memoryMB", "config.hardware.numCPU",
-                 "config.hardware.numCoresPerSocket", "config.extraConfig"]
+                 "config.hardware.numCoresPerSocket", "config.extraConfig",
+                 "config.hardware.device"]
         inner = ("<specSet><propSet><type>VirtualMachine</type><all>false</all>" +
                  "".join("<pathSet>%s</pathSet>" % p for p in paths) +
                  '</propSet><objectSet><obj type="VirtualMachine">%s</obj><skip>false</skip>'
                  "</objectSet></specSet><options></options>" % moref)
         resp = self.call("RetrievePropertiesEx", "PropertyCollector", "propertyCollector",
                          inner)
-        out = {"record": None}
+        out = {"record": None, "disk": None}
         for obj in children(child(resp, "returnval"), "objects"):
             for ps in children(obj, "propSet"):
                 name, val = child(ps, "name").text, child(ps, "val")
-                if name == "config.extraConfig":
+                if name == "config.hardware.device":
+                    for dev in children(val, "VirtualDevice"):
+                        if xsi_type(dev).endswith("VirtualDisk") and out["disk"] is None:
+                            b, kb = child(dev, "capacityInBytes"), child(dev, "capacityInKB")
+                            out["disk"] = (int(b.text) if b is not None and int(b.text) > 0
+                                           else int(kb.text) * 1024) // (1 << 20)
+                elif name == "config.extraConfig":
                     for ov in children(val, "OptionValue"):
                         if child(ov, "key").text == "hvupdater.operation":
                             out["record"] = child(ov, "value").text  # the last one wins
@@ -170,6 +177,7 @@ class Vim:
                 "memory": int(out["config.hardware.memoryMB"]),
                 "cpus": int(out["config.hardware.numCPU"]),
                 "cores": int(out["config.hardware.numCoresPerSocket"]),
+                "disk_mib": out["disk"],
                 "record": json.loads(out["record"]) if out["record"] else None}
 
     def events(self, moref):
@@ -190,8 +198,9 @@ class Launcher:
 
     def __init__(self, *flags, vms=4, hosts=2, username=USER):
         self.dir = tempfile.mkdtemp(prefix="hv-vse-")
+        # every VM's first disk is the 25 GiB the VSphereMachines below ask for
         args = [VCSIM, "-dir", self.dir, "-stdin", "-hosts", str(hosts), "-vms", str(vms),
-                "-username", username] + list(flags)
+                "-username", username, "-vm", "all:disk=25"] + list(flags)
         self.stderr = open(os.path.join(self.dir, "stderr"), "w")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr)
@@ -258,10 +267,11 @@ def server_config(sim, thumbprint=None, engine=None, name=SERVER):
     return {"vsphere": {"servers": [srv]}, "engine": dict(ENGINE, **(engine or {}))}
 
 
-def vsphere_machine(name, memory_mib, cpus, server=SERVER, provider_id=None, cores=None):
+def vsphere_machine(name, memory_mib, cpus, server=SERVER, provider_id=None, cores=None,
+                    disk_gib=25):
     spec = {"server": server, "datacenter": "DC0", "datastore": "LocalDS_0",
             "folder": "vm", "template": "ubuntu-2204-kube-v1.31.0", "cloneMode": "linkedClone",
-            "diskGiB": 25, "network": {"devices": [{"networkName": "VM Network",
+            "diskGiB": disk_gib, "network": {"devices": [{"networkName": "VM Network",
                                                     "dhcp4": True}]},
             "memoryMiB": memory_mib, "numCPUs": cpus}
     if cores is not None:
@@ -310,9 +320,9 @@ class Scenario:
     def uuid(self, i):
         return self.sim.vm(i)["uuid"]
 
-    def infra(self, i, mem, cpus, cores=None):
+    def infra(self, i, mem, cpus, cores=None, disk=25):
         pid = "vsphere://" + self.uuid(i) if self.pid_on_infra else None
-        return vsphere_machine("m%d" % i, mem, cpus, self.server_ref, pid, cores)
+        return vsphere_machine("m%d" % i, mem, cpus, self.server_ref, pid, cores, disk)
 
     def mach(self, i):
         return machine("m%d" % i, None if self.pid_on_infra else "vsphere://" + self.uuid(i))
@@ -403,7 +413,7 @@ def test_hot_add_memory_and_cpu_live():
         assert patched(never) == {"/spec/memoryMiB": 8192, "/spec/numCPUs": 4}, never
         last, msgs, first_ms = s.update(0, (8192, 4), FAST)
         assert_done(last, msgs)
-        assert last["message"] == "done: memory 8192 MiB, 4 vCPUs", last
+        assert last["message"] == "done: memory 8192 MiB, 4 vCPUs, disk 25 GiB", last
         st = s.state(0)
         assert st["on"] and st["memory"] == 8192 and st["cpus"] == 4, st
         rec = st["record"]
@@ -737,6 +747,97 @@ def test_power_on_fails_twice_then_succeeds():
         s.close()
 
 
+def test_disk_grows_live_25_to_40():
+    s = Scenario("-vm", "0:memory=4096,cpus=2,tools", vms=2)
+    try:
+        s.mark(0)
+        resp = s.can_update(0, (4096, 2, None, 25), (4096, 2, None, 40))
+        assert resp["status"] == "Success", resp
+        assert patched(resp) == {"/spec/diskGiB": 40}, resp
+        assert resp["message"] == "diskGiB 25->40 live", resp
+        last, msgs, _ = s.update(0, (4096, 2, None, 40), FAST)
+        assert_done(last, msgs)
+        assert last["message"] == "done: memory 4096 MiB, 2 vCPUs, disk 40 GiB", last
+        st = s.state(0)
+        assert st["on"] and st["disk_mib"] == 40 * 1024, st
+        rec = st["record"]
+        assert rec["phase"] == "done" and not rec["cold"], rec
+        assert rec["desired"]["diskMiB"] == 40 * 1024 and rec["plan"]["disk"] == "live:hot-extend"
+        assert s.events(0) == [], "a disk grows without a power cycle: %s" % s.events(0)
+        # the other VM's 25 GiB disk is untouched
+        assert s.state(1)["disk_mib"] == 25 * 1024
+        print("     steps: %s" % msgs)
+    finally:
+        s.close()
+
+
+def test_disk_shrink_declined_and_blocked():
+    s = Scenario("-vm", "0:memory=4096,cpus=2,tools", vms=1)
+    try:
+        resp = s.can_update(0, (4096, 2, None, 40), (8192, 2, None, 25))
+        assert resp["status"] == "Success", resp
+        assert patched(resp) == {"/spec/memoryMiB": 8192}, resp
+        assert resp["message"] == ("memoryMiB 4096->8192 live; not covered, left to CAPI: "
+                                   "infrastructureMachine.spec.diskGiB (disks cannot shrink)"), resp
+        block = s.can_update(0, (4096, 2, None, 40), (4096, 2, None, 25),
+                             {"onUncoverable": "Block"})
+        assert block["status"] == "Failure", block
+        assert block["message"] == ("cannot update in place (onUncoverable=Block): "
+                                    "infrastructureMachine.spec.diskGiB (disks cannot shrink)"), block
+        # UpdateMachine asked for less than the VM has: a sticky Failure, nothing changed.
+        last, msgs, _ = s.update(0, (4096, 2, None, 20), FAST)
+        assert last["status"] == "Failure", (last, msgs)
+        assert last["message"] == "cannot change disk: disks cannot shrink", last
+        reconf = s.sim.stats()[0]["ReconfigVM_Task"]
+        again = s.post("UpdateMachine", s.update_req(0, (4096, 2, None, 20), FAST))
+        assert again["message"] == last["message"], again
+        assert s.state(0)["disk_mib"] == 25 * 1024
+        assert s.sim.stats()[0]["ReconfigVM_Task"] == reconf
+    finally:
+        s.close()
+
+
+def test_disk_refused_with_snapshots_and_on_full_datastore():
+    s = Scenario("-vm", "all:memory=4096,cpus=2", "-vm", "0:snapshot", "-vm", "1:thick",
+                 "-fail", "ReconfigVM_Task=1:NoDiskSpace@DC0_C0_RP0_VM2", vms=3)
+    try:
+        last, msgs, _ = s.update(0, (4096, 2, None, 40), FAST)
+        assert last["status"] == "Failure", (last, msgs)
+        assert last["message"] == ("cannot change disk: the VM has snapshots, and vSphere cannot "
+                                   "grow a disk that has them; delete or consolidate them"), last
+        # thick and larger than the datastore's free space (about 200 PiB)
+        huge = 200 * 1024 * 1024
+        last, msgs, _ = s.update(1, (4096, 2, None, huge), FAST)
+        assert last["status"] == "Failure", (last, msgs)
+        assert last["message"] == ("cannot change disk: the datastore lacks the free space to "
+                                   "grow the disk"), last
+        # vCenter refuses once (NoDiskSpace): retried, then done
+        last, msgs, _ = s.update(2, (4096, 2, None, 30), FAST)
+        assert_done(last, msgs)
+        assert "in progress: retrying live-disk (the host lacks the resources)" in msgs, msgs
+        assert s.state(2)["disk_mib"] == 30 * 1024
+        assert s.state(0)["disk_mib"] == 25 * 1024 and s.state(1)["disk_mib"] == 25 * 1024
+    finally:
+        s.close()
+
+
+def test_ide_disk_grows_with_a_power_cycle():
+    s = Scenario("-vm", "0:memory=4096,cpus=2,idedisk,tools", vms=1)
+    try:
+        s.mark(0)
+        never = s.can_update(0, (4096, 2, None, 25), (4096, 2, None, 30), {"powerCycle": "Never"})
+        assert patched(never) == {}, never
+        assert "disks on an IDE controller grow only while the VM is off" in never["message"], never
+        last, msgs, _ = s.update(0, (4096, 2, None, 30), FAST)
+        assert_done(last, msgs)
+        st = s.state(0)
+        assert st["on"] and st["disk_mib"] == 30 * 1024, st
+        assert st["record"]["plan"]["disk"] == "cold", st
+        assert_one_cycle(s.events(0), graceful=True)
+    finally:
+        s.close()
+
+
 # Where hvupdater can die in a cold change, and whether the VM has VMware Tools there.
 KILL_POINTS = [("after:power-off", False), ("before:power-on", False),
                ("before:power-off", False), ("before:reconfigure", False),
@@ -967,6 +1068,9 @@ CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_
          test_no_hot_add_power_cycle_without_tools_powers_off,
          test_soft_power_off_mode_without_tools_fails_and_keeps_vm_running,
          test_shrink_is_cold, test_3072_rule_goes_cold, test_hot_add_increment_and_limit_go_cold,
+         test_disk_grows_live_25_to_40, test_disk_shrink_declined_and_blocked,
+         test_disk_refused_with_snapshots_and_on_full_datastore,
+         test_ide_disk_grows_with_a_power_cycle,
          test_wrong_thumbprint_fails_without_login,
          test_wrong_password_failure_has_no_credentials, test_vm_not_found,
          test_session_expired_mid_operation, test_session_idle_timeout_mid_operation,
