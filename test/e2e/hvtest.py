@@ -132,10 +132,12 @@ def patch_ops(resp, field):
     return json.loads(base64.b64decode(p["patch"]))
 
 
-def libvirt_machine(name, memory_mib, vcpu, uuid=None):
+def libvirt_machine(name, memory_mib, vcpu, uuid=None, disk_gib=None):
     m = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "LibvirtMachine",
          "metadata": {"name": name, "namespace": "default"},
          "spec": {"memoryMiB": memory_mib, "vcpu": vcpu}}
+    if disk_gib is not None:
+        m["spec"]["diskGiB"] = disk_gib
     return m
 
 
