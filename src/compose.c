@@ -30,6 +30,9 @@ struct hv_compose {
     pthread_mutex_t mu;
     struct done_entry done[DONE_MAX]; /* a ring: the oldest is overwritten */
     size_t done_next, done_n;
+    pthread_t starter; /* discovery at start, in the background */
+    bool starting;
+    int start_timeout_s;
 };
 
 struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
@@ -45,19 +48,33 @@ struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
     return c;
 }
 
+static void *discover_all(void *arg)
+{
+    struct hv_compose *c = arg;
+    for (size_t k = 0; k < c->n; k++) {
+        char why[300];
+        (void)hv_downstream_discover(c->ds[k], hv_now_ms() + (int64_t)c->start_timeout_s * 1000,
+                                     why, sizeof(why));
+    }
+    return NULL;
+}
+
 void hv_compose_discover_all(struct hv_compose *c, int timeout_s)
 {
-    for (size_t k = 0; c && k < c->n; k++) {
-        char why[300];
-        (void)hv_downstream_discover(c->ds[k], hv_now_ms() + (int64_t)timeout_s * 1000, why,
-                                     sizeof(why));
-    }
+    if (!c || c->starting)
+        return;
+    c->start_timeout_s = timeout_s;
+    c->starting = pthread_create(&c->starter, NULL, discover_all, c) == 0;
+    if (!c->starting)
+        discover_all(c);
 }
 
 void hv_compose_free(struct hv_compose *c)
 {
     if (!c)
         return;
+    if (c->starting)
+        pthread_join(c->starter, NULL);
     for (size_t k = 0; k < c->n; k++)
         hv_downstream_free(c->ds[k]);
     pthread_mutex_destroy(&c->mu);

@@ -13,8 +13,9 @@ struct hv_compose;
 
 /* NULL when the list is empty (compose mode off). */
 struct hv_compose *hv_compose_new(const struct hv_downstream_list *l);
-/* Discovery against every downstream now (at start); failures are logged and retried on the
- * next call that needs the downstream. */
+/* Discovery against every downstream, at start, on a background thread (so a downstream
+ * that is slow to answer does not delay serving); failures are logged and discovery runs
+ * again on the next call that needs the downstream. hv_compose_free waits for it. */
 void hv_compose_discover_all(struct hv_compose *c, int timeout_s);
 void hv_compose_free(struct hv_compose *c);
 

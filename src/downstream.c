@@ -484,6 +484,10 @@ enum hv_ds_result hv_downstream_call(struct hv_downstream *d, enum hv_hook h, co
 {
     char handler[HANDLER_MAX];
     *answer = NULL;
+    /* One bound for everything this downstream costs the call: discovery, the call, a retry. */
+    int64_t own = hv_now_ms() + (int64_t)d->c.timeout_s * 1000;
+    if (own < deadline_ms)
+        deadline_ms = own;
     pthread_mutex_lock(&d->mu);
     bool known = d->discovered;
     pthread_mutex_unlock(&d->mu);

@@ -502,13 +502,46 @@ def test_update_machine_for_a_kind_hvupdater_does_not_know(ext, srv, c):
     assert last["message"] == "downstream kubeup: Extension completed updating Machine", last
 
 
+def test_update_machine_smallest_retry_and_first_failure_stops():
+    log = os.path.join(WORK, "retry.calls")
+    a = Ext("slowpoke", log=log, args=["--retry", "7", "--calls", "3"]).start()
+    b = Ext("quick", log=log, args=["--retry", "3", "--calls", "2"]).start()
+    srv = hvupdater([ds_entry(a), ds_entry(b)])
+    try:
+        c = srv.client()
+        infra = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachine",
+                 "metadata": {"name": "d2", "namespace": "default"}, "spec": {}}
+        um = hvtest.update_request(infra, machine("d2", "v1.32.0"))
+        r1, _ = c.post("UpdateMachine", um)
+        assert r1["status"] == "Success" and r1["retryAfterSeconds"] == 3, r1
+        assert r1["message"] == ("downstream slowpoke: Extension is updating Machine (step 1 of "
+                                 "3); downstream quick: Extension is updating Machine (step 1 "
+                                 "of 2)"), r1
+        r2, _ = c.post("UpdateMachine", um)  # quick is done: only slowpoke is still working
+        assert r2["retryAfterSeconds"] == 7, r2
+        assert r2["message"].endswith("downstream quick: Extension completed updating Machine")
+        # The first one fails: Failure naming it, and the one after it is not called.
+        a.control(mode="fail")
+        um["desired"]["machine"]["spec"]["version"] = "v1.33.0"
+        before = len(b.calls("UpdateMachine"))
+        r3, _ = c.post("UpdateMachine", um)
+        assert r3["status"] == "Failure", r3
+        assert r3["message"] == "downstream slowpoke answered Failure: slowpoke refuses: etcd is unhealthy"
+        assert len(b.calls("UpdateMachine")) == before
+    finally:
+        srv.stop()
+        a.stop()
+        b.stop()
+
+
 CASES = [test_version_and_memory_covered_by_the_composition, test_each_part_alone,
          test_machine_set_version_memory_and_files,
          test_what_nobody_covers_is_left_to_capi_or_blocks, test_downstream_failure_names_it,
          test_downstream_down_then_back, test_renamed_handlers_are_rediscovered_within_the_call,
          test_slow_downstream_is_a_bounded_failure, test_order_settings_and_two_downstreams,
          test_client_certificate, test_update_machine_drives_both_to_done,
-         test_update_machine_for_a_kind_hvupdater_does_not_know]
+         test_update_machine_for_a_kind_hvupdater_does_not_know,
+         test_update_machine_smallest_retry_and_first_failure_stops]
 
 
 # ---- the QEMU lab ---------------------------------------------------------------------------
