@@ -220,6 +220,11 @@ static int apply_answer(const struct hv_downstream *d, hj *work, const hj *answe
     patched[0] = '\0';
     for (int k = 0; k < 3; k++) {
         const hj *field = hj_get(answer, o[k].patch_field);
+        if (field && field->type != HJ_OBJECT && field->type != HJ_NULL) {
+            snprintf(msg, cap, HV_MSG("downstream %s returned a %s that cannot be applied: %s"),
+                     hv_downstream_name(d), o[k].patch_field, "not an object");
+            return -1;
+        }
         if (!hv_capi_patch_defined(field))
             continue;
         hj **obj = slot(hj_get(work, "current"), o[k].name);

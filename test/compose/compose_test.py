@@ -310,6 +310,14 @@ def test_downstream_failure_names_it(ext, srv, c):
         ext.control(mode=mode)
         resp, _ = c.post("CanUpdateMachine", req)
         assert resp["status"] == "Failure" and resp["message"] == want, (mode, resp)
+    for mode, want in (("badpatch", "downstream kubeup returned a machinePatch that cannot be "
+                                    "applied: operation 0 (replace /spec/nope/deeper) cannot be "
+                                    "applied"),
+                       ("stringpatch", "downstream kubeup returned a bootstrapConfigPatch that "
+                                       "cannot be applied: not an object")):
+        ext.control(mode=mode)
+        resp, _ = c.post("CanUpdateMachine", req)
+        assert resp["status"] == "Failure" and resp["message"] == want, (mode, resp)
     ext.control(mode="ok")
     resp, left = covered(c, req)
     assert left == [], resp
@@ -321,7 +329,7 @@ def test_downstream_failure_names_it(ext, srv, c):
     assert metric(m, "hvupdater_downstream_errors_total", downstream="kubeup",
                   hook="CanUpdateMachine", kind="bad-answer") == 1, m
     assert metric(m, "hvupdater_downstream_calls_total", downstream="kubeup",
-                  hook="CanUpdateMachine", status="Success") == 1, m
+                  hook="CanUpdateMachine", status="Success") == 3, m
     log = open(srv.log_path).read()
     assert '"downstream":"kubeup"' in log and "downstream-call" in log, log[-2000:]
 

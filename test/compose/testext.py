@@ -12,7 +12,7 @@ certificate, optionally demanding a client certificate.
              [--log FILE] [--calls N] [--retry S] [--covers version,failureDomain,files,imageTag]
              [--patch-type JSONPatch|JSONMergePatch]
 
-POST /control {"mode": "ok"|"fail"|"http500"|"garbage", "delay": seconds, "prefix": "..."}
+POST /control {"mode": "ok"|"fail"|"http500"|"garbage"|"badpatch"|"stringpatch", "delay": seconds, "prefix": "..."}
 changes its behaviour at run time (a test's fault injection). Every hook request is appended
 to --log as one JSON line {"ext": name, "hook": ..., "body": ...}.
 """
@@ -213,6 +213,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(500, b"internal error\n", "text/plain")
         if mode == "garbage":
             return self.send(200, b"[1, 2", "application/json")
+        if mode == "badpatch" and hook != "UpdateMachine":
+            field = "machineSetPatch" if hook == "CanUpdateMachineSet" else "machinePatch"
+            bad = {"patchType": "JSONPatch", "patch": base64.b64encode(
+                b'[{"op":"replace","path":"/spec/nope/deeper","value":1}]').decode()}
+            return self.send(200, {"apiVersion": API, "kind": hook + "Response",
+                                   "status": "Success", field: bad})
+        if mode == "stringpatch" and hook != "UpdateMachine":
+            return self.send(200, {"apiVersion": API, "kind": hook + "Response",
+                                   "status": "Success", "bootstrapConfigPatch": "AAAA"})
         if mode == "fail":
             return self.send(200, {"apiVersion": API, "kind": hook + "Response",
                                    "status": "Failure",
