@@ -159,6 +159,7 @@ def update_machine(st, req):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes
 
     def log_message(self, fmt, *args):
         pass
