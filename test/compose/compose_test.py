@@ -276,16 +276,18 @@ def test_machine_set_version_memory_and_files(ext, srv, c):
 
 @with_ext
 def test_what_nobody_covers_is_left_to_capi_or_blocks(ext, srv, c):
-    req = cu_request("test", {"disk": 20}, {"disk": 40, "version": "v1.32.0", "memory": 4096})
+    # a disk shrink: hvupdater grows disks only, and the downstream ignores disks
+    req = cu_request("test", {"disk": 40}, {"disk": 20, "version": "v1.32.0", "memory": 4096})
     resp, left = covered(c, req)
     assert left == ["/infrastructureMachine/spec/diskGiB"], (left, resp)
-    assert resp["message"].endswith("; not covered, left to CAPI: infrastructureMachine.spec.diskGiB"), resp
+    assert resp["message"].endswith("; not covered, left to CAPI: "
+                                    "infrastructureMachine.spec.diskGiB (disks cannot shrink)"), resp
     req["settings"] = {"onUncoverable": "Block"}
     resp, _ = c.post("CanUpdateMachine", req)
     assert resp["status"] == "Failure", resp
     assert resp["message"] == ("cannot update in place (onUncoverable=Block): not covered by "
                                "hvupdater or its downstream extensions: "
-                               "infrastructureMachine.spec.diskGiB"), resp
+                               "infrastructureMachine.spec.diskGiB (disks cannot shrink)"), resp
     # Block with everything covered by the two together: Success.
     req = cu_request("test", {}, {"version": "v1.32.0", "memory": 4096},
                      {"onUncoverable": "Block"})
