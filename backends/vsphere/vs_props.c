@@ -314,6 +314,7 @@ int vs_vm_parse_disk(xmlNodePtr body, const char *moref, const char *disk_sel, s
         int64_t free;
     } ds[VS_MAX_DS];
     size_t nds = 0;
+    memset(ds, 0, sizeof(ds));
     memset(vm, 0, sizeof(*vm));
     vm->disk_ds_free = -1;
     vm->memory_mb = -1;
