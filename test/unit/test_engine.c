@@ -343,6 +343,37 @@ static void test_power_cycle_never_is_a_sticky_failure(void **state)
     assert_int_not_equal(dom_id(f, "eng-never"), id);
 }
 
+/* A disk the domain does not have: a sticky Failure naming the disk, no step, the domain
+ * untouched; the record carries the disk only because this operation is about one. */
+static void test_missing_disk_is_a_sticky_failure(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-nodisk", 1024, 1024, 1, 1);
+    int id = dom_id(f, "eng-nodisk");
+    struct hv_vm_ref r = ref_of("eng-nodisk");
+    snprintf(r.disk, sizeof(r.disk), "vda");
+    struct hv_hw want = {-1, -1, -1, 2048};
+    struct hv_update_result res;
+    for (int k = 0; k < 3; k++) {
+        hv_engine_reconcile(f->e, f->be, &r, &want, &f->s, &res);
+        assert_true(res.failure);
+        assert_string_equal(res.message,
+                            "cannot change disk: the domain has no disk with that target device");
+    }
+    assert_int_equal(dom_id(f, "eng-nodisk"), id);
+    struct hv_vm_obs o = observe(f, "eng-nodisk");
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_int_equal(rec.desired.disk_mib, 2048);
+    assert_non_null(strstr(o.record, "\"diskMiB\":2048"));
+    /* a memory-only operation's record says nothing of disks */
+    struct hv_hw mem = {1024, -1, -1, -1};
+    hv_engine_reconcile(f->e, f->be, &r, &mem, &f->s, &res);
+    assert_false(res.failure);
+    assert_string_equal(res.message, "done: memory 1024 MiB");
+}
+
 static void test_missing_domain(void **state)
 {
     struct fx *f = *state;
@@ -501,6 +532,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_missing_disk_is_a_sticky_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vm_found_off_mid_operation_is_reconfigured_and_started,
                                         setup, teardown),
