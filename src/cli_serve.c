@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,23 @@ static void serve_usage(FILE *out)
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
             "  --help                 this text\n");
+}
+
+/* Every line serve writes on stderr is JSON (log.h), its errors too. Returns code. */
+static int serve_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int serve_error(int code, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (code == 2)
+        hv_log(HV_LOG_ERROR, "usage-error", "error", msg, "help", "hvupdater serve --help",
+               (char *)NULL);
+    else
+        hv_log(HV_LOG_ERROR, "startup-failed", "error", msg, (char *)NULL);
+    return code;
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -92,6 +110,7 @@ int hv_cmd_serve(int argc, char **argv)
     long max_body = -1, threads = 4;
     int c;
     optind = 1;
+    opterr = 0; /* getopt's own messages are not JSON: serve_error says it */
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
@@ -108,8 +127,7 @@ int hv_cmd_serve(int argc, char **argv)
             break;
         case 's':
             if (n_sans == 15) {
-                fprintf(stderr, "hvupdater serve: at most 15 --tls-san names\n");
-                return 2;
+                return serve_error(2, "at most 15 --tls-san names");
             }
             sans[n_sans++] = optarg;
             break;
@@ -126,36 +144,32 @@ int hv_cmd_serve(int argc, char **argv)
             port_file = optarg;
             break;
         case 'v':
-            if (hv_log_set_level_name(optarg) < 0) {
-                fprintf(stderr, "hvupdater serve: --log-level must be debug|info|warn|error\n");
-                return 2;
-            }
+            if (hv_log_set_level_name(optarg) < 0)
+                return serve_error(2, "--log-level must be debug|info|warn|error");
             break;
         case 'h':
             serve_usage(stdout);
             return 0;
-        default:
-            serve_usage(stderr);
-            return 2;
+        default: {
+            /* Name the flag, never its value: "--flag=value" may carry a secret. */
+            const char *f = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+            return serve_error(2, "unknown flag or missing value: %.*s", (int)strcspn(f, "="), f);
+        }
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "hvupdater serve: unexpected argument %s\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return serve_error(2, "unexpected argument number %d: serve takes flags only", optind);
     if (threads < 1 || threads > 256 ||
         (max_body != -1 && (max_body < 1024 || max_body > (64L << 20)))) {
-        fprintf(stderr, "hvupdater serve: --threads 1..256, --max-body-bytes 1024..67108864\n");
-        return 2;
+        return serve_error(2, "--threads 1..256, --max-body-bytes 1024..67108864");
     }
     sans[n_sans] = NULL;
     char err[512];
     struct hv_config cfg;
     hv_config_default(&cfg);
     if (config && hv_config_load_file(&cfg, config, err, sizeof(err)) < 0) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
@@ -181,9 +195,8 @@ int hv_cmd_serve(int argc, char **argv)
 
     struct hv_runtime *rt = hv_runtime_new(&cfg, err, sizeof(err));
     if (!rt) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
 
     struct hv_server_opts so = {
@@ -198,10 +211,9 @@ int hv_cmd_serve(int argc, char **argv)
     };
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));
     if (!srv) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_runtime_free(rt);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
     char port[16];
     snprintf(port, sizeof(port), "%u", hv_server_port(srv));
@@ -217,8 +229,9 @@ int hv_cmd_serve(int argc, char **argv)
            hv_server_ca_file(srv) ? hv_server_ca_file(srv) : "", "config",
            config ? config : "(embedded default)", (char *)NULL);
     if (hv_server_ca_file(srv))
-        fprintf(stderr, "hvupdater: self-signed serving certificate; trust CA %s\n",
-                hv_server_ca_file(srv));
+        hv_log(HV_LOG_INFO, "self-signed", "detail",
+               "serving certificate made here: clients must trust the CA file", "ca",
+               hv_server_ca_file(srv), (char *)NULL);
     while (!stop_flag)
         sigsuspend(&old);
     hv_log(HV_LOG_INFO, "stopping", (char *)NULL);

@@ -173,6 +173,13 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
                 snprintf(err, errlen, "libvirt.uris[%zu] must be a libvirt URI", k);
                 return -1;
             }
+            /* user@host is fine (ssh); user:password@host is a credential: never echo it. */
+            const char *auth = strstr(u->s, "://") + 3;
+            const char *at = memchr(auth, '@', strcspn(auth, "/?#"));
+            if (at && memchr(auth, ':', (size_t)(at - auth))) {
+                snprintf(err, errlen, "libvirt.uris[%zu] must not hold a password", k);
+                return -1;
+            }
         }
         for (size_t k = 0; k < c->n_libvirt_uris; k++)
             free(c->libvirt_uris[k]);
@@ -226,6 +233,14 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
             return -1;
         if (strncmp(d->url, "https://", 8)) {
             snprintf(err, errlen, "%s.url must start with https://", where);
+            return -1;
+        }
+        /* Never echo the URL: user info in it is a credential. */
+        if (memchr(d->url + 8, '@', strcspn(d->url + 8, "/?#"))) {
+            snprintf(err, errlen,
+                     "%s.url must not hold user info (the user name and password go in "
+                     "usernameFile and passwordFile)",
+                     where);
             return -1;
         }
         const hj *ins = hj_get(s, "insecureSkipVerify");

@@ -138,7 +138,7 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
         snprintf(err, errlen,
                  "vSphere server %s needs a username (or username file) and a "
                  "password file",
-                 cfg->url);
+                 cfg->name && *cfg->name ? cfg->name : "without a name");
         return NULL;
     }
     struct vs_server *s = calloc(1, sizeof(*s));
