@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ static void serve_usage(FILE *out)
             "  --threads N            request threads (default 4)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --check-config         load the config (and every flag) as serve would, build\n"
+            "                         the backends without contacting any host, print ok and\n"
+            "                         exit 0, or exit 1 with the reason\n"
             "  --help                 this text\n");
 }
 
@@ -101,6 +105,7 @@ int hv_cmd_serve(int argc, char **argv)
                                          {"threads", required_argument, NULL, 't'},
                                          {"port-file", required_argument, NULL, 'p'},
                                          {"log-level", required_argument, NULL, 'v'},
+                                         {"check-config", no_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
@@ -108,6 +113,7 @@ int hv_cmd_serve(int argc, char **argv)
     const char *sans[16];
     size_t n_sans = 0;
     long max_body = -1, threads = 4;
+    bool check_only = false;
     int c;
     optind = 1;
     opterr = 0; /* getopt's own messages are not JSON: serve_error says it */
@@ -147,6 +153,9 @@ int hv_cmd_serve(int argc, char **argv)
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
             break;
+        case 'C':
+            check_only = true;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -173,6 +182,15 @@ int hv_cmd_serve(int argc, char **argv)
     }
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
+    if (check_only) {
+        struct hv_runtime *probe = hv_runtime_new(&cfg, err, sizeof(err));
+        hv_runtime_free(probe);
+        hv_config_free(&cfg);
+        if (!probe)
+            return serve_error(1, "%s", err);
+        printf("config %s: ok\n", config ? config : "(embedded default)");
+        return 0;
+    }
     if (!listen)
         listen = cfg.listen ? cfg.listen : "127.0.0.1:8443";
     if (!cert_dir[0])

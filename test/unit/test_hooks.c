@@ -403,6 +403,14 @@ static void test_bad_settings(void **state)
     expect_settings_failure(&f->ctx, "{\"deadlineSeconds\":\"\"}",
                             "setting deadlineSeconds must be a whole number of seconds from 1 to "
                             "604800");
+    /* digits only: no sign, no space, no leading zero (strtol alone took all three) */
+    static const char *const not_digits[] = {
+        "{\"liveTimeoutSeconds\":\" 60\"}", "{\"liveTimeoutSeconds\":\"+60\"}",
+        "{\"liveTimeoutSeconds\":\"060\"}", "{\"liveTimeoutSeconds\":\"60 \"}"};
+    for (size_t k = 0; k < sizeof(not_digits) / sizeof(not_digits[0]); k++)
+        expect_settings_failure(&f->ctx, not_digits[k],
+                                "setting liveTimeoutSeconds must be a whole number of seconds "
+                                "from 1 to 86400");
     expect_settings_failure(&f->ctx, "{\"liveTimeoutSeconds\":60}",
                             "setting liveTimeoutSeconds must be a string");
     expect_settings_failure(&f->ctx, "{\"powercycle\":\"Never\"}",
