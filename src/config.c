@@ -40,6 +40,8 @@ void hv_config_default(struct hv_config *c)
 void hv_config_free(struct hv_config *c)
 {
     free(c->listen);
+    free(c->metrics_listen);
+    free(c->client_ca_file);
     for (size_t k = 0; k < c->n_libvirt_uris; k++)
         free(c->libvirt_uris[k]);
     free(c->libvirt_uris);
@@ -286,9 +288,17 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
 
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"listen",   "maxBodyBytes", "handlerTimeoutSeconds",
-                                       "defaults", "engine",       "libvirt",
-                                       "vsphere",  "profiles",     "$schema",
+    static const char *const keys[] = {"listen",
+                                       "metricsListen",
+                                       "clientCAFile",
+                                       "maxBodyBytes",
+                                       "handlerTimeoutSeconds",
+                                       "defaults",
+                                       "engine",
+                                       "libvirt",
+                                       "vsphere",
+                                       "profiles",
+                                       "$schema",
                                        NULL};
     char e[256];
     hj *doc = hj_parse(text, len, e, sizeof(e));
@@ -305,6 +315,9 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     c->n_libvirt_uris = 0;
     if (check_keys(doc, "config", keys, err, errlen) < 0 ||
         str_dup_member(doc, "config", "listen", false, &c->listen, err, errlen) < 0 ||
+        str_dup_member(doc, "config", "metricsListen", false, &c->metrics_listen, err, errlen) <
+            0 ||
+        str_dup_member(doc, "config", "clientCAFile", false, &c->client_ca_file, err, errlen) < 0 ||
         int_member(doc, "config", "maxBodyBytes", 1024, 64L << 20, &v, err, errlen) < 0 ||
         int_into(doc, "config", "handlerTimeoutSeconds", 1, 30, &c->handler_timeout_s, err,
                  errlen) < 0)
@@ -312,6 +325,12 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     c->max_body = (size_t)v;
     if (hj_get(doc, "$schema") && hj_get(doc, "$schema")->type != HJ_STRING) {
         snprintf(err, errlen, "config.$schema must be a string");
+        goto out;
+    }
+    if (c->metrics_listen && !hv_re_match(HV_RE_LISTEN, c->metrics_listen)) {
+        snprintf(err, errlen,
+                 "config.metricsListen must be IPV4:PORT or [IPV6]:PORT with a numeric address "
+                 "and a port from 1 to 65535");
         goto out;
     }
     if (c->listen && !hv_re_match(HV_RE_LISTEN, c->listen)) {

@@ -490,6 +490,20 @@ const char *hv_tls_priorities(void)
     return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE";
 }
 
+char *hv_tls_read_ca_bundle(const char *path, char *err, size_t errlen)
+{
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n = 0;
+    struct file_id id;
+    if (load_chain("client CA", path, &crts, &n, &id, err, errlen) != 0)
+        return NULL;
+    crts_free(crts, n);
+    gnutls_datum_t d;
+    if (read_file("client CA", path, &d, &id, err, errlen) != 0)
+        return NULL;
+    return (char *)d.data;
+}
+
 unsigned hv_tls_generation(const struct hv_tls *t)
 {
     return t ? atomic_load(&t->generation) : 0;
