@@ -47,4 +47,18 @@ const char *hv_hook_handler_name(enum hv_hook h); /* "can-update-machine" ("" fo
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg, size_t msglen, size_t *len_out);
 
+/* What a hook call is about, for its log line: read from the request (no I/O). Empty strings
+ * where the request does not say (discovery, a request too broken to tell). */
+struct hv_hook_who {
+    char machine[256]; /* namespace/name of the Machine (MachineSet for CanUpdateMachineSet) */
+    char cluster[128]; /* spec.clusterName, else the cluster.x-k8s.io/cluster-name label */
+    char infra[256];   /* Kind/name of the infra machine (template) */
+    char vm[400];      /* "qemu:///system uuid 4c4c...", "vc1 uuid 4211...", "... name web-0" */
+};
+
+/* hv_hook_handle, also filling who (may be NULL). */
+char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                         bool *failure_out, char *msg, size_t msglen, size_t *len_out,
+                         struct hv_hook_who *who);
+
 #endif

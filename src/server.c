@@ -183,17 +183,26 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     bool failure;
     size_t len;
     char msg[1024];
-    char *out = hv_hook_handle(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len);
+    struct hv_hook_who who;
+    char *out =
+        hv_hook_handle_who(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len, &who);
     hj_free(doc);
     if (!out)
         return fail(c, r, 500, HV_MSG("out of memory"), NULL, NULL);
     double s = since(&r->start);
     hv_metrics_call_end(r->hook, failure ? HV_CALL_FAILURE : HV_CALL_SUCCESS, s);
-    if (hv_log_enabled(HV_LOG_INFO)) {
+    if (hv_log_enabled(HV_LOG_INFO) && r->hook == HV_HOOK_DISCOVERY) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
+               (char *)NULL);
+    } else if (hv_log_enabled(HV_LOG_INFO)) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
+               failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
+               "machine", who.machine, "cluster", who.cluster, "infra", who.infra, "vm", who.vm,
                (char *)NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);

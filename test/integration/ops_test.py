@@ -258,7 +258,32 @@ def group_drain(binary, tmp):
           str(rc))
 
 
-GROUPS = {"client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
+def group_logs(binary, tmp):
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(src, "test", "fixtures", "lvm-grow.json")) as f:
+        req = json.load(f)
+    req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind="CanUpdateMachineRequest")
+    srv = Server(binary, tmp)
+    try:
+        code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine",
+                           body=json.dumps(req))
+        check(code == 200, "CanUpdateMachine answered", f"{code} {body[:200]}")
+        code, _ = https(srv, "POST", API + "updatemachine/update-machine", body="{")
+        check(code == 400, "a broken body: 400", str(code))
+    finally:
+        srv.stop()
+    hooks = [ln for ln in srv.lines() if ln.get("event") == "hook"]
+    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
+    check(cum and cum[0].get("machine") == "default/cp-abc12" and cum[0].get("cluster") == "c1"
+          and cum[0].get("infra") == "LibvirtMachine/hvt-dimm"
+          and cum[0].get("vm") == "(any host) name hvt-dimm",
+          "the hook line names Machine, cluster, infra object and VM", repr(cum[:1]))
+    bad = [ln for ln in hooks if ln.get("http") == 400]
+    check(bad and bad[0].get("level") == "warn", "a 400 is logged at warn", repr(bad[:1]))
+    logs_are_json(srv, "logs")
+
+
+GROUPS = {"logs": group_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
 
 
 def main():
