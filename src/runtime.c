@@ -4,6 +4,7 @@
 #include "runtime.h"
 #include "engine.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,11 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
         hv_runtime_free(rt);
         return NULL;
     }
+    hv_metrics_set_gauges(hv_engine_gauges, rt->engine);
+    for (size_t k = 0; k < cfg->n_libvirt_uris; k++)
+        hv_metrics_register_server("libvirt", cfg->libvirt_uris[k]);
+    for (size_t k = 0; k < cfg->n_vsphere; k++)
+        hv_metrics_register_server("vsphere", cfg->vsphere[k].name);
     rt->plan_hooks.ctx = rt->engine;
     rt->plan_hooks.available = hv_engine_available;
     rt->plan_hooks.probe = hv_engine_probe;
@@ -120,6 +126,7 @@ void hv_runtime_free(struct hv_runtime *rt)
 {
     if (!rt)
         return;
+    hv_metrics_set_gauges(NULL, NULL);
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);

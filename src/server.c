@@ -141,12 +141,16 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, int code, c
 
 char *hv_server_metrics(struct hv_server *srv, size_t *len)
 {
-    char extra[256];
+    char extra[640];
     snprintf(extra, sizeof(extra),
              "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
              "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
-             "hvupdater_tls_certificate_reloads_total %u\n",
-             hv_tls_generation(srv->tls));
+             "hvupdater_tls_certificate_reloads_total %u\n"
+             "# HELP hvupdater_tls_certificate_expiry_timestamp_seconds When the serving "
+             "certificate now served expires (Unix time).\n"
+             "# TYPE hvupdater_tls_certificate_expiry_timestamp_seconds gauge\n"
+             "hvupdater_tls_certificate_expiry_timestamp_seconds %lld\n",
+             hv_tls_generation(srv->tls), hv_tls_not_after(srv->tls));
     return hv_metrics_render(extra, len);
 }
 

@@ -43,6 +43,9 @@ char *hv_tls_read_ca_bundle(const char *path, char *err, size_t errlen);
 /* GnuTLS priority string for MHD_OPTION_HTTPS_PRIORITIES: TLS 1.2 and 1.3 only. */
 const char *hv_tls_priorities(void);
 
+/* When the certificate now served expires (Unix seconds; 0 if unknown). */
+long long hv_tls_not_after(struct hv_tls *t);
+
 /* Number of successful reloads since hv_tls_open() (0 for the initial load). */
 unsigned hv_tls_generation(const struct hv_tls *t);
 

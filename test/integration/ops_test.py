@@ -198,6 +198,26 @@ def group_metrics(binary, tmp):
         code, body = plain(srv.mport, "GET", "/metrics")
         check(code == 200 and "hvupdater_" in body,
               "/metrics on the status listener (plain HTTP)", f"{code} {body[:100]}")
+        for line in ('hvupdater_build_info{version="', "hvupdater_operations_in_progress 0\n",
+                     "hvupdater_power_cycles_in_progress 0\n",
+                     'hvupdater_operation_failures_total{reason="deadline"} 0\n',
+                     'hvupdater_operation_failures_total{reason="other"} 0\n',
+                     'hvupdater_backend_errors_total{backend="libvirt",server="test:///default"}'
+                     ' 0\n'):
+            check(line in body, f"/metrics has {line.strip()}")
+        import re
+        m = re.search(r"^hvupdater_tls_certificate_expiry_timestamp_seconds (\d+)$", body, re.M)
+        leaf = os.path.join(os.path.dirname(srv.ca), "tls.crt")
+        end = subprocess.run(["openssl", "x509", "-noout", "-enddate", "-dateopt", "iso_8601",
+                              "-in", leaf], capture_output=True, text=True).stdout.strip()
+        import datetime
+        want = None
+        if end.startswith("notAfter="):
+            want = int(datetime.datetime.strptime(end[9:], "%Y-%m-%d %H:%M:%SZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp())
+        check(m and want and int(m.group(1)) == want,
+              "serving certificate expiry is the served leaf's notAfter",
+              f"{m.group(1) if m else None} vs {want} ({end})")
         for path, want in (("/healthz", 200), ("/readyz", 200)):
             code, _ = plain(srv.mport, "GET", path)
             check(code == want, f"{path} on the status listener: {want}", str(code))
