@@ -45,6 +45,16 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DI
 configure_file(${HV_DEPLOY_DIR}/debian/copyright.in ${HV_PKG_DIR}/copyright @ONLY)
 install(FILES ${HV_PKG_DIR}/copyright DESTINATION share/doc/hvupdater)
 
+# ---- changelog: a native package's changelog.gz (lintian), version stamped, gzip -9n ----
+configure_file(${HV_DEPLOY_DIR}/debian/changelog.in ${HV_PKG_DIR}/changelog @ONLY)
+find_program(HV_GZIP_CL gzip REQUIRED)
+execute_process(COMMAND ${HV_GZIP_CL} -9 -n -c ${HV_PKG_DIR}/changelog
+                OUTPUT_FILE ${HV_PKG_DIR}/changelog.gz RESULT_VARIABLE hv_cl_rc)
+if(NOT hv_cl_rc EQUAL 0)
+  message(FATAL_ERROR "gzip of the changelog failed: ${hv_cl_rc}")
+endif()
+install(FILES ${HV_PKG_DIR}/changelog.gz DESTINATION share/doc/hvupdater)
+
 # ---- the host service ----
 if(HV_INSTALL_SYSTEM_FILES)
   install(FILES ${HV_DEPLOY_DIR}/systemd/hvupdater.service DESTINATION ${HV_SYSTEMD_UNIT_DIR})
