@@ -241,6 +241,18 @@ def static(args):
 
     ours_vs_kubectl(r, dep)
 
+    # No qemu+ssh in Kubernetes: the image has no ssh client and the pod mounts no key.
+    with open(os.path.join(kdir, "base", "config.json"), encoding="utf-8") as f:
+        uris = json.load(f).get("libvirt", {}).get("uris", [])
+    r.check(not [u for u in uris if "+ssh" in u.split("://")[0]],
+            "the Kubernetes config uses no ssh libvirt transport", uris)
+    for doc in ("docs/quickstart.md", "deploy/README.md"):
+        with open(os.path.join(src, doc), encoding="utf-8") as f:
+            text = f.read()
+        for ln in text.splitlines():
+            if "qemu+ssh://" in ln and "not" not in ln and "systemd" not in ln:
+                r.check(False, f"{doc} suggests qemu+ssh:// for Kubernetes", ln.strip())
+
     for kind in ("Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
                  "PodDisruptionBudget", "NetworkPolicy", "Issuer", "Certificate",
                  "ExtensionConfig"):
