@@ -241,6 +241,14 @@ def static(args):
 
     ours_vs_kubectl(r, dep)
 
+    # The lab script warns it is for test machines and names no path outside the project
+    # but the system files it touches.
+    with open(os.path.join(src, "test", "lab", "libvirt-up.sh"), encoding="utf-8") as f:
+        lab = f.read()
+    r.check("Never run it on a production" in lab and "/etc/libvirt/qemu.conf" in lab,
+            "test/lab/libvirt-up.sh warns it rewrites /etc/libvirt/qemu.conf")
+    r.check("/work/" not in lab, "test/lab/libvirt-up.sh names no path outside the project")
+
     # No qemu+ssh in Kubernetes: the image has no ssh client and the pod mounts no key.
     with open(os.path.join(kdir, "base", "config.json"), encoding="utf-8") as f:
         uris = json.load(f).get("libvirt", {}).get("uris", [])
