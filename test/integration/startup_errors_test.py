@@ -138,8 +138,38 @@ def main():
 
 
 def extra_cases(path, config, server):
-    """Cases for flags and keys that later features add (filled in as they land)."""
-    return []
+    """Client CA, status listener and drain: their startup errors."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    extra_cases.keep = busy  # stays bound while the cases run
+    port = busy.getsockname()[1]
+    cfg = config("x1", {"vsphere": {"servers": [server]}})
+    return [
+        ("client CA that is a password file",
+         ["--config", cfg, "--listen", "127.0.0.1:0", "--cert-dir", path("tls-x1"),
+          "--client-ca", server["passwordFile"]], 1, "client CA"),
+        ("client CA missing",
+         ["--config", cfg, "--listen", "127.0.0.1:0", "--cert-dir", path("tls-x2"),
+          "--client-ca", path("absent-ca.pem")], 1, "client CA"),
+        ("clientCAFile empty in the config",
+         ["--config", config("x3", {"clientCAFile": "", "vsphere": {"servers": [server]}})],
+         1, "clientCAFile"),
+        ("metrics port in use",
+         ["--config", cfg, "--listen", "127.0.0.1:0", "--cert-dir", path("tls-x4"),
+          "--metrics-listen", f"127.0.0.1:{port}"], 1, "metrics listener"),
+        ("metricsListen host name",
+         ["--config", config("x5", {"metricsListen": "metrics.example.com:8080",
+                                    "vsphere": {"servers": [server]}})], 1, "metricsListen"),
+        ("bad --metrics-listen",
+         ["--config", cfg, "--listen", "127.0.0.1:0", "--cert-dir", path("tls-x6"),
+          "--metrics-listen", "nowhere"], 1, "metrics listener"),
+        ("bad --drain-seconds", ["--drain-seconds", "-1"], 2, "--drain-seconds"),
+        ("check-config with a credential URL",
+         ["--check-config", "--config", config("x7", {"vsphere": {"servers": [
+             dict(server, url="https://admin:" + CANARY + "@vc.example.com/sdk")]}})],
+         1, "must not hold user info"),
+    ]
 
 
 if __name__ == "__main__":
