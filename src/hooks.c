@@ -248,8 +248,18 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
     char why[200];
     if (!p || p->is_template || hv_identity(p, m, infra, &ref, why, sizeof(why)) < 0)
         return;
-    snprintf(w->vm, sizeof(w->vm), "%s %s %s", ref.server[0] ? ref.server : "(any host)",
-             ref.uuid[0] ? "uuid" : "name", ref.uuid[0] ? ref.uuid : ref.name);
+    const char *where = ref.server;
+    char several[64];
+    bool libvirt = !strcmp(p->backend, "libvirt");
+    size_t hosts = libvirt ? ctx->n_libvirt_uris : ctx->only_vcenter ? 1 : 0;
+    if (!where[0] && hosts == 1)
+        where = libvirt ? ctx->libvirt_uris[0] : ctx->only_vcenter;
+    if (!where[0]) {
+        snprintf(several, sizeof(several), "(one of %zu %s hosts)", hosts, p->backend);
+        where = hosts > 1 ? several : "(no host)";
+    }
+    snprintf(w->vm, sizeof(w->vm), "%s %s %s", where, ref.uuid[0] ? "uuid" : "name",
+             ref.uuid[0] ? ref.uuid : ref.name);
 }
 
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,

@@ -37,6 +37,11 @@ struct hv_hooks_ctx {
     hv_update_fn update;                    /* NULL: no backend configured */
     void *update_ctx;
     int timeout_s; /* advertised handler timeout */
+    /* The configured hosts, borrowed, for log lines only: a VM whose request names no host
+     * is on the only one, when there is one. */
+    const char *const *libvirt_uris;
+    size_t n_libvirt_uris;
+    const char *only_vcenter; /* the vCenter's name when exactly one is configured */
 };
 
 const char *hv_hook_name(enum hv_hook h);         /* "CanUpdateMachine" */

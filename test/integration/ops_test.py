@@ -296,7 +296,7 @@ def group_logs(binary, tmp):
     cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
     check(cum and cum[0].get("machine") == "default/cp-abc12" and cum[0].get("cluster") == "c1"
           and cum[0].get("infra") == "LibvirtMachine/hvt-dimm"
-          and cum[0].get("vm") == "(any host) name hvt-dimm",
+          and cum[0].get("vm") == "test:///default name hvt-dimm",
           "the hook line names Machine, cluster, infra object and VM", repr(cum[:1]))
     bad = [ln for ln in hooks if ln.get("http") == 400]
     check(bad and bad[0].get("level") == "warn", "a 400 is logged at warn", repr(bad[:1]))

@@ -742,13 +742,24 @@ static void test_who(void **state)
     assert_string_equal(w.machine, "default/cp-abc12");
     assert_string_equal(w.cluster, "c1");
     assert_string_equal(w.infra, "LibvirtMachine/hvt-dimm");
-    assert_string_equal(w.vm, "(any host) uuid " LV_UUID);
+    assert_string_equal(w.vm, "(no host) uuid " LV_UUID);
+    /* the only configured host, or how many it may be on */
+    const char *one[] = {"qemu:///system"}, *two[] = {"qemu+tls://a/system", "qemu:///system"};
+    f->ctx.libvirt_uris = one;
+    f->ctx.n_libvirt_uris = 1;
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.vm, "qemu:///system uuid " LV_UUID);
+    f->ctx.libvirt_uris = two;
+    f->ctx.n_libvirt_uris = 2;
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.vm, "(one of 2 libvirt hosts) uuid " LV_UUID);
+    f->ctx.n_libvirt_uris = 0;
     hj_free(req);
     /* by name (the built-in LibvirtMachine profile names no host) */
     req = request("lvm-grow.json", HV_HOOK_CAN_UPDATE_MACHINE);
     free(hv_hook_handle_who(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
     assert_string_equal(w.machine, "default/cp-abc12");
-    assert_string_equal(w.vm, "(any host) name hvt-dimm");
+    assert_string_equal(w.vm, "(no host) name hvt-dimm");
     hj_free(req);
     /* vSphere: the vCenter and the BIOS UUID */
     req = update_request("vsm-memory-cpu-grow.json");
