@@ -241,6 +241,27 @@ def static(args):
 
     ours_vs_kubectl(r, dep)
 
+    # The optional components render on top of the base (kubectl kustomize, when installed).
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        with tempfile.TemporaryDirectory(prefix="hv-kz-") as tmp:
+            shutil.copytree(kdir, os.path.join(tmp, "k"))
+            with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
+                f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                        "resources: [base, extension]\n"
+                        "components: [components/client-certs, components/priority-class]\n")
+            p = subprocess.run([kubectl, "kustomize", os.path.join(tmp, "k")],
+                               capture_output=True, text=True, timeout=120)
+        if r.check(p.returncode == 0, "the components render with kubectl kustomize",
+                   p.stderr[:400]):
+            out = p.stdout
+            r.check("- --client-ca\n" in out and "secretName: hvupdater-client-ca-bundle" in out,
+                    "components/client-certs passes --client-ca with its CA Secret")
+            r.check("priorityClassName: hvupdater-critical" in out,
+                    "components/priority-class sets the Deployment's priorityClassName")
+            r.check(out.count("kind: Certificate\n") == 5,
+                    "components/client-certs adds the CA and three client certificates")
+
     # The lab script warns it is for test machines and names no path outside the project
     # but the system files it touches.
     with open(os.path.join(src, "test", "lab", "libvirt-up.sh"), encoding="utf-8") as f:
