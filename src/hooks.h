@@ -30,6 +30,8 @@ typedef void (*hv_update_fn)(void *ctx, const struct hv_profile *p, const struct
                              const struct hv_hw *desired, const struct hv_settings *s,
                              struct hv_update_result *out);
 
+struct hv_compose;
+
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
     struct hv_settings defaults;
@@ -41,7 +43,8 @@ struct hv_hooks_ctx {
      * is on the only one, when there is one. */
     const char *const *libvirt_uris;
     size_t n_libvirt_uris;
-    const char *only_vcenter; /* the vCenter's name when exactly one is configured */
+    const char *only_vcenter;   /* the vCenter's name when exactly one is configured */
+    struct hv_compose *compose; /* NULL: no downstream extensions (compose.h) */
 };
 
 const char *hv_hook_name(enum hv_hook h);         /* "CanUpdateMachine" */
@@ -65,5 +68,17 @@ struct hv_hook_who {
 char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                          bool *failure_out, char *msg, size_t msglen, size_t *len_out,
                          struct hv_hook_who *who);
+/* Pieces compose.c builds its answers from. */
+hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
+/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */
+void hv_hook_put_patch(hj *r, const char *field, const hj *ops);
+/* hvupdater's own coverage for CanUpdateMachine(Set): 0 with *c filled (free it), or -1 when
+ * the request lacks an object the hook needs (the Failure message in buf). */
+int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                      const struct hv_settings *s, struct hv_coverage *c, char *buf, size_t cap);
+/* hvupdater's own UpdateMachine answer; *no_profile says the infra kind is not hvupdater's
+ * (then res is a Failure saying so). */
+void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const struct hv_settings *s,
+                         struct hv_update_result *res, bool *no_profile);
 
 #endif

@@ -32,6 +32,11 @@ void hv_metrics_backend_error(const char *backend, const char *server);
 /* Gauges read at render time: operations and power cycles in progress in this process. */
 typedef void (*hv_metrics_gauge_fn)(void *ctx, int *operations, int *power_cycles);
 void hv_metrics_set_gauges(hv_metrics_gauge_fn fn, void *ctx);
+/* A call to a downstream extension (compose mode): its name, the hook, the answer status
+ * (Success / Failure, or Error when there was no usable answer; error_kind then says why:
+ * timeout, unreachable, tls, http, bad-answer), seconds taken. */
+void hv_metrics_downstream(const char *name, const char *hook, const char *status,
+                           const char *error_kind, double seconds);
 
 /* Render everything, plus extra lines (may be NULL) appended verbatim. */
 char *hv_metrics_render(const char *extra, size_t *len_out);
