@@ -17,6 +17,7 @@
 
 import argparse
 import copy
+import http.client
 import json
 import os
 import re
@@ -818,8 +819,8 @@ def serve(args):
     i = 0
     while i < len(args_):
         a = args_[i]
-        if a == "--listen":
-            cmd += ["--listen", "127.0.0.1:0"]
+        if a in ("--listen", "--metrics-listen"):
+            cmd += [a, "127.0.0.1:0"]
             i += 2
             continue
         if a.startswith("/") and any(a.startswith(mp.rstrip("/") + "/") for mp in mounts):
@@ -867,12 +868,33 @@ def serve(args):
         c = dep.container
         svc = dep.one("Service")
         names = dep.one("Certificate")["spec"]["dnsNames"]
+        mport = 0
+        for ln in srv.log_text().splitlines():
+            try:
+                ev = json.loads(ln)
+            except ValueError:
+                continue
+            if ev.get("event") == "listening":
+                mport = int(ev.get("metricsPort") or 0)
+        r.check(mport > 0, "the status listener (--metrics-listen) is up", mport)
+
+        def plain_get(path):
+            conn = http.client.HTTPConnection("127.0.0.1", mport, timeout=10)
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                return resp.status, resp.read().decode()
+            finally:
+                conn.close()
         for probe in ("livenessProbe", "readinessProbe"):
             path = c[probe]["httpGet"]["path"]
-            st, body = hv.https(port, "GET", path, ca, names[0])
-            r.eq(st, 200, f"{probe} GET {path} over HTTPS ({body.strip()})")
+            st, body = plain_get(path)
+            r.eq(st, 200, f"{probe} GET {path} over HTTP on the metrics port ({body.strip()})")
+        st, body = plain_get("/metrics")
+        r.check(st == 200 and "hvupdater_build_info" in body,
+                "GET /metrics on the metrics port (the NetworkPolicy's monitoring rule)", st)
         st, _ = hv.https(port, "GET", "/metrics", ca, names[0])
-        r.eq(st, 200, "GET /metrics (scraped through the NetworkPolicy's monitoring rule)")
+        r.eq(st, 404, "no /metrics on the hooks port")
         for name in names:
             try:
                 st, _ = hv.https(port, "GET", "/readyz", ca, name)
