@@ -4,6 +4,7 @@
  * the backends. Entries live until hv_engine_free (one per VM ever seen). */
 #include "engine_int.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -35,10 +36,19 @@ struct entry {
     struct hv_hw probe_want;
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
+    /* "done" is only answered from an observation taken after the desired hardware was
+     * asked for: calls are numbered (call_seq); a pass remembers the number current when it
+     * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
+     * the next "done" must postdate. */
+    uint64_t call_seq, confirm_seq, answer_seq;
+    bool have_desired;
+    /* a pass the engine queues by itself at wake_ms (a power cycle in flight) */
+    bool timed;
+    int64_t wake_ms;
     /* power-cycle slot */
     bool slot;
     char slot_host[HV_NAME_MAX];
-    struct entry *next, *next_q;
+    struct entry *next, *next_q, *next_t;
 };
 
 struct hv_engine {
@@ -50,6 +60,7 @@ struct hv_engine {
     pthread_cond_t cond;
     struct entry *entries;
     struct entry *q_head, *q_tail;
+    struct entry *timed; /* entries with a pass of their own due at wake_ms */
     bool stopping;
     pthread_t workers[MAX_WORKERS];
     int n_workers;
@@ -113,6 +124,8 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
 /* Queue x for a reconcile pass and wake a worker; caller holds the lock. */
 static void enqueue(struct hv_engine *e, struct entry *x)
 {
+    if (!x->running)
+        hv_metrics_passes_pending(1);
     x->queued = true;
     x->next_q = NULL;
     if (e->q_tail)
@@ -123,13 +136,76 @@ static void enqueue(struct hv_engine *e, struct entry *x)
     pthread_cond_signal(&e->cond);
 }
 
+/* Queue a pass for x after delay_ms even if no hook call comes (a started power cycle must
+ * finish on its own); caller holds the lock. */
+static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
+{
+    int64_t at = now_ms() + delay_ms;
+    if (x->timed) {
+        if (x->wake_ms > at)
+            x->wake_ms = at;
+        return;
+    }
+    x->timed = true;
+    x->wake_ms = at;
+    x->next_t = e->timed;
+    e->timed = x;
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* Move due timed entries to the queue; returns the earliest wake time left (0: none). Caller
+ * holds the lock. */
+static int64_t run_timers(struct hv_engine *e)
+{
+    int64_t now = now_ms(), next = 0;
+    for (struct entry **pp = &e->timed; *pp;) {
+        struct entry *x = *pp;
+        if (x->wake_ms <= now) {
+            *pp = x->next_t;
+            x->timed = false;
+            if (x->running)
+                x->again = true;
+            else if (!x->queued)
+                enqueue(e, x);
+            continue;
+        }
+        if (!next || x->wake_ms < next)
+            next = x->wake_ms;
+        pp = &x->next_t;
+    }
+    return next;
+}
+
+static void wait_until_ms(pthread_cond_t *c, pthread_mutex_t *m, int64_t at_monotonic_ms)
+{
+    int64_t left = at_monotonic_ms - now_ms();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(c, m, &ts);
+}
+
 static void *worker(void *arg)
 {
     struct hv_engine *e = arg;
     pthread_mutex_lock(&e->lock);
     for (;;) {
-        while (!e->q_head && !e->stopping)
-            pthread_cond_wait(&e->cond, &e->lock);
+        for (;;) {
+            int64_t next = run_timers(e);
+            if (e->q_head || e->stopping)
+                break;
+            if (next)
+                wait_until_ms(&e->cond, &e->lock, next);
+            else
+                pthread_cond_wait(&e->cond, &e->lock);
+        }
         if (e->stopping)
             break;
         struct entry *x = e->q_head;
@@ -142,19 +218,34 @@ static void *worker(void *arg)
         struct hv_hw desired = x->desired;
         struct hv_settings s = x->s;
         struct hv_vm_ref ref = x->ref;
+        uint64_t seq = x->call_seq;
         pthread_mutex_unlock(&e->lock);
 
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
         hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
+        hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
         x->running = false;
         x->have_answer = true;
         x->answer_for = desired;
         x->answer = res;
-        if (x->again && !x->queued)
+        x->answer_seq = seq;
+        if (x->again && !x->queued) {
+            x->running = true; /* still pending: enqueue must not count it twice */
             enqueue(e, x);
+            x->running = false;
+        } else {
+            hv_metrics_passes_pending(-1);
+        }
+        /* A power cycle is in flight (this process holds its slot): the engine carries it
+         * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
+         * calling for still ends with the VM on. The slot goes when the cycle ends. */
+        if (x->slot && !x->queued) {
+            int retry = res.failure ? 5 : res.retry_after_s;
+            schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
+        }
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -297,14 +388,30 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
     struct entry *x = entry_for(e, key, be, ref);
-    if (x->have_answer && hv_hw_equal(&x->answer_for, desired)) {
+    x->call_seq++;
+    if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
+        x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
+    bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired);
+    bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
+    if (done && x->confirm_seq && x->answer_seq >= x->confirm_seq) {
+        /* concluded by a pass that began after a call for this hardware found it not yet
+         * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
+         * so a later call (another replica may have changed the VM meanwhile) looks again. */
         *out = x->answer;
+        x->confirm_seq = 0;
     } else {
-        out->failure = false;
-        out->retry_after_s = 1;
-        snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
+        if (known && !done) {
+            *out = x->answer; /* in progress or a Failure: an older conclusion is safe */
+        } else {
+            out->failure = false;
+            out->retry_after_s = 1;
+            snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
+        }
+        if (!x->confirm_seq)
+            x->confirm_seq = x->call_seq;
     }
     x->desired = *desired;
+    x->have_desired = true;
     x->s = *s;
     if (x->running) {
         x->again = true;

@@ -17,6 +17,10 @@ void hv_metrics_http(int code);
 /* Engine: an operation reached a phase / ended with an outcome; a step took seconds. */
 void hv_metrics_operation(const char *phase, const char *outcome);
 void hv_metrics_step(const char *step, double seconds);
+/* Engine passes: one finished; passes queued or running changed by delta; a record write. */
+void hv_metrics_pass(void);
+void hv_metrics_passes_pending(long delta);
+void hv_metrics_record_write(void);
 
 /* Render everything, plus extra lines (may be NULL) appended verbatim. */
 char *hv_metrics_render(const char *extra, size_t *len_out);
