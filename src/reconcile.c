@@ -650,8 +650,9 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     /* No power-cycle slot outlives its cycle: once the VM's record shows no cycle of this
      * operation in flight (done, failed, live, waiting, or cleared or replaced by someone
      * else), the slot goes back. A pass that could not read the record keeps it. */
-    bool cycling =
-        p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+                   p->rec.phase <= HV_PH_POWER_ON &&
+                   !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
     if (p->seen && !cycling)
         hv_engine_slot_release(e, key);
     free(p);
