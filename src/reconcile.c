@@ -548,6 +548,14 @@ static bool one_pass(struct pass *p)
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
+        /* In the middle of this operation's power cycle (e.g. a domain being started is
+         * briefly paused, seen by another replica): expected, not a failure. */
+        struct hv_oprecord r;
+        if (hv_oprecord_read(&r, p->obs.record) && hv_hw_equal(&r.desired, desired) && r.cold &&
+            r.phase >= HV_PH_SHUTDOWN && r.phase <= HV_PH_POWER_ON) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+            return false;
+        }
         /* Paused or suspended on purpose, or in transition: take no step until it runs or
          * is off (resuming it is not ours to decide). */
         answer(out, true, 0,

@@ -707,6 +707,21 @@ static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(v
     assert_int_equal(rec.phase, HV_PH_DONE);
 }
 
+static void test_paused_mid_cycle_is_in_progress(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-starting", 1024, 1024, 1, 1);
+    struct hv_oprecord rec =
+        put_record(f, "eng-starting", (struct hv_hw){1024, -1, -1}, HV_PH_POWER_ON, true, 0);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-starting");
+    assert_int_equal(virDomainSuspend(d), 0); /* as a domain being started looks, briefly */
+    virDomainFree(d);
+    struct hv_update_result r = pass(f, "eng-starting", rec.desired);
+    assert_false(r.failure);
+    assert_string_equal(r.message,
+                        "in progress: waiting for the VM to finish starting or stopping");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -725,6 +740,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_done_while_a_shutdown_is_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_mid_cycle_is_in_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
