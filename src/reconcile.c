@@ -125,9 +125,11 @@ static enum gverdict guest_field(enum hv_guest_view v, bool shows)
     return GV_UNKNOWN;
 }
 
-/* Also fills unverified (", "-joined fields the guest cannot tell), "" when none. */
+/* Also fills unverified (the fields the guest cannot tell, " and "-joined), "" when none.
+ * booting: right after a power cycle, when a guest agent that is not connected yet may still
+ * come (at other times a missing agent stays missing). */
 static enum gverdict guest_verdict(const struct hv_vm_obs *o, const struct hv_hw *want,
-                                   char *unverified, size_t cap)
+                                   bool booting, char *unverified, size_t cap)
 {
     enum gverdict worst = GV_SHOWS, v;
     unverified[0] = '\0';
@@ -139,6 +141,8 @@ static enum gverdict guest_verdict(const struct hv_vm_obs *o, const struct hv_hw
     }
     if (want->cpus >= 0) {
         v = guest_field(o->guest.cpu_view, o->guest.cpus == want->cpus);
+        if (v == GV_PENDING && !booting)
+            v = GV_UNKNOWN;
         if (v == GV_UNKNOWN || v == GV_PENDING)
             snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
                      unverified[0] ? " and " : "");
@@ -327,12 +331,12 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     char unv[32], note[120];
     enum gverdict v = GV_UNKNOWN;
     unv[0] = '\0';
-    if (p->s->guest_check != HV_GC_OFF && (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
-        v = guest_verdict(&p->obs, p->desired, unv, sizeof(unv));
     /* the hardware step is taken: a live change waits, a power cycle is over */
     bool cycled =
         p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
     bool waiting = inflight && (p->rec.phase == HV_PH_WAIT_LIVE || cycled);
+    if (p->s->guest_check != HV_GC_OFF && (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
+        v = guest_verdict(&p->obs, p->desired, waiting && cycled, unv, sizeof(unv));
     bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
     if (v == GV_PENDING && !in_time)
         v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
@@ -436,7 +440,11 @@ static bool begin(struct pass *p)
 /* The VM is off during an operation: write the desired hardware if needed, then start it. */
 static void off_path(struct pass *p)
 {
-    if (!matches(&p->obs.config, p->desired)) {
+    /* Powered off by this operation: always rewrite the definition, even when it already
+     * shows the desired values (hot-plugged ones a guest did not take): the rewrite folds
+     * DIMMs and virtio-mem into boot memory, which every guest sees without onlining. */
+    bool ours = p->rec.cold && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (!matches(&p->obs.config, p->desired) || ours) {
         if (step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
             progress(p, 1, HV_MSG("reconfigured the powered-off VM to %s; starting it next"),
                      p->what);

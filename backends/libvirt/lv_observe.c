@@ -70,7 +70,9 @@ static void lv_obs_reset(struct hv_vm_obs *obs)
  * kernel's MemTotal); they are only collected while a statistics period is set, so a running
  * domain with a virtio balloon and no period gets one (live only, LV_BALLOON_PERIOD_S) and
  * reports "pending" until the guest answers. vCPUs: the guest agent's count of online vCPUs,
- * asked only when its channel shows an agent connected. Failures here only mean "cannot tell". */
+ * asked only when its channel shows an agent connected; "pending" while the channel exists
+ * but no agent is connected (a booting guest, or one without an agent: the engine decides
+ * how long to wait). Failures here only mean "cannot tell". */
 static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, struct hv_vm_obs *obs)
 {
     if (li->balloon_virtio) {
@@ -96,7 +98,9 @@ static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, stru
             }
         }
     }
-    if (li->agent_connected) {
+    if (li->agent_channel && !li->agent_connected) {
+        obs->guest.cpu_view = HV_GV_PENDING;
+    } else if (li->agent_connected) {
         int n = virDomainGetVcpusFlags(d->dom, VIR_DOMAIN_VCPU_GUEST);
         if (n > 0) {
             obs->guest.cpu_view = HV_GV_SEEN;
