@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "engine.h"
@@ -168,6 +169,7 @@ static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_h
 static struct hv_backend *inner_be;
 static enum hv_step_kind fail_kind;
 static bool fail_records;
+static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
@@ -176,7 +178,13 @@ static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
                      struct hv_err *e)
 {
-    return inner_be->ops->observe(inner_be, r, o, e);
+    int rc = inner_be->ops->observe(inner_be, r, o, e);
+    if (rc == HV_OK && guest_cap >= 0 && o->power == HV_POWER_ON) {
+        /* a guest that never onlines hot-added memory: its total stays where it was */
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = o->hw.memory_mib < guest_cap ? o->hw.memory_mib : guest_cap;
+    }
+    return rc;
 }
 static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
                   const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
@@ -229,6 +237,67 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
 static void unwrap(struct fx *f)
 {
     f->be = inner_be;
+    guest_cap = -1;
+}
+
+/* Run passes (a second apart) until done or failure, at most n. */
+static struct hv_update_result until_end_slow(struct fx *f, const char *name, struct hv_hw want,
+                                              int n)
+{
+    struct hv_update_result res;
+    for (int k = 0; k < n; k++) {
+        res = pass(f, name, want);
+        if (res.failure || res.retry_after_s == 0)
+            break;
+        sleep(1);
+    }
+    return res;
+}
+
+static void test_guest_not_showing_memory_is_not_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1024 - 80; /* boot memory less what the kernel keeps */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, -1, -1};
+    struct hv_update_result r = pass(f, "eng-guest", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    r = until_end_slow(f, "eng-guest", want, 10);
+    assert_true(r.failure); /* no "done" while the guest lacks the memory */
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 2048 MiB but the guest did not take it "
+                        "within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    assert_int_equal(observe(f, "eng-guest").hw.memory_mib, 2048);
+    /* the guest onlines it after all; the failure is sticky for this policy, a new policy
+     * (guestVerification Off) is a new operation that is done unverified */
+    f->s.guest_check = HV_GC_OFF;
+    r = until_end(f, "eng-guest", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    unwrap(f);
+}
+
+static void test_guest_showing_memory_is_done_verified(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest2", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20; /* the guest shows all it has */
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_hw want = {2048, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-guest2", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* later calls: the stored answer, whatever the guest shows now */
+    guest_cap = 100;
+    r = pass(f, "eng-guest2", want);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    unwrap(f);
 }
 
 static void test_step_failing_three_times_is_sticky_and_vm_left_on(void **state)
@@ -519,6 +588,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
     };
