@@ -18,7 +18,7 @@ done
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 sed -e "s|hvt-$style\([<.]\)|$name\1|g" -e "s|</cmdline>|${*:+ $*}</cmdline>|" "$xml" >"$tmp"
-rm -f "/var/log/libvirt/qemu/$name.console.log"
+rm -f "/var/log/libvirt/qemu/$name.console.log" "/var/log/libvirt/qemu/$name.log"
 virsh -c qemu:///system define "$tmp" >/dev/null
 virsh -c qemu:///system start "$name" >/dev/null
 echo "$name"
