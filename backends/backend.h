@@ -64,6 +64,22 @@ struct hv_hw {
     int32_t cores_per_socket;
 };
 
+/* What the guest itself shows, independently of the hypervisor's view (libvirt: the memory
+ * total from virtio-balloon statistics, online vCPUs from the QEMU guest agent). A zeroed
+ * struct means "the guest cannot tell", so backends without a guest channel need do nothing. */
+enum hv_guest_view {
+    HV_GV_NONE = 0, /* no way to ask (no device or agent, VM off) */
+    HV_GV_PENDING,  /* the VM has the device but the guest has not reported yet (booting,
+                       statistics just turned on) */
+    HV_GV_SEEN,     /* the value below is what the guest reports */
+};
+
+struct hv_guest_obs {
+    enum hv_guest_view mem_view, cpu_view;
+    int64_t memory_mib; /* the guest kernel's memory total (MemTotal), when mem_view is SEEN */
+    int32_t cpus;       /* vCPUs online in the guest, when cpu_view is SEEN */
+};
+
 /* What a backend sees of one VM right now. */
 struct hv_vm_obs {
     bool found;
@@ -77,6 +93,7 @@ struct hv_vm_obs {
     bool can_shutdown;          /* the guest can be asked to shut down now (libvirt: ACPI or agent;
                                    vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
+    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell */
 };
 
 /* How one field can change on this VM now. */

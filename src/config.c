@@ -121,7 +121,8 @@ static int str_dup_member(const hj *o, const char *where, const char *key, bool 
 
 static int parse_defaults(struct hv_config *c, const hj *d, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"powerCycle", "onUncoverable", "powerOffMode", NULL};
+    static const char *const keys[] = {"powerCycle", "onUncoverable", "powerOffMode",
+                                       "guestVerification", NULL};
     if (check_keys(d, "defaults", keys, err, errlen) < 0)
         return -1;
     char e[256];

@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RETRY_LIVE   2
-#define RETRY_COLD   5
-#define RETRY_SLOT   10
-#define MAX_RECYCLES 3
+#define RETRY_LIVE          2
+#define RETRY_COLD          5
+#define RETRY_SLOT          10
+#define MAX_RECYCLES        3
+#define GUEST_MEM_SLACK_MIB 128
 
 const char *hv_errcode_message(enum hv_errcode c)
 {
@@ -99,6 +100,57 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
            (want->cores_per_socket < 0 || have->cores_per_socket == want->cores_per_socket);
 }
 
+/* The guest's memory total is the hypervisor's size minus what its kernel reserved at boot
+ * (kernel image, page tables of boot memory, firmware areas): a few percent. Memory that is
+ * plugged but not onlined is missing in whole memory blocks (128 MiB and more on x86-64). */
+static bool guest_mem_shows(int64_t seen_mib, int64_t want_mib)
+{
+    return seen_mib >= want_mib - (GUEST_MEM_SLACK_MIB + want_mib / 32);
+}
+
+/* What the guest's own view says of the desired memory and vCPUs (cores per socket: the
+ * guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
+enum gverdict { GV_SHOWS = 0, GV_UNKNOWN, GV_PENDING, GV_NOT_YET };
+
+static enum gverdict guest_field(enum hv_guest_view v, bool shows)
+{
+    switch (v) {
+    case HV_GV_SEEN:
+        return shows ? GV_SHOWS : GV_NOT_YET;
+    case HV_GV_PENDING:
+        return GV_PENDING;
+    case HV_GV_NONE:
+        break;
+    }
+    return GV_UNKNOWN;
+}
+
+/* Also fills unverified (the fields the guest cannot tell, " and "-joined), "" when none.
+ * booting: right after a power cycle, when a guest agent that is not connected yet may still
+ * come (at other times a missing agent stays missing). */
+static enum gverdict guest_verdict(const struct hv_vm_obs *o, const struct hv_hw *want,
+                                   bool booting, char *unverified, size_t cap)
+{
+    enum gverdict worst = GV_SHOWS, v;
+    unverified[0] = '\0';
+    if (want->memory_mib >= 0) {
+        v = guest_field(o->guest.mem_view, guest_mem_shows(o->guest.memory_mib, want->memory_mib));
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified, cap, "memory");
+        worst = v > worst ? v : worst;
+    }
+    if (want->cpus >= 0) {
+        v = guest_field(o->guest.cpu_view, o->guest.cpus == want->cpus);
+        if (v == GV_PENDING && !booting)
+            v = GV_UNKNOWN;
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
+                     unverified[0] ? " and " : "");
+        worst = v > worst ? v : worst;
+    }
+    return worst;
+}
+
 static void answer(struct hv_update_result *out, bool failure, int retry, const char *msg)
 {
     out->failure = failure;
@@ -135,9 +187,9 @@ static void log_err(const struct pass *p, const char *what, const struct hv_err 
 /* The settings an operation's outcome depends on, as recorded with it. */
 static void policy_of(const struct hv_settings *s, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/%s/%d/%d/%d", hv_power_cycle_name(s->power_cycle),
+    snprintf(out, cap, "%s/%s/%d/%d/%d/%s", hv_power_cycle_name(s->power_cycle),
              hv_power_off_mode_name(s->power_off_mode), s->live_timeout_s, s->shutdown_timeout_s,
-             s->deadline_s);
+             s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
 static bool store(struct pass *p)
@@ -304,22 +356,78 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
     answer(p->out, false, retry, m);
 }
 
-static void done(struct pass *p, bool had_record)
+/* Done. note: what the answer adds about the guest's own view (stored with the record, so
+ * every later call answers the same words). */
+static void done(struct pass *p, bool had_record, const char *note)
 {
-    char m[300];
-    snprintf(m, sizeof(m), HV_MSG("done: %s"), p->what);
+    char m[400];
+    snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
     /* Another replica may have finished what this one began: give back any slot held here. */
     hv_engine_slot_release(p->e, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
-        p->rec.message[0] = '\0';
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
         hv_metrics_operation("done", "success");
-        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, (char *)NULL);
+        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, "guest", note,
+               (char *)NULL);
         if (!store(p))
             return;
     }
     answer(p->out, false, 0, m);
+}
+
+/* The hypervisor shows the desired hardware and the VM runs: is it done in the guest too?
+ * Returns true when it answered (done, waiting, or failed), false when the operation must go
+ * on (the guest does not show it yet and no operation is waiting for it). */
+static bool done_in_guest(struct pass *p, bool had, bool inflight)
+{
+    char unv[32], note[120];
+    enum gverdict v = GV_UNKNOWN;
+    unv[0] = '\0';
+    /* the hardware step is taken: a live change waits, a power cycle is over */
+    bool cycled =
+        p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
+    bool waiting = inflight && (p->rec.phase == HV_PH_WAIT_LIVE || cycled);
+    if (p->s->guest_check != HV_GC_OFF && (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
+        v = guest_verdict(&p->obs, p->desired, waiting && cycled, unv, sizeof(unv));
+    bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
+    if (v == GV_PENDING && !in_time)
+        v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
+    if (v == GV_UNKNOWN && p->s->guest_check == HV_GC_REQUIRED)
+        v = GV_NOT_YET;
+    switch (v) {
+    case GV_SHOWS:
+        done(p, had, HV_MSG("the guest shows it"));
+        return true;
+    case GV_UNKNOWN:
+        if (!unv[0] || (p->desired->memory_mib >= 0) + (p->desired->cpus >= 0) < 2 ||
+            strchr(unv, ' '))
+            snprintf(note, sizeof(note), HV_MSG("not verified in the guest"));
+        else
+            snprintf(note, sizeof(note), HV_MSG("%s not verified in the guest"), unv);
+        done(p, had, note);
+        return true;
+    case GV_PENDING:
+    case GV_NOT_YET:
+        break;
+    }
+    if (!waiting)
+        return false; /* begin (or go on with) an operation that waits for the guest */
+    if (in_time) {
+        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        return true;
+    }
+    char m[400];
+    if (cycled) {
+        snprintf(m, sizeof(m),
+                 HV_MSG("the guest did not show %s within %d s after the power cycle (the "
+                        "hypervisor shows it; the guest did not take it)"),
+                 p->what, p->s->live_timeout_s);
+        fail_sticky(p, m);
+        return true;
+    }
+    return false; /* WAIT_LIVE past its time: live_path falls back or fails */
 }
 
 /* A new operation: ask the backend how each field can change on this VM now. */
@@ -390,7 +498,11 @@ static bool begin(struct pass *p)
 /* The VM is off during an operation: write the desired hardware if needed, then start it. */
 static void off_path(struct pass *p)
 {
-    if (!matches(&p->obs.config, p->desired)) {
+    /* Powered off by this operation: always rewrite the definition, even when it already
+     * shows the desired values (hot-plugged ones a guest did not take): the rewrite folds
+     * DIMMs and virtio-mem into boot memory, which every guest sees without onlining. */
+    bool ours = p->rec.cold && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (!matches(&p->obs.config, p->desired) || ours) {
         if (step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
             progress(p, 1, HV_MSG("reconfigured the powered-off VM to %s; starting it next"),
                      p->what);
@@ -486,6 +598,7 @@ static void cold_on_path(struct pass *p)
 static void live_path(struct pass *p)
 {
     if (p->rec.phase == HV_PH_WAIT_LIVE) {
+        bool hv_shows = matches(&p->obs.hw, p->desired);
         if (p->now - p->rec.step_at < p->s->live_timeout_s) {
             progress(p, RETRY_LIVE, HV_MSG("waiting for the hypervisor to show %s"), p->what);
             return;
@@ -498,11 +611,17 @@ static void live_path(struct pass *p)
             return;
         }
         char m[400];
-        snprintf(
-            m, sizeof(m),
-            HV_MSG("the live change to %s did not show within %d s (the guest did not take it); "
-                   "allow powerCycle IfNeeded or check the guest's hot-plug support"),
-            p->what, p->s->live_timeout_s);
+        if (hv_shows)
+            snprintf(m, sizeof(m),
+                     HV_MSG("the hypervisor shows %s but the guest did not take it within %d s; "
+                            "allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                     p->what, p->s->live_timeout_s);
+        else
+            snprintf(
+                m, sizeof(m),
+                HV_MSG("the live change to %s did not show within %d s (the guest did not take "
+                       "it); allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                p->what, p->s->live_timeout_s);
         fail_sticky(p, m);
         return;
     }
@@ -513,11 +632,16 @@ static void live_path(struct pass *p)
     if (p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus &&
         !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
         return;
+    bool stepped = p->rec.phase == HV_PH_LIVE;
     p->rec.phase = HV_PH_WAIT_LIVE;
     p->rec.step_at = p->now;
-    if (store(p))
+    if (!store(p))
+        return;
+    if (stepped)
         progress(p, RETRY_LIVE, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"),
                  p->what);
+    else
+        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
 }
 
 /* One observe-decide-act round. Returns true when it took a step after which the next one
@@ -608,8 +732,16 @@ static bool one_pass(struct pass *p)
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
             return false;
         }
-        done(p, had);
-        return false;
+        if (had && p->rec.phase == HV_PH_DONE && p->rec.message[0]) {
+            answer(out, false, 0, p->rec.message); /* as answered when it was done */
+            return false;
+        }
+        if (!on) {
+            done(p, had, HV_MSG("not verified in the guest: the VM is off"));
+            return false;
+        }
+        if (done_in_guest(p, had, inflight))
+            return false;
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
         if (!begin(p))

@@ -16,13 +16,14 @@
 #include "backend.h"
 #include "libvirt_backend.h"
 
-#define LV_NS_URI         "https://hvupdater.dev/xmlns/operation/1"
-#define LV_NS_KEY         "hvupdater"
-#define LV_RECORD_ELEM    "operation"
-#define LV_DIMM_ALIGN_MIB 128 /* DIMM sizes: Linux x86-64 memory section size */
-#define LV_MAX_MEMDEVS    32
-#define LV_MAX_CELLS      16
-#define LV_MAX_VCPUS      4096
+#define LV_NS_URI           "https://hvupdater.dev/xmlns/operation/1"
+#define LV_NS_KEY           "hvupdater"
+#define LV_RECORD_ELEM      "operation"
+#define LV_DIMM_ALIGN_MIB   128 /* DIMM sizes: Linux x86-64 memory section size */
+#define LV_MAX_MEMDEVS      32
+#define LV_MAX_CELLS        16
+#define LV_MAX_VCPUS        4096
+#define LV_BALLOON_PERIOD_S 2 /* balloon statistics period hvupdater sets when there is none */
 
 /* ---- connections and fleet (lv_conn.c) ---- */
 
@@ -136,6 +137,8 @@ struct lv_dominfo {
     int vcpu_max, vcpu_current;
     int sockets, dies, cores, threads; /* -1 without <topology> */
     bool balloon;                      /* a memballoon other than model='none' */
+    bool balloon_virtio;               /* ... of a virtio model (it can report statistics) */
+    int balloon_period;                /* <stats period=> seconds, 0 when off */
     bool acpi;                         /* <features><acpi/> */
     bool agent_channel;                /* org.qemu.guest_agent.0 channel present */
     bool agent_connected;              /* ... and its state='connected' (live XML) */

@@ -259,6 +259,8 @@ static void lv_parse_devices(xmlNodePtr devs, struct lv_dominfo *o)
         } else if (xmlStrcmp(c->name, BAD_CAST "memballoon") == 0) {
             char *model = lv_attr(c, "model");
             o->balloon = model && strcmp(model, "none") != 0;
+            o->balloon_virtio = model && strncmp(model, "virtio", 6) == 0;
+            o->balloon_period = lv_int_attr(lv_child(c, "stats"), "period", 0);
             free(model);
         } else if (xmlStrcmp(c->name, BAD_CAST "channel") == 0) {
             xmlNodePtr t = lv_child(c, "target");

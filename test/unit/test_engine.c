@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "engine.h"
@@ -170,6 +171,7 @@ static enum hv_step_kind fail_kind;
 static bool fail_records;
 static int fail_left = -1;       /* failures still to inject (-1: every time) */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
+static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
 
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
@@ -178,7 +180,13 @@ static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
                      struct hv_err *e)
 {
-    return inner_be->ops->observe(inner_be, r, o, e);
+    int rc = inner_be->ops->observe(inner_be, r, o, e);
+    if (rc == HV_OK && guest_cap >= 0 && o->power == HV_POWER_ON) {
+        /* a guest that never onlines hot-added memory: its total stays where it was */
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = o->hw.memory_mib < guest_cap ? o->hw.memory_mib : guest_cap;
+    }
+    return rc;
 }
 static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
                   const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
@@ -236,6 +244,67 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
 static void unwrap(struct fx *f)
 {
     f->be = inner_be;
+    guest_cap = -1;
+}
+
+/* Run passes (a second apart) until done or failure, at most n. */
+static struct hv_update_result until_end_slow(struct fx *f, const char *name, struct hv_hw want,
+                                              int n)
+{
+    struct hv_update_result res;
+    for (int k = 0; k < n; k++) {
+        res = pass(f, name, want);
+        if (res.failure || res.retry_after_s == 0)
+            break;
+        sleep(1);
+    }
+    return res;
+}
+
+static void test_guest_not_showing_memory_is_not_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1024 - 80; /* boot memory less what the kernel keeps */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, -1, -1};
+    struct hv_update_result r = pass(f, "eng-guest", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    r = until_end_slow(f, "eng-guest", want, 10);
+    assert_true(r.failure); /* no "done" while the guest lacks the memory */
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 2048 MiB but the guest did not take it "
+                        "within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    assert_int_equal(observe(f, "eng-guest").hw.memory_mib, 2048);
+    /* the guest onlines it after all; the failure is sticky for this policy, a new policy
+     * (guestVerification Off) is a new operation that is done unverified */
+    f->s.guest_check = HV_GC_OFF;
+    r = until_end(f, "eng-guest", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    unwrap(f);
+}
+
+static void test_guest_showing_memory_is_done_verified(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest2", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20; /* the guest shows all it has */
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_hw want = {2048, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-guest2", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* later calls: the stored answer, whatever the guest shows now */
+    guest_cap = 100;
+    r = pass(f, "eng-guest2", want);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    unwrap(f);
 }
 
 static struct hv_profile libvirt_profile(void)
@@ -301,7 +370,7 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
     hv_engine_update(f->e, &p, &ref, &a, &f->s, &r);
     assert_string_equal(r.message, "in progress: observing the VM");
     r = hook_until_end(f->e, "eng-stale", a, &f->s, 200);
-    assert_string_equal(r.message, "done: memory 2048 MiB");
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
 }
 
 static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
@@ -452,7 +521,9 @@ static void test_live_balloon_growth_then_idempotent(void **state)
     r = until_end(f, "eng-live", want, 5, NULL);
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
-    assert_string_equal(r.message, "done: memory 2048 MiB, 3 vCPUs");
+    /* the test driver's balloon statistics report the memory; it has no guest agent */
+    assert_string_equal(r.message,
+                        "done: memory 2048 MiB, 3 vCPUs (vCPUs not verified in the guest)");
     assert_int_equal(dom_id(f, "eng-live"), id);
     struct hv_vm_obs o = observe(f, "eng-live");
     assert_int_equal(o.hw.memory_mib, 2048);
@@ -478,8 +549,9 @@ static void test_shrink_goes_through_power_cycle(void **state)
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
     /* the test driver shuts down at once, so shutdown, reconfigure and start run back to back
-     * in the first pass; the second sees the result */
-    assert_int_equal(passes, 2);
+     * in the first pass; the second sees the result and turns on the new run's balloon
+     * statistics; the third sees the guest's view in them */
+    assert_int_equal(passes, 3);
     assert_int_not_equal(dom_id(f, "eng-shrink"), id);
     struct hv_vm_obs o = observe(f, "eng-shrink");
     assert_int_equal(o.power, HV_POWER_ON);
@@ -700,7 +772,7 @@ static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(v
     sleep_ms(200);
     assert_int_equal(hv_engine_entries(f->e), 0);
     r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
-    assert_string_equal(r.message, "done: memory 2048 MiB");
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
     /* the VM's record is what carries an operation: still "done", no new one */
     struct hv_oprecord rec;
     assert_true(hv_oprecord_read(&rec, observe(f, "eng-evict").record));
@@ -754,6 +826,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
     };

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # hvt-domain.sh: define and start one TCG test domain from STYLE.xml next to this script
-# (dimm, vmem or plain) under NAME (must start with hvt- so libvirt-down.sh removes it).
-# Usage: hvt-domain.sh STYLE NAME   (needs the lab daemon: test/lab/libvirt-up.sh)
+# (dimm, vmem or plain) under NAME (must start with hvt- so libvirt-down.sh removes it). The
+# domain boots the lab guest (built by test/lab/libvirt-up.sh); its serial console goes to
+# /var/log/libvirt/qemu/NAME.console.log. SWITCHES (e.g. hvguest.noonline) are appended to
+# the guest's kernel command line (see test/lab/guest/init).
+# Usage: hvt-domain.sh STYLE NAME [SWITCH...]   (needs the lab daemon: test/lab/libvirt-up.sh)
 set -euo pipefail
-style=${1:?usage: $0 dimm|vmem|plain NAME}
-name=${2:?usage: $0 dimm|vmem|plain NAME}
+style=${1:?usage: $0 dimm|vmem|plain NAME [SWITCH...]}
+name=${2:?usage: $0 dimm|vmem|plain NAME [SWITCH...]}
+shift 2
 case "$name" in hvt-*) ;; *) echo "hvt-domain: NAME must start with hvt-" >&2; exit 2 ;; esac
 xml="$(dirname "$0")/$style.xml"
 [ -f "$xml" ] || { echo "hvt-domain: no style $style" >&2; exit 2; }
+for s in "$@"; do
+    case "$s" in hvguest.[a-z]*) ;; *) echo "hvt-domain: not a guest switch: $s" >&2; exit 2 ;; esac
+done
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-sed "s|<name>hvt-[a-z]*</name>|<name>$name</name>|" "$xml" >"$tmp"
+sed -e "s|hvt-$style\([<.]\)|$name\1|g" -e "s|</cmdline>|${*:+ $*}</cmdline>|" "$xml" >"$tmp"
+rm -f "/var/log/libvirt/qemu/$name.console.log" "/var/log/libvirt/qemu/$name.log"
 virsh -c qemu:///system define "$tmp" >/dev/null
 virsh -c qemu:///system start "$name" >/dev/null
 echo "$name"
