@@ -9,7 +9,9 @@
 #include "profile.h"
 #include "settings.h"
 
-enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO };
+/* HV_CLASS_HAVE: the VM already shows the desired value (asked under powerCycle=Never):
+ * covered, nothing to do. */
+enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO, HV_CLASS_HAVE };
 
 #define HV_MAX_ITEMS 32
 
@@ -52,6 +54,11 @@ struct hv_plan_hooks {
     int (*probe)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                  const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                  size_t whylen);
+    /* The profile's backend's rules that hold whatever the VM's state (backend ops->check):
+     * HV_HOW_IMPOSSIBLE with the reason UpdateMachine would give for each set field of
+     * desired that no VM can take. No I/O. May be NULL (then: no such rules). */
+    void (*check)(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
+                  struct hv_field_plan plan[HV_F_COUNT]);
 };
 
 struct hv_plan_input {

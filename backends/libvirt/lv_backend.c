@@ -71,6 +71,13 @@ static void lv_free_op(struct hv_backend *b)
     free(be);
 }
 
+static void lv_check_op(struct hv_backend *b, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    lv_check(desired, plan);
+}
+
 static const struct hv_backend_ops lv_ops = {
     .name = "libvirt",
     .serves = lv_serves,
@@ -79,6 +86,7 @@ static const struct hv_backend_ops lv_ops = {
     .act = lv_act_op,
     .write_record = lv_record_write_op,
     .free = lv_free_op,
+    .check = lv_check_op,
 };
 
 struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, size_t errlen)

@@ -23,6 +23,10 @@
 #define LV_MAX_MEMDEVS    32
 #define LV_MAX_CELLS      16
 #define LV_MAX_VCPUS      4096
+/* libvirt keeps memory sizes in bytes within a long long (virMemoryMaxValue: LLONG_MAX
+ * bytes on 64-bit hosts): the largest whole MiB a domain definition can hold */
+#define LV_MAX_MEMORY_MIB 8796093022207LL
+#define LV_R_TRANSIENT    HV_MSG("transient domain: a power cycle would delete it")
 
 /* ---- connections and fleet (lv_conn.c) ---- */
 
@@ -181,9 +185,14 @@ long long lv_align_up(long long v, long long a);
 bool lv_is_aligned(long long v, long long a);
 /* How a running domain grows from li->effective_kib to want_kib live (want > effective). */
 void lv_plan_memory(const struct lv_dominfo *li, long long want_kib, struct lv_mem_choice *c);
-/* The contract's plan, from fresh facts: li = live definition, active = running or paused. */
-void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_hw *desired,
-                     struct hv_field_plan plan[HV_F_COUNT]);
+/* The rules that do not depend on the domain (ops->check): every set field of desired gets
+ * HV_HOW_IMPOSSIBLE with a stable reason, or HV_HOW_NONE. */
+void lv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
+/* The contract's plan, from fresh facts: li = live definition, active = running or paused,
+ * persistent = the domain has a definition that outlives its run (a transient one has not:
+ * whatever needs a power cycle is impossible for it). Applies lv_check first. */
+void lv_plan_compute(const struct lv_dominfo *li, bool active, bool persistent,
+                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
 int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
                const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
                struct hv_err *err);
