@@ -35,6 +35,7 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
             .keepalive_interval_s = cfg->keepalive_interval_s,
             .keepalive_count = cfg->keepalive_count,
             .call_timeout_ms = cfg->engine.step_timeout_s * 1000,
+            .connect_timeout_ms = cfg->connect_timeout_s * 1000,
         };
         struct hv_backend *b = hv_libvirt_new(&lo, err, errlen);
         if (!b)

@@ -107,7 +107,8 @@ struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, si
             return NULL;
         }
     }
-    if (o->keepalive_interval_s < 0 || o->keepalive_count < 0 || o->call_timeout_ms < 0) {
+    if (o->keepalive_interval_s < 0 || o->keepalive_count < 0 || o->call_timeout_ms < 0 ||
+        o->connect_timeout_ms < 0) {
         snprintf(err, errlen, "libvirt backend: negative keepalive or timeout");
         return NULL;
     }
@@ -126,6 +127,7 @@ struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, si
     be->ka_interval = o->keepalive_interval_s;
     be->ka_count = o->keepalive_count;
     be->call_timeout_ms = o->call_timeout_ms > 0 ? o->call_timeout_ms : 10000;
+    be->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
     if (lv_fleet_init(be, o, err, errlen) < 0) {
         lv_fleet_free(be);
         free(be);

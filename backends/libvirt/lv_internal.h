@@ -32,11 +32,18 @@
 
 struct lv_lasterr;
 
+/* One virConnectOpen running on its own thread (lv_conn.c). */
+struct lv_opener;
+
+#define LV_MAX_OPENERS 4 /* connection attempts in flight per host, stuck ones included */
+
 struct lv_host {
     char *uri;          /* owned */
     bool remote;        /* a transport ("+") or host part: keepalive applies */
-    pthread_mutex_t mu; /* guards conn */
+    pthread_mutex_t mu; /* guards conn and opening[]; never held while libvirt connects */
     virConnectPtr conn; /* NULL until first use or after a reset; holds one reference */
+    struct lv_opener *opening[LV_MAX_OPENERS]; /* attempts not yet reaped, oldest first */
+    int n_opening;
 };
 
 struct lv_cache_ent {
@@ -49,7 +56,8 @@ struct lv_backend {
     struct lv_host *hosts;
     size_t n_hosts;
     int ka_interval, ka_count, call_timeout_ms;
-    bool evloop; /* holds a reference on the shared event loop thread */
+    int connect_timeout_ms; /* a caller waits this long for a connection to open */
+    bool evloop;            /* holds a reference on the shared event loop thread */
     pthread_mutex_t cache_mu;
     struct lv_cache_ent *cache; /* owned, n_cache entries */
     size_t n_cache;
