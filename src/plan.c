@@ -13,6 +13,18 @@
 #define REASON_NOT_HARDWARE HV_MSG("hvupdater changes hypervisor hardware only")
 #define REASON_NOT_A_FIELD  HV_MSG("not a field hvupdater can change")
 
+const char *hv_class_suffix(enum hv_class cls)
+{
+    switch (cls) {
+    case HV_CLASS_LIVE:
+        return HV_MSG(" live");
+    case HV_CLASS_HAVE:
+        return HV_MSG(" already on the VM");
+    default:
+        return HV_MSG(" with a power cycle");
+    }
+}
+
 bool hv_reason_is_generic(const char *reason)
 {
     return !reason[0] || !strcmp(reason, REASON_NOT_HARDWARE) ||
@@ -453,10 +465,7 @@ static void build_message(struct hv_coverage *c)
         if (r->cls == HV_CLASS_NO)
             continue;
         append(m, cap, covered ? "; " : "", r->name, " ", r->from, "->", r->to,
-               r->cls == HV_CLASS_LIVE   ? HV_MSG(" live")
-               : r->cls == HV_CLASS_HAVE ? HV_MSG(" already on the VM")
-                                         : HV_MSG(" with a power cycle"),
-               (char *)NULL);
+               hv_class_suffix(r->cls), (char *)NULL);
         covered++;
     }
     if (!covered)

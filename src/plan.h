@@ -89,6 +89,10 @@ void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw
  * minReadySeconds, readinessGates, taints and the deletion timeouts. NULL for NULL. */
 hj *hv_clean_machine_spec(const hj *spec);
 
+/* How a covered field is shown after "<field> <from>-><to>": " live", " with a power
+ * cycle" or " already on the VM". */
+const char *hv_class_suffix(enum hv_class cls);
+
 /* Whether an uncovered item's reason is one of the generic ones (not hardware / not a profile
  * field) rather than a reason specific to that field. */
 bool hv_reason_is_generic(const char *reason);
