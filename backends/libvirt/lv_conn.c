@@ -3,6 +3,9 @@
  * Owns lv_backend.hosts (URIs, connections) and the cache; a struct lv_dom holds its own
  * connection reference and domain handle until lv_dom_release. Also runs the one event loop
  * thread libvirt needs for keepalive while any backend serves a remote URI.
+ * Connections open on detached threads (struct lv_opener, reference-counted between the host,
+ * the thread and waiting callers): a caller waits a bounded time and never holds a lock while
+ * libvirt connects; an attempt stuck forever keeps only its own thread and opener.
  */
 #include <ctype.h>
 #include <stdatomic.h>
