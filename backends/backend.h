@@ -94,6 +94,9 @@ struct hv_vm_obs {
                                    vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
     struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell */
+    char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
+                                        (stable text, e.g. a libvirt transient domain, which a
+                                        power cycle would delete) */
 };
 
 /* How one field can change on this VM now. */
@@ -147,6 +150,14 @@ struct hv_backend_ops {
     int (*write_record)(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
                         struct hv_err *err);
     void (*free)(struct hv_backend *b);
+    /* The rules that hold whatever the VM's state: for each field of desired that is set
+     * (>= 0), HV_HOW_IMPOSSIBLE with a stable reason when no VM of this backend can have that
+     * value (not positive, above the platform's maximum, not a multiple the platform needs),
+     * else HV_HOW_NONE. Pure: no I/O, no lock, any thread. CanUpdateMachine(Set) applies it
+     * from a hook so it never covers what UpdateMachine refuses; plan() applies the same
+     * function to the fields that differ, with the same reasons. NULL: no such rules. */
+    void (*check)(struct hv_backend *b, const struct hv_hw *desired,
+                  struct hv_field_plan plan[HV_F_COUNT]);
 };
 
 struct hv_backend {

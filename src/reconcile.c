@@ -573,6 +573,12 @@ static void cold_on_path(struct pass *p)
         /* shut it down again */
         __attribute__((fallthrough));
     default:
+        if (p->obs.no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+            char m[HV_MSG_MAX + 64];
+            snprintf(m, sizeof(m), HV_MSG("cannot power-cycle the VM: %s"), p->obs.no_power_cycle);
+            fail_sticky(p, m);
+            return;
+        }
         if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
             if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
                 p->rec.phase = HV_PH_PLANNED;

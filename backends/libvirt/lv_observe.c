@@ -139,6 +139,8 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
     int persistent = virDomainIsPersistent(d->dom);
     if (persistent < 0)
         return lv_fail(d, "virDomainIsPersistent", err);
+    if (persistent == 0 && active)
+        snprintf(obs->no_power_cycle, sizeof(obs->no_power_cycle), "%s", LV_R_TRANSIENT);
     if (persistent == 1 && active) {
         char *xml = virDomainGetXMLDesc(d->dom, VIR_DOMAIN_XML_INACTIVE);
         if (!xml)

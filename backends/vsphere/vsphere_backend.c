@@ -390,6 +390,13 @@ static void vs_free(struct hv_backend *b)
     curl_global_cleanup();
 }
 
+static void vs_check_op(struct hv_backend *b, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    vs_check(desired, plan);
+}
+
 static const struct hv_backend_ops vs_ops = {
     .name = "vsphere",
     .serves = vs_serves,
@@ -398,6 +405,7 @@ static const struct hv_backend_ops vs_ops = {
     .act = vs_act,
     .write_record = vs_write_record,
     .free = vs_free,
+    .check = vs_check_op,
 };
 
 struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_t n, char *err,

@@ -719,6 +719,177 @@ def test_guest_verification_required_and_off():
         assert state(s.name)["vcpus"] == 4
     finally:
         s.close()
+TRANSIENT_WHY = "transient domain: a power cycle would delete it"
+
+
+def new_transient(style, name):
+    """Start a transient TCG domain (virDomainCreateXML): it exists only while it runs."""
+    remove_domain(name)
+    xml = open(os.path.join(ROOT, "test/lab/domains", style + ".xml")).read()
+    xml = re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)
+    dom = conn().createXML(xml, 0)
+    assert not dom.isPersistent()
+    return dom
+
+
+def remove_transient(name):
+    try:
+        dom = conn().lookupByName(name)
+    except libvirt.libvirtError:
+        return
+    persistent = dom.isPersistent()
+    if dom.isActive():
+        dom.destroy()
+    if persistent:
+        dom.undefine()
+
+
+def test_transient_domain_is_never_power_cycled():
+    name = "hvt-e2e-transient"
+    new_transient("dimm", name)
+    server = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        c = server.client()
+        mach = hvtest.machine(name)
+        before = state(name)
+        # UpdateMachine: a sticky Failure, the domain untouched and still running.
+        req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 1), mach, FAST)
+        last, msgs, _ = hvtest.drive(c, req)
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == "cannot change memory: " + TRANSIENT_WHY, last
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+        assert after["memory"] == 1024, after
+        # Under Never, CanUpdateMachine sees the domain and does not cover a shrink.
+        resp, _ = c.post("CanUpdateMachine", hvtest.can_update_request(
+            hvtest.libvirt_machine(name, 1024, 1), hvtest.libvirt_machine(name, 512, 1), mach,
+            {"powerCycle": "Never", "onUncoverable": "Block"}))
+        for _ in range(50):
+            if "still asking" not in resp.get("message", ""):
+                break
+            time.sleep(0.1)
+            resp, _ = c.post("CanUpdateMachine", hvtest.can_update_request(
+                hvtest.libvirt_machine(name, 1024, 1), hvtest.libvirt_machine(name, 512, 1),
+                mach, {"powerCycle": "Never", "onUncoverable": "Block"}))
+        assert resp["status"] == "Failure" and TRANSIENT_WHY in resp["message"], resp
+        # Live growth still works: DIMM hot-add and vCPU hot-plug, no restart.
+        last, msgs, _ = hvtest.drive(c, hvtest.update_request(
+            hvtest.libvirt_machine(name, 2048, 3), mach, FAST))
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+        assert after["memory"] == 2048 and after["vcpus"] == 3, after
+    finally:
+        server.stop()
+        remove_transient(name)
+
+
+def test_transient_domain_live_change_that_does_not_show_is_not_power_cycled():
+    # virtio-mem without a guest driver: accepted, never shows. A persistent domain falls
+    # back to a power cycle under IfNeeded; a transient one would be deleted by it.
+    name = "hvt-e2e-transient-vmem"
+    new_transient("vmem", name)
+    server = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        before = state(name)
+        last, msgs, _ = hvtest.drive(server.client(), hvtest.update_request(
+            hvtest.libvirt_machine(name, 1536, 1), hvtest.machine(name), FAST))
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == "cannot power-cycle the VM: " + TRANSIENT_WHY, last
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+    finally:
+        server.stop()
+        remove_transient(name)
+
+
+class DeafHost:
+    """A TCP port that accepts connections and never answers (a libvirt host hung
+    mid-handshake)."""
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        import socket
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def drive_capi(client, req, timeout=90):
+    """UpdateMachine as CAPI calls it: again after retryAfterSeconds (scaled by 0.5), until
+    done or Failure. Returns (last answer, number of calls)."""
+    deadline = time.monotonic() + timeout
+    calls = 0
+    while True:
+        resp, _ = client.post("UpdateMachine", req)
+        calls += 1
+        if resp["status"] == "Failure" or resp["retryAfterSeconds"] == 0:
+            return resp, calls
+        assert time.monotonic() < deadline, "still in progress after %ds: %s" % (timeout, resp)
+        time.sleep(resp["retryAfterSeconds"] * 0.5)
+
+
+def test_dead_host_does_not_stall_the_lab_host():
+    deaf = DeafHost()
+    names = ["hvt-e2e-deaf-a", "hvt-e2e-deaf-b"]
+    for n in names:
+        new_domain("dimm", n)
+    config = dict(CONFIG, libvirt={"uris": ["qemu+tcp://127.0.0.1:%d/system" % deaf.port, URI]})
+    server = hvtest.Server(BINARY, config).start()
+    try:
+        results = {}
+
+        def update(n, mem, vcpu):
+            results[n] = drive_capi(server.client(), hvtest.update_request(
+                hvtest.libvirt_machine(n, mem, vcpu), hvtest.machine(n)))
+
+        # Two domains at once, found by name: the dead host is listed first, so the first
+        # passes wait for its connection attempt once (libvirt.connectTimeoutSeconds, 10 s).
+        threads = [threading.Thread(target=update, args=(n, 2048, 2)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in names:
+            last, calls = results[n]
+            assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, (n, last)
+            assert state(n)["memory"] == 2048 and state(n)["vcpus"] == 2, state(n)
+        # Their host is known now: a further change takes the usual number of calls (first
+        # answer, hot-plugged, done) and never goes near the dead host.
+        update(names[0], 2048, 3)
+        last, calls = results[names[0]]
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, last
+        assert calls <= 4, "took %d calls" % calls
+        assert state(names[0])["vcpus"] == 3
+        assert len(deaf.conns) == 1, "dead host asked %d times" % len(deaf.conns)
+        print("     first updates: %s calls; then %d calls" % (
+            [results[n][1] for n in names[1:]], calls))
+    finally:
+        server.stop()
+        deaf.close()
+        for n in names:
+            remove_domain(n)
 
 
 CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
@@ -736,7 +907,10 @@ CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live,
          test_two_replicas_never_answer_a_stale_done,
          test_abandoned_power_cycle_finishes_and_frees_the_slot,
-         test_failed_power_on_is_rolled_back]
+         test_failed_power_on_is_rolled_back,
+         test_transient_domain_is_never_power_cycled,
+         test_transient_domain_live_change_that_does_not_show_is_not_power_cycled,
+         test_dead_host_does_not_stall_the_lab_host]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -220,7 +220,7 @@ static void w_free(struct hv_backend *b)
     (void)b;
 }
 static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
-                                               w_act,     w_write_record, w_free};
+                                               w_act,     w_write_record, w_free,    NULL};
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
 static struct hv_backend wrapped = {&wrap_ops, NULL};
