@@ -33,6 +33,11 @@ static void serve_usage(FILE *out)
             "                         test:///default\n"
             "  --max-body-bytes N     largest request body accepted (default 4194304)\n"
             "  --threads N            request threads (default 4)\n"
+            "  --max-connections N    connections held at once (default 8192)\n"
+            "  --max-connections-per-address N\n"
+            "                         connections from one client address (default 128)\n"
+            "  --head-timeout SECONDS a new connection's TLS handshake and first request head\n"
+            "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
             "  --help                 this text\n");
@@ -73,23 +78,28 @@ static int mkdir_p(const char *path)
 
 int hv_cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
-                                         {"tls-cert", required_argument, NULL, 'c'},
-                                         {"tls-key", required_argument, NULL, 'k'},
-                                         {"cert-dir", required_argument, NULL, 'd'},
-                                         {"tls-san", required_argument, NULL, 's'},
-                                         {"config", required_argument, NULL, 'f'},
-                                         {"max-body-bytes", required_argument, NULL, 'm'},
-                                         {"threads", required_argument, NULL, 't'},
-                                         {"port-file", required_argument, NULL, 'p'},
-                                         {"log-level", required_argument, NULL, 'v'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"tls-cert", required_argument, NULL, 'c'},
+        {"tls-key", required_argument, NULL, 'k'},
+        {"cert-dir", required_argument, NULL, 'd'},
+        {"tls-san", required_argument, NULL, 's'},
+        {"config", required_argument, NULL, 'f'},
+        {"max-body-bytes", required_argument, NULL, 'm'},
+        {"threads", required_argument, NULL, 't'},
+        {"port-file", required_argument, NULL, 'p'},
+        {"max-connections", required_argument, NULL, 'C'},
+        {"max-connections-per-address", required_argument, NULL, 'A'},
+        {"head-timeout", required_argument, NULL, 'T'},
+        {"log-level", required_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
     char cert_dir[512] = "";
     const char *sans[16];
     size_t n_sans = 0;
-    long max_body = -1, threads = 4;
+    long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
+         per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -125,6 +135,15 @@ int hv_cmd_serve(int argc, char **argv)
         case 'p':
             port_file = optarg;
             break;
+        case 'C':
+            max_conns = strtol(optarg, NULL, 10);
+            break;
+        case 'A':
+            per_addr = strtol(optarg, NULL, 10);
+            break;
+        case 'T':
+            head_timeout = strtol(optarg, NULL, 10);
+            break;
         case 'v':
             if (hv_log_set_level_name(optarg) < 0) {
                 fprintf(stderr, "hvupdater serve: --log-level must be debug|info|warn|error\n");
@@ -146,6 +165,13 @@ int hv_cmd_serve(int argc, char **argv)
     if (threads < 1 || threads > 256 ||
         (max_body != -1 && (max_body < 1024 || max_body > (64L << 20)))) {
         fprintf(stderr, "hvupdater serve: --threads 1..256, --max-body-bytes 1024..67108864\n");
+        return 2;
+    }
+    if (max_conns < 16 || max_conns > 1000000 || per_addr < 1 || per_addr > max_conns ||
+        head_timeout < 1 || head_timeout > 3600) {
+        fprintf(stderr, "hvupdater serve: --max-connections 16..1000000, "
+                        "--max-connections-per-address 1..max-connections, "
+                        "--head-timeout 1..3600\n");
         return 2;
     }
     sans[n_sans] = NULL;
@@ -194,6 +220,9 @@ int hv_cmd_serve(int argc, char **argv)
         .extra_sans = sans,
         .max_body = cfg.max_body,
         .threads = (unsigned)threads,
+        .max_connections = (unsigned)max_conns,
+        .max_per_address = (unsigned)per_addr,
+        .head_timeout = (unsigned)head_timeout,
         .hooks = hv_runtime_hooks(rt),
     };
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));

@@ -17,8 +17,15 @@ struct hv_server_opts {
     const char *const *extra_sans; /* NULL-terminated extra DNS names for the self-signed cert */
     size_t max_body;               /* bytes; larger bodies get 413 */
     unsigned threads;              /* worker threads answering requests */
+    unsigned max_connections;      /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
+    unsigned max_per_address;      /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
+    unsigned head_timeout;         /* s for TLS handshake + first request head; 0 = default */
     const struct hv_hooks_ctx *hooks;
 };
+
+#define HV_SERVER_MAX_CONNECTIONS 8192
+#define HV_SERVER_MAX_PER_ADDRESS 128
+#define HV_SERVER_HEAD_TIMEOUT    10
 
 struct hv_server;
 
