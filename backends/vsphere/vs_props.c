@@ -91,7 +91,8 @@ void vs_vm_request(struct vs_buf *b, const char *property_collector, const char 
     for (size_t i = 0; i < sizeof(vm_paths) / sizeof(vm_paths[0]); i++)
         vs_buf_elem(b, "pathSet", vm_paths[i]);
     vs_buf_add(b, "</propSet><propSet><type>Task</type><all>false</all>"
-                  "<pathSet>info.state</pathSet></propSet><objectSet>");
+                  "<pathSet>info.state</pathSet><pathSet>info.error</pathSet></propSet>"
+                  "<objectSet>");
     vs_buf_moref(b, "obj", "VirtualMachine", moref);
     vs_buf_add(b, "<skip>false</skip><selectSet xsi:type=\"TraversalSpec\"><name>vmTasks</name>"
                   "<type>VirtualMachine</type><path>recentTask</path><skip>false</skip>"

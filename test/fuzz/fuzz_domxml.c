@@ -75,13 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("a refusal without a reason");
     }
 
-    char addr[64];
+    char addr[128]; /* as lv_live.c: the size of lv_addr_key's key */
     for (int i = 0; i < 3; i++) {
         char *dev = lv_xml_vmem_device(xml, i, "", 1048576, addr, sizeof(addr));
         if (dev && !memchr(addr, '\0', sizeof(addr)))
             fail("address key");
         if (dev && i == 0 && addr[0]) {
-            char again[64];
+            char again[128];
             char *dev2 = lv_xml_vmem_device(xml, 7, addr, 2097152, again, sizeof(again));
             if (!dev2 || strcmp(again, addr))
                 fail("a device found by index is not found by its address");
