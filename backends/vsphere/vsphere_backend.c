@@ -282,8 +282,8 @@ static void refresh(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
 }
 
 static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
-                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm,
-                    bool *fresh, struct hv_err *err)
+                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
+                    struct hv_err *err)
 {
     struct vs_server *s = vb->servers[idx];
     const struct hv_hw *d = &step->desired;
