@@ -88,7 +88,7 @@ static int task_wait(struct vs_server *s, const char *method, const char *task, 
         struct vs_buf req;
         vs_buf_init(&req);
         if (vm)
-            vs_vm_request(&req, c->property_collector, moref);
+            vs_vm_task_request(&req, c->property_collector, moref, task);
         else
             vs_task_request(&req, c->property_collector, task);
         struct vs_reply r;
@@ -98,7 +98,7 @@ static int task_wait(struct vs_server *s, const char *method, const char *task, 
             return rc;
         if (vm && !task_listed(r.body, task)) {
             vs_reply_free(&r);
-            vm = NULL; /* not among the VM's recent tasks: poll the task itself */
+            vm = NULL; /* not in the answer (should not happen): poll the task alone */
             continue;
         }
         enum vs_task_state state;

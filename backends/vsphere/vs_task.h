@@ -27,10 +27,9 @@ int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *re
                 struct hv_err *err);
 int vs_task_wait(struct vs_server *s, const char *method, const char *task, int64_t deadline,
                  struct hv_err *err);
-/* As vs_run_task, for a task on VM moref: each poll reads the VM's properties together with
- * its recent tasks (one RetrievePropertiesEx, vs_vm_request), so that when the task is done
- * *vm holds the VM as it is after it (*vm_ok true) and no second read is needed. Falls back
- * to polling the task alone when it is not among the VM's recent tasks. */
+/* As vs_run_task, for a task on VM moref: each poll reads the task and the VM's properties in
+ * one RetrievePropertiesEx (vs_vm_task_request), so that when the task is done *vm holds
+ * the VM as it is after it (*vm_ok true) and no second read is needed. */
 struct vs_vm;
 int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
                    const char *moref, int64_t deadline, struct vs_vm *vm, bool *vm_ok,

@@ -249,9 +249,10 @@ run() {
         -s "$here/post.lua" "$2" >"$tmp/wrk-$1-$c.out" 2>&1 || { cat "$tmp/wrk-$1-$c.out" >&2; exit 1; }
     grep '^BENCH ' "$tmp/wrk-$1-$c.out" | tr ' ' '\n' | awk -F= '
         { v[$1] = $2 }
-        END { printf "%.0f %.3f %.3f %d\n", v["requests"] / (v["duration_us"] / 1e6),
-              v["p50_us"] / 1e3, v["p99_us"] / 1e3, v["errors_status"] + v["errors_read"] +
-              v["errors_connect"] + v["errors_write"] + v["errors_timeout"] }'
+        END { e = v["errors_status"] + v["errors_read"] + v["errors_connect"]
+              e += v["errors_write"] + v["errors_timeout"]
+              printf "%.0f %.3f %.3f %d\n", v["requests"] / (v["duration_us"] / 1e6),
+                  v["p50_us"] / 1e3, v["p99_us"] / 1e3, e }'
 }
 nginx_n=$(run nginx "https://localhost:$nport$path" "$conns")
 hv_1=$(run hv "$base$path" 1)
