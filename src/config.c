@@ -53,6 +53,7 @@ void hv_config_free(struct hv_config *c)
     }
     free(c->vsphere);
     hv_profiles_free(&c->profiles);
+    hv_downstream_list_free(&c->downstream);
     memset(c, 0, sizeof(*c));
 }
 
@@ -240,9 +241,16 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
 
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"listen",   "maxBodyBytes", "handlerTimeoutSeconds",
-                                       "defaults", "engine",       "libvirt",
-                                       "vsphere",  "profiles",     "$schema",
+    static const char *const keys[] = {"listen",
+                                       "maxBodyBytes",
+                                       "handlerTimeoutSeconds",
+                                       "defaults",
+                                       "engine",
+                                       "libvirt",
+                                       "vsphere",
+                                       "profiles",
+                                       "$schema",
+                                       "downstream",
                                        NULL};
     char e[256];
     hj *doc = hj_parse(text, len, e, sizeof(e));
@@ -271,6 +279,10 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
         goto out;
     if (hj_get(doc, "profiles") &&
         hv_profiles_load(&c->profiles, hj_get(doc, "profiles"), err, errlen) < 0)
+        goto out;
+    if (hj_get(doc, "downstream") &&
+        hv_downstream_cfg_parse(&c->downstream, hj_get(doc, "downstream"), c->handler_timeout_s,
+                                err, errlen) < 0)
         goto out;
     rc = 0;
 out:

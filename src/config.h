@@ -3,6 +3,7 @@
 #ifndef HV_CONFIG_H
 #define HV_CONFIG_H
 
+#include "downstream.h"
 #include "profile.h"
 #include "settings.h"
 
@@ -33,6 +34,7 @@ struct hv_config {
     struct hv_vsphere_cfg *vsphere;
     size_t n_vsphere;
     struct hv_profiles profiles;
+    struct hv_downstream_list downstream; /* extensions chained after hvupdater (compose.h) */
 };
 
 /* The embedded default: built-in profiles, libvirt's in-process test:///default driver. */

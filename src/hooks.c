@@ -3,6 +3,7 @@
  * same condition on every retry. Patches go out as base64 of their JSON text (Go []byte). */
 #include "hooks.h"
 #include "base64.h"
+#include "compose.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ const char *hv_hook_handler_name(enum hv_hook h)
     return handler_names[h];
 }
 
-static hj *response(enum hv_hook h, bool failure, const char *message)
+hj *hv_hook_response(enum hv_hook h, bool failure, const char *message)
 {
     char kind[64];
     hj *r = hj_new_object();
@@ -38,7 +39,7 @@ static hj *response(enum hv_hook h, bool failure, const char *message)
 
 static hj *discovery(const struct hv_hooks_ctx *ctx)
 {
-    hj *r = response(HV_HOOK_DISCOVERY, false, NULL);
+    hj *r = hv_hook_response(HV_HOOK_DISCOVERY, false, NULL);
     hj *hs = hj_new_array();
     for (int h = HV_HOOK_CAN_UPDATE_MACHINE; h < HV_HOOK_COUNT; h++) {
         hj *e = hj_new_object(), *rh = hj_new_object();
@@ -114,7 +115,7 @@ static const hj *opt_obj(const hj *req, const char *side, const char *name)
     return o && o->type == HJ_OBJECT ? o : NULL;
 }
 
-static void put_patch(hj *r, const char *field, const hj *ops)
+void hv_hook_put_patch(hj *r, const char *field, const hj *ops)
 {
     size_t len;
     char *text = hj_dump(ops, &len);
@@ -127,19 +128,18 @@ static void put_patch(hj *r, const char *field, const hj *ops)
     free(text);
 }
 
-static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
-                      const struct hv_settings *s)
+int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                      const struct hv_settings *s, struct hv_coverage *c, char *buf, size_t cap)
 {
     bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
     const char *infra = set ? "infrastructureMachineTemplate" : "infrastructureMachine";
     const char *mach = set ? "machineSet" : "machine";
     const char *boot = set ? "bootstrapConfigTemplate" : "bootstrapConfig";
-    char buf[300];
     const char *msg = NULL;
-    const hj *des = need_obj(req, "desired", infra, true, buf, sizeof(buf), &msg);
-    const hj *cur = need_obj(req, "current", infra, true, buf, sizeof(buf), &msg);
+    const hj *des = need_obj(req, "desired", infra, true, buf, cap, &msg);
+    const hj *cur = need_obj(req, "current", infra, true, buf, cap, &msg);
     if (msg)
-        return response(h, true, msg);
+        return -1;
     struct hv_plan_input in = {
         .profiles = ctx->profiles,
         .settings = s,
@@ -152,23 +152,34 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
         .des_boot = opt_obj(req, "desired", boot),
         .hooks = ctx->plan_hooks,
     };
+    hv_plan_coverage(&in, c);
+    return 0;
+}
+
+static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                      const struct hv_settings *s)
+{
+    bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
+    char buf[300];
     struct hv_coverage c;
-    hv_plan_coverage(&in, &c);
-    hj *r = response(h, c.failure, c.message);
+    if (hv_hooks_own_plan(ctx, h, req, s, &c, buf, sizeof(buf)) < 0)
+        return hv_hook_response(h, true, buf);
+    hj *r = hv_hook_response(h, c.failure, c.message);
     if (c.infra_patch)
-        put_patch(r, set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
-                  c.infra_patch);
+        hv_hook_put_patch(r,
+                          set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
+                          c.infra_patch);
     hv_coverage_free(&c);
     return r;
 }
 
-static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
-                          const struct hv_settings *s)
+void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const struct hv_settings *s,
+                         struct hv_update_result *res, bool *no_profile)
 {
     char buf[300];
     const char *msg = NULL;
-    struct hv_update_result res;
-    memset(&res, 0, sizeof(res));
+    memset(res, 0, sizeof(*res));
+    *no_profile = false;
     const hj *infra =
         need_obj(req, "desired", "infrastructureMachine", true, buf, sizeof(buf), &msg);
     const hj *machine = opt_obj(req, "desired", "machine");
@@ -181,6 +192,7 @@ static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
         if (!p || p->is_template) {
             snprintf(buf, sizeof(buf), HV_MSG("no hvupdater profile for %s %s"), kind, av);
             msg = buf;
+            *no_profile = true;
         }
     }
     if (!msg) {
@@ -195,13 +207,21 @@ static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
         msg = buf;
     }
     if (msg) {
-        res.failure = true;
-        snprintf(res.message, sizeof(res.message), "%s", msg);
+        res->failure = true;
+        snprintf(res->message, sizeof(res->message), "%s", msg);
     } else {
         hv_desired_hw(p, infra, &hw);
-        ctx->update(ctx->update_ctx, p, &ref, &hw, s, &res);
+        ctx->update(ctx->update_ctx, p, &ref, &hw, s, res);
     }
-    hj *r = response(HV_HOOK_UPDATE_MACHINE, res.failure, res.message);
+}
+
+static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
+                          const struct hv_settings *s)
+{
+    struct hv_update_result res;
+    bool no_profile;
+    hv_hooks_own_update(ctx, req, s, &res, &no_profile);
+    hj *r = hv_hook_response(HV_HOOK_UPDATE_MACHINE, res.failure, res.message);
     hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(res.failure ? 0 : res.retry_after_s));
     return r;
 }
@@ -217,9 +237,11 @@ char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
                hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0) {
-        r = response(h, true, msg ? msg : buf);
+        r = hv_hook_response(h, true, msg ? msg : buf);
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
+    } else if (ctx->compose) {
+        r = hv_compose_handle(ctx, h, req, &s);
     } else if (h == HV_HOOK_UPDATE_MACHINE) {
         r = update_machine(ctx, req, &s);
     } else {

@@ -30,13 +30,16 @@ typedef void (*hv_update_fn)(void *ctx, const struct hv_profile *p, const struct
                              const struct hv_hw *desired, const struct hv_settings *s,
                              struct hv_update_result *out);
 
+struct hv_compose;
+
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
     struct hv_settings defaults;
     const struct hv_plan_hooks *plan_hooks; /* may be NULL */
     hv_update_fn update;                    /* NULL: no backend configured */
     void *update_ctx;
-    int timeout_s; /* advertised handler timeout */
+    int timeout_s;              /* advertised handler timeout */
+    struct hv_compose *compose; /* NULL: no downstream extensions (compose.h) */
 };
 
 const char *hv_hook_name(enum hv_hook h);         /* "CanUpdateMachine" */
@@ -46,5 +49,18 @@ const char *hv_hook_handler_name(enum hv_hook h); /* "can-update-machine" ("" fo
  * NULL) receives the answer's message for logs. */
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg, size_t msglen, size_t *len_out);
+
+/* Pieces compose.c builds its answers from. */
+hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
+/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */
+void hv_hook_put_patch(hj *r, const char *field, const hj *ops);
+/* hvupdater's own coverage for CanUpdateMachine(Set): 0 with *c filled (free it), or -1 when
+ * the request lacks an object the hook needs (the Failure message in buf). */
+int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                      const struct hv_settings *s, struct hv_coverage *c, char *buf, size_t cap);
+/* hvupdater's own UpdateMachine answer; *no_profile says the infra kind is not hvupdater's
+ * (then res is a Failure saying so). */
+void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const struct hv_settings *s,
+                         struct hv_update_result *res, bool *no_profile);
 
 #endif

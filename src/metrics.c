@@ -29,6 +29,16 @@ struct named {
 };
 static struct named named_ops[NAMED_MAX], named_steps[NAMED_MAX];
 static size_t n_ops, n_steps;
+
+/* Downstream extensions: at most 8 names x 4 hooks x 3 statuses, plus error kinds. */
+#define DS_MAX 128
+struct ds_count {
+    char name[64], hook[24], label[16];
+    unsigned long count;
+    double sum;
+};
+static struct ds_count ds_calls[DS_MAX], ds_errors[DS_MAX];
+static size_t n_ds_calls, n_ds_errors;
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void hv_metrics_call_start(void)
@@ -85,6 +95,35 @@ void hv_metrics_operation(const char *phase, const char *outcome)
 void hv_metrics_step(const char *step, double seconds)
 {
     named_add(named_steps, &n_steps, step, "", seconds);
+}
+
+static void ds_add(struct ds_count *t, size_t *n, const char *name, const char *hook,
+                   const char *label, double v)
+{
+    size_t k;
+    for (k = 0; k < *n; k++)
+        if (!strcmp(t[k].name, name) && !strcmp(t[k].hook, hook) && !strcmp(t[k].label, label))
+            break;
+    if (k == *n && *n < DS_MAX) {
+        snprintf(t[k].name, sizeof(t[k].name), "%s", name);
+        snprintf(t[k].hook, sizeof(t[k].hook), "%s", hook);
+        snprintf(t[k].label, sizeof(t[k].label), "%s", label);
+        (*n)++;
+    }
+    if (k < DS_MAX) {
+        t[k].count++;
+        t[k].sum += v;
+    }
+}
+
+void hv_metrics_downstream(const char *name, const char *hook, const char *status,
+                           const char *error_kind, double seconds)
+{
+    pthread_mutex_lock(&named_lock);
+    ds_add(ds_calls, &n_ds_calls, name, hook, status, seconds);
+    if (error_kind)
+        ds_add(ds_errors, &n_ds_errors, name, hook, error_kind, 0);
+    pthread_mutex_unlock(&named_lock);
 }
 
 struct buf {
@@ -167,6 +206,31 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
                 "hvupdater_step_duration_seconds_count{step=\"%s\"} %lu\n"
                 "hvupdater_step_duration_seconds_sum{step=\"%s\"} %.6f\n",
                 named_steps[k].a, named_steps[k].count, named_steps[k].a, named_steps[k].sum);
+    if (n_ds_calls) {
+        bprintf(&b, "# HELP hvupdater_downstream_calls_total Calls to downstream extensions by "
+                    "downstream, hook and answer status (Error: no usable answer).\n"
+                    "# TYPE hvupdater_downstream_calls_total counter\n");
+        for (size_t k = 0; k < n_ds_calls; k++)
+            bprintf(&b,
+                    "hvupdater_downstream_calls_total{downstream=\"%s\",hook=\"%s\","
+                    "status=\"%s\"} %lu\n",
+                    ds_calls[k].name, ds_calls[k].hook, ds_calls[k].label, ds_calls[k].count);
+        bprintf(&b, "# HELP hvupdater_downstream_call_seconds_total Time spent calling downstream "
+                    "extensions.\n# TYPE hvupdater_downstream_call_seconds_total counter\n");
+        for (size_t k = 0; k < n_ds_calls; k++)
+            bprintf(&b,
+                    "hvupdater_downstream_call_seconds_total{downstream=\"%s\",hook=\"%s\","
+                    "status=\"%s\"} %.6f\n",
+                    ds_calls[k].name, ds_calls[k].hook, ds_calls[k].label, ds_calls[k].sum);
+        bprintf(&b, "# HELP hvupdater_downstream_errors_total Downstream calls without a usable "
+                    "answer, by downstream, hook and kind.\n"
+                    "# TYPE hvupdater_downstream_errors_total counter\n");
+        for (size_t k = 0; k < n_ds_errors; k++)
+            bprintf(&b,
+                    "hvupdater_downstream_errors_total{downstream=\"%s\",hook=\"%s\","
+                    "kind=\"%s\"} %lu\n",
+                    ds_errors[k].name, ds_errors[k].hook, ds_errors[k].label, ds_errors[k].count);
+    }
     pthread_mutex_unlock(&named_lock);
     if (extra)
         bprintf(&b, "%s", extra);

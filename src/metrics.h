@@ -18,6 +18,12 @@ void hv_metrics_http(int code);
 void hv_metrics_operation(const char *phase, const char *outcome);
 void hv_metrics_step(const char *step, double seconds);
 
+/* A call to a downstream extension (compose mode): its name, the hook, the answer status
+ * (Success / Failure, or Error when there was no usable answer; error_kind then says why:
+ * timeout, unreachable, tls, http, bad-answer), seconds taken. */
+void hv_metrics_downstream(const char *name, const char *hook, const char *status,
+                           const char *error_kind, double seconds);
+
 /* Render everything, plus extra lines (may be NULL) appended verbatim. */
 char *hv_metrics_render(const char *extra, size_t *len_out);
 

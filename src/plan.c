@@ -13,6 +13,12 @@
 #define REASON_NOT_HARDWARE HV_MSG("hvupdater changes hypervisor hardware only")
 #define REASON_NOT_A_FIELD  HV_MSG("not a field hvupdater can change")
 
+bool hv_reason_is_generic(const char *reason)
+{
+    return !reason[0] || !strcmp(reason, REASON_NOT_HARDWARE) ||
+           !strcmp(reason, REASON_NOT_A_FIELD);
+}
+
 static void add_uncovered(struct hv_coverage *c, const char *where, const char *reason)
 {
     c->n_uncovered_all++;
@@ -96,7 +102,7 @@ static void other_diff(void *vctx, const char *pointer, const hj *a, const hj *b
 }
 
 /* The Machine spec as CAPI compares it (internal/util/inplace.CleanupMachineSpecForDiff). */
-static hj *clean_machine_spec(const hj *spec)
+hj *hv_clean_machine_spec(const hj *spec)
 {
     static const char *const drop[] = {"clusterName",
                                        "bootstrap",
@@ -130,8 +136,8 @@ static void diff_machine(struct hv_coverage *c, const struct hv_plan_input *in)
         return;
     const char *ptr = in->machine_set ? "/spec/template/spec" : "/spec";
     const char *name = in->machine_set ? "machineSet" : "machine";
-    hj *a = clean_machine_spec(hj_ptr(in->cur_machine, ptr));
-    hj *b = clean_machine_spec(hj_ptr(in->des_machine, ptr));
+    hj *a = hv_clean_machine_spec(hj_ptr(in->cur_machine, ptr));
+    hj *b = hv_clean_machine_spec(hj_ptr(in->des_machine, ptr));
     struct other_ctx o = {c, name};
     diff(ptr, a, b, other_diff, &o);
     hj_free(a);

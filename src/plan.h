@@ -77,4 +77,13 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
  * invalid are -1. */
 void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw);
 
+/* A copy of a Machine spec as CAPI compares it (internal/util/inplace
+ * CleanupMachineSpecForDiff): without clusterName, bootstrap, infrastructureRef, providerID,
+ * minReadySeconds, readinessGates, taints and the deletion timeouts. NULL for NULL. */
+hj *hv_clean_machine_spec(const hj *spec);
+
+/* Whether an uncovered item's reason is one of the generic ones (not hardware / not a profile
+ * field) rather than a reason specific to that field. */
+bool hv_reason_is_generic(const char *reason);
+
 #endif

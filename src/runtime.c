@@ -2,9 +2,11 @@
  * and the hooks context the server answers with. Owns all of them; frees in reverse order
  * (engine first: its workers use the backends). */
 #include "runtime.h"
+#include "compose.h"
 #include "engine.h"
 #include "log.h"
 
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ struct hv_runtime {
     struct hv_hooks_ctx hooks;
     struct hv_plan_hooks plan_hooks;
     struct hv_engine *engine;
+    struct hv_compose *compose;
     struct hv_backend *bes[2];
     size_t n_bes;
 };
@@ -108,6 +111,12 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.plan_hooks = &rt->plan_hooks;
     rt->hooks.update = hv_engine_update;
     rt->hooks.update_ctx = rt->engine;
+    if (cfg->downstream.n) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        rt->compose = hv_compose_new(&cfg->downstream);
+        hv_compose_discover_all(rt->compose, cfg->handler_timeout_s);
+        rt->hooks.compose = rt->compose;
+    }
     return rt;
 }
 
@@ -120,6 +129,10 @@ void hv_runtime_free(struct hv_runtime *rt)
 {
     if (!rt)
         return;
+    if (rt->compose) {
+        hv_compose_free(rt->compose);
+        curl_global_cleanup();
+    }
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);
