@@ -22,7 +22,7 @@
 #include "vs_test.h"
 #include "vs_vmops.h"
 
-#define CACHE_MAX       128
+#define CACHE_MAX       1024 /* VMs whose moref and last read are kept (a 1,000-VM rollout) */
 #define DEFAULT_STEP_MS 60000
 #define CACHE_FRESH_MS  30000
 
