@@ -39,21 +39,21 @@ if(EXISTS ${HV_MAN_SRC})
   endif()
 endif()
 
-# ---- copyright: a LICENSE file at the top of the tree is copied in when there is one ----
+# ---- copyright: Apache-2.0 (LICENSE at the top of the tree), machine-readable (DEP-5) ----
 set(HV_PACKAGE_VERSION ${PROJECT_VERSION})
-set(HV_LICENSE_NAME "not chosen yet")
-set(HV_LICENSE_TEXT
-    "The hvupdater project has not published a license yet. Until it does, no rights\nbeyond those granted by law are given to copy, modify or redistribute this software.")
-foreach(lic LICENSE LICENSE.txt LICENSE.md COPYING)
-  if(EXISTS ${CMAKE_SOURCE_DIR}/${lic})
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${lic})
-    file(READ ${CMAKE_SOURCE_DIR}/${lic} HV_LICENSE_TEXT)
-    set(HV_LICENSE_NAME "as follows (${lic} in the source)")
-    break()
-  endif()
-endforeach()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/LICENSE)
 configure_file(${HV_DEPLOY_DIR}/debian/copyright.in ${HV_PKG_DIR}/copyright @ONLY)
 install(FILES ${HV_PKG_DIR}/copyright DESTINATION share/doc/hvupdater)
+
+# ---- changelog: a native package's changelog.gz (lintian), version stamped, gzip -9n ----
+configure_file(${HV_DEPLOY_DIR}/debian/changelog.in ${HV_PKG_DIR}/changelog @ONLY)
+find_program(HV_GZIP_CL gzip REQUIRED)
+execute_process(COMMAND ${HV_GZIP_CL} -9 -n -c ${HV_PKG_DIR}/changelog
+                OUTPUT_FILE ${HV_PKG_DIR}/changelog.gz RESULT_VARIABLE hv_cl_rc)
+if(NOT hv_cl_rc EQUAL 0)
+  message(FATAL_ERROR "gzip of the changelog failed: ${hv_cl_rc}")
+endif()
+install(FILES ${HV_PKG_DIR}/changelog.gz DESTINATION share/doc/hvupdater)
 
 # ---- the host service ----
 if(HV_INSTALL_SYSTEM_FILES)

@@ -5,11 +5,11 @@ set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config git ca-certificates curl
   libmicrohttpd-dev libgnutls28-dev libyajl-dev libcurl4-openssl-dev libxml2-dev
-  libvirt-dev libcmocka-dev libssl-dev"
+  libvirt-dev libcmocka-dev libssl-dev libcurl3-gnutls"
 TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 python3-jsonschema
   openssl curl wrk procps iproute2 python3-libvirt python3-yaml
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
-  golang-go golang-github-vmware-govmomi-dev"
+  golang-go golang-github-vmware-govmomi-dev lintian"
 
 want="$BUILD_PKGS"
 case "${1:-all}" in

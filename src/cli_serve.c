@@ -5,13 +5,17 @@
 #include "log.h"
 #include "runtime.h"
 #include "server.h"
+#include "statusd.h"
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void serve_usage(FILE *out)
 {
@@ -40,7 +44,36 @@ static void serve_usage(FILE *out)
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --client-ca FILE       require a client certificate on hook calls and\n"
+            "                         /metrics, verified against the CAs in FILE (PEM)\n"
+            "  --metrics-listen ADDR:PORT\n"
+            "                         serve /metrics, /healthz and /readyz over plain HTTP\n"
+            "                         there, and no /metrics on --listen\n"
+            "  --drain-seconds N      on SIGTERM: /readyz answers 503 at once, hooks are\n"
+            "                         still served for N seconds, then the server stops\n"
+            "                         (default 0; a second signal stops at once)\n"
+            "  --check-config         load the config (and every flag) as serve would, build\n"
+            "                         the backends without contacting any host or reading\n"
+            "                         any file the config names, print ok and exit 0, or\n"
+            "                         exit 1 with the reason\n"
             "  --help                 this text\n");
+}
+
+/* Every line serve writes on stderr is JSON (log.h), its errors too. Returns code. */
+static int serve_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int serve_error(int code, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (code == 2)
+        hv_log(HV_LOG_ERROR, "usage-error", "error", msg, "help", "hvupdater serve --help",
+               (char *)NULL);
+    else
+        hv_log(HV_LOG_ERROR, "startup-failed", "error", msg, (char *)NULL);
+    return code;
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -88,10 +121,14 @@ int hv_cmd_serve(int argc, char **argv)
         {"max-body-bytes", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
         {"port-file", required_argument, NULL, 'p'},
-        {"max-connections", required_argument, NULL, 'C'},
-        {"max-connections-per-address", required_argument, NULL, 'A'},
-        {"head-timeout", required_argument, NULL, 'T'},
         {"log-level", required_argument, NULL, 'v'},
+        {"check-config", no_argument, NULL, 'C'},
+        {"client-ca", required_argument, NULL, 'A'},
+        {"metrics-listen", required_argument, NULL, 'M'},
+        {"drain-seconds", required_argument, NULL, 'D'},
+        {"max-connections", required_argument, NULL, 'N'},
+        {"max-connections-per-address", required_argument, NULL, 'a'},
+        {"head-timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
@@ -100,8 +137,12 @@ int hv_cmd_serve(int argc, char **argv)
     size_t n_sans = 0;
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
+    bool check_only = false;
+    const char *client_ca = NULL, *metrics_listen = NULL;
+    long drain_s = 0;
     int c;
     optind = 1;
+    opterr = 0; /* getopt's own messages are not JSON: serve_error says it */
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
@@ -118,8 +159,7 @@ int hv_cmd_serve(int argc, char **argv)
             break;
         case 's':
             if (n_sans == 15) {
-                fprintf(stderr, "hvupdater serve: at most 15 --tls-san names\n");
-                return 2;
+                return serve_error(2, "at most 15 --tls-san names");
             }
             sans[n_sans++] = optarg;
             break;
@@ -135,56 +175,79 @@ int hv_cmd_serve(int argc, char **argv)
         case 'p':
             port_file = optarg;
             break;
-        case 'C':
+        case 'N':
             max_conns = strtol(optarg, NULL, 10);
             break;
-        case 'A':
+        case 'a':
             per_addr = strtol(optarg, NULL, 10);
             break;
         case 'T':
             head_timeout = strtol(optarg, NULL, 10);
             break;
         case 'v':
-            if (hv_log_set_level_name(optarg) < 0) {
-                fprintf(stderr, "hvupdater serve: --log-level must be debug|info|warn|error\n");
-                return 2;
-            }
+            if (hv_log_set_level_name(optarg) < 0)
+                return serve_error(2, "--log-level must be debug|info|warn|error");
             break;
+        case 'C':
+            check_only = true;
+            break;
+        case 'A':
+            client_ca = optarg;
+            break;
+        case 'M':
+            metrics_listen = optarg;
+            break;
+        case 'D': {
+            char *end;
+            drain_s = strtol(optarg, &end, 10);
+            if (*end || end == optarg || drain_s < 0 || drain_s > 300)
+                return serve_error(2, "--drain-seconds must be 0..300");
+            break;
+        }
         case 'h':
             serve_usage(stdout);
             return 0;
-        default:
-            serve_usage(stderr);
-            return 2;
+        default: {
+            /* Name the flag, never its value: "--flag=value" may carry a secret. */
+            const char *f = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+            return serve_error(2, "unknown flag or missing value: %.*s", (int)strcspn(f, "="), f);
+        }
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "hvupdater serve: unexpected argument %s\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return serve_error(2, "unexpected argument number %d: serve takes flags only", optind);
     if (threads < 1 || threads > 256 ||
         (max_body != -1 && (max_body < 1024 || max_body > (64L << 20)))) {
-        fprintf(stderr, "hvupdater serve: --threads 1..256, --max-body-bytes 1024..67108864\n");
-        return 2;
+        return serve_error(2, "--threads 1..256, --max-body-bytes 1024..67108864");
     }
     if (max_conns < 16 || max_conns > 1000000 || per_addr < 1 || per_addr > max_conns ||
         head_timeout < 1 || head_timeout > 3600) {
-        fprintf(stderr, "hvupdater serve: --max-connections 16..1000000, "
-                        "--max-connections-per-address 1..max-connections, "
-                        "--head-timeout 1..3600\n");
-        return 2;
+        return serve_error(2, "--max-connections 16..1000000, --max-connections-per-address "
+                              "1..max-connections, --head-timeout 1..3600");
     }
     sans[n_sans] = NULL;
     char err[512];
     struct hv_config cfg;
     hv_config_default(&cfg);
     if (config && hv_config_load_file(&cfg, config, err, sizeof(err)) < 0) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
+    if (!client_ca)
+        client_ca = cfg.client_ca_file;
+    if (!metrics_listen)
+        metrics_listen = cfg.metrics_listen;
+    if (check_only) {
+        struct hv_runtime *probe = hv_runtime_new(&cfg, err, sizeof(err));
+        hv_runtime_free(probe);
+        hv_config_free(&cfg);
+        if (!probe)
+            return serve_error(1, "%s", err);
+        printf("config %s: ok\n", config ? config : "(embedded default)");
+        return 0;
+    }
     if (!listen)
         listen = cfg.listen ? cfg.listen : "127.0.0.1:8443";
     if (!cert_dir[0])
@@ -207,9 +270,8 @@ int hv_cmd_serve(int argc, char **argv)
 
     struct hv_runtime *rt = hv_runtime_new(&cfg, err, sizeof(err));
     if (!rt) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
 
     struct hv_server_opts so = {
@@ -224,16 +286,28 @@ int hv_cmd_serve(int argc, char **argv)
         .max_per_address = (unsigned)per_addr,
         .head_timeout = (unsigned)head_timeout,
         .hooks = hv_runtime_hooks(rt),
+        .client_ca_file = client_ca,
+        .metrics_elsewhere = metrics_listen != NULL,
     };
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));
     if (!srv) {
-        fprintf(stderr, "hvupdater serve: %s\n", err);
         hv_runtime_free(rt);
         hv_config_free(&cfg);
-        return 1;
+        return serve_error(1, "%s", err);
     }
-    char port[16];
+    struct hv_statusd *status = NULL;
+    if (metrics_listen) {
+        status = hv_statusd_start(metrics_listen, srv, err, sizeof(err));
+        if (!status) {
+            hv_server_stop(srv);
+            hv_runtime_free(rt);
+            hv_config_free(&cfg);
+            return serve_error(1, "%s", err);
+        }
+    }
+    char port[16], mport[16];
     snprintf(port, sizeof(port), "%u", hv_server_port(srv));
+    snprintf(mport, sizeof(mport), "%u", hv_statusd_port(status));
     if (port_file) {
         FILE *pf = fopen(port_file, "w");
         if (pf) {
@@ -244,14 +318,43 @@ int hv_cmd_serve(int argc, char **argv)
     hv_server_set_ready(srv, true);
     hv_log(HV_LOG_INFO, "listening", "listen", listen, "#port", port, "ca",
            hv_server_ca_file(srv) ? hv_server_ca_file(srv) : "", "config",
-           config ? config : "(embedded default)", (char *)NULL);
+           config ? config : "(embedded default)", "clientCA", client_ca ? client_ca : "",
+           "metricsListen", metrics_listen ? metrics_listen : "", "#metricsPort", mport,
+           (char *)NULL);
     if (hv_server_ca_file(srv))
-        fprintf(stderr, "hvupdater: self-signed serving certificate; trust CA %s\n",
-                hv_server_ca_file(srv));
+        hv_log(HV_LOG_INFO, "self-signed", "detail",
+               "serving certificate made here: clients must trust the CA file", "ca",
+               hv_server_ca_file(srv), (char *)NULL);
     while (!stop_flag)
         sigsuspend(&old);
-    hv_log(HV_LOG_INFO, "stopping", (char *)NULL);
+    /* Drain: readiness off at once, so endpoints drop this replica, while calls already on
+     * their way are still answered; then stop. A second signal cuts the wait short. */
     hv_server_set_ready(srv, false);
+    char drain_text[16];
+    snprintf(drain_text, sizeof(drain_text), "%ld", drain_s);
+    hv_log(HV_LOG_INFO, "draining", "#seconds", drain_text, (char *)NULL);
+    if (drain_s > 0) {
+        stop_flag = 0;
+        struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        end.tv_sec += drain_s;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        for (;;) {
+            struct timespec now, left;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            left.tv_sec = end.tv_sec - now.tv_sec;
+            left.tv_nsec = end.tv_nsec - now.tv_nsec;
+            if (left.tv_nsec < 0) {
+                left.tv_sec--;
+                left.tv_nsec += 1000000000L;
+            }
+            if (left.tv_sec < 0 || stop_flag)
+                break;
+            nanosleep(&left, NULL); /* a signal interrupts it */
+        }
+    }
+    hv_log(HV_LOG_INFO, "stopping", (char *)NULL);
+    hv_statusd_stop(status);
     hv_server_stop(srv);
     hv_runtime_free(rt);
     hv_config_free(&cfg);

@@ -1,6 +1,7 @@
 /* config.c: load and strictly validate the config file. Unknown keys are errors, so a typo
  * never silently turns a policy off. Defaults mirror schemas/config.json. */
 #include "config.h"
+#include "pattern.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ void hv_config_default(struct hv_config *c)
 void hv_config_free(struct hv_config *c)
 {
     free(c->listen);
+    free(c->metrics_listen);
+    free(c->client_ca_file);
     for (size_t k = 0; k < c->n_libvirt_uris; k++)
         free(c->libvirt_uris[k]);
     free(c->libvirt_uris);
@@ -82,6 +85,7 @@ static int int_member(const hj *o, const char *where, const char *key, long lo, 
     const hj *v = hj_get(o, key);
     if (!v)
         return 0;
+    /* An integer literal only: 60.0 is refused, as Go's int32 and the schema tests do. */
     if (v->type != HJ_INT || v->i < lo || v->i > hi) {
         snprintf(err, errlen, "%s.%s must be an integer from %ld to %ld", where, key, lo, hi);
         return -1;
@@ -170,9 +174,30 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
         }
         for (size_t k = 0; k < uris->n; k++) {
             const hj *u = uris->items[k];
-            if (u->type != HJ_STRING || u->slen == 0 || !strstr(u->s, "://")) {
+            if (u->type != HJ_STRING || u->slen == 0 || strlen(u->s) != u->slen ||
+                !strstr(u->s, "://")) {
                 snprintf(err, errlen, "libvirt.uris[%zu] must be a libvirt URI", k);
                 return -1;
+            }
+            /* user@host is fine (ssh); user:password@host is a credential: never echo it. */
+            const char *auth = strstr(u->s, "://") + 3;
+            const char *at = memchr(auth, '@', strcspn(auth, "/?#"));
+            if (at && memchr(auth, ':', (size_t)(at - auth))) {
+                snprintf(err, errlen, "libvirt.uris[%zu] must not hold a password", k);
+                return -1;
+            }
+            if (!hv_re_match(HV_RE_LIBVIRT_URI, u->s) || !hv_uri_ok(u->s)) {
+                snprintf(err, errlen,
+                         "libvirt.uris[%zu] must be a libvirt URI (scheme://[user@]host/path, "
+                         "no spaces)",
+                         k);
+                return -1;
+            }
+            for (size_t j = 0; j < k; j++) {
+                if (!strcmp(uris->items[j]->s, u->s)) {
+                    snprintf(err, errlen, "libvirt.uris[%zu] repeats libvirt.uris[%zu]", k, j);
+                    return -1;
+                }
             }
         }
         for (size_t k = 0; k < c->n_libvirt_uris; k++)
@@ -220,13 +245,36 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
         if (check_keys(s, where, skeys, err, errlen) < 0 ||
             str_dup_member(s, where, "name", true, &d->name, err, errlen) < 0 ||
             str_dup_member(s, where, "url", true, &d->url, err, errlen) < 0 ||
-            str_dup_member(s, where, "usernameFile", false, &d->username_file, err, errlen) < 0 ||
+            str_dup_member(s, where, "usernameFile", true, &d->username_file, err, errlen) < 0 ||
             str_dup_member(s, where, "passwordFile", true, &d->password_file, err, errlen) < 0 ||
             str_dup_member(s, where, "thumbprint", false, &d->thumbprint, err, errlen) < 0 ||
             str_dup_member(s, where, "caFile", false, &d->ca_file, err, errlen) < 0)
             return -1;
         if (strncmp(d->url, "https://", 8)) {
             snprintf(err, errlen, "%s.url must start with https://", where);
+            return -1;
+        }
+        /* Never echo the URL: user info in it is a credential. */
+        if (memchr(d->url + 8, '@', strcspn(d->url + 8, "/?#"))) {
+            snprintf(err, errlen,
+                     "%s.url must not hold user info (the user name and password go in "
+                     "usernameFile and passwordFile)",
+                     where);
+            return -1;
+        }
+        if (!hv_re_match(HV_RE_VSPHERE_URL, d->url) || !hv_uri_ok(d->url)) {
+            snprintf(err, errlen, "%s.url must be https://HOST[:PORT]/PATH without spaces", where);
+            return -1;
+        }
+        if (strlen(d->name) > 253 || !hv_re_match(HV_RE_SERVER_NAME, d->name)) {
+            snprintf(err, errlen, "%s.name must be 1 to 253 characters without spaces", where);
+            return -1;
+        }
+        if (d->thumbprint && !hv_re_match(HV_RE_THUMBPRINT, d->thumbprint)) {
+            snprintf(err, errlen,
+                     "%s.thumbprint must be a SHA-1 or SHA-256 fingerprint: 40 or 64 hex "
+                     "digits, plain or as colon-separated pairs",
+                     where);
             return -1;
         }
         const hj *ins = hj_get(s, "insecureSkipVerify");
@@ -242,6 +290,8 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
     static const char *const keys[] = {"listen",
+                                       "metricsListen",
+                                       "clientCAFile",
                                        "maxBodyBytes",
                                        "handlerTimeoutSeconds",
                                        "defaults",
@@ -267,11 +317,30 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     c->n_libvirt_uris = 0;
     if (check_keys(doc, "config", keys, err, errlen) < 0 ||
         str_dup_member(doc, "config", "listen", false, &c->listen, err, errlen) < 0 ||
+        str_dup_member(doc, "config", "metricsListen", false, &c->metrics_listen, err, errlen) <
+            0 ||
+        str_dup_member(doc, "config", "clientCAFile", false, &c->client_ca_file, err, errlen) < 0 ||
         int_member(doc, "config", "maxBodyBytes", 1024, 64L << 20, &v, err, errlen) < 0 ||
         int_into(doc, "config", "handlerTimeoutSeconds", 1, 30, &c->handler_timeout_s, err,
                  errlen) < 0)
         goto out;
     c->max_body = (size_t)v;
+    if (hj_get(doc, "$schema") && hj_get(doc, "$schema")->type != HJ_STRING) {
+        snprintf(err, errlen, "config.$schema must be a string");
+        goto out;
+    }
+    if (c->metrics_listen && !hv_re_match(HV_RE_LISTEN, c->metrics_listen)) {
+        snprintf(err, errlen,
+                 "config.metricsListen must be IPV4:PORT or [IPV6]:PORT with a numeric address "
+                 "and a port from 1 to 65535");
+        goto out;
+    }
+    if (c->listen && !hv_re_match(HV_RE_LISTEN, c->listen)) {
+        snprintf(err, errlen,
+                 "config.listen must be IPV4:PORT or [IPV6]:PORT with a numeric address and a "
+                 "port from 1 to 65535");
+        goto out;
+    }
     if ((hj_get(doc, "defaults") && parse_defaults(c, hj_get(doc, "defaults"), err, errlen) < 0) ||
         (hj_get(doc, "engine") && parse_engine(c, hj_get(doc, "engine"), err, errlen) < 0) ||
         (hj_get(doc, "libvirt") && parse_libvirt(c, hj_get(doc, "libvirt"), err, errlen) < 0) ||

@@ -23,7 +23,9 @@ struct hv_vsphere_cfg {
 };
 
 struct hv_config {
-    char *listen; /* NULL: the CLI default */
+    char *listen;         /* NULL: the CLI default */
+    char *metrics_listen; /* NULL: /metrics on the hooks listener */
+    char *client_ca_file; /* NULL: no client certificate asked for */
     size_t max_body;
     int handler_timeout_s;
     struct hv_settings defaults;

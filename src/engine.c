@@ -457,3 +457,16 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     return -2; /* not known yet: the hook answers a retryable Failure */
 }
+
+void hv_engine_gauges(void *engine, int *operations, int *power_cycles)
+{
+    struct hv_engine *e = engine;
+    int ops = 0;
+    pthread_mutex_lock(&e->lock);
+    for (struct entry *x = e->entries; x; x = x->next)
+        ops += x->queued || x->running ||
+               (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0);
+    *operations = ops;
+    *power_cycles = e->slots_used;
+    pthread_mutex_unlock(&e->lock);
+}

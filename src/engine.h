@@ -53,4 +53,8 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);
 
+/* For /metrics (hv_metrics_gauge_fn): VMs whose latest answer is in progress or that are
+ * queued or being worked on, and power-cycle slots held, in this process. */
+void hv_engine_gauges(void *engine, int *operations, int *power_cycles);
+
 #endif

@@ -226,9 +226,74 @@ static hj *update_machine(const struct hv_hooks_ctx *ctx, const hj *req,
     return r;
 }
 
+static const char *meta_str(const hj *obj, const char *key)
+{
+    const char *v = hj_get_str(hj_get(obj, "metadata"), key);
+    return v ? v : "";
+}
+
+static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                     struct hv_hook_who *w)
+{
+    memset(w, 0, sizeof(*w));
+    if (h == HV_HOOK_DISCOVERY || !req || req->type != HJ_OBJECT)
+        return;
+    bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
+    const hj *des = hj_get(req, "desired");
+    const hj *m = hj_get(des, set ? "machineSet" : "machine");
+    const hj *infra = hj_get(des, set ? "infrastructureMachineTemplate" : "infrastructureMachine");
+    if (m && m->type == HJ_OBJECT) {
+        snprintf(w->machine, sizeof(w->machine), "%s/%s", meta_str(m, "namespace"),
+                 meta_str(m, "name"));
+        const char *cl = hj_get_str(hj_get(m, "spec"), "clusterName");
+        if (!cl)
+            cl = hj_get_str(hj_get(hj_get(m, "metadata"), "labels"),
+                            "cluster.x-k8s.io/cluster-name");
+        snprintf(w->cluster, sizeof(w->cluster), "%s", cl ? cl : "");
+    }
+    if (!infra || infra->type != HJ_OBJECT)
+        return;
+    const char *kind = hj_get_str(infra, "kind");
+    snprintf(w->infra, sizeof(w->infra), "%s/%s", kind ? kind : "", meta_str(infra, "name"));
+    if (!w->cluster[0]) {
+        const char *cl = hj_get_str(hj_get(hj_get(infra, "metadata"), "labels"),
+                                    "cluster.x-k8s.io/cluster-name");
+        snprintf(w->cluster, sizeof(w->cluster), "%s", cl ? cl : "");
+    }
+    if (set)
+        return; /* a template: no VM */
+    const struct hv_profile *p =
+        hv_profile_find(ctx->profiles, hj_get_str(infra, "apiVersion"), kind);
+    struct hv_vm_ref ref;
+    char why[200];
+    if (!p || p->is_template || hv_identity(p, m, infra, &ref, why, sizeof(why)) < 0)
+        return;
+    const char *where = ref.server;
+    char several[64];
+    bool libvirt = !strcmp(p->backend, "libvirt");
+    size_t hosts = libvirt ? ctx->n_libvirt_uris : ctx->only_vcenter ? 1 : 0;
+    if (!where[0] && hosts == 1)
+        where = libvirt ? ctx->libvirt_uris[0] : ctx->only_vcenter;
+    if (!where[0]) {
+        snprintf(several, sizeof(several), "(one of %zu %s hosts)", hosts, p->backend);
+        where = hosts > 1 ? several : "(no host)";
+    }
+    snprintf(w->vm, sizeof(w->vm), "%s %s %s", where, ref.uuid[0] ? "uuid" : "name",
+             ref.uuid[0] ? ref.uuid : ref.name);
+}
+
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
 {
+    return hv_hook_handle_who(ctx, h, req, failure_out, msg_out, msglen, len_out, NULL);
+}
+
+char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                         bool *failure_out, char *msg_out, size_t msglen, size_t *len_out,
+                         struct hv_hook_who *who)
+{
+    if (who)
+        describe(ctx, h, req, who);
     char buf[300];
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;

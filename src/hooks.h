@@ -38,7 +38,12 @@ struct hv_hooks_ctx {
     const struct hv_plan_hooks *plan_hooks; /* may be NULL */
     hv_update_fn update;                    /* NULL: no backend configured */
     void *update_ctx;
-    int timeout_s;              /* advertised handler timeout */
+    int timeout_s; /* advertised handler timeout */
+    /* The configured hosts, borrowed, for log lines only: a VM whose request names no host
+     * is on the only one, when there is one. */
+    const char *const *libvirt_uris;
+    size_t n_libvirt_uris;
+    const char *only_vcenter;   /* the vCenter's name when exactly one is configured */
     struct hv_compose *compose; /* NULL: no downstream extensions (compose.h) */
 };
 
@@ -50,6 +55,19 @@ const char *hv_hook_handler_name(enum hv_hook h); /* "can-update-machine" ("" fo
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg, size_t msglen, size_t *len_out);
 
+/* What a hook call is about, for its log line: read from the request (no I/O). Empty strings
+ * where the request does not say (discovery, a request too broken to tell). */
+struct hv_hook_who {
+    char machine[256]; /* namespace/name of the Machine (MachineSet for CanUpdateMachineSet) */
+    char cluster[128]; /* spec.clusterName, else the cluster.x-k8s.io/cluster-name label */
+    char infra[256];   /* Kind/name of the infra machine (template) */
+    char vm[400];      /* "qemu:///system uuid 4c4c...", "vc1 uuid 4211...", "... name web-0" */
+};
+
+/* hv_hook_handle, also filling who (may be NULL). */
+char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                         bool *failure_out, char *msg, size_t msglen, size_t *len_out,
+                         struct hv_hook_who *who);
 /* Pieces compose.c builds its answers from. */
 hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
 /* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */

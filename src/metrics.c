@@ -23,12 +23,32 @@ static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
 
 #define NAMED_MAX 64
 struct named {
-    char a[32], b[32];
+    char a[32], b[256];
     unsigned long count;
     double sum;
 };
-static struct named named_ops[NAMED_MAX], named_steps[NAMED_MAX];
-static size_t n_ops, n_steps;
+static struct named named_ops[NAMED_MAX], named_steps[NAMED_MAX], named_servers[NAMED_MAX];
+static size_t n_ops, n_steps, n_servers;
+
+/* Sticky failure reasons: the catalogued message prefixes that start each template. */
+static const struct {
+    const char *reason, *prefix;
+} reasons[] = {
+    {"step_failed", "step "},
+    {"field_not_changeable", "cannot change "},
+    {"shutdown_timeout", "the guest did not shut down within "},
+    {"not_applied_after_power_cycle", "after the power cycle the hypervisor reports "},
+    {"powered_on_externally", "the VM was powered on again before hvupdater could reconfigure"},
+    {"no_guest_tools", "the guest cannot be asked to shut down"},
+    {"live_change_not_seen", "the live change to "},
+    {"deadline", "the change did not complete within "},
+    {"power_cycle_not_allowed", NULL}, /* "... needs a power cycle (...) and powerCycle is Never" */
+    {"other", NULL},
+};
+#define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
+static atomic_ulong failures[N_REASONS];
+static _Atomic(hv_metrics_gauge_fn) gauge_fn;
+static _Atomic(void *) gauge_ctx;
 
 /* Downstream extensions: at most 8 names x 4 hooks x 3 statuses, plus error kinds. */
 #define DS_MAX 128
@@ -68,7 +88,8 @@ void hv_metrics_http(int code)
     atomic_fetch_add(&http_codes[i], 1);
 }
 
-static void named_add(struct named *t, size_t *n, const char *a, const char *b, double v)
+static void named_add(struct named *t, size_t *n, const char *a, const char *b, double v,
+                      unsigned long inc)
 {
     pthread_mutex_lock(&named_lock);
     size_t k;
@@ -81,7 +102,7 @@ static void named_add(struct named *t, size_t *n, const char *a, const char *b, 
         (*n)++;
     }
     if (k < NAMED_MAX) {
-        t[k].count++;
+        t[k].count += inc;
         t[k].sum += v;
     }
     pthread_mutex_unlock(&named_lock);
@@ -89,12 +110,46 @@ static void named_add(struct named *t, size_t *n, const char *a, const char *b, 
 
 void hv_metrics_operation(const char *phase, const char *outcome)
 {
-    named_add(named_ops, &n_ops, phase, outcome, 0);
+    named_add(named_ops, &n_ops, phase, outcome, 0, 1);
 }
 
 void hv_metrics_step(const char *step, double seconds)
 {
-    named_add(named_steps, &n_steps, step, "", seconds);
+    named_add(named_steps, &n_steps, step, "", seconds, 1);
+}
+
+static size_t reason_index(const char *m)
+{
+    for (size_t k = 0; k < N_REASONS; k++)
+        if (reasons[k].prefix && !strncmp(m, reasons[k].prefix, strlen(reasons[k].prefix)))
+            return k;
+    return strstr(m, "and powerCycle is Never") ? N_REASONS - 2 : N_REASONS - 1;
+}
+
+const char *hv_metrics_failure_reason(const char *message)
+{
+    return reasons[reason_index(message ? message : "")].reason;
+}
+
+void hv_metrics_failure(const char *message)
+{
+    atomic_fetch_add(&failures[reason_index(message ? message : "")], 1);
+}
+
+void hv_metrics_register_server(const char *backend, const char *server)
+{
+    named_add(named_servers, &n_servers, backend, server, 0, 0);
+}
+
+void hv_metrics_backend_error(const char *backend, const char *server)
+{
+    named_add(named_servers, &n_servers, backend, server, 0, 1);
+}
+
+void hv_metrics_set_gauges(hv_metrics_gauge_fn fn, void *ctx)
+{
+    atomic_store(&gauge_ctx, ctx);
+    atomic_store(&gauge_fn, fn);
 }
 
 static void ds_add(struct ds_count *t, size_t *n, const char *name, const char *hook,
@@ -193,7 +248,45 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
     for (int k = 0; k < 6; k++)
         bprintf(&b, "hvupdater_http_responses_total{code=\"%s\"} %lu\n", codes[k],
                 atomic_load(&http_codes[k]));
+    bprintf(&b,
+            "# HELP hvupdater_build_info The running build (always 1).\n"
+            "# TYPE hvupdater_build_info gauge\n"
+            "hvupdater_build_info{version=\"%s\",git=\"%s\"} 1\n",
+            HV_VERSION, HV_GIT);
+    int ops = 0, cycles = 0;
+    hv_metrics_gauge_fn fn = atomic_load(&gauge_fn);
+    if (fn)
+        fn(atomic_load(&gauge_ctx), &ops, &cycles);
+    bprintf(&b,
+            "# HELP hvupdater_operations_in_progress VMs with an update in progress in this "
+            "process.\n# TYPE hvupdater_operations_in_progress gauge\n"
+            "hvupdater_operations_in_progress %d\n"
+            "# HELP hvupdater_power_cycles_in_progress VMs powered off for an update by this "
+            "process now (holding a power-cycle slot).\n"
+            "# TYPE hvupdater_power_cycles_in_progress gauge\n"
+            "hvupdater_power_cycles_in_progress %d\n",
+            ops, cycles);
+    bprintf(&b, "# HELP hvupdater_operation_failures_total Operations that ended in a sticky "
+                "Failure, by stable reason.\n# TYPE hvupdater_operation_failures_total counter\n");
+    for (size_t k = 0; k < N_REASONS; k++)
+        bprintf(&b, "hvupdater_operation_failures_total{reason=\"%s\"} %lu\n", reasons[k].reason,
+                atomic_load(&failures[k]));
     pthread_mutex_lock(&named_lock);
+    bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
+                "server (libvirt URI or vCenter name).\n"
+                "# TYPE hvupdater_backend_errors_total counter\n");
+    for (size_t k = 0; k < n_servers; k++) {
+        char esc[520];
+        size_t j = 0;
+        for (const char *c = named_servers[k].b; *c && j + 2 < sizeof(esc); c++) {
+            if (*c == '"' || *c == '\\')
+                esc[j++] = '\\';
+            esc[j++] = *c;
+        }
+        esc[j] = '\0';
+        bprintf(&b, "hvupdater_backend_errors_total{backend=\"%s\",server=\"%s\"} %lu\n",
+                named_servers[k].a, esc, named_servers[k].count);
+    }
     bprintf(&b, "# HELP hvupdater_operations_total Engine operations by phase and outcome.\n"
                 "# TYPE hvupdater_operations_total counter\n");
     for (size_t k = 0; k < n_ops; k++)

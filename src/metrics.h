@@ -18,6 +18,20 @@ void hv_metrics_http(int code);
 void hv_metrics_operation(const char *phase, const char *outcome);
 void hv_metrics_step(const char *step, double seconds);
 
+/* A sticky operation failure, counted under its stable reason (derived from the message's
+ * catalogued template, docs/messages.md); every reason is exported from the start at 0. */
+void hv_metrics_failure(const char *message);
+/* The reason label hv_metrics_failure files message under. */
+const char *hv_metrics_failure_reason(const char *message);
+
+/* A failed backend call on server (libvirt URI or vCenter name). Servers registered before
+ * are exported at 0 from the start. */
+void hv_metrics_register_server(const char *backend, const char *server);
+void hv_metrics_backend_error(const char *backend, const char *server);
+
+/* Gauges read at render time: operations and power cycles in progress in this process. */
+typedef void (*hv_metrics_gauge_fn)(void *ctx, int *operations, int *power_cycles);
+void hv_metrics_set_gauges(hv_metrics_gauge_fn fn, void *ctx);
 /* A call to a downstream extension (compose mode): its name, the hook, the answer status
  * (Success / Failure, or Error when there was no usable answer; error_kind then says why:
  * timeout, unreachable, tls, http, bad-answer), seconds taken. */

@@ -1,6 +1,7 @@
 /* profile.c: built-in infra kind profiles and loading more from the config file.
  * Adding an infra kind is data: a new entry here or in the config, never a new code path. */
 #include "profile.h"
+#include "pattern.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,7 +106,8 @@ static int str_member(const hj *o, const char *key, char *dst, size_t cap, bool 
     const hj *v = hj_get(o, key);
     if (!v)
         return 0;
-    if (v->type != HJ_STRING || v->slen >= cap || (pointer && !valid_pointer(v->s))) {
+    if (v->type != HJ_STRING || v->slen >= cap || strlen(v->s) != v->slen ||
+        (pointer && (!valid_pointer(v->s) || !hv_re_match(HV_RE_JSON_POINTER, v->s)))) {
         snprintf(err, errlen, "%s: \"%s\" must be a %s of at most %zu bytes", where, key,
                  pointer ? "JSON pointer" : "string", cap - 1);
         return -1;
@@ -151,6 +153,10 @@ static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const 
         snprintf(err, errlen, "%s: \"unit\" applies to memory only, as a string", where);
         return -1;
     }
+    if (f == HV_F_MEMORY && !unit) {
+        snprintf(err, errlen, "%s: \"unit\" is required (KiB, MiB, GiB or bytes)", where);
+        return -1;
+    }
     if (unit) {
         static const char *const names[] = {"MiB", "KiB", "GiB", "bytes"};
         size_t k;
@@ -191,21 +197,44 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
         snprintf(err, errlen, "%s: \"kind\" and \"backend\" are required", where);
         return -1;
     }
+    if (!hv_re_match(HV_RE_KUBE_KIND, p->kind)) {
+        snprintf(err, errlen, "%s: \"kind\" must be a Kubernetes kind (e.g. VSphereMachine)",
+                 where);
+        return -1;
+    }
+    if (!hv_re_match(HV_RE_DNS1123_SUB, p->api_group)) {
+        snprintf(err, errlen, "%s: \"apiGroup\" must be a DNS-1123 subdomain", where);
+        return -1;
+    }
     if (strcmp(p->backend, "libvirt") && strcmp(p->backend, "vsphere")) {
         snprintf(err, errlen, "%s: backend must be libvirt or vsphere", where);
         return -1;
     }
     const hj *vers = hj_get(o, "apiVersions");
     if (vers) {
-        if (vers->type != HJ_ARRAY || vers->n > 8) {
-            snprintf(err, errlen, "%s: \"apiVersions\" must be an array of at most 8", where);
+        if (vers->type != HJ_ARRAY || vers->n == 0 || vers->n > 8) {
+            snprintf(err, errlen,
+                     "%s: \"apiVersions\" must be an array of 1 to 8 versions (leave it out for "
+                     "any version)",
+                     where);
             return -1;
         }
         for (size_t k = 0; k < vers->n; k++) {
             const hj *s = vers->items[k];
-            if (s->type != HJ_STRING || s->slen == 0 || s->slen >= sizeof(p->versions[0])) {
-                snprintf(err, errlen, "%s: apiVersions[%zu] must be a short string", where, k);
+            if (s->type != HJ_STRING || s->slen == 0 || s->slen >= sizeof(p->versions[0]) ||
+                strlen(s->s) != s->slen || !hv_re_match(HV_RE_KUBE_VERSION, s->s)) {
+                snprintf(err, errlen,
+                         "%s: apiVersions[%zu] must be an API version such as v1beta1 (at most "
+                         "%zu characters)",
+                         where, k, sizeof(p->versions[0]) - 1);
                 return -1;
+            }
+            for (size_t j = 0; j < k; j++) {
+                if (!strcmp(p->versions[j], s->s)) {
+                    snprintf(err, errlen, "%s: apiVersions[%zu] repeats apiVersions[%zu]", where, k,
+                             j);
+                    return -1;
+                }
             }
             memcpy(p->versions[p->n_versions++], s->s, s->slen + 1);
         }
@@ -233,7 +262,11 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
             return -1;
     }
     const hj *id = hj_get(o, "identity");
-    if (id) {
+    if (!id) {
+        snprintf(err, errlen, "%s: \"identity\" is required", where);
+        return -1;
+    }
+    {
         char iw[128];
         snprintf(iw, sizeof(iw), "%s.identity", where);
         if (id->type != HJ_OBJECT || only_keys(id, ikeys, iw, err, errlen) < 0) {
@@ -246,6 +279,12 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
             str_member(id, "serverPath", p->server_path, sizeof(p->server_path), true, iw, err,
                        errlen) < 0)
             return -1;
+        if (hj_get(id, "providerIDPrefix") &&
+            !hv_re_match(HV_RE_PROVIDER_ID, p->providerid_prefix)) {
+            snprintf(err, errlen,
+                     "%s: \"providerIDPrefix\" must be scheme:// and more, e.g. vsphere://", iw);
+            return -1;
+        }
         const hj *bn = hj_get(id, "byName");
         if (bn && bn->type != HJ_BOOL) {
             snprintf(err, errlen, "%s: \"byName\" must be a boolean", iw);

@@ -127,6 +127,7 @@ static void log_err(const struct pass *p, const char *what, const struct hv_err 
     snprintf(code, sizeof(code), "%d", (int)err->code);
     hv_log(HV_LOG_WARN, "backend-error", "backend", p->be->ops->name, "vm", p->key, "during", what,
            "#code", code, "detail", err->detail, (char *)NULL);
+    hv_metrics_backend_error(p->be->ops->name, p->obs.host[0] ? p->obs.host : p->ref->server);
 }
 
 /* The settings an operation's outcome depends on, as recorded with it. */
@@ -164,6 +165,7 @@ static void fail_sticky(struct pass *p, const char *msg)
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
     hv_engine_slot_release(p->e, p->key);
     hv_metrics_operation("failed", "failure");
+    hv_metrics_failure(msg);
     if (store(p))
         answer(p->out, true, 0, msg);
     hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);

@@ -5,6 +5,7 @@
 #include "compose.h"
 #include "engine.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -89,6 +90,9 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.profiles = &cfg->profiles;
     rt->hooks.defaults = cfg->defaults;
     rt->hooks.timeout_s = cfg->handler_timeout_s;
+    rt->hooks.libvirt_uris = (const char *const *)cfg->libvirt_uris;
+    rt->hooks.n_libvirt_uris = cfg->n_libvirt_uris;
+    rt->hooks.only_vcenter = cfg->n_vsphere == 1 ? cfg->vsphere[0].name : NULL;
     if (add_backends(rt, cfg, err, errlen) < 0) {
         hv_runtime_free(rt);
         return NULL;
@@ -105,6 +109,11 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
         hv_runtime_free(rt);
         return NULL;
     }
+    hv_metrics_set_gauges(hv_engine_gauges, rt->engine);
+    for (size_t k = 0; k < cfg->n_libvirt_uris; k++)
+        hv_metrics_register_server("libvirt", cfg->libvirt_uris[k]);
+    for (size_t k = 0; k < cfg->n_vsphere; k++)
+        hv_metrics_register_server("vsphere", cfg->vsphere[k].name);
     rt->plan_hooks.ctx = rt->engine;
     rt->plan_hooks.available = hv_engine_available;
     rt->plan_hooks.probe = hv_engine_probe;
@@ -129,6 +138,7 @@ void hv_runtime_free(struct hv_runtime *rt)
 {
     if (!rt)
         return;
+    hv_metrics_set_gauges(NULL, NULL);
     if (rt->compose) {
         hv_compose_free(rt->compose);
         curl_global_cleanup();

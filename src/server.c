@@ -50,6 +50,7 @@ struct conn {
 
 struct hv_server {
     struct MHD_Daemon *d;
+    char *client_ca_pem; /* MHD_OPTION_HTTPS_MEM_TRUST keeps the pointer */
     struct hv_tls *tls;
     struct hv_server_opts o;
     char ca_file[512];
@@ -155,15 +156,19 @@ static enum MHD_Result fail(struct MHD_Connection *c, struct req *r, int code, c
     if (!body)
         return MHD_NO;
     memcpy(body, line, n);
+    /* Client errors at warn, server errors at error; hook routes also count the call. */
+    enum hv_log_level lvl = code >= 500 ? HV_LOG_ERROR : HV_LOG_WARN;
+    double s = since(&r->start);
+    char code_s[8], ms[32];
+    snprintf(code_s, sizeof(code_s), "%d", code);
+    snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+    line[n - 1] = '\0';
     if (r->route == R_HOOK) {
-        double s = since(&r->start);
-        char code_s[8], ms[32];
-        snprintf(code_s, sizeof(code_s), "%d", code);
-        snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_metrics_call_end(r->hook, HV_CALL_ERROR, s);
-        line[n - 1] = '\0';
-        hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status", "Error", "#http",
-               code_s, "#ms", ms, "message", line, (char *)NULL);
+        hv_log(lvl, "hook", "hook", hv_hook_name(r->hook), "status", "Error", "#http", code_s,
+               "#ms", ms, "message", line, (char *)NULL);
+    } else {
+        hv_log(lvl, "http-error", "#http", code_s, "#ms", ms, "message", line, (char *)NULL);
     }
     return reply(c, r, code, "text/plain; charset=utf-8", body, n, allow);
 }
@@ -172,6 +177,36 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, int code, c
 {
     char *b = strdup(s);
     return b ? reply(c, r, code, "text/plain; charset=utf-8", b, strlen(b), NULL) : MHD_NO;
+}
+
+char *hv_server_metrics(struct hv_server *srv, size_t *len)
+{
+    char extra[640];
+    snprintf(extra, sizeof(extra),
+             "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
+             "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
+             "hvupdater_tls_certificate_reloads_total %u\n"
+             "# HELP hvupdater_tls_certificate_expiry_timestamp_seconds When the serving "
+             "certificate now served expires (Unix time).\n"
+             "# TYPE hvupdater_tls_certificate_expiry_timestamp_seconds gauge\n"
+             "hvupdater_tls_certificate_expiry_timestamp_seconds %lld\n",
+             hv_tls_generation(srv->tls), hv_tls_not_after(srv->tls));
+    return hv_metrics_render(extra, len);
+}
+
+/* With a client CA: NULL when the peer's certificate chains to it, else why not. */
+static const char *client_cert_problem(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    unsigned n = 0;
+    if (!session || !gnutls_certificate_get_peers(session, &n) || n == 0)
+        return HV_MSG("client certificate required");
+    unsigned status = 0;
+    if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0)
+        return HV_MSG("client certificate not trusted");
+    return NULL;
 }
 
 static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *c, struct req *r)
@@ -192,17 +227,26 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     bool failure;
     size_t len;
     char msg[1024];
-    char *out = hv_hook_handle(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len);
+    struct hv_hook_who who;
+    char *out =
+        hv_hook_handle_who(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len, &who);
     hj_free(doc);
     if (!out)
         return fail(c, r, 500, HV_MSG("out of memory"), NULL, NULL);
     double s = since(&r->start);
     hv_metrics_call_end(r->hook, failure ? HV_CALL_FAILURE : HV_CALL_SUCCESS, s);
-    if (hv_log_enabled(HV_LOG_INFO)) {
+    if (hv_log_enabled(HV_LOG_INFO) && r->hook == HV_HOOK_DISCOVERY) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
+               (char *)NULL);
+    } else if (hv_log_enabled(HV_LOG_INFO)) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
+               failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
+               "machine", who.machine, "cluster", who.cluster, "infra", who.infra, "vm", who.vm,
                (char *)NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);
@@ -319,8 +363,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
         bool want_post = r->route == R_HOOK;
         bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (r->route == R_METRICS && srv->o.metrics_elsewhere)
+            r->route = R_NONE;
+        const char *cert_problem =
+            srv->client_ca_pem && (r->route == R_HOOK || r->route == R_METRICS)
+                ? client_cert_problem(c)
+                : NULL;
         if (r->route == R_NONE)
             pend(r, 404, HV_MSG("no such path"), NULL, NULL);
+        else if (cert_problem)
+            pend(r, 403, cert_problem, NULL, NULL);
         else if (want_post ? strcmp(method, "POST") != 0 : !is_get)
             pend(r, 405, HV_MSG("method not allowed: use "), want_post ? "POST" : "GET",
                  want_post ? "POST" : "GET");
@@ -375,14 +427,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return atomic_load(&srv->ready) ? text(c, r, 200, "ready\n")
                                         : text(c, r, 503, "not ready\n");
     case R_METRICS: {
-        char extra[256];
         size_t len;
-        snprintf(extra, sizeof(extra),
-                 "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
-                 "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
-                 "hvupdater_tls_certificate_reloads_total %u\n",
-                 hv_tls_generation(srv->tls));
-        char *m = hv_metrics_render(extra, &len);
+        char *m = hv_server_metrics(srv, &len);
         return reply(c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, len, NULL);
     }
     case R_HOOK:
@@ -502,8 +548,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     hv_log(HV_LOG_DEBUG, "http", "detail", line, (char *)NULL);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
-                        size_t errlen)
+int hv_listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
+                    size_t errlen)
 {
     char host[256];
     const char *colon = strrchr(listen, ':');
@@ -540,7 +586,7 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    if (parse_listen(o->listen, &ss, &sl, err, errlen) < 0)
+    if (hv_listen_parse(o->listen, &ss, &sl, err, errlen) < 0)
         return NULL;
     struct hv_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -574,6 +620,13 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     s->tls = hv_tls_open(cert, key, err, errlen);
     if (!s->tls)
         goto fail;
+    struct MHD_OptionItem trust[] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
+    if (o->client_ca_file) {
+        s->client_ca_pem = hv_tls_read_ca_bundle(o->client_ca_file, err, errlen);
+        if (!s->client_ca_pem)
+            goto fail;
+        trust[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca_pem};
+    }
     hv_tls_activate(s->tls);
     if (!s->o.head_timeout)
         s->o.head_timeout = HV_SERVER_HEAD_TIMEOUT;
@@ -609,7 +662,8 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust,
+        MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;
@@ -628,6 +682,7 @@ fail:
         hv_tls_activate(NULL);
         hv_tls_free(s->tls);
     }
+    free(s->client_ca_pem);
     free(s);
     return NULL;
 }
@@ -647,6 +702,11 @@ void hv_server_set_ready(struct hv_server *s, bool ready)
     atomic_store(&s->ready, ready);
 }
 
+bool hv_server_ready(const struct hv_server *s)
+{
+    return atomic_load(&s->ready);
+}
+
 void hv_server_stop(struct hv_server *s)
 {
     if (!s)
@@ -661,5 +721,6 @@ void hv_server_stop(struct hv_server *s)
     MHD_stop_daemon(s->d);
     hv_tls_activate(NULL);
     hv_tls_free(s->tls);
+    free(s->client_ca_pem);
     free(s);
 }

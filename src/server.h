@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 struct hv_server_opts {
     const char *listen;    /* "ADDR:PORT", "[v6]:PORT" or ":PORT"; port 0 = ephemeral */
@@ -21,6 +22,11 @@ struct hv_server_opts {
     unsigned max_per_address;      /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
     unsigned head_timeout;         /* s for TLS handshake + first request head; 0 = default */
     const struct hv_hooks_ctx *hooks;
+    /* Client certificates (NULL: none asked for). When set, hook routes and /metrics answer
+     * 403 unless the client presented a certificate that chains to a CA in this PEM file;
+     * /healthz and /readyz stay open for kubelet probes. */
+    const char *client_ca_file;
+    bool metrics_elsewhere; /* /metrics is served by the status listener only (statusd.h) */
 };
 
 #define HV_SERVER_MAX_CONNECTIONS 8192
@@ -34,6 +40,12 @@ unsigned hv_server_port(const struct hv_server *s);
 /* The CA file clients should trust when the server made its own certificate, else NULL. */
 const char *hv_server_ca_file(const struct hv_server *s);
 void hv_server_set_ready(struct hv_server *s, bool ready);
+bool hv_server_ready(const struct hv_server *s);
+/* The Prometheus text of /metrics (caller frees), for either listener. */
+char *hv_server_metrics(struct hv_server *s, size_t *len);
+/* Parse "ADDR:PORT" / "[v6]:PORT" / ":PORT" into a socket address (numeric hosts only). */
+int hv_listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
+                    size_t errlen);
 void hv_server_stop(struct hv_server *s);
 
 #endif

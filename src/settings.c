@@ -57,10 +57,14 @@ static int pick(const char *const *names, const char *key, const char *val, int 
 
 static int seconds(const char *key, const char *val, int max, int *out, char *err, size_t errlen)
 {
-    char *end;
+    /* Digits only: strtol alone would also take " 60", "+60" and "060". */
+    char *end = NULL;
     errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < 1 || v > max) {
+    long v = val[0] >= '1' && val[0] <= '9' && strspn(val, "0123456789") == strlen(val) &&
+                     strlen(val) <= 9
+                 ? strtol(val, &end, 10)
+                 : 0;
+    if (errno || !end || *end || v < 1 || v > max) {
         snprintf(err, errlen, HV_MSG("setting %s must be a whole number of seconds from 1 to %d"),
                  key, max);
         return -1;

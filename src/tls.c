@@ -45,6 +45,7 @@ struct gen {
     gnutls_pcert_st *pcerts;
     unsigned npcerts;
     gnutls_privkey_t key;
+    long long not_after; /* the leaf's expiry, Unix seconds */
 };
 
 struct hv_tls {
@@ -319,6 +320,7 @@ static struct gen *gen_load(const char *cert_path, const char *key_path, struct 
         load_key(key_path, &g->key, key_id, err, errlen) != 0 ||
         key_matches(g->key, crts[0], cert_path, key_path, err, errlen) != 0)
         goto fail;
+    g->not_after = (long long)gnutls_x509_crt_get_expiration_time(crts[0]);
     g->pcerts = calloc(ncrts, sizeof *g->pcerts);
     if (!g->pcerts) {
         seterr(err, errlen, "out of memory loading TLS certificate");
@@ -488,6 +490,30 @@ int hv_tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, in
 const char *hv_tls_priorities(void)
 {
     return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE";
+}
+
+char *hv_tls_read_ca_bundle(const char *path, char *err, size_t errlen)
+{
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n = 0;
+    struct file_id id;
+    if (load_chain("client CA", path, &crts, &n, &id, err, errlen) != 0)
+        return NULL;
+    crts_free(crts, n);
+    gnutls_datum_t d;
+    if (read_file("client CA", path, &d, &id, err, errlen) != 0)
+        return NULL;
+    return (char *)d.data;
+}
+
+long long hv_tls_not_after(struct hv_tls *t)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    long long v = t->cur ? t->cur->not_after : 0;
+    pthread_mutex_unlock(&t->lock);
+    return v;
 }
 
 unsigned hv_tls_generation(const struct hv_tls *t)

@@ -36,8 +36,15 @@ int hv_tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, in
  * stays in service, err is filled, and the next call tries again. */
 int hv_tls_maybe_reload(struct hv_tls *t, char *err, size_t errlen);
 
+/* Read a PEM file of CA certificates (for client certificate checks): the text, which the
+ * caller frees, or NULL with err filled when it is unreadable or holds no certificate. */
+char *hv_tls_read_ca_bundle(const char *path, char *err, size_t errlen);
+
 /* GnuTLS priority string for MHD_OPTION_HTTPS_PRIORITIES: TLS 1.2 and 1.3 only. */
 const char *hv_tls_priorities(void);
+
+/* When the certificate now served expires (Unix seconds; 0 if unknown). */
+long long hv_tls_not_after(struct hv_tls *t);
 
 /* Number of successful reloads since hv_tls_open() (0 for the initial load). */
 unsigned hv_tls_generation(const struct hv_tls *t);

@@ -138,7 +138,7 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
         snprintf(err, errlen,
                  "vSphere server %s needs a username (or username file) and a "
                  "password file",
-                 cfg->url);
+                 cfg->name && *cfg->name ? cfg->name : "without a name");
         return NULL;
     }
     struct vs_server *s = calloc(1, sizeof(*s));
@@ -172,6 +172,11 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
             goto fail;
         }
         s->pin.require_chain = s->ca_file != NULL && !s->insecure;
+        char why[256];
+        if (vs_tls_pin_enforceable(why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "vSphere server %s: %s; refusing to start", s->name, why);
+            goto fail;
+        }
     }
     s->share = curl_share_init();
     if (!s->share)
@@ -278,8 +283,10 @@ static CURL *pool_get(struct vs_server *s)
         long chain = s->pin.require_chain ? 1L : 0L;
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, chain);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, chain ? 2L : 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, vs_tls_ctx_hook);
-        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, &s->pin);
+        if (vs_tls_pin_install(h, &s->pin) < 0) { /* never connect without the pin */
+            curl_easy_cleanup(h);
+            return NULL;
+        }
     } else if (s->insecure) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);

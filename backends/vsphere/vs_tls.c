@@ -90,6 +90,40 @@ CURLcode vs_tls_ctx_hook(CURL *curl, void *ssl_ctx, void *userptr)
     return CURLE_OK;
 }
 
+int vs_tls_pin_install(CURL *h, const struct vs_tls_pin *pin)
+{
+    if (curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, vs_tls_ctx_hook) != CURLE_OK ||
+        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)pin) != CURLE_OK)
+        return -1;
+    return 0;
+}
+
+int vs_tls_pin_enforceable(char *err, size_t errlen)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    const char *ssl = v && v->ssl_version ? v->ssl_version : "no TLS";
+    if (strncmp(ssl, "OpenSSL/", 8) != 0) {
+        snprintf(err, errlen,
+                 "thumbprint pinning needs libcurl built with OpenSSL; this one uses %s, so the "
+                 "pin cannot be enforced",
+                 ssl);
+        return -1;
+    }
+    CURL *h = curl_easy_init();
+    static const struct vs_tls_pin probe;
+    int rc = h ? vs_tls_pin_install(h, &probe) : -1;
+    if (h)
+        curl_easy_cleanup(h);
+    if (rc < 0) {
+        snprintf(err, errlen,
+                 "thumbprint pinning needs CURLOPT_SSL_CTX_FUNCTION, which this libcurl (%s) "
+                 "refuses, so the pin cannot be enforced",
+                 ssl);
+        return -1;
+    }
+    return 0;
+}
+
 void vs_tls_mismatch_reset(void)
 {
     tls_mismatch = false;

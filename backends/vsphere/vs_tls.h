@@ -23,6 +23,13 @@ int vs_thumbprint_parse(const char *text, struct vs_tls_pin *pin);
 /* Lower-case hex without separators (out: at least 65 bytes). */
 void vs_thumbprint_hex(const struct vs_tls_pin *pin, char *out, size_t outlen);
 
+/* Whether this process's libcurl can enforce a pin: its TLS backend must be OpenSSL (the
+ * hook works on an SSL_CTX) and it must accept CURLOPT_SSL_CTX_FUNCTION. Returns 0, or -1
+ * with the reason in err: the caller refuses to start rather than send a password to a
+ * server it cannot check. */
+int vs_tls_pin_enforceable(char *err, size_t errlen);
+/* Install the hook and its pin on an easy handle; -1 when libcurl refuses either. */
+int vs_tls_pin_install(CURL *h, const struct vs_tls_pin *pin);
 /* CURLOPT_SSL_CTX_FUNCTION: install the verify callback; userptr is the vs_tls_pin. */
 CURLcode vs_tls_ctx_hook(CURL *curl, void *ssl_ctx, void *userptr);
 /* Per-thread flag: set when the last handshake on this thread failed the pin. */

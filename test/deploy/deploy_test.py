@@ -17,6 +17,7 @@
 
 import argparse
 import copy
+import http.client
 import json
 import os
 import re
@@ -205,7 +206,8 @@ def static(args):
         r.check(docs, f"{rel} parses ({len(docs)} documents)", "empty")
         amb = hv.yaml_ambiguities(text)
         r.check(not amb, f"{rel} has no YAML 1.1/1.2-ambiguous scalars", amb)
-        if not os.path.basename(p).startswith("kustomization"):
+        if not os.path.basename(p).startswith("kustomization") and \
+                not p.endswith("-patch.yaml"):  # a patch for kubectl patch, not an object
             for d in docs:
                 ok = isinstance(d, dict) and d.get("apiVersion") and d.get("kind") and \
                     d.get("metadata", {}).get("name")
@@ -219,14 +221,67 @@ def static(args):
         return r.finish()
     r.check(True, f"deploy/kubernetes renders: {len(dep.objs)} objects")
     used = set(map(os.path.abspath, dep.files))
+    optional = (os.path.join(kdir, "components") + os.sep, os.path.join(kdir, "examples") + os.sep)
     for p in yaml_files + [os.path.join(kdir, "base", "config.json")]:
+        if p.startswith(optional):
+            continue
         r.check(os.path.abspath(p) in used, f"{os.path.relpath(p, src)} is used by the "
                 "kustomization", "listed nowhere: dead file")
+    # Optional components: each lists every object file of its folder.
+    for root, _, names in os.walk(os.path.join(kdir, "components")):
+        if "kustomization.yaml" not in names:
+            continue
+        kz = hv.load_yaml_docs(os.path.join(root, "kustomization.yaml"))[0][0]
+        r.eq(kz.get("kind"), "Component", f"{os.path.relpath(root, src)} is a kustomize Component")
+        for n in names:
+            if n.endswith(".yaml") and n != "kustomization.yaml" and not n.endswith("-patch.yaml"):
+                r.check(n in kz.get("resources", []), f"{os.path.relpath(root, src)} lists {n}")
     keys = [hv.obj_key(o) for o in dep.objs]
     r.check(len(keys) == len(set(keys)), "no object is defined twice",
             [k for k in keys if keys.count(k) > 1])
 
     ours_vs_kubectl(r, dep)
+
+    # The optional components render on top of the base (kubectl kustomize, when installed).
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        with tempfile.TemporaryDirectory(prefix="hv-kz-") as tmp:
+            shutil.copytree(kdir, os.path.join(tmp, "k"))
+            with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
+                f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                        "resources: [base, extension]\n"
+                        "components: [components/client-certs, components/priority-class]\n")
+            p = subprocess.run([kubectl, "kustomize", os.path.join(tmp, "k")],
+                               capture_output=True, text=True, timeout=120)
+        if r.check(p.returncode == 0, "the components render with kubectl kustomize",
+                   p.stderr[:400]):
+            out = p.stdout
+            r.check("- --client-ca\n" in out and "secretName: hvupdater-client-ca-bundle" in out,
+                    "components/client-certs passes --client-ca with its CA Secret")
+            r.check("priorityClassName: hvupdater-critical" in out,
+                    "components/priority-class sets the Deployment's priorityClassName")
+            r.check(out.count("kind: Certificate\n") == 5,
+                    "components/client-certs adds the CA and three client certificates")
+
+    # The lab script warns it is for test machines and names no path outside the project
+    # but the system files it touches.
+    with open(os.path.join(src, "test", "lab", "libvirt-up.sh"), encoding="utf-8") as f:
+        lab = f.read()
+    r.check("Never run it on a production" in lab and "/etc/libvirt/qemu.conf" in lab,
+            "test/lab/libvirt-up.sh warns it rewrites /etc/libvirt/qemu.conf")
+    r.check("/work/" not in lab, "test/lab/libvirt-up.sh names no path outside the project")
+
+    # No qemu+ssh in Kubernetes: the image has no ssh client and the pod mounts no key.
+    with open(os.path.join(kdir, "base", "config.json"), encoding="utf-8") as f:
+        uris = json.load(f).get("libvirt", {}).get("uris", [])
+    r.check(not [u for u in uris if "+ssh" in u.split("://")[0]],
+            "the Kubernetes config uses no ssh libvirt transport", uris)
+    for doc in ("docs/quickstart.md", "deploy/README.md"):
+        with open(os.path.join(src, doc), encoding="utf-8") as f:
+            text = f.read()
+        for ln in text.splitlines():
+            if "qemu+ssh://" in ln and "not" not in ln and "systemd" not in ln:
+                r.check(False, f"{doc} suggests qemu+ssh:// for Kubernetes", ln.strip())
 
     for kind in ("Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Service",
                  "PodDisruptionBudget", "NetworkPolicy", "Issuer", "Certificate",
@@ -347,13 +402,24 @@ def check_deployment(r, dep, binary, version):
     listen = (seen.get("--listen") or [None])[-1]
     port = hv.listen_port(listen)
     r.check(listen and listen.startswith("0.0.0.0:"), "listens on all pod addresses", listen)
+    mlisten = (seen.get("--metrics-listen") or [None])[-1]
+    mport = hv.listen_port(mlisten)
+    r.check(mlisten and mlisten.startswith("0.0.0.0:"), "Deployment passes --metrics-listen "
+            "on all pod addresses", mlisten)
     cports = [p["containerPort"] for p in c.get("ports", [])]
-    r.eq(cports, [port], "containerPort is the --listen port")
+    r.eq(cports, [port, mport], "containerPorts are the --listen and --metrics-listen ports")
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         hg = c.get(probe, {}).get("httpGet", {})
         r.eq(hg.get("path"), path, f"{probe} path")
-        r.eq(hg.get("scheme"), "HTTPS", f"{probe} scheme")
-        r.eq(port_number(c, hg.get("port")), port, f"{probe} port is the --listen port")
+        r.eq(hg.get("scheme"), "HTTP", f"{probe} scheme (the status listener is plain HTTP)")
+        r.eq(port_number(c, hg.get("port")), mport, f"{probe} port is the --metrics-listen port")
+    drain = (seen.get("--drain-seconds") or ["0"])[-1]
+    r.check(drain.isdigit() and 0 < int(drain) < pod.get("terminationGracePeriodSeconds", 30),
+            "--drain-seconds is set and shorter than terminationGracePeriodSeconds", drain)
+    tols = pod.get("tolerations", [])
+    r.check(any(t.get("key") == "node-role.kubernetes.io/control-plane" and
+                t.get("effect") == "NoSchedule" for t in tols),
+            "tolerates control-plane nodes", tols)
 
     # Every file the command line names lies in a mounted volume that provides it.
     vols = {v["name"]: v for v in pod.get("volumes", [])}
@@ -408,14 +474,19 @@ def check_service_and_policies(r, dep):
     c, d = dep.container, dep.deployment
     labels = d["spec"]["template"]["metadata"].get("labels", {})
     port = c["ports"][0]["containerPort"]
+    mport = c["ports"][1]["containerPort"] if len(c["ports"]) > 1 else None
     svc = dep.one("Service")
     r.check(selector_matches({"matchLabels": svc["spec"].get("selector", {})}, labels),
             "Service selects the pods")
     sp = svc["spec"].get("ports", [])
-    r.eq(len(sp), 1, "Service has one port")
+    r.eq(len(sp), 2, "Service has two ports (hooks, metrics)")
     if sp:
         r.eq(sp[0].get("port"), 443, "Service port 443")
         r.eq(port_number(c, sp[0].get("targetPort")), port, "Service targetPort is the --listen port")
+    if len(sp) > 1:
+        r.eq(sp[1].get("name"), "metrics", "Service's second port is named metrics")
+        r.eq(port_number(c, sp[1].get("targetPort")), mport,
+             "Service metrics targetPort is the --metrics-listen port")
     pdb = dep.one("PodDisruptionBudget")
     r.eq(pdb["spec"].get("minAvailable"), 1, "PodDisruptionBudget minAvailable")
     r.check(selector_matches(pdb["spec"].get("selector"), labels), "PDB selects the pods")
@@ -426,17 +497,23 @@ def check_service_and_policies(r, dep):
     r.check(selector_matches(np_["spec"].get("podSelector"), labels), "NetworkPolicy selects the pods")
     r.check("Ingress" in np_["spec"].get("policyTypes", []), "NetworkPolicy restricts ingress")
     admitted = set()
+    by_port = {}
     for rule in np_["spec"].get("ingress", []):
         r.check(rule.get("from"), "every ingress rule names its sources (none admits all)")
-        ports = [p.get("port") for p in rule.get("ports", [])]
-        r.check(ports and all(port_number(c, p) == port for p in ports),
-                "every ingress rule admits only the server port", ports)
+        ports = [port_number(c, p.get("port")) for p in rule.get("ports", [])]
+        r.check(len(ports) == 1 and ports[0] in (port, mport),
+                "every ingress rule admits one port: hooks or metrics", ports)
         for peer in rule.get("from", []) or []:
             r.check("ipBlock" not in peer and "podSelector" not in peer or
                     "namespaceSelector" in peer, "peers are namespaces", peer)
             names = ns_names_selected(peer.get("namespaceSelector"))
             r.check(names, "peer namespaces named by kubernetes.io/metadata.name", peer)
             admitted |= names or set()
+            for pn in ports:
+                by_port.setdefault(pn, set()).update(names or set())
+    r.eq(by_port.get(port), {"capi-system", "capi-kubeadm-control-plane-system"},
+         "only CAPI's controllers reach the hooks port")
+    r.eq(by_port.get(mport), {"monitoring"}, "only monitoring reaches the metrics port")
     for ns in ("capi-system", "capi-kubeadm-control-plane-system", "monitoring"):
         r.check(ns in admitted, f"NetworkPolicy admits namespace {ns}")
     r.check(NS not in admitted and "default" not in admitted,
@@ -742,8 +819,8 @@ def serve(args):
     i = 0
     while i < len(args_):
         a = args_[i]
-        if a == "--listen":
-            cmd += ["--listen", "127.0.0.1:0"]
+        if a in ("--listen", "--metrics-listen"):
+            cmd += [a, "127.0.0.1:0"]
             i += 2
             continue
         if a.startswith("/") and any(a.startswith(mp.rstrip("/") + "/") for mp in mounts):
@@ -791,12 +868,33 @@ def serve(args):
         c = dep.container
         svc = dep.one("Service")
         names = dep.one("Certificate")["spec"]["dnsNames"]
+        mport = 0
+        for ln in srv.log_text().splitlines():
+            try:
+                ev = json.loads(ln)
+            except ValueError:
+                continue
+            if ev.get("event") == "listening":
+                mport = int(ev.get("metricsPort") or 0)
+        r.check(mport > 0, "the status listener (--metrics-listen) is up", mport)
+
+        def plain_get(path):
+            conn = http.client.HTTPConnection("127.0.0.1", mport, timeout=10)
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                return resp.status, resp.read().decode()
+            finally:
+                conn.close()
         for probe in ("livenessProbe", "readinessProbe"):
             path = c[probe]["httpGet"]["path"]
-            st, body = hv.https(port, "GET", path, ca, names[0])
-            r.eq(st, 200, f"{probe} GET {path} over HTTPS ({body.strip()})")
+            st, body = plain_get(path)
+            r.eq(st, 200, f"{probe} GET {path} over HTTP on the metrics port ({body.strip()})")
+        st, body = plain_get("/metrics")
+        r.check(st == 200 and "hvupdater_build_info" in body,
+                "GET /metrics on the metrics port (the NetworkPolicy's monitoring rule)", st)
         st, _ = hv.https(port, "GET", "/metrics", ca, names[0])
-        r.eq(st, 200, "GET /metrics (scraped through the NetworkPolicy's monitoring rule)")
+        r.eq(st, 404, "no /metrics on the hooks port")
         for name in names:
             try:
                 st, _ = hv.https(port, "GET", "/readyz", ca, name)

@@ -398,6 +398,9 @@ def needed_packages(binary):
     needed = re.findall(r"^\s*NEEDED\s+(\S+)", out, re.M)
     ldd = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
     where = dict(re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.M))
+    # The dynamic loader (NEEDED once the binary binds at start, -z now) has no "=>" line.
+    for path in re.findall(r"^\s*(/\S+) \(0x", ldd, re.M):
+        where.setdefault(os.path.basename(path), path)
     result = {}
     for so in needed:
         path = where.get(so)

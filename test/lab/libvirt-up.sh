@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# libvirt-up.sh: start a private privileged libvirtd + virtlogd for hvupdater's QEMU tests,
-# as described in /work/shared/LAB.md (Debian 12, root, TCG only). Idempotent: a daemon that
-# already answers on qemu:///system is reused and never stopped by libvirt-down.sh.
+# libvirt-up.sh: start a private privileged libvirtd + virtlogd for hvupdater's QEMU tests
+# (Debian 12, root, TCG only). Idempotent: a daemon that already answers on qemu:///system is
+# reused and never stopped by libvirt-down.sh.
+#
+# WARNING: for test machines only. It rewrites /etc/libvirt/qemu.conf (QEMU runs as root with
+# security_driver "none": no sVirt/AppArmor confinement) and creates the kvm group and the
+# libvirt-qemu user. Never run it on a production KVM host.
 # Daemons started here are recorded (pid files) under $HV_LAB_STATE (/run/hvupdater-lab).
 #
 # Usage: libvirt-up.sh            set up, start, wait until `virsh version` answers, and print
@@ -58,6 +62,7 @@ setup_host() {
         [ -f "$STATE/qemu.conf.orig" ] || cp -p "$QEMU_CONF" "$STATE/qemu.conf.orig"
     fi
     if [ ! -f "$QEMU_CONF" ] || [ "$(cat "$QEMU_CONF")" != "$want" ]; then
+        log "WARNING: rewriting $QEMU_CONF (QEMU as root, no security driver): test machines only"
         printf '%s\n' "$want" >"$QEMU_CONF"
     fi
 }

@@ -22,10 +22,11 @@
 
 /* A valid vSphere server entry and a valid profile, to embed in bad documents. */
 #define SERVER                                                                                     \
-    "{\"name\":\"vc\",\"url\":\"https://vc.example.com/sdk\",\"passwordFile\":\"/etc/pw\"}"
+    "{\"name\":\"vc\",\"url\":\"https://vc.example.com/sdk\",\"usernameFile\":\"/etc/u\","         \
+    "\"passwordFile\":\"/etc/pw\"}"
 #define PROFILE                                                                                    \
     "{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{\"path\":"           \
-    "\"/memoryMiB\"}},\"identity\":{\"byName\":true}}"
+    "\"/memoryMiB\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}"
 
 static const char full_config[] =
     "{\n"
@@ -45,10 +46,12 @@ static const char full_config[] =
     "    {\"name\": \"vcenter.example.com\", \"url\": \"https://vcenter.example.com/sdk\",\n"
     "     \"usernameFile\": \"/etc/hvupdater/vsphere/username\",\n"
     "     \"passwordFile\": \"/etc/hvupdater/vsphere/password\",\n"
-    "     \"thumbprint\": \"5C:9E:2B:61\", \"caFile\": \"/etc/hvupdater/vsphere/ca.pem\",\n"
+    "     \"thumbprint\": \"5C:9E:2B:61:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF\", "
+    "\"caFile\": \"/etc/hvupdater/vsphere/ca.pem\",\n"
     "     \"insecureSkipVerify\": false},\n"
     "    {\"name\": \"lab\", \"url\": \"https://127.0.0.1:8989/sdk\",\n"
-    "     \"passwordFile\": \"/run/pw\", \"insecureSkipVerify\": true}]},\n"
+    "     \"usernameFile\": \"/run/user\", \"passwordFile\": \"/run/pw\", \"insecureSkipVerify\": "
+    "true}]},\n"
     "  \"profiles\": [\n"
     "    {\"kind\": \"LibvirtMachine\", \"apiGroup\": \"infrastructure.cluster.x-k8s.io\",\n"
     "     \"apiVersions\": [\"v1alpha1\"], \"template\": false, \"backend\": \"libvirt\",\n"
@@ -222,11 +225,12 @@ static void test_full_config(void **state)
     assert_string_equal(c.vsphere[0].url, "https://vcenter.example.com/sdk");
     assert_string_equal(c.vsphere[0].username_file, "/etc/hvupdater/vsphere/username");
     assert_string_equal(c.vsphere[0].password_file, "/etc/hvupdater/vsphere/password");
-    assert_string_equal(c.vsphere[0].thumbprint, "5C:9E:2B:61");
+    assert_string_equal(c.vsphere[0].thumbprint,
+                        "5C:9E:2B:61:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF");
     assert_string_equal(c.vsphere[0].ca_file, "/etc/hvupdater/vsphere/ca.pem");
     assert_false(c.vsphere[0].insecure_skip_verify);
     assert_string_equal(c.vsphere[1].name, "lab");
-    assert_null(c.vsphere[1].username_file);
+    assert_string_equal(c.vsphere[1].username_file, "/run/user");
     assert_null(c.vsphere[1].thumbprint);
     assert_null(c.vsphere[1].ca_file);
     assert_true(c.vsphere[1].insecure_skip_verify);
@@ -311,22 +315,24 @@ static void test_unknown_keys_rejected(void **state)
     parse_fails("{\"libvirt\":{\"uri\":[\"qemu:///system\"]}}", "libvirt: unknown key \"uri\"");
     parse_fails("{\"vsphere\":{\"server\":[]}}", "vsphere: unknown key \"server\"");
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
-                "\"passwordFile\":\"/p\",\"insecure\":true}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\",\"insecure\":true}]}}",
                 "vsphere.servers[0]: unknown key \"insecure\"");
     parse_fails("{\"vsphere\":{\"servers\":[" SERVER ",{\"name\":\"b\",\"url\":\"https://b/sdk\","
-                "\"passwordFile\":\"/p\",\"password\":\"secret\"}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\",\"password\":\"secret\"}]}}",
                 "vsphere.servers[1]: unknown key \"password\"");
     parse_fails("{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byName\":true},\"group\":\"x\"}]}",
+                "\"memory\":{\"path\":\"/"
+                "m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true},\"group\":\"x\"}]}",
                 "profiles[0]: unknown key \"group\"");
-    parse_fails("{\"profiles\":[" PROFILE ",{\"kind\":\"B\",\"backend\":\"libvirt\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byName\":true},\"x\":1}]}",
-                "profiles[1]: unknown key \"x\"");
+    parse_fails(
+        "{\"profiles\":[" PROFILE ",{\"kind\":\"B\",\"backend\":\"libvirt\",\"fields\":{"
+        "\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true},\"x\":1}]}",
+        "profiles[1]: unknown key \"x\"");
     parse_fails("{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
                 "\"memory\":{\"path\":\"/m\",\"units\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: unknown key \"units\"");
     parse_fails("{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byname\":true}}]}",
+                "\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byname\":true}}]}",
                 "profiles[0].identity: unknown key \"byname\"");
 }
 
@@ -339,10 +345,11 @@ static void test_unknown_keys_rejected(void **state)
  * the run list until fixed. */
 static void test_unknown_field_key_names_fields_path(void **state)
 {
-    parse_fails("{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"},\"disk\":{\"path\":\"/d\"}},\"identity\":{"
-                "\"byName\":true}}]}",
-                "profiles[0].fields: unknown key \"disk\"");
+    parse_fails(
+        "{\"profiles\":[{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\",\"fields\":{"
+        "\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"},\"disk\":{\"path\":\"/d\"}},\"identity\":{"
+        "\"byName\":true}}]}",
+        "profiles[0].fields: unknown key \"disk\"");
 }
 
 /* BUG: config.c accepts keys in "defaults" that schemas/config.json (which config.h names as
@@ -415,28 +422,30 @@ static void test_bad_top_level_values(void **state)
 static void test_bad_vsphere_servers(void **state)
 {
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"http://vc.example.com/sdk\","
-                "\"passwordFile\":\"/p\"}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\"}]}}",
                 "vsphere.servers[0].url must start with https://");
     parse_fails("{\"vsphere\":{\"servers\":[" SERVER ",{\"name\":\"b\",\"url\":\"ftp://b/sdk\","
-                "\"passwordFile\":\"/p\"}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\"}]}}",
                 "vsphere.servers[1].url must start with https://");
-    parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\"}]}}",
+    parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/"
+                "sdk\",\"usernameFile\":\"/u\"}]}}",
                 "vsphere.servers[0].passwordFile must be a non-empty string");
     parse_fails(
         "{\"vsphere\":{\"servers\":[{\"url\":\"https://vc/sdk\",\"passwordFile\":\"/p\"}]}}",
         "vsphere.servers[0].name must be a non-empty string");
+    parse_fails(
+        "{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
+        "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\",\"insecureSkipVerify\":\"true\"}]}}",
+        "vsphere.servers[0].insecureSkipVerify must be a boolean");
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
-                "\"passwordFile\":\"/p\",\"insecureSkipVerify\":\"true\"}]}}",
-                "vsphere.servers[0].insecureSkipVerify must be a boolean");
-    parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
-                "\"passwordFile\":\"/p\",\"caFile\":\"\"}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\",\"caFile\":\"\"}]}}",
                 "vsphere.servers[0].caFile must be a non-empty string");
     parse_fails("{\"vsphere\":{\"servers\":{}}}",
                 "vsphere.servers must be an array of at most 256");
     parse_fails("{\"vsphere\":{\"servers\":[1]}}", "vsphere.servers[0] must be an object");
     /* a string with an embedded NUL is not a file name */
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
-                "\"passwordFile\":\"/p\\u0000x\"}]}}",
+                "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\\u0000x\"}]}}",
                 "vsphere.servers[0].passwordFile must be a non-empty string");
 }
 
@@ -446,31 +455,34 @@ static void test_bad_profiles(void **state)
     parse_fails("{\"profiles\":[1]}", "profiles[0]: must be an object");
     /* bad JSON pointers */
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"memoryMiB\"}},\"identity\":{\"byName\":true}}]}",
+                "\"path\":\"memoryMiB\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: \"path\" must be a JSON pointer of at most 127 bytes");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"cpus\":{"
                 "\"path\":\"/a~2b\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.cpus: \"path\" must be a JSON pointer of at most 127 bytes");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"\"}},\"identity\":{\"byName\":true}}]}",
+                "\"path\":\"\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: \"path\" must be a JSON pointer of at most 127 bytes");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
                 "\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: \"path\" is required");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}},\"identity\":{\"byName\":true,\"serverPath\":\"uri\"}}]}",
+                "\"path\":\"/"
+                "m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true,\"serverPath\":\"uri\"}}]}",
                 "profiles[0].identity: \"serverPath\" must be a JSON pointer of at most 127 bytes");
     /* unknown or missing backend, missing kind */
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"xen\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}},\"identity\":{\"byName\":true}}]}",
+                "\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0]: backend must be libvirt or vsphere");
     parse_fails("{\"profiles\":[" PROFILE ",{\"kind\":\"K\",\"backend\":\"VSphere\",\"fields\":{"
-                "\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byName\":true}}]}",
+                "\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[1]: backend must be libvirt or vsphere");
-    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"fields\":{\"memory\":{\"path\":\"/m\"}},"
-                "\"identity\":{\"byName\":true}}]}",
-                "profiles[0]: \"kind\" and \"backend\" are required");
-    parse_fails("{\"profiles\":[{\"backend\":\"libvirt\",\"fields\":{\"memory\":{\"path\":\"/m\"}},"
+    parse_fails(
+        "{\"profiles\":[{\"kind\":\"K\",\"fields\":{\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},"
+        "\"identity\":{\"byName\":true}}]}",
+        "profiles[0]: \"kind\" and \"backend\" are required");
+    parse_fails("{\"profiles\":[{\"backend\":\"libvirt\",\"fields\":{\"memory\":{\"path\":\"/"
+                "m\",\"unit\":\"MiB\"}},"
                 "\"identity\":{\"byName\":true}}]}",
                 "profiles[0]: \"kind\" and \"backend\" are required");
     /* fields */
@@ -491,28 +503,33 @@ static void test_bad_profiles(void **state)
                 "profiles[0].fields.memory: must be an object");
     /* identity, template, versions */
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}}}]}",
+                "\"path\":\"/m\",\"unit\":\"MiB\"}}}]}",
+                "profiles[0]: \"identity\" is required");
+    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
+                "\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":false}}]}",
                 "profiles[0]: identity needs providerIDPrefix or byName");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}},\"identity\":{\"byName\":false}}]}",
-                "profiles[0]: identity needs providerIDPrefix or byName");
-    parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}},\"identity\":{\"byName\":\"yes\"}}]}",
+                "\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":\"yes\"}}]}",
                 "profiles[0].identity: \"byName\" must be a boolean");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"template\":\"yes\","
-                "\"fields\":{\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byName\":true}}]}",
+                "\"fields\":{\"memory\":{\"path\":\"/"
+                "m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0]: \"template\" must be a boolean");
     parse_fails(
         "{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"apiVersions\":[\"a\",\"b\","
-        "\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"],\"fields\":{\"memory\":{\"path\":\"/m\"}},"
+        "\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"],\"fields\":{\"memory\":{\"path\":\"/"
+        "m\",\"unit\":\"MiB\"}},"
         "\"identity\":{\"byName\":true}}]}",
-        "profiles[0]: \"apiVersions\" must be an array of at most 8");
+        "profiles[0]: \"apiVersions\" must be an array of 1 to 8 versions (leave it out for any "
+        "version)");
     parse_fails(
         "{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"apiVersions\":[\"v1\",\"\"],"
-        "\"fields\":{\"memory\":{\"path\":\"/m\"}},\"identity\":{\"byName\":true}}]}",
-        "profiles[0]: apiVersions[1] must be a short string");
+        "\"fields\":{\"memory\":{\"path\":\"/"
+        "m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
+        "profiles[0]: apiVersions[1] must be an API version such as v1beta1 (at most 31 "
+        "characters)");
     parse_fails("{\"profiles\":[{\"kind\":7,\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
-                "\"path\":\"/m\"}},\"identity\":{\"byName\":true}}]}",
+                "\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
                 "profiles[0]: \"kind\" must be a string of at most 63 bytes");
 }
 
@@ -567,9 +584,9 @@ static void test_profiles_override_and_add(void **state)
     hv_config_free(&c);
 
     /* the last of two entries for the same kind wins */
-    parse_ok(&c,
-             "{\"profiles\":[" PROFILE ",{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\","
-             "\"fields\":{\"memory\":{\"path\":\"/second\"}},\"identity\":{\"byName\":true}}]}");
+    parse_ok(&c, "{\"profiles\":[" PROFILE ",{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\","
+                 "\"fields\":{\"memory\":{\"path\":\"/"
+                 "second\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}");
     assert_int_equal(c.profiles.n, 5);
     const struct hv_profile *k = hv_profile_find(&c.profiles, GROUP "/v1", "KVMMachine");
     assert_non_null(k);
@@ -590,9 +607,9 @@ static void test_profiles_load_direct(void **state)
     assert_int_equal(ps.n, 5);
     hj_free(arr);
     /* a failing entry after a good one: the good one is loaded, the error names the bad one */
-    arr = tu_json(
-        "[{\"kind\":\"A\",\"backend\":\"vsphere\",\"fields\":{\"memory\":{\"path\":\"/m\"}},"
-        "\"identity\":{\"byName\":true}},{\"kind\":\"B\"}]");
+    arr = tu_json("[{\"kind\":\"A\",\"backend\":\"vsphere\",\"fields\":{\"memory\":{\"path\":\"/"
+                  "m\",\"unit\":\"MiB\"}},"
+                  "\"identity\":{\"byName\":true}},{\"kind\":\"B\"}]");
     assert_int_equal(hv_profiles_load(&ps, arr, err, sizeof(err)), -1);
     assert_string_equal(err, "profiles[1]: \"kind\" and \"backend\" are required");
     hj_free(arr);

@@ -403,6 +403,14 @@ static void test_bad_settings(void **state)
     expect_settings_failure(&f->ctx, "{\"deadlineSeconds\":\"\"}",
                             "setting deadlineSeconds must be a whole number of seconds from 1 to "
                             "604800");
+    /* digits only: no sign, no space, no leading zero (strtol alone took all three) */
+    static const char *const not_digits[] = {
+        "{\"liveTimeoutSeconds\":\" 60\"}", "{\"liveTimeoutSeconds\":\"+60\"}",
+        "{\"liveTimeoutSeconds\":\"060\"}", "{\"liveTimeoutSeconds\":\"60 \"}"};
+    for (size_t k = 0; k < sizeof(not_digits) / sizeof(not_digits[0]); k++)
+        expect_settings_failure(&f->ctx, not_digits[k],
+                                "setting liveTimeoutSeconds must be a whole number of seconds "
+                                "from 1 to 86400");
     expect_settings_failure(&f->ctx, "{\"liveTimeoutSeconds\":60}",
                             "setting liveTimeoutSeconds must be a string");
     expect_settings_failure(&f->ctx, "{\"powercycle\":\"Never\"}",
@@ -720,6 +728,59 @@ static void test_update_machine_vsphere(void **state)
     hj_free(req);
 }
 
+/* What each hook call's log line names: Machine, cluster, infra object and VM. */
+static void test_who(void **state)
+{
+    struct fx *f = *state;
+    f->ctx.update = stub_update;
+    struct hv_hook_who w;
+    bool failure;
+    size_t len;
+    hj *req = update_request("lvm-grow.json");
+    tu_set(req, "/desired/machine/spec/providerID", "\"libvirt://" LV_UUID "\"");
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.machine, "default/cp-abc12");
+    assert_string_equal(w.cluster, "c1");
+    assert_string_equal(w.infra, "LibvirtMachine/hvt-dimm");
+    assert_string_equal(w.vm, "(no host) uuid " LV_UUID);
+    /* the only configured host, or how many it may be on */
+    const char *one[] = {"qemu:///system"}, *two[] = {"qemu+tls://a/system", "qemu:///system"};
+    f->ctx.libvirt_uris = one;
+    f->ctx.n_libvirt_uris = 1;
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.vm, "qemu:///system uuid " LV_UUID);
+    f->ctx.libvirt_uris = two;
+    f->ctx.n_libvirt_uris = 2;
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.vm, "(one of 2 libvirt hosts) uuid " LV_UUID);
+    f->ctx.n_libvirt_uris = 0;
+    hj_free(req);
+    /* by name (the built-in LibvirtMachine profile names no host) */
+    req = request("lvm-grow.json", HV_HOOK_CAN_UPDATE_MACHINE);
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.machine, "default/cp-abc12");
+    assert_string_equal(w.vm, "(no host) name hvt-dimm");
+    hj_free(req);
+    /* vSphere: the vCenter and the BIOS UUID */
+    req = update_request("vsm-memory-cpu-grow.json");
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.vm, "vcenter.example.com uuid 4205c9f4-1d3e-4a5b-9c1d-0123456789ab");
+    assert_true(!strncmp(w.infra, "VSphereMachine/", 15));
+    hj_free(req);
+    /* a template: no VM; discovery and broken requests: nothing */
+    req = request("vsmt-memory-cpu-grow.json", HV_HOOK_CAN_UPDATE_MACHINE_SET);
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE_SET, req, &failure, NULL, 0, &len,
+                            &w));
+    assert_true(!strncmp(w.infra, "VSphereMachineTemplate/", 23));
+    assert_string_equal(w.vm, "");
+    hj_free(req);
+    req = tu_json("[1]");
+    free(hv_hook_handle_who(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &failure, NULL, 0, &len, &w));
+    assert_string_equal(w.machine, "");
+    assert_string_equal(w.vm, "");
+    hj_free(req);
+}
+
 static void test_update_machine_failures(void **state)
 {
     struct fx *f = *state;
@@ -794,6 +855,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_can_update_machine_set_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_can_update_declined_and_uncovered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_fixture_answers_well_formed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_who, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_without_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_by_provider_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_by_name, setup, teardown),

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""ops_test.py: the real `hvupdater serve` against a real TLS client (Python's ssl, OpenSSL),
+for what an operator relies on:
+
+  client-certs  --client-ca: a hook call with a certificate from that CA is answered; one
+                from another CA gets 403 "client certificate not trusted"; none gets 403
+                "client certificate required"; /healthz stays open; /metrics needs one too
+  metrics       --metrics-listen: /metrics, /healthz, /readyz answer there over plain HTTP,
+                /metrics is gone from the hooks listener, hooks are not on the status one
+  drain         SIGTERM with --drain-seconds 3: /readyz turns 503 at once, hook calls keep
+                being answered during the drain, the process exits 0 after it
+  logs          every stderr line is JSON; 4xx answers are logged at warn
+
+Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
+Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+API = "/hooks.runtime.cluster.x-k8s.io/v1alpha1/"
+DISCOVERY = API + "discovery"
+BODY = json.dumps({"apiVersion": "hooks.runtime.cluster.x-k8s.io/v1alpha1",
+                   "kind": "DiscoveryRequest"})
+failed = 0
+
+
+def check(cond, what, detail=""):
+    global failed
+    if cond:
+        print(f"ok {what}")
+    else:
+        failed += 1
+        print(f"FAIL {what}" + (f": {detail}" if detail else ""))
+    return cond
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_ca(d, name):
+    key, crt = os.path.join(d, f"{name}.key"), os.path.join(d, f"{name}.crt")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", crt, "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return key, crt
+
+
+def make_client(d, name, ca_key, ca_crt):
+    key, csr, crt = (os.path.join(d, f"{name}.{x}") for x in ("key", "csr", "crt"))
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+    ext = os.path.join(d, f"{name}.ext")
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n")
+    openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+            "-out", crt, "-days", "2", "-extfile", ext)
+    return crt, key
+
+
+class Server:
+    def __init__(self, binary, tmp, *args):
+        self.stderr_path = os.path.join(tmp, f"stderr-{time.monotonic_ns()}")
+        self.err = open(self.stderr_path, "w+")
+        self.p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
+                                   os.path.join(tmp, "tls"), *args],
+                                  stdout=subprocess.DEVNULL, stderr=self.err,
+                                  env=dict(os.environ, HOME=tmp))
+        self.info = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.info is None and self.p.poll() is None:
+            for ln in self.lines():
+                if ln.get("event") == "listening":
+                    self.info = ln
+            time.sleep(0.05)
+        if self.info is None:
+            raise RuntimeError("server did not start: " + open(self.stderr_path).read())
+        self.port = int(self.info["port"])
+        self.mport = int(self.info.get("metricsPort") or 0)
+        self.ca = self.info["ca"]
+
+    def lines(self, raw=False):
+        with open(self.stderr_path) as f:
+            text = f.read()
+        out = []
+        for ln in text.splitlines():
+            if raw:
+                out.append(ln)
+                continue
+            try:
+                out.append(json.loads(ln))
+            except ValueError:
+                pass
+        return out
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+    def tls(self, cert=None):
+        ctx = ssl.create_default_context(cafile=self.ca)
+        if cert:
+            ctx.load_cert_chain(*cert)
+        return ctx
+
+
+def https(srv, method, path, cert=None, body=None):
+    c = http.client.HTTPSConnection("localhost", srv.port, context=srv.tls(cert), timeout=10)
+    try:
+        c.request(method, path, body=body,
+                  headers={"Content-Type": "application/json"} if body else {})
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
+
+
+def plain(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
+
+
+def logs_are_json(srv, what):
+    bad = []
+    for ln in srv.lines(raw=True):
+        try:
+            json.loads(ln)
+        except ValueError:
+            bad.append(ln)
+    check(not bad, f"{what}: every stderr line is JSON", repr(bad[:3]))
+
+
+def group_client_certs(binary, tmp):
+    ca_key, ca_crt = make_ca(tmp, "capi-ca")
+    other_key, other_crt = make_ca(tmp, "other-ca")
+    good = make_client(tmp, "capi-controller", ca_key, ca_crt)
+    wrong = make_client(tmp, "intruder", other_key, other_crt)
+    srv = Server(binary, tmp, "--client-ca", ca_crt)
+    try:
+        code, body = https(srv, "POST", DISCOVERY, cert=good, body=BODY)
+        check(code == 200 and '"Success"' in body, "client certificate from the CA: answered",
+              f"{code} {body[:200]}")
+        code, body = https(srv, "POST", DISCOVERY, cert=wrong, body=BODY)
+        check(code == 403 and body.strip() == "client certificate not trusted",
+              "client certificate from another CA: 403", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", DISCOVERY, body=BODY)
+        check(code == 403 and body.strip() == "client certificate required",
+              "no client certificate: 403", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", API + "updatemachine/update-machine", body="{}")
+        check(code == 403, "no client certificate on UpdateMachine: 403", f"{code}")
+        code, _ = https(srv, "GET", "/metrics")
+        check(code == 403, "no client certificate on /metrics: 403", f"{code}")
+        code, _ = https(srv, "GET", "/metrics", cert=good)
+        check(code == 200, "/metrics with the client certificate: 200", f"{code}")
+        code, _ = https(srv, "GET", "/healthz")
+        check(code == 200, "/healthz needs no client certificate", f"{code}")
+        code, _ = https(srv, "GET", "/readyz")
+        check(code == 200, "/readyz needs no client certificate", f"{code}")
+        warn = [ln for ln in srv.lines() if ln.get("event") == "hook" and ln.get("http") == 403]
+        check(warn and all(ln.get("level") == "warn" for ln in warn),
+              "403 answers are logged at warn", repr(warn[:2]))
+    finally:
+        srv.stop()
+    check(srv.p.returncode == 0, "exit 0 after SIGINT", str(srv.p.returncode))
+    logs_are_json(srv, "client-certs")
+    # A client CA file that holds no certificate: refused at start.
+    p = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
+                        os.path.join(tmp, "tls"), "--client-ca", good[1]],
+                       capture_output=True, text=True, timeout=30, env=dict(os.environ, HOME=tmp))
+    check(p.returncode == 1 and "client CA" in p.stderr, "a client CA without certificates: "
+          "refused at start", p.stderr[:300])
+
+
+def group_metrics(binary, tmp):
+    srv = Server(binary, tmp, "--metrics-listen", "127.0.0.1:0")
+    try:
+        check(srv.mport > 0, "the listening line names the metrics port", repr(srv.info))
+        code, body = plain(srv.mport, "GET", "/metrics")
+        check(code == 200 and "hvupdater_" in body,
+              "/metrics on the status listener (plain HTTP)", f"{code} {body[:100]}")
+        for line in ('hvupdater_build_info{version="', "hvupdater_operations_in_progress 0\n",
+                     "hvupdater_power_cycles_in_progress 0\n",
+                     'hvupdater_operation_failures_total{reason="deadline"} 0\n',
+                     'hvupdater_operation_failures_total{reason="other"} 0\n',
+                     'hvupdater_backend_errors_total{backend="libvirt",server="test:///default"}'
+                     ' 0\n'):
+            check(line in body, f"/metrics has {line.strip()}")
+        import re
+        m = re.search(r"^hvupdater_tls_certificate_expiry_timestamp_seconds (\d+)$", body, re.M)
+        leaf = os.path.join(os.path.dirname(srv.ca), "tls.crt")
+        end = subprocess.run(["openssl", "x509", "-noout", "-enddate", "-dateopt", "iso_8601",
+                              "-in", leaf], capture_output=True, text=True).stdout.strip()
+        import datetime
+        want = None
+        if end.startswith("notAfter="):
+            want = int(datetime.datetime.strptime(end[9:], "%Y-%m-%d %H:%M:%SZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp())
+        check(m and want and int(m.group(1)) == want,
+              "serving certificate expiry is the served leaf's notAfter",
+              f"{m.group(1) if m else None} vs {want} ({end})")
+        for path, want in (("/healthz", 200), ("/readyz", 200)):
+            code, _ = plain(srv.mport, "GET", path)
+            check(code == want, f"{path} on the status listener: {want}", str(code))
+        code, _ = plain(srv.mport, "POST", DISCOVERY, body=BODY)
+        check(code == 404, "no hooks on the status listener", str(code))
+        code, _ = plain(srv.mport, "POST", "/metrics", body="x")
+        check(code == 405, "POST /metrics on the status listener: 405", str(code))
+        code, _ = https(srv, "GET", "/metrics")
+        check(code == 404, "no /metrics on the hooks listener", str(code))
+        code, _ = https(srv, "GET", "/healthz")
+        check(code == 200, "/healthz still on the hooks listener", str(code))
+        code, body = https(srv, "POST", DISCOVERY, body=BODY)
+        check(code == 200, "hooks on the hooks listener", str(code))
+        warn = [ln for ln in srv.lines() if ln.get("http") == 404]
+        check(warn and all(ln.get("level") == "warn" for ln in warn), "404 logged at warn",
+              repr(warn[:2]))
+    finally:
+        srv.stop()
+    logs_are_json(srv, "metrics")
+
+
+def group_drain(binary, tmp):
+    srv = Server(binary, tmp, "--metrics-listen", "127.0.0.1:0", "--drain-seconds", "3")
+    t0 = time.monotonic()
+    srv.p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    code, _ = plain(srv.mport, "GET", "/readyz")
+    check(code == 503, "after SIGTERM /readyz answers 503", str(code))
+    answered = 0
+    while time.monotonic() - t0 < 2.5:
+        code, body = https(srv, "POST", DISCOVERY, body=BODY)
+        answered += code == 200
+        time.sleep(0.2)
+    check(answered >= 5, f"hook calls answered during the drain ({answered})")
+    try:
+        rc = srv.p.wait(10)
+    except subprocess.TimeoutExpired:
+        srv.p.kill()
+        rc = "still running"
+    took = time.monotonic() - t0
+    check(rc == 0 and 2.9 <= took < 8, f"exit 0 after the drain ({took:.1f} s)", str(rc))
+    ev = [ln.get("event") for ln in srv.lines()]
+    check("draining" in ev and ev.index("draining") < ev.index("stopping"),
+          "draining is logged before stopping", repr(ev[-4:]))
+    logs_are_json(srv, "drain")
+    # A second signal ends the drain at once.
+    srv = Server(binary, tmp, "--drain-seconds", "60")
+    t0 = time.monotonic()
+    srv.p.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    srv.p.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.p.wait(10)
+    except subprocess.TimeoutExpired:
+        srv.p.kill()
+        rc = "still running"
+    check(rc == 0 and time.monotonic() - t0 < 5, "a second SIGTERM stops the drain at once",
+          str(rc))
+
+
+def group_logs(binary, tmp):
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(src, "test", "fixtures", "lvm-grow.json")) as f:
+        req = json.load(f)
+    req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind="CanUpdateMachineRequest")
+    srv = Server(binary, tmp)
+    try:
+        code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine",
+                           body=json.dumps(req))
+        check(code == 200, "CanUpdateMachine answered", f"{code} {body[:200]}")
+        code, _ = https(srv, "POST", API + "updatemachine/update-machine", body="{")
+        check(code == 400, "a broken body: 400", str(code))
+    finally:
+        srv.stop()
+    hooks = [ln for ln in srv.lines() if ln.get("event") == "hook"]
+    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
+    check(cum and cum[0].get("machine") == "default/cp-abc12" and cum[0].get("cluster") == "c1"
+          and cum[0].get("infra") == "LibvirtMachine/hvt-dimm"
+          and cum[0].get("vm") == "test:///default name hvt-dimm",
+          "the hook line names Machine, cluster, infra object and VM", repr(cum[:1]))
+    bad = [ln for ln in hooks if ln.get("http") == 400]
+    check(bad and bad[0].get("level") == "warn", "a 400 is logged at warn", repr(bad[:1]))
+    logs_are_json(srv, "logs")
+
+
+GROUPS = {"logs": group_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    groups = sys.argv[2:] or list(GROUPS)
+    for g in groups:
+        with tempfile.TemporaryDirectory(prefix=f"hv-ops-{g}-") as tmp:
+            try:
+                GROUPS[g](binary, tmp)
+            except Exception as e:  # a crash of the test is a failure, never a skip
+                check(False, f"{g}: {type(e).__name__}", str(e)[:500])
+    print(f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
