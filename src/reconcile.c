@@ -119,6 +119,8 @@ struct pass {
     int64_t now;
     struct hv_update_result *out;
     bool chain; /* the step just taken can be followed at once */
+    bool seen;  /* the last round read the VM's record */
+    bool ours;  /* p->rec is this operation's record (for these desired hardware) */
 };
 
 static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
@@ -153,6 +155,7 @@ static bool store(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
+    hv_metrics_record_write();
     return true;
 }
 
@@ -181,6 +184,41 @@ static void power_on_anyway(struct pass *p)
     struct hv_err err = {0};
     if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
         log_err(p, "power-on while giving up", &err);
+}
+
+/* The configuration from before the operation, for the fields it changes; false when the
+ * record does not hold one (a record from an older version). */
+static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
+{
+    out->memory_mib = r->desired.memory_mib >= 0 ? r->prev.memory_mib : -1;
+    out->cpus = r->desired.cpus >= 0 ? r->prev.cpus : -1;
+    out->cores_per_socket = r->desired.cores_per_socket >= 0 ? r->prev.cores_per_socket : -1;
+    return (out->memory_mib > 0 || out->cpus > 0 || out->cores_per_socket > 0) &&
+           out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
+}
+
+/* The VM did not start with the new configuration: put the previous one back and start it
+ * as it was. Best effort (errors go to the log); the record already says so (rollback), so a
+ * later pass that finds the VM still off does it again. */
+static void roll_back(struct pass *p)
+{
+    struct hv_hw prev;
+    if (!previous_config(&p->rec, &prev))
+        return;
+    struct hv_err err = {0};
+    int64_t tmo = hv_engine_cfg(p->e)->step_timeout_s * 1000;
+    if (!matches(&p->obs.config, &prev)) {
+        struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
+        if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
+            log_err(p, "reconfigure while rolling back", &err);
+            return;
+        }
+    }
+    struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+        log_err(p, "power-on while rolling back", &err);
+    else
+        hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -225,6 +263,20 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
                  p->rec.attempts, hv_errcode_message(err.code));
+        struct hv_hw prev;
+        if (kind == HV_STEP_POWER_ON && p->rec.cold && previous_config(&p->rec, &prev)) {
+            /* It does not start with the new configuration: back to the one it ran with. */
+            char m2[sizeof(m) + 400], was[160];
+            describe(was, sizeof(was), &prev);
+            snprintf(m2, sizeof(m2),
+                     HV_MSG("the VM could not start with %s (%s); its previous configuration "
+                            "(%s) was restored and it was started"),
+                     p->what, m, was);
+            p->rec.rollback = true;
+            fail_sticky(p, m2);
+            roll_back(p);
+            return false;
+        }
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
@@ -286,6 +338,10 @@ static bool begin(struct pass *p)
     }
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
+    p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
+    p->rec.prev.cpus = p->desired->cpus >= 0 ? p->obs.config.cpus : -1;
+    p->rec.prev.cores_per_socket =
+        p->desired->cores_per_socket >= 0 ? p->obs.config.cores_per_socket : -1;
     p->rec.started_at = p->rec.step_at = p->now;
     bool on = p->obs.power == HV_POWER_ON;
     const char *cold_field = NULL, *cold_reason = NULL;
@@ -494,6 +550,14 @@ static bool one_pass(struct pass *p)
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
+        /* In the middle of this operation's power cycle (e.g. a domain being started is
+         * briefly paused, seen by another replica): expected, not a failure. */
+        struct hv_oprecord r;
+        if (hv_oprecord_read(&r, p->obs.record) && hv_hw_equal(&r.desired, desired) && r.cold &&
+            r.phase >= HV_PH_SHUTDOWN && r.phase <= HV_PH_POWER_ON) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+            return false;
+        }
         /* Paused or suspended on purpose, or in transition: take no step until it runs or
          * is off (resuming it is not ours to decide). */
         answer(out, true, 0,
@@ -502,10 +566,17 @@ static bool one_pass(struct pass *p)
         return false;
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    p->seen = true;
     /* A record for other hardware belongs to an older operation. If that one left the VM
      * off mid-cycle, the new one must still bring it back on. */
     bool old_cold_inflight =
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    /* ... and while another process (e.g. a replica serving a newer spec) carries one out, the
+     * VM is not done, whatever it shows now: it is about to change. */
+    bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
+                          p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
+                          strcmp(p->rec.owner, hv_engine_owner(p->e)) != 0 &&
+                          p->now - p->rec.started_at <= s->deadline_s;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -516,7 +587,9 @@ static bool one_pass(struct pass *p)
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         hv_engine_slot_release(p->e, p->key);
-        if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
+        if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
+            roll_back(p); /* it did not start with the new configuration: as it was */
+        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
             power_on_anyway(p);
@@ -529,13 +602,19 @@ static bool one_pass(struct pass *p)
     /* A shutdown or power-off we sent may still take the VM down: not done while it can. */
     bool going_down =
         inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    p->ours = had;
     if (matches(&p->obs.hw, desired) && !going_down && (on || !(inflight || old_cold_inflight))) {
+        if (other_inflight && !inflight) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
         done(p, had);
         return false;
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
         if (!begin(p))
             return false;
+        p->ours = true;
     }
     if (p->now - p->rec.started_at > s->deadline_s) {
         if (!on) {
@@ -578,5 +657,13 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     describe(p->what, sizeof(p->what), desired);
     for (int round = 0; round < 4 && one_pass(p); round++)
         ;
+    /* No power-cycle slot outlives its cycle: once the VM's record shows no cycle of this
+     * operation in flight (done, failed, live, waiting, or cleared or replaced by someone
+     * else), the slot goes back. A pass that could not read the record keeps it. */
+    bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+                   p->rec.phase <= HV_PH_POWER_ON &&
+                   !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
+    if (p->seen && !cycling)
+        hv_engine_slot_release(e, key);
     free(p);
 }

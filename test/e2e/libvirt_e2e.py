@@ -7,6 +7,7 @@ Needs the lab daemon (test/lab/libvirt-up.sh) and Debian's python3-libvirt; run 
 system python: /usr/bin/python3 test/e2e/libvirt_e2e.py --build build [-k NAME]...
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -80,6 +81,29 @@ def state(name):
             "config_vcpus": vcpus(inactive)}
 
 
+def record(name):
+    """hvupdater's operation record on the domain (dict), or None."""
+    dom = conn().lookupByName(name)
+    try:
+        text = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                            "https://hvupdater.dev/xmlns/operation/1", 0)
+    except libvirt.libvirtError:
+        return None
+    inner = ET.fromstring(text).text
+    return json.loads(inner) if inner else None
+
+
+def wait_for(what, cond, timeout=90):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.2)
+
+
 def lab(*args):
     global _conn
     subprocess.run([os.path.join(ROOT, "test/lab/libvirt-up.sh")] + list(args), check=True,
@@ -141,11 +165,12 @@ def test_dimm_and_vcpu_hotplug_live():
         assert after["memory"] == 2048 and after["vcpus"] == 3, after
         assert after["config_memory"] == 2048 and after["config_vcpus"] == 3, after
         print("     first UpdateMachine call: %.1f ms; steps: %s" % (first_ms, msgs))
-        # Idempotent after completion: more calls, same end state, no new step.
-        again, _ = s.client.post("UpdateMachine", hvtest.update_request(
+        # Idempotent after completion: more calls, done again, no step, no record write.
+        meta = record(s.name)
+        hvtest.assert_idempotent_after_done(s.client, hvtest.update_request(
             s.infra(2048, 3), s.mach))
-        assert again["status"] == "Success", again
         assert state(s.name) == after
+        assert record(s.name) == meta
     finally:
         s.close()
 
@@ -306,12 +331,13 @@ def test_sigkill_at_each_cold_step():
             deadline = time.monotonic() + 60
             while server.alive():
                 try:
-                    c.post("UpdateMachine", req)
+                    resp, _ = c.post("UpdateMachine", req)
                 except Exception:
                     if server.alive():
                         raise
+                    continue
                 assert time.monotonic() < deadline, "failpoint %s never reached" % point
-                time.sleep(0.2)
+                time.sleep(hvtest.retry_wait(resp))
             assert server.proc.returncode == -9, (point, server.proc.returncode)
             server.start(env={"HV_FAILPOINT": ""})
             last, msgs, _ = hvtest.drive(server.client(), req)
@@ -375,6 +401,123 @@ def test_lab_cli_apply_live():
         remove_domain(name)
 
 
+def test_two_replicas_never_answer_a_stale_done():
+    # Replica A takes the VM to 2048 MiB, replica B to 3072; A asked for 2048 again must not
+    # answer "done" from what it concluded before: every done it gives must be true.
+    s = scenario("dimm", "hvt-e2e-stale")
+    b = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        def check_done(resp):
+            if resp["status"] == "Success" and resp["retryAfterSeconds"] == 0:
+                want = int(re.search(r"memory (\d+) MiB", resp["message"]).group(1))
+                seen = state(s.name)["memory"]
+                assert seen == want, "false done %r: the VM shows %d MiB" % (resp, seen)
+
+        a_req = hvtest.update_request(s.infra(2048, 1), s.mach, FAST)
+        last, msgs, _ = hvtest.drive(s.client, a_req, on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and last["status"] == "Success", msgs
+        last, msgs, _ = hvtest.drive(b.client(), hvtest.update_request(s.infra(3072, 1), s.mach,
+                                                                       FAST),
+                                     on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and state(s.name)["memory"] == 3072, msgs
+        first, _ = s.client.post("UpdateMachine", a_req)
+        check_done(first)
+        assert first["status"] == "Success" and first["retryAfterSeconds"] > 0, first
+        # A goes on: a shrink back to 2048 (a power cycle), done only when the VM shows it.
+        last, msgs, _ = hvtest.drive(s.client, a_req, on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and last["status"] == "Success", msgs
+        after = state(s.name)
+        assert after["running"] and after["memory"] == 2048, after
+        print("     A asked for 2048 again after B's 3072: %s" % msgs)
+    finally:
+        stop(b)
+        s.close()
+
+
+def stop(server):
+    if server.alive():
+        server.stop()
+
+
+def test_abandoned_power_cycle_finishes_and_frees_the_slot():
+    # CAPI stops calling once the cycle has begun (Machine deleted, cluster paused, network
+    # cut): the engine finishes the cycle on its own and gives the host's only slot back.
+    cfg = dict(CONFIG, engine={"workers": 2, "maxConcurrentPowerCycles": 4,
+                               "maxPowerCyclesPerHost": 1})
+    s = scenario("plain", "hvt-e2e-gone", config=cfg)
+    other = "hvt-e2e-next"
+    new_domain("plain", other)
+    try:
+        before = state(s.name)
+        req = hvtest.update_request(s.infra(768, 2), s.mach, FAST)
+        # Call until the guest has been asked to shut down (the guest has no OS and ignores
+        # ACPI, so the engine must also power it off after shutdownTimeoutSeconds), then stop.
+        msgs = []
+        deadline = time.monotonic() + 30
+        while True:
+            resp, _ = s.client.post("UpdateMachine", req)
+            msgs.append(resp["message"])
+            assert resp["status"] == "Success" and resp["retryAfterSeconds"] > 0, msgs
+            if "shut" in resp["message"]:  # "shutting the guest down", "waiting for ..."
+                break
+            assert time.monotonic() < deadline, msgs
+            time.sleep(hvtest.retry_wait(resp))
+        # No more calls for this VM from here on.
+        after = wait_for("the abandoned VM to come back on with the desired size",
+                         lambda: (lambda st: st if st["running"] and st["memory"] == 768
+                                  and st["id"] != before["id"] else None)(state(s.name)))
+        assert after["vcpus"] == 2 and after["config_memory"] == 768, after
+        wait_for("the record to say done", lambda: (record(s.name) or {}).get("phase") == "done")
+        # The host's only power-cycle slot is free again: another VM gets its cycle.
+        mach = hvtest.machine(other)
+        o_before = state(other)
+        last, omsgs, _ = hvtest.drive(s.client, hvtest.update_request(
+            hvtest.libvirt_machine(other, 768, 1), mach, FAST), timeout=90)
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, omsgs
+        o_after = state(other)
+        assert o_after["memory"] == 768 and o_after["id"] != o_before["id"], o_after
+        print("     abandoned after %s; second VM: %s" % (msgs[-1], omsgs))
+    finally:
+        remove_domain(other)
+        s.close()
+
+
+def host_refusable_mib():
+    """A memory size QEMU cannot allocate on this host (3x its RAM: the kernel's overcommit
+    heuristic refuses it), so the start with it really fails."""
+    with open("/proc/meminfo") as f:
+        kib = int(next(l for l in f if l.startswith("MemTotal:")).split()[1])
+    return (kib * 3 // 1024 + 1023) // 1024 * 1024
+
+
+def test_failed_power_on_is_rolled_back():
+    s = scenario("plain", "hvt-e2e-rollback")
+    try:
+        before = state(s.name)
+        huge = host_refusable_mib()
+        last, msgs, _ = s.update((huge, 1), dict(FAST, powerOffMode="Hard"), timeout=180)
+        assert last["status"] == "Failure", msgs
+        # the reason is libvirt's error class for QEMU's "cannot set up guest memory"
+        assert last["message"].startswith(
+            "the VM could not start with memory %d MiB, 1 vCPU (step power-on failed 3 times: "
+            % huge), last
+        assert last["message"].endswith(
+            "); its previous configuration (memory 1024 MiB, 2 vCPUs) was restored and it was "
+            "started"), last
+        after = state(s.name)
+        assert after["running"] and after["id"] != before["id"], after
+        assert after["memory"] == 1024 and after["vcpus"] == 2, after
+        assert after["config_memory"] == 1024 and after["config_vcpus"] == 2, after
+        # Sticky: the same answer again, and no further step.
+        again, _ = s.client.post("UpdateMachine", hvtest.update_request(
+            s.infra(huge, 1), s.mach, dict(FAST, powerOffMode="Hard")))
+        assert again == last, again
+        assert state(s.name)["id"] == after["id"]
+        print("     %s" % last["message"])
+    finally:
+        s.close()
+
+
 CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_virtio_mem_without_guest_times_out_into_failure,
          test_virtio_mem_without_guest_falls_back_to_power_cycle,
@@ -382,7 +525,10 @@ CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_shrink_cold_path_trysoft, test_hard_power_off_mode_skips_shutdown,
          test_power_cycle_never_declines_cold_change, test_missing_domain,
          test_libvirtd_restart_mid_operation, test_sigkill_at_each_cold_step,
-         test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live]
+         test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live,
+         test_two_replicas_never_answer_a_stale_done,
+         test_abandoned_power_cycle_finishes_and_frees_the_slot,
+         test_failed_power_on_is_rolled_back]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
