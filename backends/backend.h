@@ -75,6 +75,21 @@ static inline bool hv_disk_set(int64_t disk_mib)
 
 /* The one reason a smaller disk is refused, in CanUpdate* and in UpdateMachine alike. */
 #define HV_REASON_DISK_SHRINK HV_MSG("disks cannot shrink")
+/* What the guest itself shows, independently of the hypervisor's view (libvirt: the memory
+ * total from virtio-balloon statistics, online vCPUs from the QEMU guest agent). A zeroed
+ * struct means "the guest cannot tell", so backends without a guest channel need do nothing. */
+enum hv_guest_view {
+    HV_GV_NONE = 0, /* no way to ask (no device or agent, VM off) */
+    HV_GV_PENDING,  /* the VM has the device but the guest has not reported yet (booting,
+                       statistics just turned on) */
+    HV_GV_SEEN,     /* the value below is what the guest reports */
+};
+
+struct hv_guest_obs {
+    enum hv_guest_view mem_view, cpu_view;
+    int64_t memory_mib; /* the guest kernel's memory total (MemTotal), when mem_view is SEEN */
+    int32_t cpus;       /* vCPUs online in the guest, when cpu_view is SEEN */
+};
 
 /* What a backend sees of one VM right now. */
 struct hv_vm_obs {
@@ -89,6 +104,10 @@ struct hv_vm_obs {
     bool can_shutdown;          /* the guest can be asked to shut down now (libvirt: ACPI or agent;
                                    vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
+    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell */
+    char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
+                                        (stable text, e.g. a libvirt transient domain, which a
+                                        power cycle would delete) */
 };
 
 /* How one field can change on this VM now. */
@@ -144,6 +163,14 @@ struct hv_backend_ops {
     int (*write_record)(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
                         struct hv_err *err);
     void (*free)(struct hv_backend *b);
+    /* The rules that hold whatever the VM's state: for each field of desired that is set
+     * (>= 0), HV_HOW_IMPOSSIBLE with a stable reason when no VM of this backend can have that
+     * value (not positive, above the platform's maximum, not a multiple the platform needs),
+     * else HV_HOW_NONE. Pure: no I/O, no lock, any thread. CanUpdateMachine(Set) applies it
+     * from a hook so it never covers what UpdateMachine refuses; plan() applies the same
+     * function to the fields that differ, with the same reasons. NULL: no such rules. */
+    void (*check)(struct hv_backend *b, const struct hv_hw *desired,
+                  struct hv_field_plan plan[HV_F_COUNT]);
 };
 
 struct hv_backend {

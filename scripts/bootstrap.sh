@@ -9,7 +9,8 @@ BUILD_PKGS="build-essential cmake pkg-config git ca-certificates curl
 TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 python3-jsonschema
   openssl curl wrk procps iproute2 python3-libvirt python3-yaml
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
-  golang-go golang-github-vmware-govmomi-dev lintian"
+  golang-go golang-github-vmware-govmomi-dev lintian
+  linux-image-cloud-amd64 busybox-static qemu-guest-agent cpio"
 
 want="$BUILD_PKGS"
 case "${1:-all}" in

@@ -37,6 +37,11 @@ static void serve_usage(FILE *out)
             "                         test:///default\n"
             "  --max-body-bytes N     largest request body accepted (default 4194304)\n"
             "  --threads N            request threads (default 4)\n"
+            "  --max-connections N    connections held at once (default 8192)\n"
+            "  --max-connections-per-address N\n"
+            "                         connections from one client address (default 128)\n"
+            "  --head-timeout SECONDS a new connection's TLS handshake and first request head\n"
+            "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
@@ -106,27 +111,32 @@ static int mkdir_p(const char *path)
 
 int hv_cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
-                                         {"tls-cert", required_argument, NULL, 'c'},
-                                         {"tls-key", required_argument, NULL, 'k'},
-                                         {"cert-dir", required_argument, NULL, 'd'},
-                                         {"tls-san", required_argument, NULL, 's'},
-                                         {"config", required_argument, NULL, 'f'},
-                                         {"max-body-bytes", required_argument, NULL, 'm'},
-                                         {"threads", required_argument, NULL, 't'},
-                                         {"port-file", required_argument, NULL, 'p'},
-                                         {"log-level", required_argument, NULL, 'v'},
-                                         {"check-config", no_argument, NULL, 'C'},
-                                         {"client-ca", required_argument, NULL, 'A'},
-                                         {"metrics-listen", required_argument, NULL, 'M'},
-                                         {"drain-seconds", required_argument, NULL, 'D'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"tls-cert", required_argument, NULL, 'c'},
+        {"tls-key", required_argument, NULL, 'k'},
+        {"cert-dir", required_argument, NULL, 'd'},
+        {"tls-san", required_argument, NULL, 's'},
+        {"config", required_argument, NULL, 'f'},
+        {"max-body-bytes", required_argument, NULL, 'm'},
+        {"threads", required_argument, NULL, 't'},
+        {"port-file", required_argument, NULL, 'p'},
+        {"log-level", required_argument, NULL, 'v'},
+        {"check-config", no_argument, NULL, 'C'},
+        {"client-ca", required_argument, NULL, 'A'},
+        {"metrics-listen", required_argument, NULL, 'M'},
+        {"drain-seconds", required_argument, NULL, 'D'},
+        {"max-connections", required_argument, NULL, 'N'},
+        {"max-connections-per-address", required_argument, NULL, 'a'},
+        {"head-timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
     char cert_dir[512] = "";
     const char *sans[16];
     size_t n_sans = 0;
-    long max_body = -1, threads = 4;
+    long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
+         per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
     bool check_only = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
@@ -165,6 +175,15 @@ int hv_cmd_serve(int argc, char **argv)
         case 'p':
             port_file = optarg;
             break;
+        case 'N':
+            max_conns = strtol(optarg, NULL, 10);
+            break;
+        case 'a':
+            per_addr = strtol(optarg, NULL, 10);
+            break;
+        case 'T':
+            head_timeout = strtol(optarg, NULL, 10);
+            break;
         case 'v':
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
@@ -200,6 +219,11 @@ int hv_cmd_serve(int argc, char **argv)
     if (threads < 1 || threads > 256 ||
         (max_body != -1 && (max_body < 1024 || max_body > (64L << 20)))) {
         return serve_error(2, "--threads 1..256, --max-body-bytes 1024..67108864");
+    }
+    if (max_conns < 16 || max_conns > 1000000 || per_addr < 1 || per_addr > max_conns ||
+        head_timeout < 1 || head_timeout > 3600) {
+        return serve_error(2, "--max-connections 16..1000000, --max-connections-per-address "
+                              "1..max-connections, --head-timeout 1..3600");
     }
     sans[n_sans] = NULL;
     char err[512];
@@ -258,6 +282,9 @@ int hv_cmd_serve(int argc, char **argv)
         .extra_sans = sans,
         .max_body = cfg.max_body,
         .threads = (unsigned)threads,
+        .max_connections = (unsigned)max_conns,
+        .max_per_address = (unsigned)per_addr,
+        .head_timeout = (unsigned)head_timeout,
         .hooks = hv_runtime_hooks(rt),
         .client_ca_file = client_ca,
         .metrics_elsewhere = metrics_listen != NULL,

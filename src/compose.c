@@ -205,7 +205,7 @@ static void own_summary(const struct hv_coverage *c, char *out, size_t cap)
         if (r->cls == HV_CLASS_NO)
             continue;
         append(out, cap, "%s%s %s->%s%s", covered ? "; " : "", r->name, r->from, r->to,
-               r->cls == HV_CLASS_LIVE ? HV_MSG(" live") : HV_MSG(" with a power cycle"));
+               hv_class_suffix(r->cls));
         covered++;
     }
     if (!covered)

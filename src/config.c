@@ -34,6 +34,7 @@ void hv_config_default(struct hv_config *c)
     c->n_libvirt_uris = 1;
     c->keepalive_interval_s = 5;
     c->keepalive_count = 3;
+    c->connect_timeout_s = 10;
     hv_profiles_builtin(&c->profiles);
 }
 
@@ -121,7 +122,8 @@ static int str_dup_member(const hj *o, const char *where, const char *key, bool 
 
 static int parse_defaults(struct hv_config *c, const hj *d, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"powerCycle", "onUncoverable", "powerOffMode", NULL};
+    static const char *const keys[] = {"powerCycle", "onUncoverable", "powerOffMode",
+                                       "guestVerification", NULL};
     if (check_keys(d, "defaults", keys, err, errlen) < 0)
         return -1;
     char e[256];
@@ -163,7 +165,8 @@ static int parse_engine(struct hv_config *c, const hj *e, char *err, size_t errl
 
 static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"uris", "keepaliveIntervalSeconds", "keepaliveCount", NULL};
+    static const char *const keys[] = {"uris", "keepaliveIntervalSeconds", "keepaliveCount",
+                                       "connectTimeoutSeconds", NULL};
     if (check_keys(l, "libvirt", keys, err, errlen) < 0)
         return -1;
     const hj *uris = hj_get(l, "uris");
@@ -213,7 +216,9 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
     return int_into(l, "libvirt", "keepaliveIntervalSeconds", 1, 3600, &c->keepalive_interval_s,
                     err, errlen) < 0 ||
                    int_into(l, "libvirt", "keepaliveCount", 1, 100, &c->keepalive_count, err,
-                            errlen) < 0
+                            errlen) < 0 ||
+                   int_into(l, "libvirt", "connectTimeoutSeconds", 1, 600, &c->connect_timeout_s,
+                            err, errlen) < 0
                ? -1
                : 0;
 }

@@ -33,6 +33,7 @@ struct hv_config {
     char **libvirt_uris;
     size_t n_libvirt_uris;
     int keepalive_interval_s, keepalive_count;
+    int connect_timeout_s; /* a call waits this long for a libvirt connection to open */
     struct hv_vsphere_cfg *vsphere;
     size_t n_vsphere;
     struct hv_profiles profiles;

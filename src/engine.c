@@ -1,10 +1,15 @@
 /* engine.c: the engine's plumbing: per-VM entries (latest answer, queued/running flags),
  * a worker pool that runs reconcile passes, the power-cycle slot table, and the bounded
  * live probe used by CanUpdateMachine. The engine owns its entries and threads; it borrows
- * the backends. Entries live until hv_engine_free (one per VM ever seen). */
+ * the backends. Entries sit in a hash table keyed by VM; one that has nothing in flight (no
+ * pass queued, running or timed, no slot, no probe) and has not been used for
+ * entry_idle_ms is evicted: what must survive is on the VM's own record, an evicted entry
+ * only costs the next call an "observing the VM". */
 #include "engine_int.h"
 #include "log.h"
+#include "metrics.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +20,20 @@
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
 
+/* live probe cache (CanUpdateMachine under powerCycle=Never), only for probed entries */
+struct probe {
+    int64_t at_ms;
+    struct hv_hw for_hw;
+    int rc;
+    bool gone; /* the VM was not found */
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[200];
+    struct hv_hw want;
+};
+
 struct entry {
-    char key[HV_KEY_MAX];
+    char *key;
+    uint64_t hash;
     struct hv_backend *be;
     struct hv_vm_ref ref;
     struct hv_hw desired;
@@ -25,20 +42,25 @@ struct entry {
     bool have_answer;
     struct hv_hw answer_for;
     struct hv_update_result answer;
-    /* live probe cache (CanUpdateMachine under powerCycle=Never) */
-    int64_t probe_at_ms;
-    struct hv_hw probe_for;
-    int probe_rc;
-    struct hv_field_plan probe_plan[HV_F_COUNT];
-    char probe_why[200];
+    struct probe *probe;
     bool probe_running;
-    struct hv_hw probe_want;
+    int waiters;     /* hook calls waiting for this entry's probe (they hold a pointer) */
+    int64_t used_ms; /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
+    /* "done" is only answered from an observation taken after the desired hardware was
+     * asked for: calls are numbered (call_seq); a pass remembers the number current when it
+     * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
+     * the next "done" must postdate. */
+    uint64_t call_seq, confirm_seq, answer_seq;
+    bool have_desired;
+    /* a pass the engine queues by itself at wake_ms (a power cycle in flight) */
+    bool timed;
+    int64_t wake_ms;
     /* power-cycle slot */
     bool slot;
     char slot_host[HV_NAME_MAX];
-    struct entry *next, *next_q;
+    struct entry *hnext, *next_q, *next_t, *next_slot;
 };
 
 struct hv_engine {
@@ -48,8 +70,12 @@ struct hv_engine {
     char owner[96];
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct entry *entries;
+    struct entry **buckets; /* hash table of entries, n_buckets a power of two */
+    size_t n_buckets, n_entries;
+    int64_t swept_ms;
+    struct entry *slots; /* entries holding a power-cycle slot */
     struct entry *q_head, *q_tail;
+    struct entry *timed; /* entries with a pass of their own due at wake_ms */
     bool stopping;
     pthread_t workers[MAX_WORKERS];
     int n_workers;
@@ -67,6 +93,7 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->max_step_attempts = 3;
     c->probe_cache_ms = 5000;
     c->probe_wait_ms = 300;
+    c->entry_idle_ms = 600000;
 }
 
 const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e)
@@ -92,27 +119,134 @@ static void make_key(char *out, size_t cap, const struct hv_backend *be,
     snprintf(out, cap, "%s|%s|%s|%s", be->ops->name, ref->server, ref->uuid, ref->name);
 }
 
+static uint64_t hash_key(const char *k)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+    return h;
+}
+
+/* The entry for key, or NULL; caller holds the lock. */
+static struct entry *find(struct hv_engine *e, const char *key)
+{
+    uint64_t h = hash_key(key);
+    for (struct entry *x = e->buckets[h & (e->n_buckets - 1)]; x; x = x->hnext)
+        if (x->hash == h && !strcmp(x->key, key))
+            return x;
+    return NULL;
+}
+
+static void rehash(struct hv_engine *e, size_t n)
+{
+    struct entry **b = calloc(n, sizeof(*b));
+    if (!b)
+        return; /* keep the old table: longer chains, still correct */
+    for (size_t k = 0; k < e->n_buckets; k++) {
+        for (struct entry *x = e->buckets[k], *nx; x; x = nx) {
+            nx = x->hnext;
+            x->hnext = b[x->hash & (n - 1)];
+            b[x->hash & (n - 1)] = x;
+        }
+    }
+    free(e->buckets);
+    e->buckets = b;
+    e->n_buckets = n;
+}
+
+static void entry_free(struct entry *x)
+{
+    free(x->probe);
+    free(x->key);
+    free(x);
+}
+
 /* Find or create the entry for key; caller holds the lock. */
 static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_backend *be,
                                const struct hv_vm_ref *ref)
 {
-    for (struct entry *x = e->entries; x; x = x->next)
-        if (!strcmp(x->key, key))
-            return x;
-    struct entry *x = calloc(1, sizeof(*x));
-    if (!x)
+    struct entry *x = find(e, key);
+    if (x) {
+        x->used_ms = now_ms();
+        return x;
+    }
+    x = calloc(1, sizeof(*x));
+    if (!x || !(x->key = strdup(key)))
         abort();
-    snprintf(x->key, sizeof(x->key), "%s", key);
+    x->hash = hash_key(key);
     x->be = be;
     x->ref = *ref;
-    x->next = e->entries;
-    e->entries = x;
+    x->used_ms = now_ms();
+    if (e->n_entries + 1 > e->n_buckets * 2)
+        rehash(e, e->n_buckets * 2);
+    x->hnext = e->buckets[x->hash & (e->n_buckets - 1)];
+    e->buckets[x->hash & (e->n_buckets - 1)] = x;
+    e->n_entries++;
     return x;
+}
+
+static bool evictable(const struct entry *x)
+{
+    return !x->queued && !x->running && !x->timed && !x->slot && !x->probe_running && !x->waiters;
+}
+
+static void unlink_entry(struct hv_engine *e, struct entry *x)
+{
+    for (struct entry **pp = &e->buckets[x->hash & (e->n_buckets - 1)]; *pp; pp = &(*pp)->hnext) {
+        if (*pp == x) {
+            *pp = x->hnext;
+            e->n_entries--;
+            return;
+        }
+    }
+}
+
+/* Evict entries unused for entry_idle_ms with nothing in flight; at most once a second (a
+ * sweep walks the whole table, so its cost is spread over the calls of that second). Caller
+ * holds the lock. */
+static void sweep(struct hv_engine *e, bool force)
+{
+    int64_t now = now_ms();
+    if (!force && now - e->swept_ms < 1000)
+        return;
+    e->swept_ms = now;
+    size_t evicted = 0;
+    for (size_t k = 0; k < e->n_buckets; k++) {
+        for (struct entry **pp = &e->buckets[k]; *pp;) {
+            struct entry *x = *pp;
+            if (evictable(x) && now - x->used_ms >= e->cfg.entry_idle_ms) {
+                *pp = x->hnext;
+                e->n_entries--;
+                entry_free(x);
+                evicted++;
+                continue;
+            }
+            pp = &x->hnext;
+        }
+    }
+    size_t n = e->n_buckets;
+    while (n > 64 && e->n_entries * 2 < n / 2)
+        n /= 2;
+    if (n != e->n_buckets)
+        rehash(e, n);
+    if (evicted)
+        malloc_trim(0); /* give the freed pages back to the system */
+}
+
+size_t hv_engine_entries(struct hv_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    sweep(e, true);
+    size_t n = e->n_entries;
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }
 
 /* Queue x for a reconcile pass and wake a worker; caller holds the lock. */
 static void enqueue(struct hv_engine *e, struct entry *x)
 {
+    if (!x->running)
+        hv_metrics_passes_pending(1);
     x->queued = true;
     x->next_q = NULL;
     if (e->q_tail)
@@ -123,13 +257,76 @@ static void enqueue(struct hv_engine *e, struct entry *x)
     pthread_cond_signal(&e->cond);
 }
 
+/* Queue a pass for x after delay_ms even if no hook call comes (a started power cycle must
+ * finish on its own); caller holds the lock. */
+static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
+{
+    int64_t at = now_ms() + delay_ms;
+    if (x->timed) {
+        if (x->wake_ms > at)
+            x->wake_ms = at;
+        return;
+    }
+    x->timed = true;
+    x->wake_ms = at;
+    x->next_t = e->timed;
+    e->timed = x;
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* Move due timed entries to the queue; returns the earliest wake time left (0: none). Caller
+ * holds the lock. */
+static int64_t run_timers(struct hv_engine *e)
+{
+    int64_t now = now_ms(), next = 0;
+    for (struct entry **pp = &e->timed; *pp;) {
+        struct entry *x = *pp;
+        if (x->wake_ms <= now) {
+            *pp = x->next_t;
+            x->timed = false;
+            if (x->running)
+                x->again = true;
+            else if (!x->queued)
+                enqueue(e, x);
+            continue;
+        }
+        if (!next || x->wake_ms < next)
+            next = x->wake_ms;
+        pp = &x->next_t;
+    }
+    return next;
+}
+
+static void wait_until_ms(pthread_cond_t *c, pthread_mutex_t *m, int64_t at_monotonic_ms)
+{
+    int64_t left = at_monotonic_ms - now_ms();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(c, m, &ts);
+}
+
 static void *worker(void *arg)
 {
     struct hv_engine *e = arg;
     pthread_mutex_lock(&e->lock);
     for (;;) {
-        while (!e->q_head && !e->stopping)
-            pthread_cond_wait(&e->cond, &e->lock);
+        for (;;) {
+            int64_t next = run_timers(e);
+            if (e->q_head || e->stopping)
+                break;
+            if (next)
+                wait_until_ms(&e->cond, &e->lock, next);
+            else
+                pthread_cond_wait(&e->cond, &e->lock);
+        }
         if (e->stopping)
             break;
         struct entry *x = e->q_head;
@@ -142,19 +339,35 @@ static void *worker(void *arg)
         struct hv_hw desired = x->desired;
         struct hv_settings s = x->s;
         struct hv_vm_ref ref = x->ref;
+        uint64_t seq = x->call_seq;
         pthread_mutex_unlock(&e->lock);
 
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
         hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
+        hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
         x->running = false;
+        x->used_ms = now_ms();
         x->have_answer = true;
         x->answer_for = desired;
         x->answer = res;
-        if (x->again && !x->queued)
+        x->answer_seq = seq;
+        if (x->again && !x->queued) {
+            x->running = true; /* still pending: enqueue must not count it twice */
             enqueue(e, x);
+            x->running = false;
+        } else {
+            hv_metrics_passes_pending(-1);
+        }
+        /* A power cycle is in flight (this process holds its slot): the engine carries it
+         * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
+         * calling for still ends with the VM on. The slot goes when the cycle ends. */
+        if (x->slot && !x->queued) {
+            int retry = res.failure ? 5 : res.retry_after_s;
+            schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
+        }
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -177,6 +390,12 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
     snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    e->n_buckets = 64;
+    e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
+    if (!e->buckets)
+        abort();
+    if (e->cfg.entry_idle_ms < 1)
+        e->cfg.entry_idle_ms = 600000;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
@@ -201,10 +420,13 @@ void hv_engine_free(struct hv_engine *e)
     while (e->probes_running)
         pthread_cond_wait(&e->probe_cond, &e->lock);
     pthread_mutex_unlock(&e->lock);
-    for (struct entry *x = e->entries, *nx; x; x = nx) {
-        nx = x->next;
-        free(x);
+    for (size_t k = 0; k < e->n_buckets; k++) {
+        for (struct entry *x = e->buckets[k], *nx; x; x = nx) {
+            nx = x->hnext;
+            entry_free(x);
+        }
     }
+    free(e->buckets);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     pthread_cond_destroy(&e->probe_cond);
@@ -225,21 +447,20 @@ struct hv_backend *hv_engine_backend(struct hv_engine *e, const char *name)
 bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *host, bool force)
 {
     pthread_mutex_lock(&e->lock);
-    struct entry *x = NULL;
-    for (struct entry *y = e->entries; y; y = y->next)
-        if (!strcmp(y->key, key))
-            x = y;
+    struct entry *x = find(e, key);
     bool ok = false;
     if (x && x->slot) {
         ok = true;
     } else if (x) {
         int on_host = 0;
-        for (struct entry *y = e->entries; y; y = y->next)
-            on_host += y->slot && !strcmp(y->slot_host, host);
+        for (struct entry *y = e->slots; y; y = y->next_slot)
+            on_host += !strcmp(y->slot_host, host);
         if (force || (e->slots_used < e->cfg.max_power_cycles &&
                       on_host < e->cfg.max_power_cycles_per_host)) {
             x->slot = true;
             snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
+            x->next_slot = e->slots;
+            e->slots = x;
             e->slots_used++;
             ok = true;
         }
@@ -253,10 +474,15 @@ bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *ho
 void hv_engine_slot_release(struct hv_engine *e, const char *key)
 {
     pthread_mutex_lock(&e->lock);
-    for (struct entry *x = e->entries; x; x = x->next) {
-        if (!strcmp(x->key, key) && x->slot) {
-            x->slot = false;
-            e->slots_used--;
+    struct entry *x = find(e, key);
+    if (x && x->slot) {
+        x->slot = false;
+        e->slots_used--;
+        for (struct entry **pp = &e->slots; *pp; pp = &(*pp)->next_slot) {
+            if (*pp == x) {
+                *pp = x->next_slot;
+                break;
+            }
         }
     }
     pthread_mutex_unlock(&e->lock);
@@ -296,15 +522,32 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     char key[HV_KEY_MAX];
     make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
+    sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
-    if (x->have_answer && hv_hw_equal(&x->answer_for, desired)) {
+    x->call_seq++;
+    if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
+        x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
+    bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired);
+    bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
+    if (done && x->confirm_seq && x->answer_seq >= x->confirm_seq) {
+        /* concluded by a pass that began after a call for this hardware found it not yet
+         * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
+         * so a later call (another replica may have changed the VM meanwhile) looks again. */
         *out = x->answer;
+        x->confirm_seq = 0;
     } else {
-        out->failure = false;
-        out->retry_after_s = 1;
-        snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
+        if (known && !done) {
+            *out = x->answer; /* in progress or a Failure: an older conclusion is safe */
+        } else {
+            out->failure = false;
+            out->retry_after_s = 1;
+            snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
+        }
+        if (!x->confirm_seq)
+            x->confirm_seq = x->call_seq;
     }
     x->desired = *desired;
+    x->have_desired = true;
     x->s = *s;
     x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
     if (x->running) {
@@ -338,11 +581,10 @@ bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_star
 {
     bool first = false;
     pthread_mutex_lock(&e->lock);
-    for (struct entry *x = e->entries; x; x = x->next) {
-        if (!strcmp(x->key, key)) {
-            first = x->seen_op != op_started_at;
-            x->seen_op = op_started_at;
-        }
+    struct entry *x = find(e, key);
+    if (x) {
+        first = x->seen_op != op_started_at;
+        x->seen_op = op_started_at;
     }
     pthread_mutex_unlock(&e->lock);
     return first;
@@ -351,6 +593,7 @@ bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_star
 struct probe_job {
     struct hv_engine *e;
     struct entry *x;
+    struct hv_hw want;
 };
 
 /* Observe and plan one VM for the live probe, off the hook's thread. */
@@ -359,43 +602,54 @@ static void *probe_thread(void *arg)
     struct probe_job *j = arg;
     struct hv_engine *e = j->e;
     struct entry *x = j->x;
+    struct hv_hw want = j->want;
     free(j);
     pthread_mutex_lock(&e->lock);
     struct hv_vm_ref ref = x->ref;
-    struct hv_hw want = x->probe_want;
     pthread_mutex_unlock(&e->lock);
 
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
-    struct hv_field_plan plan[HV_F_COUNT];
+    struct probe *r = calloc(1, sizeof(*r));
     struct hv_err err = {0};
-    int rc = -1;
-    char w[200] = "";
-    if (!obs)
+    if (!obs || !r)
         abort();
-    memset(plan, 0, sizeof(plan));
-    if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK)
-        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
-    else if (!obs->found)
-        snprintf(w, sizeof(w), HV_MSG("the VM was not found"));
-    else if (x->be->ops->plan(x->be, &ref, obs, &want, plan, &err) != HV_OK)
-        snprintf(w, sizeof(w), "%s", hv_errcode_message(err.code));
-    else
-        rc = 0;
+    r->rc = -1;
+    if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK) {
+        snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
+    } else if (!obs->found) {
+        snprintf(r->why, sizeof(r->why), HV_MSG("the VM was not found"));
+        r->gone = true;
+    } else if (x->be->ops->plan(x->be, &ref, obs, &want, r->plan, &err) != HV_OK) {
+        snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
+    } else {
+        r->rc = 0;
+    }
     free(obs);
-    if (rc < 0)
+    if (r->rc < 0 && !r->gone)
         hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
     pthread_mutex_lock(&e->lock);
-    x->probe_at_ms = now_ms();
-    x->probe_for = want;
-    x->probe_rc = rc;
-    memcpy(x->probe_plan, plan, sizeof(plan));
-    snprintf(x->probe_why, sizeof(x->probe_why), "%s", w);
+    r->at_ms = now_ms();
+    r->for_hw = want;
+    free(x->probe);
+    x->probe = r;
     x->probe_running = false;
+    x->used_ms = r->at_ms;
     e->probes_running--;
     pthread_cond_broadcast(&e->probe_cond);
     pthread_mutex_unlock(&e->lock);
     return NULL;
+}
+
+/* A probe answer is in: an entry that exists only for probes of a VM that is not there goes
+ * at once (CanUpdateMachine for VMs that do not exist must not fill the table). Caller holds
+ * the lock and is the last waiter. */
+static void drop_if_gone(struct hv_engine *e, struct entry *x)
+{
+    if (x->probe && x->probe->gone && !x->have_desired && !x->waiters && evictable(x)) {
+        unlink_entry(e, x);
+        entry_free(x);
+    }
 }
 
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
@@ -409,17 +663,21 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     char key[HV_KEY_MAX];
     make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
+    sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
+    x->waiters++;
     int64_t limit = now_ms() + e->cfg.probe_wait_ms;
+    int rc = -2; /* not known yet: the hook answers a retryable Failure */
+    snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
-        bool fresh = x->probe_at_ms && now_ms() - x->probe_at_ms < e->cfg.probe_cache_ms &&
-                     hv_hw_equal(&x->probe_for, desired);
+        struct probe *r = x->probe;
+        bool fresh =
+            r && now_ms() - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
         if (fresh) {
-            int rc = x->probe_rc;
-            memcpy(plan, x->probe_plan, sizeof(x->probe_plan));
-            snprintf(why, whylen, "%s", x->probe_why);
-            pthread_mutex_unlock(&e->lock);
-            return rc;
+            rc = r->rc;
+            memcpy(plan, r->plan, sizeof(r->plan));
+            snprintf(why, whylen, "%s", r->why);
+            break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
             struct probe_job *j = malloc(sizeof(*j));
@@ -429,7 +687,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
                 abort();
             j->e = e;
             j->x = x;
-            x->probe_want = *desired;
+            j->want = *desired;
             x->probe_running = true;
             e->probes_running++;
             pthread_attr_init(&attr);
@@ -441,22 +699,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             }
             pthread_attr_destroy(&attr);
         }
-        int64_t left = limit - now_ms();
-        if (left <= 0)
+        if (limit - now_ms() <= 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&e->probe_cond, &e->lock, &ts);
+        wait_until_ms(&e->probe_cond, &e->lock, limit);
     }
+    x->waiters--;
+    drop_if_gone(e, x);
     pthread_mutex_unlock(&e->lock);
-    snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
-    return -2; /* not known yet: the hook answers a retryable Failure */
+    return rc;
 }
 
 void hv_engine_gauges(void *engine, int *operations, int *power_cycles)
@@ -464,9 +714,10 @@ void hv_engine_gauges(void *engine, int *operations, int *power_cycles)
     struct hv_engine *e = engine;
     int ops = 0;
     pthread_mutex_lock(&e->lock);
-    for (struct entry *x = e->entries; x; x = x->next)
-        ops += x->queued || x->running ||
-               (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0);
+    for (size_t k = 0; k < e->n_buckets; k++)
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext)
+            ops += x->queued || x->running ||
+                   (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0);
     *operations = ops;
     *power_cycles = e->slots_used;
     pthread_mutex_unlock(&e->lock);

@@ -19,6 +19,7 @@ struct hv_engine_cfg {
     int max_step_attempts; /* transient failures of one step before a Failure */
     int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
     int probe_wait_ms;     /* a hook waits at most this long for a probe */
+    int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
 };
 
 struct hv_engine;
@@ -49,6 +50,9 @@ int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_v
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                     size_t whylen);
+
+/* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
+size_t hv_engine_entries(struct hv_engine *e);
 
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);

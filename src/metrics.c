@@ -20,6 +20,8 @@ static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
 static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
+static atomic_ulong passes, record_writes;
+static atomic_long passes_pending;
 
 #define NAMED_MAX 64
 struct named {
@@ -111,6 +113,21 @@ static void named_add(struct named *t, size_t *n, const char *a, const char *b, 
 void hv_metrics_operation(const char *phase, const char *outcome)
 {
     named_add(named_ops, &n_ops, phase, outcome, 0, 1);
+}
+
+void hv_metrics_pass(void)
+{
+    atomic_fetch_add(&passes, 1);
+}
+
+void hv_metrics_passes_pending(long delta)
+{
+    atomic_fetch_add(&passes_pending, delta);
+}
+
+void hv_metrics_record_write(void)
+{
+    atomic_fetch_add(&record_writes, 1);
 }
 
 void hv_metrics_step(const char *step, double seconds)
@@ -271,6 +288,14 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
     for (size_t k = 0; k < N_REASONS; k++)
         bprintf(&b, "hvupdater_operation_failures_total{reason=\"%s\"} %lu\n", reasons[k].reason,
                 atomic_load(&failures[k]));
+    bprintf(&b,
+            "# HELP hvupdater_passes_total Engine passes run (observe, decide, at most a step).\n"
+            "# TYPE hvupdater_passes_total counter\nhvupdater_passes_total %lu\n"
+            "# HELP hvupdater_passes_pending Engine passes queued or running now.\n"
+            "# TYPE hvupdater_passes_pending gauge\nhvupdater_passes_pending %ld\n"
+            "# HELP hvupdater_record_writes_total Operation records written to VMs.\n"
+            "# TYPE hvupdater_record_writes_total counter\nhvupdater_record_writes_total %lu\n",
+            atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes));
     pthread_mutex_lock(&named_lock);
     bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
                 "server (libvirt URI or vCenter name).\n"

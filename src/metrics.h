@@ -17,6 +17,10 @@ void hv_metrics_http(int code);
 /* Engine: an operation reached a phase / ended with an outcome; a step took seconds. */
 void hv_metrics_operation(const char *phase, const char *outcome);
 void hv_metrics_step(const char *step, double seconds);
+/* Engine passes: one finished; passes queued or running changed by delta; a record write. */
+void hv_metrics_pass(void);
+void hv_metrics_passes_pending(long delta);
+void hv_metrics_record_write(void);
 
 /* A sticky operation failure, counted under its stable reason (derived from the message's
  * catalogued template, docs/messages.md); every reason is exported from the start at 0. */

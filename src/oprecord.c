@@ -36,8 +36,17 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     if (hv_disk_set(r->desired.disk_mib)) /* absent: records stay as they were without disks */
         hj_obj_set_take(d, "diskMiB", hj_new_int(r->desired.disk_mib));
     hj_obj_set_take(o, "desired", d);
+    if (r->prev.memory_mib > 0 || r->prev.cpus > 0 || r->prev.cores_per_socket > 0) {
+        hj *pv = hj_new_object();
+        hj_obj_set_take(pv, "memoryMiB", hj_new_int(r->prev.memory_mib));
+        hj_obj_set_take(pv, "cpus", hj_new_int(r->prev.cpus));
+        hj_obj_set_take(pv, "coresPerSocket", hj_new_int(r->prev.cores_per_socket));
+        hj_obj_set_take(o, "previous", pv);
+    }
     hj_obj_set_take(o, "phase", hj_new_string(hv_phase_name(r->phase)));
     hj_obj_set_take(o, "cold", hj_new_bool(r->cold));
+    if (r->rollback)
+        hj_obj_set_take(o, "rollback", hj_new_bool(true));
     for (int f = 0; f < HV_F_COUNT; f++) {
         bool none = !r->plan[f][0] || !strcmp(r->plan[f], "none");
         if (f == HV_F_DISK && none)
@@ -85,6 +94,14 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->desired.cpus = (int32_t)int_at(d, "cpus", -1);
         r->desired.cores_per_socket = (int32_t)int_at(d, "coresPerSocket", -1);
         r->desired.disk_mib = int_at(d, "diskMiB", -1);
+        const hj *pv = hj_get(o, "previous");
+        bool pv_ok = pv && pv->type == HJ_OBJECT;
+        r->prev.memory_mib = pv_ok ? int_at(pv, "memoryMiB", -1) : -1;
+        r->prev.cpus = pv_ok ? (int32_t)int_at(pv, "cpus", -1) : -1;
+        r->prev.cores_per_socket = pv_ok ? (int32_t)int_at(pv, "coresPerSocket", -1) : -1;
+        const hj *rb = hj_get(o, "rollback");
+        r->rollback = rb && rb->type == HJ_BOOL && rb->b;
+        r->prev.disk_mib = -1; /* disks only grow: a rollback leaves them as they are */
         r->phase = HV_PH_NONE;
         for (int k = 0; k < HV_PH_COUNT; k++)
             if (!strcmp(ph, phase_names[k]))

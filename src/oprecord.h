@@ -25,8 +25,12 @@ enum hv_phase {
 
 struct hv_oprecord {
     struct hv_hw desired;
+    struct hv_hw prev; /* the configuration before the operation, for the fields it changes
+                          (-1 = not changed or not known), restored when the VM cannot start */
     enum hv_phase phase;
     bool cold;                   /* the operation goes through a power cycle */
+    bool rollback;               /* failed: the VM did not start with the new configuration,
+                                    so the previous one is put back and the VM started */
     char plan[HV_F_COUNT][48];   /* per field: "none", "live:dimm", "cold", ... */
     int attempts;                /* transient failures of the current step */
     int recycles;                /* times the VM came back on before it was reconfigured */

@@ -13,6 +13,18 @@
 #define REASON_NOT_HARDWARE HV_MSG("hvupdater changes hypervisor hardware only")
 #define REASON_NOT_A_FIELD  HV_MSG("not a field hvupdater can change")
 
+const char *hv_class_suffix(enum hv_class cls)
+{
+    switch (cls) {
+    case HV_CLASS_LIVE:
+        return HV_MSG(" live");
+    case HV_CLASS_HAVE:
+        return HV_MSG(" already on the VM");
+    default:
+        return HV_MSG(" with a power cycle");
+    }
+}
+
 bool hv_reason_is_generic(const char *reason)
 {
     return !reason[0] || !strcmp(reason, REASON_NOT_HARDWARE) ||
@@ -195,7 +207,7 @@ static int64_t hw_value(const struct hv_profile *p, enum hv_field f, const hj *v
     if (f == HV_F_MEMORY || f == HV_F_DISK)
         return hv_unit_to_mib(v, p->field[f].unit);
     int64_t n = hv_unit_to_mib(v, HV_UNIT_MIB);
-    return n > 0 && n <= 4096 ? n : -1;
+    return n > 0 && n <= INT32_MAX ? n : -1; /* maxima are the backend's (hooks->check) */
 }
 
 void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw)
@@ -299,6 +311,15 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         avail = in->hooks->available(in->hooks->ctx, p, have_ref ? &ref : &none, why_na,
                                      sizeof(why_na));
     }
+    /* The backend's rules that no VM escapes, on the whole desired hardware (a cross-field
+     * rule such as cpus % coresPerSocket needs the unchanged field too). */
+    struct hv_field_plan fixed[HV_F_COUNT];
+    memset(fixed, 0, sizeof(fixed));
+    if (in->hooks && in->hooks->check) {
+        struct hv_hw full;
+        hv_desired_hw(p, in->des_infra, &full);
+        in->hooks->check(in->hooks->ctx, p, &full, fixed);
+    }
     for (int f = 0; f < HV_F_COUNT; f++) {
         if (!field_diff[f])
             continue;
@@ -325,6 +346,8 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
                          : HV_MSG("not a whole positive number");
         else if (!par || par->type != HJ_OBJECT)
             reason = HV_MSG("its parent object is missing from the current spec");
+        else if (fixed[f].how == HV_HOW_IMPOSSIBLE)
+            reason = fixed[f].reason;
         else if (!avail)
             reason = why_na;
         else if (f == HV_F_DISK)
@@ -354,38 +377,48 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         dotted(where, sizeof(where), obj, path);
         add_uncovered(c, where, reason);
     }
-    /* powerCycle=Never: only changes that are live on this VM now are covered. */
+    /* powerCycle=Never: only what this VM can take live now, or already has, is covered. */
     if (in->settings->power_cycle == HV_PC_NEVER) {
         struct hv_field_plan fp[HV_F_COUNT];
         char why[200] = "";
         int probed = -99; /* not asked */
+        bool ask = false;
         memset(fp, 0, sizeof(fp));
+        for (size_t k = 0; k < c->n_fields; k++)
+            ask |= c->fields[k].cls != HV_CLASS_NO;
+        if (ask && have_ref && in->hooks && in->hooks->probe)
+            probed = in->hooks->probe(in->hooks->ctx, p, &ref, &desired, fp, why, sizeof(why));
         for (size_t k = 0; k < c->n_fields; k++) {
             struct hv_field_result *r = &c->fields[k];
-            if (r->cls == HV_CLASS_LIVE && have_ref && in->hooks && in->hooks->probe &&
-                probed == -99)
-                probed = in->hooks->probe(in->hooks->ctx, p, &ref, &desired, fp, why, sizeof(why));
-        }
-        for (size_t k = 0; k < c->n_fields; k++) {
-            struct hv_field_result *r = &c->fields[k];
+            const struct hv_field_plan *q = &fp[r->f];
             const char *reason = NULL;
             char buf[240];
-            if (r->cls == HV_CLASS_LIVE && probed == -2) {
+            if (r->cls == HV_CLASS_NO)
+                continue;
+            if (probed == -2) {
                 c->pending = true; /* the hypervisor has not answered yet: ask CAPI to retry */
                 continue;
             }
-            if (r->cls == HV_CLASS_COLD) {
+            if (probed == 0 && q->how == HV_HOW_NONE) {
+                r->cls = HV_CLASS_HAVE; /* the spec lags behind the VM: nothing to do */
+                r->how[0] = '\0';
+            } else if (probed == 0 && q->how == HV_HOW_IMPOSSIBLE) {
+                snprintf(buf, sizeof(buf), "%s", q->reason);
+                reason = buf;
+            } else if (probed == 0 && q->how == HV_HOW_LIVE) {
+                r->cls = HV_CLASS_LIVE;
+                if (q->method[0])
+                    snprintf(r->how, sizeof(r->how), "%s", q->method);
+            } else if (r->cls == HV_CLASS_COLD) {
                 reason = HV_MSG("needs a power cycle and powerCycle is Never");
-            } else if (r->cls == HV_CLASS_LIVE && probed == -1) {
+            } else if (probed == 0) {
+                snprintf(buf, sizeof(buf), HV_MSG("not possible live on this VM now: %s"),
+                         q->reason[0] ? q->reason : HV_MSG("needs a power cycle"));
+                reason = buf;
+            } else if (probed == -1) {
                 snprintf(buf, sizeof(buf), HV_MSG("cannot confirm a live change: %s"), why);
                 reason = buf;
-            } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].how != HV_HOW_LIVE) {
-                snprintf(buf, sizeof(buf), HV_MSG("not possible live on this VM now: %s"),
-                         fp[r->f].reason[0] ? fp[r->f].reason : HV_MSG("needs a power cycle"));
-                reason = buf;
-            } else if (r->cls == HV_CLASS_LIVE && probed == 0 && fp[r->f].method[0]) {
-                snprintf(r->how, sizeof(r->how), "%s", fp[r->f].method);
-            }
+            } /* else not asked (a template, no probe): live by the numbers */
             if (!reason)
                 continue;
             r->cls = HV_CLASS_NO;
@@ -455,8 +488,7 @@ static void build_message(struct hv_coverage *c)
         if (r->cls == HV_CLASS_NO)
             continue;
         append(m, cap, covered ? "; " : "", r->name, " ", r->from, "->", r->to,
-               r->cls == HV_CLASS_LIVE ? HV_MSG(" live") : HV_MSG(" with a power cycle"),
-               (char *)NULL);
+               hv_class_suffix(r->cls), (char *)NULL);
         covered++;
     }
     if (!covered)

@@ -9,7 +9,9 @@
 #include "profile.h"
 #include "settings.h"
 
-enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO };
+/* HV_CLASS_HAVE: the VM already shows the desired value (asked under powerCycle=Never):
+ * covered, nothing to do. */
+enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO, HV_CLASS_HAVE };
 
 #define HV_MAX_ITEMS 32
 
@@ -52,6 +54,11 @@ struct hv_plan_hooks {
     int (*probe)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                  const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                  size_t whylen);
+    /* The profile's backend's rules that hold whatever the VM's state (backend ops->check):
+     * HV_HOW_IMPOSSIBLE with the reason UpdateMachine would give for each set field of
+     * desired that no VM can take. No I/O. May be NULL (then: no such rules). */
+    void (*check)(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
+                  struct hv_field_plan plan[HV_F_COUNT]);
 };
 
 struct hv_plan_input {
@@ -81,6 +88,10 @@ void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw
  * CleanupMachineSpecForDiff): without clusterName, bootstrap, infrastructureRef, providerID,
  * minReadySeconds, readinessGates, taints and the deletion timeouts. NULL for NULL. */
 hj *hv_clean_machine_spec(const hj *spec);
+
+/* How a covered field is shown after "<field> <from>-><to>": " live", " with a power
+ * cycle" or " already on the VM". */
+const char *hv_class_suffix(enum hv_class cls);
 
 /* Whether an uncovered item's reason is one of the generic ones (not hardware / not a profile
  * field) rather than a reason specific to that field. */

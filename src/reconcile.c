@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RETRY_LIVE   2
-#define RETRY_COLD   5
-#define RETRY_SLOT   10
-#define MAX_RECYCLES 3
+#define RETRY_LIVE          2
+#define RETRY_COLD          5
+#define RETRY_SLOT          10
+#define MAX_RECYCLES        3
+#define GUEST_MEM_SLACK_MIB 128
 
 const char *hv_errcode_message(enum hv_errcode c)
 {
@@ -111,6 +112,57 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
            (!hv_disk_set(want->disk_mib) || have->disk_mib == want->disk_mib);
 }
 
+/* The guest's memory total is the hypervisor's size minus what its kernel reserved at boot
+ * (kernel image, page tables of boot memory, firmware areas): a few percent. Memory that is
+ * plugged but not onlined is missing in whole memory blocks (128 MiB and more on x86-64). */
+static bool guest_mem_shows(int64_t seen_mib, int64_t want_mib)
+{
+    return seen_mib >= want_mib - (GUEST_MEM_SLACK_MIB + want_mib / 32);
+}
+
+/* What the guest's own view says of the desired memory and vCPUs (cores per socket: the
+ * guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
+enum gverdict { GV_SHOWS = 0, GV_UNKNOWN, GV_PENDING, GV_NOT_YET };
+
+static enum gverdict guest_field(enum hv_guest_view v, bool shows)
+{
+    switch (v) {
+    case HV_GV_SEEN:
+        return shows ? GV_SHOWS : GV_NOT_YET;
+    case HV_GV_PENDING:
+        return GV_PENDING;
+    case HV_GV_NONE:
+        break;
+    }
+    return GV_UNKNOWN;
+}
+
+/* Also fills unverified (the fields the guest cannot tell, " and "-joined), "" when none.
+ * booting: right after a power cycle, when a guest agent that is not connected yet may still
+ * come (at other times a missing agent stays missing). */
+static enum gverdict guest_verdict(const struct hv_vm_obs *o, const struct hv_hw *want,
+                                   bool booting, char *unverified, size_t cap)
+{
+    enum gverdict worst = GV_SHOWS, v;
+    unverified[0] = '\0';
+    if (want->memory_mib >= 0) {
+        v = guest_field(o->guest.mem_view, guest_mem_shows(o->guest.memory_mib, want->memory_mib));
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified, cap, "memory");
+        worst = v > worst ? v : worst;
+    }
+    if (want->cpus >= 0) {
+        v = guest_field(o->guest.cpu_view, o->guest.cpus == want->cpus);
+        if (v == GV_PENDING && !booting)
+            v = GV_UNKNOWN;
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
+                     unverified[0] ? " and " : "");
+        worst = v > worst ? v : worst;
+    }
+    return worst;
+}
+
 static void answer(struct hv_update_result *out, bool failure, int retry, const char *msg)
 {
     out->failure = failure;
@@ -131,6 +183,8 @@ struct pass {
     int64_t now;
     struct hv_update_result *out;
     bool chain; /* the step just taken can be followed at once */
+    bool seen;  /* the last round read the VM's record */
+    bool ours;  /* p->rec is this operation's record (for these desired hardware) */
 };
 
 static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
@@ -145,9 +199,9 @@ static void log_err(const struct pass *p, const char *what, const struct hv_err 
 /* The settings an operation's outcome depends on, as recorded with it. */
 static void policy_of(const struct hv_settings *s, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/%s/%d/%d/%d", hv_power_cycle_name(s->power_cycle),
+    snprintf(out, cap, "%s/%s/%d/%d/%d/%s", hv_power_cycle_name(s->power_cycle),
              hv_power_off_mode_name(s->power_off_mode), s->live_timeout_s, s->shutdown_timeout_s,
-             s->deadline_s);
+             s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
 static bool store(struct pass *p)
@@ -165,6 +219,7 @@ static bool store(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
+    hv_metrics_record_write();
     return true;
 }
 
@@ -193,6 +248,41 @@ static void power_on_anyway(struct pass *p)
     struct hv_err err = {0};
     if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
         log_err(p, "power-on while giving up", &err);
+}
+
+/* The configuration from before the operation, for the fields it changes; false when the
+ * record does not hold one (a record from an older version). */
+static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
+{
+    out->memory_mib = r->desired.memory_mib >= 0 ? r->prev.memory_mib : -1;
+    out->cpus = r->desired.cpus >= 0 ? r->prev.cpus : -1;
+    out->cores_per_socket = r->desired.cores_per_socket >= 0 ? r->prev.cores_per_socket : -1;
+    return (out->memory_mib > 0 || out->cpus > 0 || out->cores_per_socket > 0) &&
+           out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
+}
+
+/* The VM did not start with the new configuration: put the previous one back and start it
+ * as it was. Best effort (errors go to the log); the record already says so (rollback), so a
+ * later pass that finds the VM still off does it again. */
+static void roll_back(struct pass *p)
+{
+    struct hv_hw prev;
+    if (!previous_config(&p->rec, &prev))
+        return;
+    struct hv_err err = {0};
+    int64_t tmo = hv_engine_cfg(p->e)->step_timeout_s * 1000;
+    if (!matches(&p->obs.config, &prev)) {
+        struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
+        if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
+            log_err(p, "reconfigure while rolling back", &err);
+            return;
+        }
+    }
+    struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+        log_err(p, "power-on while rolling back", &err);
+    else
+        hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -238,6 +328,20 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
                  p->rec.attempts, hv_errcode_message(err.code));
+        struct hv_hw prev;
+        if (kind == HV_STEP_POWER_ON && p->rec.cold && previous_config(&p->rec, &prev)) {
+            /* It does not start with the new configuration: back to the one it ran with. */
+            char m2[sizeof(m) + 400], was[160];
+            describe(was, sizeof(was), &prev);
+            snprintf(m2, sizeof(m2),
+                     HV_MSG("the VM could not start with %s (%s); its previous configuration "
+                            "(%s) was restored and it was started"),
+                     p->what, m, was);
+            p->rec.rollback = true;
+            fail_sticky(p, m2);
+            roll_back(p);
+            return false;
+        }
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
@@ -265,22 +369,78 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
     answer(p->out, false, retry, m);
 }
 
-static void done(struct pass *p, bool had_record)
+/* Done. note: what the answer adds about the guest's own view (stored with the record, so
+ * every later call answers the same words). */
+static void done(struct pass *p, bool had_record, const char *note)
 {
-    char m[300];
-    snprintf(m, sizeof(m), HV_MSG("done: %s"), p->what);
+    char m[400];
+    snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
     /* Another replica may have finished what this one began: give back any slot held here. */
     hv_engine_slot_release(p->e, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
-        p->rec.message[0] = '\0';
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
         hv_metrics_operation("done", "success");
-        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, (char *)NULL);
+        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, "guest", note,
+               (char *)NULL);
         if (!store(p))
             return;
     }
     answer(p->out, false, 0, m);
+}
+
+/* The hypervisor shows the desired hardware and the VM runs: is it done in the guest too?
+ * Returns true when it answered (done, waiting, or failed), false when the operation must go
+ * on (the guest does not show it yet and no operation is waiting for it). */
+static bool done_in_guest(struct pass *p, bool had, bool inflight)
+{
+    char unv[32], note[120];
+    enum gverdict v = GV_UNKNOWN;
+    unv[0] = '\0';
+    /* the hardware step is taken: a live change waits, a power cycle is over */
+    bool cycled =
+        p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
+    bool waiting = inflight && (p->rec.phase == HV_PH_WAIT_LIVE || cycled);
+    if (p->s->guest_check != HV_GC_OFF && (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
+        v = guest_verdict(&p->obs, p->desired, waiting && cycled, unv, sizeof(unv));
+    bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
+    if (v == GV_PENDING && !in_time)
+        v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
+    if (v == GV_UNKNOWN && p->s->guest_check == HV_GC_REQUIRED)
+        v = GV_NOT_YET;
+    switch (v) {
+    case GV_SHOWS:
+        done(p, had, HV_MSG("the guest shows it"));
+        return true;
+    case GV_UNKNOWN:
+        if (!unv[0] || (p->desired->memory_mib >= 0) + (p->desired->cpus >= 0) < 2 ||
+            strchr(unv, ' '))
+            snprintf(note, sizeof(note), HV_MSG("not verified in the guest"));
+        else
+            snprintf(note, sizeof(note), HV_MSG("%s not verified in the guest"), unv);
+        done(p, had, note);
+        return true;
+    case GV_PENDING:
+    case GV_NOT_YET:
+        break;
+    }
+    if (!waiting)
+        return false; /* begin (or go on with) an operation that waits for the guest */
+    if (in_time) {
+        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        return true;
+    }
+    char m[400];
+    if (cycled) {
+        snprintf(m, sizeof(m),
+                 HV_MSG("the guest did not show %s within %d s after the power cycle (the "
+                        "hypervisor shows it; the guest did not take it)"),
+                 p->what, p->s->live_timeout_s);
+        fail_sticky(p, m);
+        return true;
+    }
+    return false; /* WAIT_LIVE past its time: live_path falls back or fails */
 }
 
 /* A new operation: ask the backend how each field can change on this VM now. */
@@ -299,6 +459,10 @@ static bool begin(struct pass *p)
     }
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
+    p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
+    p->rec.prev.cpus = p->desired->cpus >= 0 ? p->obs.config.cpus : -1;
+    p->rec.prev.cores_per_socket =
+        p->desired->cores_per_socket >= 0 ? p->obs.config.cores_per_socket : -1;
     p->rec.started_at = p->rec.step_at = p->now;
     bool on = p->obs.power == HV_POWER_ON;
     const char *cold_field = NULL, *cold_reason = NULL;
@@ -347,7 +511,11 @@ static bool begin(struct pass *p)
 /* The VM is off during an operation: write the desired hardware if needed, then start it. */
 static void off_path(struct pass *p)
 {
-    if (!matches(&p->obs.config, p->desired)) {
+    /* Powered off by this operation: always rewrite the definition, even when it already
+     * shows the desired values (hot-plugged ones a guest did not take): the rewrite folds
+     * DIMMs and virtio-mem into boot memory, which every guest sees without onlining. */
+    bool ours = p->rec.cold && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (!matches(&p->obs.config, p->desired) || ours) {
         if (step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
             progress(p, 1, HV_MSG("reconfigured the powered-off VM to %s; starting it next"),
                      p->what);
@@ -418,6 +586,12 @@ static void cold_on_path(struct pass *p)
         /* shut it down again */
         __attribute__((fallthrough));
     default:
+        if (p->obs.no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+            char m[HV_MSG_MAX + 64];
+            snprintf(m, sizeof(m), HV_MSG("cannot power-cycle the VM: %s"), p->obs.no_power_cycle);
+            fail_sticky(p, m);
+            return;
+        }
         if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
             if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
                 p->rec.phase = HV_PH_PLANNED;
@@ -443,6 +617,7 @@ static void cold_on_path(struct pass *p)
 static void live_path(struct pass *p)
 {
     if (p->rec.phase == HV_PH_WAIT_LIVE) {
+        bool hv_shows = matches(&p->obs.hw, p->desired);
         if (p->now - p->rec.step_at < p->s->live_timeout_s) {
             progress(p, RETRY_LIVE, HV_MSG("waiting for the hypervisor to show %s"), p->what);
             return;
@@ -455,11 +630,17 @@ static void live_path(struct pass *p)
             return;
         }
         char m[400];
-        snprintf(
-            m, sizeof(m),
-            HV_MSG("the live change to %s did not show within %d s (the guest did not take it); "
-                   "allow powerCycle IfNeeded or check the guest's hot-plug support"),
-            p->what, p->s->live_timeout_s);
+        if (hv_shows)
+            snprintf(m, sizeof(m),
+                     HV_MSG("the hypervisor shows %s but the guest did not take it within %d s; "
+                            "allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                     p->what, p->s->live_timeout_s);
+        else
+            snprintf(
+                m, sizeof(m),
+                HV_MSG("the live change to %s did not show within %d s (the guest did not take "
+                       "it); allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                p->what, p->s->live_timeout_s);
         fail_sticky(p, m);
         return;
     }
@@ -473,11 +654,16 @@ static void live_path(struct pass *p)
     if (hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib != p->desired->disk_mib &&
         !step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
         return;
+    bool stepped = p->rec.phase == HV_PH_LIVE;
     p->rec.phase = HV_PH_WAIT_LIVE;
     p->rec.step_at = p->now;
-    if (store(p))
+    if (!store(p))
+        return;
+    if (stepped)
         progress(p, RETRY_LIVE, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"),
                  p->what);
+    else
+        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
 }
 
 /* One observe-decide-act round. Returns true when it took a step after which the next one
@@ -510,6 +696,14 @@ static bool one_pass(struct pass *p)
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
+        /* In the middle of this operation's power cycle (e.g. a domain being started is
+         * briefly paused, seen by another replica): expected, not a failure. */
+        struct hv_oprecord r;
+        if (hv_oprecord_read(&r, p->obs.record) && hv_hw_equal(&r.desired, desired) && r.cold &&
+            r.phase >= HV_PH_SHUTDOWN && r.phase <= HV_PH_POWER_ON) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+            return false;
+        }
         /* Paused or suspended on purpose, or in transition: take no step until it runs or
          * is off (resuming it is not ours to decide). */
         answer(out, true, 0,
@@ -518,10 +712,17 @@ static bool one_pass(struct pass *p)
         return false;
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    p->seen = true;
     /* A record for other hardware belongs to an older operation. If that one left the VM
      * off mid-cycle, the new one must still bring it back on. */
     bool old_cold_inflight =
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    /* ... and while another process (e.g. a replica serving a newer spec) carries one out, the
+     * VM is not done, whatever it shows now: it is about to change. */
+    bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
+                          p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
+                          strcmp(p->rec.owner, hv_engine_owner(p->e)) != 0 &&
+                          p->now - p->rec.started_at <= s->deadline_s;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -532,7 +733,9 @@ static bool one_pass(struct pass *p)
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         hv_engine_slot_release(p->e, p->key);
-        if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
+        if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
+            roll_back(p); /* it did not start with the new configuration: as it was */
+        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
             power_on_anyway(p);
@@ -545,13 +748,27 @@ static bool one_pass(struct pass *p)
     /* A shutdown or power-off we sent may still take the VM down: not done while it can. */
     bool going_down =
         inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    p->ours = had;
     if (matches(&p->obs.hw, desired) && !going_down && (on || !(inflight || old_cold_inflight))) {
-        done(p, had);
-        return false;
+        if (other_inflight && !inflight) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
+        if (had && p->rec.phase == HV_PH_DONE && p->rec.message[0]) {
+            answer(out, false, 0, p->rec.message); /* as answered when it was done */
+            return false;
+        }
+        if (!on) {
+            done(p, had, HV_MSG("not verified in the guest: the VM is off"));
+            return false;
+        }
+        if (done_in_guest(p, had, inflight))
+            return false;
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
         if (!begin(p))
             return false;
+        p->ours = true;
     }
     if (p->now - p->rec.started_at > s->deadline_s) {
         if (!on) {
@@ -594,5 +811,13 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     describe(p->what, sizeof(p->what), desired);
     for (int round = 0; round < 4 && one_pass(p); round++)
         ;
+    /* No power-cycle slot outlives its cycle: once the VM's record shows no cycle of this
+     * operation in flight (done, failed, live, waiting, or cleared or replaced by someone
+     * else), the slot goes back. A pass that could not read the record keeps it. */
+    bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+                   p->rec.phase <= HV_PH_POWER_ON &&
+                   !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
+    if (p->seen && !cycling)
+        hv_engine_slot_release(e, key);
     free(p);
 }

@@ -39,6 +39,7 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
             .keepalive_interval_s = cfg->keepalive_interval_s,
             .keepalive_count = cfg->keepalive_count,
             .call_timeout_ms = cfg->engine.step_timeout_s * 1000,
+            .connect_timeout_ms = cfg->connect_timeout_s * 1000,
         };
         struct hv_backend *b = hv_libvirt_new(&lo, err, errlen);
         if (!b)
@@ -82,6 +83,16 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
     return 0;
 }
 
+/* hv_plan_hooks.check: the rules of the profile's backend that hold whatever the VM. */
+static void check_rules(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    struct hv_backend *be = hv_engine_backend(ctx, p->backend);
+    memset(plan, 0, sizeof(plan[0]) * HV_F_COUNT);
+    if (be && be->ops->check)
+        be->ops->check(be, desired, plan);
+}
+
 struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t errlen)
 {
     struct hv_runtime *rt = calloc(1, sizeof(*rt));
@@ -117,6 +128,7 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->plan_hooks.ctx = rt->engine;
     rt->plan_hooks.available = hv_engine_available;
     rt->plan_hooks.probe = hv_engine_probe;
+    rt->plan_hooks.check = check_rules;
     rt->hooks.plan_hooks = &rt->plan_hooks;
     rt->hooks.update = hv_engine_update;
     rt->hooks.update_ctx = rt->engine;

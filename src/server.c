@@ -1,6 +1,16 @@
 /* server.c: libmicrohttpd glue. One small state struct per request (route, body buffer,
  * start time), freed by MHD's completion callback. Bodies are capped while they stream in,
- * so an oversized request never costs more than the cap. Hook work is in hooks.c. */
+ * so an oversized request never costs more than the cap. Hook work is in hooks.c.
+ *
+ * Abuse limits: MHD caps connections per client address and in total; every connection also
+ * has a deadline (struct conn, kept in one list) by which its next step must be done: the TLS
+ * handshake and the first request head within head_timeout of the accept, the body and the
+ * answer within IO_TIMEOUT_S of the head, the next head within IO_TIMEOUT_S of the previous
+ * answer. MHD's own timeout only counts idle time, so a byte now and then would keep a
+ * connection forever; a reaper thread shuts down the socket of a connection past its
+ * deadline and MHD then closes it as if the client had. Framing that RFC 9112 section 6.3
+ * calls ambiguous (differing Content-Length values, Transfer-Encoding with Content-Length or
+ * not ending in chunked) is answered 400 and the connection closed. */
 #include "server.h"
 #include "json.h"
 #include "log.h"
@@ -8,13 +18,16 @@
 #include "tls.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +35,18 @@
 #define HOOKS_PREFIX "/hooks.runtime.cluster.x-k8s.io/v1alpha1/"
 
 enum route { R_NONE = 0, R_HOOK, R_HEALTHZ, R_READYZ, R_METRICS };
+
+/* Idle timeout (MHD's) and the deadline for a body plus answer, or for the next head of a
+ * keep-alive connection. */
+#define IO_TIMEOUT_S 60
+
+/* One accepted connection; lives from MHD's STARTED to its CLOSED notification, which MHD
+ * sends before it closes the socket, so fd stays valid while the entry is in the list. */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    atomic_llong deadline_ms; /* CLOCK_MONOTONIC; 0 = already shut down */
+};
 
 struct hv_server {
     struct MHD_Daemon *d;
@@ -32,6 +57,11 @@ struct hv_server {
     char max_body_text[32];
     atomic_bool ready;
     unsigned port;
+    pthread_mutex_t conns_lock;
+    pthread_cond_t reaper_cv;
+    struct conn *conns;
+    bool reaper_started, reaper_stop;
+    pthread_t reaper;
 };
 
 struct req {
@@ -47,7 +77,15 @@ struct req {
     int pending_code;
     const char *pending_a, *pending_b, *pending_allow;
     size_t drained;
+    bool close; /* answer with Connection: close (framing we cannot trust) */
 };
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static double since(const struct timespec *t0)
 {
@@ -96,6 +134,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int code, 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (r->close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)code, resp);
     MHD_destroy_response(resp);
     r->answered = true;
@@ -227,6 +267,68 @@ static void pend(struct req *r, int code, const char *a, const char *b, const ch
     r->pending_allow = allow;
 }
 
+/* Give the connection of c a new deadline, seconds from now. */
+static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *cs = ci ? ci->socket_context : NULL;
+    if (cs && atomic_load(&cs->deadline_ms))
+        atomic_store(&cs->deadline_ms, now_ms() + (long long)seconds * 1000);
+}
+
+struct framing {
+    int n_cl, n_te;
+    bool cl_bad, cl_differ, te_not_chunked;
+    unsigned long long cl;
+};
+
+/* Content-Length: digits only; a comma-separated list counts as that many fields. */
+static void framing_cl(struct framing *f, const char *v)
+{
+    while (*v) {
+        v += strspn(v, " \t");
+        size_t n = strspn(v, "0123456789");
+        if (n == 0 || n > 19) {
+            f->cl_bad = true;
+            return;
+        }
+        unsigned long long x = strtoull(v, NULL, 10);
+        if (f->n_cl++ && x != f->cl)
+            f->cl_differ = true;
+        f->cl = x;
+        v += n;
+        v += strspn(v, " \t");
+        if (*v == ',')
+            v++;
+        else if (*v) {
+            f->cl_bad = true;
+            return;
+        }
+    }
+}
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    struct framing *f = cls;
+    if (!key || !value)
+        return MHD_YES;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        framing_cl(f, value);
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        /* The last coding must be chunked (and only chunked is supported). */
+        f->n_te++;
+        const char *v = value + strspn(value, " \t");
+        size_t n = strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+            n--;
+        if (n != 7 || strncasecmp(v, "chunked", 7))
+            f->te_not_chunked = true;
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -242,6 +344,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->route = match(url, &r->hook);
         if (r->route == R_HOOK)
             hv_metrics_call_start();
+        conn_deadline(c, IO_TIMEOUT_S);
+        struct framing f = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+        if (f.cl_bad || f.cl_differ || f.n_te > 1 || f.te_not_chunked || (f.n_te && f.n_cl)) {
+            r->close = true; /* where this body ends is not known: no next request */
+            return fail(c, r, 400,
+                        f.n_te ? HV_MSG("ambiguous framing: Transfer-Encoding must be chunked "
+                                        "alone, without Content-Length")
+                               : HV_MSG("ambiguous framing: Content-Length values differ or are "
+                                        "not numbers"),
+                        NULL, NULL);
+        }
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         const char *te =
@@ -328,6 +442,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct req *r = *con_cls;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
     if (!r)
         return;
     if (r->route == R_HOOK && !r->answered) /* client went away before an answer */
@@ -335,6 +451,91 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r->body);
     free(r);
     *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct hv_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct conn *cs = ci ? calloc(1, sizeof(*cs)) : NULL;
+        if (!cs)
+            return; /* no deadline for this one; MHD's idle timeout still applies */
+        cs->fd = ci->connect_fd;
+        atomic_store(&cs->deadline_ms, now_ms() + (long long)srv->o.head_timeout * 1000);
+        pthread_mutex_lock(&srv->conns_lock);
+        cs->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = cs;
+        srv->conns = cs;
+        pthread_mutex_unlock(&srv->conns_lock);
+        *socket_context = cs;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn *cs = *socket_context;
+        if (!cs)
+            return;
+        pthread_mutex_lock(&srv->conns_lock);
+        if (cs->prev)
+            cs->prev->next = cs->next;
+        else
+            srv->conns = cs->next;
+        if (cs->next)
+            cs->next->prev = cs->prev;
+        pthread_mutex_unlock(&srv->conns_lock);
+        free(cs);
+        *socket_context = NULL;
+    }
+}
+
+/* Shut down the socket of each connection past its deadline, four times a second. MHD sees
+ * the socket end and closes the connection in its own thread. */
+static void *reaper_main(void *arg)
+{
+    struct hv_server *srv = arg;
+    pthread_mutex_lock(&srv->conns_lock);
+    while (!srv->reaper_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 250000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        int rc = 0;
+        while (!srv->reaper_stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&srv->reaper_cv, &srv->conns_lock, &until);
+        long long now = now_ms();
+        for (struct conn *cs = srv->conns; cs; cs = cs->next) {
+            long long d = atomic_load(&cs->deadline_ms);
+            if (d && d <= now) {
+                atomic_store(&cs->deadline_ms, 0);
+                shutdown(cs->fd, SHUT_RDWR);
+            }
+        }
+    }
+    pthread_mutex_unlock(&srv->conns_lock);
+    return NULL;
+}
+
+/* Let the process hold the connections it may accept (plus files for logs, backends and
+ * certificates); returns how many connections fit. */
+static unsigned fit_fd_limit(unsigned want)
+{
+    const rlim_t spare = 256;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return want;
+    rlim_t need = (rlim_t)want + spare;
+    if (rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        return rl.rlim_cur > spare * 2 ? (unsigned)(rl.rlim_cur - spare) : (unsigned)spare;
+    return want;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -427,6 +628,29 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         trust[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca_pem};
     }
     hv_tls_activate(s->tls);
+    if (!s->o.head_timeout)
+        s->o.head_timeout = HV_SERVER_HEAD_TIMEOUT;
+    if (!s->o.max_connections)
+        s->o.max_connections = HV_SERVER_MAX_CONNECTIONS;
+    if (!s->o.max_per_address)
+        s->o.max_per_address = HV_SERVER_MAX_PER_ADDRESS;
+    unsigned threads = o->threads ? o->threads : 4;
+    unsigned limit = fit_fd_limit(s->o.max_connections);
+    if (limit < s->o.max_connections) {
+        char want[16], got[16];
+        snprintf(want, sizeof(want), "%u", s->o.max_connections);
+        snprintf(got, sizeof(got), "%u", limit);
+        hv_log(HV_LOG_WARN, "connection limit lowered to fit the open file limit", "#wanted", want,
+               "#limit", got, (char *)NULL);
+    }
+    if (limit < threads)
+        limit = threads;
+    pthread_mutex_init(&s->conns_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->reaper_cv, &ca);
+    pthread_condattr_destroy(&ca);
     unsigned flags =
         MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
@@ -435,13 +659,21 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_HTTPS_CERT_CALLBACK,
         hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES, hv_tls_priorities(),
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 4),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust,
+        MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;
     }
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+        MHD_stop_daemon(s->d);
+        snprintf(err, errlen, "cannot start a thread");
+        goto fail;
+    }
+    s->reaper_started = true;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : 0;
     return s;
@@ -479,6 +711,13 @@ void hv_server_stop(struct hv_server *s)
 {
     if (!s)
         return;
+    if (s->reaper_started) {
+        pthread_mutex_lock(&s->conns_lock);
+        s->reaper_stop = true;
+        pthread_cond_signal(&s->reaper_cv);
+        pthread_mutex_unlock(&s->conns_lock);
+        pthread_join(s->reaper, NULL);
+    }
     MHD_stop_daemon(s->d);
     hv_tls_activate(NULL);
     hv_tls_free(s->tls);

@@ -18,6 +18,9 @@ struct hv_server_opts {
     const char *const *extra_sans; /* NULL-terminated extra DNS names for the self-signed cert */
     size_t max_body;               /* bytes; larger bodies get 413 */
     unsigned threads;              /* worker threads answering requests */
+    unsigned max_connections;      /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
+    unsigned max_per_address;      /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
+    unsigned head_timeout;         /* s for TLS handshake + first request head; 0 = default */
     const struct hv_hooks_ctx *hooks;
     /* Client certificates (NULL: none asked for). When set, hook routes and /metrics answer
      * 403 unless the client presented a certificate that chains to a CA in this PEM file;
@@ -25,6 +28,10 @@ struct hv_server_opts {
     const char *client_ca_file;
     bool metrics_elsewhere; /* /metrics is served by the status listener only (statusd.h) */
 };
+
+#define HV_SERVER_MAX_CONNECTIONS 8192
+#define HV_SERVER_MAX_PER_ADDRESS 128
+#define HV_SERVER_HEAD_TIMEOUT    10
 
 struct hv_server;
 

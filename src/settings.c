@@ -11,6 +11,7 @@
 static const char *const pc_names[] = {"IfNeeded", "Never", NULL};
 static const char *const unc_names[] = {"Fallback", "Block", NULL};
 static const char *const pom_names[] = {"TrySoft", "Soft", "Hard", NULL};
+static const char *const gc_names[] = {"IfAvailable", "Required", "Off", NULL};
 
 const char *hv_power_cycle_name(enum hv_power_cycle v)
 {
@@ -27,11 +28,17 @@ const char *hv_power_off_mode_name(enum hv_power_off_mode v)
     return pom_names[v];
 }
 
+const char *hv_guest_check_name(enum hv_guest_check v)
+{
+    return gc_names[v];
+}
+
 void hv_settings_default(struct hv_settings *s)
 {
     s->power_cycle = HV_PC_IF_NEEDED;
     s->on_uncoverable = HV_UNC_FALLBACK;
     s->power_off_mode = HV_POM_TRY_SOFT;
+    s->guest_check = HV_GC_IF_AVAILABLE;
     s->live_timeout_s = 120;
     s->shutdown_timeout_s = 300;
     s->deadline_s = 1800;
@@ -103,6 +110,10 @@ int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size
             rc = pick(pom_names, key, v->s, &tmp, e, sizeof(e));
             if (!rc)
                 s->power_off_mode = (enum hv_power_off_mode)tmp;
+        } else if (!strcmp(key, "guestVerification")) {
+            rc = pick(gc_names, key, v->s, &tmp, e, sizeof(e));
+            if (!rc)
+                s->guest_check = (enum hv_guest_check)tmp;
         } else if (!strcmp(key, "liveTimeoutSeconds")) {
             rc = seconds(key, v->s, 86400, &s->live_timeout_s, e, sizeof(e));
         } else if (!strcmp(key, "shutdownTimeoutSeconds")) {
@@ -110,11 +121,13 @@ int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size
         } else if (!strcmp(key, "deadlineSeconds")) {
             rc = seconds(key, v->s, 604800, &s->deadline_s, e, sizeof(e));
         } else {
-            snprintf(e, sizeof(e),
-                     HV_MSG("unknown setting %s (known: powerCycle, onUncoverable, "
-                            "powerOffMode, liveTimeoutSeconds, shutdownTimeoutSeconds, "
-                            "deadlineSeconds)"),
-                     key);
+            snprintf(
+                e, sizeof(e),
+                HV_MSG(
+                    "unknown setting %s (known: powerCycle, onUncoverable, "
+                    "powerOffMode, guestVerification, liveTimeoutSeconds, shutdownTimeoutSeconds, "
+                    "deadlineSeconds)"),
+                key);
             rc = -1;
         }
         if (rc < 0 && (!bad || strcmp(key, bad) < 0)) {

@@ -40,7 +40,13 @@
  *   interval * (count + 1) seconds; guest-agent shutdowns are bounded by the step's
  *   timeout_ms (else call_timeout_ms) through virDomainAgentSetResponseTimeout; the QEMU
  *   driver itself gives up on a busy domain after 30 s (mapped to HV_E_BUSY). Opening a
- *   connection to a remote host that does not answer is bounded only by ssh/TCP timeouts.
+ *   connection runs on a thread of its own, outside every lock another host needs; a call
+ *   waits for it at most connect_timeout_ms, then answers HV_E_UNREACHABLE, and later calls
+ *   answer at once while that attempt is still stuck (a new one starts 30 s later, at most
+ *   LV_MAX_OPENERS stuck attempts per host: a peer that never answers costs one wait).
+ * - Lookups: a VM whose host is known (cached from an earlier lookup, or ref->server) is
+ *   looked up on that host only; when that host fails, the answer is its error, and no other
+ *   host is asked. Only a VM no host is known for is searched for across the fleet.
  * - Thread safety: every op may run on several threads at once; connections are shared.
  * - Process-wide effects of the first hv_libvirt_new: virInitialize(), a quiet libvirt error
  *   handler (virSetErrorFunc), and SIGPIPE set to ignored when it was at its default (libvirt
@@ -62,6 +68,7 @@ struct hv_libvirt_opts {
     int keepalive_count;      /* default 3 */
     int call_timeout_ms;      /* bound for blocking calls where libvirt lets us bound them;
                                  0 = default 10000 */
+    int connect_timeout_ms;   /* how long a call waits for a connection to open; 0 = 10000 */
 };
 
 /* Create a backend serving opts->uris. Opens no connection yet (the first op does). Returns

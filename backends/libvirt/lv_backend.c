@@ -80,6 +80,13 @@ static void lv_free_op(struct hv_backend *b)
     free(be);
 }
 
+static void lv_check_op(struct hv_backend *b, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    lv_check(desired, plan);
+}
+
 static const struct hv_backend_ops lv_ops = {
     .name = "libvirt",
     .serves = lv_serves,
@@ -88,6 +95,7 @@ static const struct hv_backend_ops lv_ops = {
     .act = lv_act_op,
     .write_record = lv_record_write_op,
     .free = lv_free_op,
+    .check = lv_check_op,
 };
 
 struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, size_t errlen)
@@ -108,7 +116,8 @@ struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, si
             return NULL;
         }
     }
-    if (o->keepalive_interval_s < 0 || o->keepalive_count < 0 || o->call_timeout_ms < 0) {
+    if (o->keepalive_interval_s < 0 || o->keepalive_count < 0 || o->call_timeout_ms < 0 ||
+        o->connect_timeout_ms < 0) {
         snprintf(err, errlen, "libvirt backend: negative keepalive or timeout");
         return NULL;
     }
@@ -127,6 +136,7 @@ struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, si
     be->ka_interval = o->keepalive_interval_s;
     be->ka_count = o->keepalive_count;
     be->call_timeout_ms = o->call_timeout_ms > 0 ? o->call_timeout_ms : 10000;
+    be->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
     if (lv_fleet_init(be, o, err, errlen) < 0) {
         lv_fleet_free(be);
         free(be);

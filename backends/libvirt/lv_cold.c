@@ -390,6 +390,14 @@ static int lv_power_on(struct lv_dom *d, struct hv_err *err)
 int lv_act_cold(struct lv_dom *d, const struct hv_step *s, const char *disk_target,
                 struct hv_err *err)
 {
+    if (s->kind == HV_STEP_SHUTDOWN || s->kind == HV_STEP_POWER_OFF) {
+        /* a transient domain that stops is gone: never the backend that deletes a VM */
+        int persistent = virDomainIsPersistent(d->dom);
+        if (persistent < 0)
+            return lv_fail(d, "virDomainIsPersistent", err);
+        if (persistent == 0 && virDomainIsActive(d->dom) == 1)
+            return lv_seterr(err, HV_E_UNSUPPORTED, "%s", LV_R_TRANSIENT);
+    }
     switch (s->kind) {
     case HV_STEP_SHUTDOWN:
         return lv_shutdown(d, s, err);

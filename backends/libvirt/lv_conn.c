@@ -3,12 +3,16 @@
  * Owns lv_backend.hosts (URIs, connections) and the cache; a struct lv_dom holds its own
  * connection reference and domain handle until lv_dom_release. Also runs the one event loop
  * thread libvirt needs for keepalive while any backend serves a remote URI.
+ * Connections open on detached threads (struct lv_opener, reference-counted between the host,
+ * the thread and waiting callers): a caller waits a bounded time and never holds a lock while
+ * libvirt connects; an attempt stuck forever keeps only its own thread and opener.
  */
 #include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libvirt/virterror.h>
 
@@ -82,6 +86,8 @@ static void lv_evloop_release(void)
 
 /* ---- hosts ---- */
 
+static void lv_opener_unref(struct lv_opener *op);
+
 bool lv_uri_is_remote(const char *uri)
 {
     const char *sep = strstr(uri, "://");
@@ -128,6 +134,9 @@ void lv_fleet_free(struct lv_backend *be)
         struct lv_host *h = &be->hosts[i];
         if (h->conn)
             virConnectClose(h->conn);
+        for (int k = 0; k < h->n_opening; k++)
+            lv_opener_unref(h->opening[k]); /* a stuck thread frees its attempt when it ends */
+        h->n_opening = 0;
         pthread_mutex_destroy(&h->mu);
         free(h->uri);
     }
@@ -143,37 +152,201 @@ void lv_fleet_free(struct lv_backend *be)
     be->cache = NULL;
 }
 
-/* A new reference on h's connection, opening it when needed; NULL with err set. */
+/* ---- opening connections: on a thread of their own, waited for with a bound ---- */
+
+#define LV_REOPEN_MS 30000 /* a stuck attempt is joined by a new one after this long */
+
+struct lv_opener {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs; /* the host's, the thread's, and each waiting caller's */
+    bool done;
+    char *uri;             /* owned */
+    virConnectPtr conn;    /* the result when done (NULL on failure), until taken */
+    struct lv_lasterr err; /* the failure when done without conn */
+    long long started_ms;  /* CLOCK_MONOTONIC */
+};
+
+static long long lv_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void lv_opener_unref(struct lv_opener *op)
+{
+    pthread_mutex_lock(&op->mu);
+    bool last = --op->refs == 0;
+    pthread_mutex_unlock(&op->mu);
+    if (!last)
+        return;
+    if (op->conn)
+        virConnectClose(op->conn); /* a late connection nobody took */
+    pthread_mutex_destroy(&op->mu);
+    pthread_cond_destroy(&op->cv);
+    free(op->uri);
+    free(op);
+}
+
+static void *lv_opener_run(void *arg)
+{
+    struct lv_opener *op = arg;
+    virConnectPtr c = virConnectOpen(op->uri);
+    struct lv_lasterr e;
+    memset(&e, 0, sizeof(e));
+    if (!c)
+        lv_error_capture(&e);
+    pthread_mutex_lock(&op->mu);
+    op->conn = c;
+    op->err = e;
+    op->done = true;
+    pthread_cond_broadcast(&op->cv);
+    pthread_mutex_unlock(&op->mu);
+    lv_opener_unref(op);
+    return NULL;
+}
+
+/* Start an attempt for h (h->mu held); NULL when no thread could be started. */
+static struct lv_opener *lv_opener_start(struct lv_host *h)
+{
+    struct lv_opener *op = calloc(1, sizeof(*op));
+    if (!op)
+        return NULL;
+    op->uri = strdup(h->uri);
+    if (!op->uri) {
+        free(op);
+        return NULL;
+    }
+    pthread_mutex_init(&op->mu, NULL);
+    pthread_cond_init(&op->cv, NULL);
+    op->refs = 2; /* the host's and the thread's */
+    op->started_ms = lv_now_ms();
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, lv_opener_run, op);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        op->refs = 1;
+        lv_opener_unref(op);
+        return NULL;
+    }
+    h->opening[h->n_opening++] = op;
+    return op;
+}
+
+/* Take what finished attempts of h brought (h->mu held): the first connection becomes h's,
+ * later ones are closed; finished attempts are forgotten. */
+static void lv_host_reap(struct lv_backend *be, struct lv_host *h)
+{
+    int keep = 0;
+    for (int i = 0; i < h->n_opening; i++) {
+        struct lv_opener *op = h->opening[i];
+        pthread_mutex_lock(&op->mu);
+        bool done = op->done;
+        virConnectPtr c = done ? op->conn : NULL;
+        if (done)
+            op->conn = NULL;
+        pthread_mutex_unlock(&op->mu);
+        if (!done) {
+            h->opening[keep++] = op;
+            continue;
+        }
+        if (c && !h->conn) {
+            if (h->remote) {
+                /* -1 without an event loop, 1 when the server cannot: both leave us working */
+                int interval = be->ka_interval > 0 ? be->ka_interval : 5;
+                int count = be->ka_count > 0 ? be->ka_count : 3;
+                (void)virConnectSetKeepAlive(c, interval, (unsigned)count);
+            }
+            h->conn = c;
+        } else if (c) {
+            virConnectClose(c);
+        }
+        lv_opener_unref(op);
+    }
+    h->n_opening = keep;
+}
+
+/* A new reference on h's connection, opening it when needed; NULL with err set. The open
+ * runs on its own thread: this waits for it at most be->connect_timeout_ms and holds no lock
+ * meanwhile, so a host that never answers delays only calls that need that host, once. */
 static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struct hv_err *err)
 {
     pthread_mutex_lock(&h->mu);
+    lv_host_reap(be, h);
     if (h->conn && virConnectIsAlive(h->conn) != 1) {
         virConnectClose(h->conn);
         h->conn = NULL;
     }
+    struct lv_opener *op = NULL;
     if (!h->conn) {
-        virConnectPtr c = virConnectOpen(h->uri);
-        if (!c) {
-            struct lv_lasterr e;
-            lv_error_capture(&e);
-            pthread_mutex_unlock(&h->mu);
-            lv_seterr_virt(err, &e, h->uri);
-            if (err->code != HV_E_AUTH)
-                err->code = HV_E_UNREACHABLE;
-            return NULL;
+        long long now = lv_now_ms();
+        struct lv_opener *last = h->n_opening ? h->opening[h->n_opening - 1] : NULL;
+        if (last && now < last->started_ms + be->connect_timeout_ms)
+            op = last; /* an attempt still within its bound: wait for it */
+        else if (!last || (now >= last->started_ms + LV_REOPEN_MS && h->n_opening < LV_MAX_OPENERS))
+            op = lv_opener_start(h);
+        if (op) {
+            pthread_mutex_lock(&op->mu);
+            op->refs++;
+            pthread_mutex_unlock(&op->mu);
         }
-        if (h->remote) {
-            /* -1 without an event loop, 1 when the server cannot: both leave us working */
-            int interval = be->ka_interval > 0 ? be->ka_interval : 5;
-            int count = be->ka_count > 0 ? be->ka_count : 3;
-            (void)virConnectSetKeepAlive(c, interval, (unsigned)count);
+    }
+    pthread_mutex_unlock(&h->mu);
+
+    if (op) {
+        long long until = op->started_ms + be->connect_timeout_ms;
+        pthread_mutex_lock(&op->mu);
+        while (!op->done) {
+            long long left = until - lv_now_ms();
+            if (left <= 0)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&op->cv, &op->mu, &ts);
         }
-        h->conn = c;
+        pthread_mutex_unlock(&op->mu);
+        pthread_mutex_lock(&h->mu);
+        lv_host_reap(be, h);
+    } else {
+        pthread_mutex_lock(&h->mu);
     }
     virConnectPtr ret = h->conn;
-    virConnectRef(ret);
+    if (ret)
+        virConnectRef(ret);
     pthread_mutex_unlock(&h->mu);
-    return ret;
+    if (ret) {
+        if (op)
+            lv_opener_unref(op);
+        return ret;
+    }
+    bool failed = false;
+    struct lv_lasterr e;
+    if (op) {
+        pthread_mutex_lock(&op->mu);
+        failed = op->done;
+        e = op->err;
+        pthread_mutex_unlock(&op->mu);
+        lv_opener_unref(op);
+    }
+    if (failed) {
+        lv_seterr_virt(err, &e, h->uri);
+        if (err->code != HV_E_AUTH)
+            err->code = HV_E_UNREACHABLE;
+    } else {
+        lv_seterr(err, HV_E_UNREACHABLE, "%s: connecting did not finish within %d ms", h->uri,
+                  be->connect_timeout_ms);
+    }
+    return NULL;
 }
 
 /* Forget h's connection if it is still `used` (another thread may have replaced it). */
@@ -351,8 +524,15 @@ int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d
                 lv_cache_put(be, key, (size_t)i);
             return HV_OK;
         }
+        if (i == cached && rc < 0) {
+            /* the VM's host is known and cannot be asked now: its answer, no other host's
+             * (the VM is there; searching a dead host elsewhere would only stall) */
+            if (err)
+                *err = herr;
+            return herr.code;
+        }
         if (i == cached)
-            lv_cache_del(be, key);
+            lv_cache_del(be, key); /* gone from there: search the fleet */
         if (rc < 0 && first.code == HV_OK)
             first = herr;
     }

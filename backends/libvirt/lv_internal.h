@@ -23,16 +23,28 @@
 #define LV_MAX_MEMDEVS    32
 #define LV_MAX_CELLS      16
 #define LV_MAX_VCPUS      4096
+/* libvirt keeps memory sizes in bytes within a long long (virMemoryMaxValue: LLONG_MAX
+ * bytes on 64-bit hosts): the largest whole MiB a domain definition can hold */
+#define LV_MAX_MEMORY_MIB   8796093022207LL
+#define LV_R_TRANSIENT      HV_MSG("transient domain: a power cycle would delete it")
+#define LV_BALLOON_PERIOD_S 2 /* balloon statistics period hvupdater sets when there is none */
 
 /* ---- connections and fleet (lv_conn.c) ---- */
 
 struct lv_lasterr;
 
+/* One virConnectOpen running on its own thread (lv_conn.c). */
+struct lv_opener;
+
+#define LV_MAX_OPENERS 4 /* connection attempts in flight per host, stuck ones included */
+
 struct lv_host {
     char *uri;          /* owned */
     bool remote;        /* a transport ("+") or host part: keepalive applies */
-    pthread_mutex_t mu; /* guards conn */
+    pthread_mutex_t mu; /* guards conn and opening[]; never held while libvirt connects */
     virConnectPtr conn; /* NULL until first use or after a reset; holds one reference */
+    struct lv_opener *opening[LV_MAX_OPENERS]; /* attempts not yet reaped, oldest first */
+    int n_opening;
 };
 
 struct lv_cache_ent {
@@ -45,7 +57,8 @@ struct lv_backend {
     struct lv_host *hosts;
     size_t n_hosts;
     int ka_interval, ka_count, call_timeout_ms;
-    bool evloop; /* holds a reference on the shared event loop thread */
+    int connect_timeout_ms; /* a caller waits this long for a connection to open */
+    bool evloop;            /* holds a reference on the shared event loop thread */
     pthread_mutex_t cache_mu;
     struct lv_cache_ent *cache; /* owned, n_cache entries */
     size_t n_cache;
@@ -136,6 +149,8 @@ struct lv_dominfo {
     int vcpu_max, vcpu_current;
     int sockets, dies, cores, threads; /* -1 without <topology> */
     bool balloon;                      /* a memballoon other than model='none' */
+    bool balloon_virtio;               /* ... of a virtio model (it can report statistics) */
+    int balloon_period;                /* <stats period=> seconds, 0 when off */
     bool acpi;                         /* <features><acpi/> */
     bool agent_channel;                /* org.qemu.guest_agent.0 channel present */
     bool agent_connected;              /* ... and its state='connected' (live XML) */
@@ -195,9 +210,14 @@ long long lv_align_up(long long v, long long a);
 bool lv_is_aligned(long long v, long long a);
 /* How a running domain grows from li->effective_kib to want_kib live (want > effective). */
 void lv_plan_memory(const struct lv_dominfo *li, long long want_kib, struct lv_mem_choice *c);
-/* The contract's plan, from fresh facts: li = live definition, active = running or paused. */
-void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_hw *desired,
-                     struct hv_field_plan plan[HV_F_COUNT]);
+/* The rules that do not depend on the domain (ops->check): every set field of desired gets
+ * HV_HOW_IMPOSSIBLE with a stable reason, or HV_HOW_NONE. */
+void lv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
+/* The contract's plan, from fresh facts: li = live definition, active = running or paused,
+ * persistent = the domain has a definition that outlives its run (a transient one has not:
+ * whatever needs a power cycle is impossible for it). Applies lv_check first. */
+void lv_plan_compute(const struct lv_dominfo *li, bool active, bool persistent,
+                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
 /* The fields of an hv_hw libvirt shows for a disk: MiB of dk's capacity, -1 when unknown. */
 long long lv_disk_mib(const struct lv_disk *dk);
 int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,

@@ -71,6 +71,50 @@ struct lv_observe_arg {
     struct hv_vm_obs *obs;
     const char *disk; /* target device of the disk to report, "" for none */
 };
+/* The guest's own view. Memory: the virtio-balloon statistics' "available" (the guest
+ * kernel's MemTotal); they are only collected while a statistics period is set, so a running
+ * domain with a virtio balloon and no period gets one (live only, LV_BALLOON_PERIOD_S) and
+ * reports "pending" until the guest answers. vCPUs: the guest agent's count of online vCPUs,
+ * asked only when its channel shows an agent connected; "pending" while the channel exists
+ * but no agent is connected (a booting guest, or one without an agent: the engine decides
+ * how long to wait). Failures here only mean "cannot tell". */
+static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, struct hv_vm_obs *obs)
+{
+    if (li->balloon_virtio) {
+        obs->guest.mem_view = HV_GV_PENDING;
+        if (li->balloon_period <= 0) {
+            if (virDomainSetMemoryStatsPeriod(d->dom, LV_BALLOON_PERIOD_S, VIR_DOMAIN_AFFECT_LIVE) <
+                0) {
+                obs->guest.mem_view = HV_GV_NONE; /* e.g. a driver without statistics */
+                virResetLastError();
+            }
+        } else {
+            virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
+            int n = virDomainMemoryStats(d->dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+            if (n < 0) {
+                obs->guest.mem_view = HV_GV_NONE;
+                virResetLastError();
+            }
+            for (int i = 0; i < n; i++) {
+                if (st[i].tag == VIR_DOMAIN_MEMORY_STAT_AVAILABLE && st[i].val > 0) {
+                    obs->guest.mem_view = HV_GV_SEEN;
+                    obs->guest.memory_mib = (int64_t)(st[i].val / 1024);
+                }
+            }
+        }
+    }
+    if (li->agent_channel && !li->agent_connected) {
+        obs->guest.cpu_view = HV_GV_PENDING;
+    } else if (li->agent_connected) {
+        int n = virDomainGetVcpusFlags(d->dom, VIR_DOMAIN_VCPU_GUEST);
+        if (n > 0) {
+            obs->guest.cpu_view = HV_GV_SEEN;
+            obs->guest.cpus = n;
+        } else {
+            virResetLastError();
+        }
+    }
+}
 
 static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
@@ -95,10 +139,14 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
     lv_hw_from(&li, &obs->hw);
     obs->tools_running = active && li.agent_connected;
     obs->can_shutdown = active; /* ACPI power button, or the agent when connected */
+    if (obs->power == HV_POWER_ON)
+        lv_observe_guest(d, &li, obs);
 
     int persistent = virDomainIsPersistent(d->dom);
     if (persistent < 0)
         return lv_fail(d, "virDomainIsPersistent", err);
+    if (persistent == 0 && active)
+        snprintf(obs->no_power_cycle, sizeof(obs->no_power_cycle), "%s", LV_R_TRANSIENT);
     if (persistent == 1 && active) {
         char *xml = virDomainGetXMLDesc(d->dom, VIR_DOMAIN_XML_INACTIVE);
         if (!xml)

@@ -21,6 +21,7 @@
 #define LV_R_CPU_SHRINK   HV_MSG("vCPU shrink needs a restart")
 #define LV_R_CPU_MAX      HV_MSG("above maximum vCPUs")
 #define LV_R_CORES        HV_MSG("cores per socket change needs a restart")
+#define LV_R_MEM_MAX      HV_MSG("memory above what libvirt can express (8796093022207 MiB)")
 
 const char *lv_mem_method_name(enum lv_mem_method m)
 {
@@ -146,17 +147,38 @@ static void lv_set(struct hv_field_plan *p, enum hv_how how, const char *method,
     snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
 }
 
-void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_hw *desired,
-                     struct hv_field_plan plan[HV_F_COUNT])
+/* The rules no domain escapes (they depend on the desired values alone): shared by plan()
+ * and, through ops->check, by CanUpdateMachine(Set). */
+void lv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT])
 {
+    for (int f = 0; f < HV_F_COUNT; f++)
+        lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
+    if (desired->memory_mib == 0)
+        lv_set(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, NULL, HV_MSG("memory must be positive"));
+    else if (desired->memory_mib > LV_MAX_MEMORY_MIB)
+        lv_set(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, NULL, LV_R_MEM_MAX);
+    if (desired->cpus == 0)
+        lv_set(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, NULL, HV_MSG("vCPUs must be positive"));
+    else if (desired->cpus > LV_MAX_VCPUS)
+        lv_set(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, NULL,
+               HV_MSG("above the vCPUs a domain can have"));
+    if (desired->cores_per_socket == 0 || desired->cores_per_socket > LV_MAX_VCPUS)
+        lv_set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, NULL, HV_MSG("cores per socket out of range"));
+}
+
+void lv_plan_compute(const struct lv_dominfo *li, bool active, bool persistent,
+                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT])
+{
+    struct hv_field_plan fixed[HV_F_COUNT];
+    lv_check(desired, fixed);
     for (int f = 0; f < HV_F_COUNT; f++)
         lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
 
     long long cur_mib = li->effective_kib / 1024;
     if (desired->memory_mib >= 0 && desired->memory_mib != cur_mib) {
         struct hv_field_plan *p = &plan[HV_F_MEMORY];
-        if (desired->memory_mib == 0) {
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("memory must be positive"));
+        if (fixed[HV_F_MEMORY].how == HV_HOW_IMPOSSIBLE) {
+            *p = fixed[HV_F_MEMORY];
         } else if (!active) {
             lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
         } else if (desired->memory_mib < cur_mib) {
@@ -173,10 +195,8 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
 
     if (desired->cpus >= 0 && desired->cpus != li->vcpu_current) {
         struct hv_field_plan *p = &plan[HV_F_CPUS];
-        if (desired->cpus == 0)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("vCPUs must be positive"));
-        else if (desired->cpus > LV_MAX_VCPUS)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("above the vCPUs a domain can have"));
+        if (fixed[HV_F_CPUS].how == HV_HOW_IMPOSSIBLE)
+            *p = fixed[HV_F_CPUS];
         else if (!active)
             lv_set(p, HV_HOW_COLD, NULL, LV_R_OFF);
         else if (desired->cpus < li->vcpu_current)
@@ -189,10 +209,17 @@ void lv_plan_compute(const struct lv_dominfo *li, bool active, const struct hv_h
 
     if (desired->cores_per_socket >= 0 && desired->cores_per_socket != li->cores) {
         struct hv_field_plan *p = &plan[HV_F_CORES];
-        if (desired->cores_per_socket == 0 || desired->cores_per_socket > LV_MAX_VCPUS)
-            lv_set(p, HV_HOW_IMPOSSIBLE, NULL, HV_MSG("cores per socket out of range"));
+        if (fixed[HV_F_CORES].how == HV_HOW_IMPOSSIBLE)
+            *p = fixed[HV_F_CORES];
         else
             lv_set(p, HV_HOW_COLD, NULL, active ? LV_R_CORES : LV_R_OFF);
+    }
+
+    /* A transient domain vanishes when it stops: what needs a power cycle cannot be done. */
+    if (active && !persistent) {
+        for (int f = 0; f < HV_F_COUNT; f++)
+            if (plan[f].how == HV_HOW_COLD)
+                lv_set(&plan[f], HV_HOW_IMPOSSIBLE, NULL, LV_R_TRANSIENT);
     }
 }
 
@@ -210,7 +237,10 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     int rc = lv_read_live(d, &li, &active, NULL, err);
     if (rc != HV_OK)
         return rc;
-    lv_plan_compute(&li, active, a->desired, a->plan);
+    int persistent = virDomainIsPersistent(d->dom);
+    if (persistent < 0)
+        return lv_fail(d, "virDomainIsPersistent", err);
+    lv_plan_compute(&li, active, persistent == 1, a->desired, a->plan);
     if (!hv_disk_set(a->desired->disk_mib))
         return HV_OK;
     struct lv_disk dk;

@@ -4,6 +4,7 @@
  * strings returned to callers are malloc'd and theirs to free().
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ long long lv_xml_to_kib(const char *value, const char *unit)
         if (!mult)
             return -1;
     }
-    if (v > (unsigned long long)(1ULL << 62) / mult)
+    if (v > (unsigned long long)LLONG_MAX / mult) /* libvirt's own bound: bytes in a long long */
         return -1;
     unsigned long long bytes = v * mult;
     return (long long)((bytes + 1023) / 1024);
@@ -259,6 +260,8 @@ static void lv_parse_devices(xmlNodePtr devs, struct lv_dominfo *o)
         } else if (xmlStrcmp(c->name, BAD_CAST "memballoon") == 0) {
             char *model = lv_attr(c, "model");
             o->balloon = model && strcmp(model, "none") != 0;
+            o->balloon_virtio = model && strncmp(model, "virtio", 6) == 0;
+            o->balloon_period = lv_int_attr(lv_child(c, "stats"), "period", 0);
             free(model);
         } else if (xmlStrcmp(c->name, BAD_CAST "channel") == 0) {
             xmlNodePtr t = lv_child(c, "target");

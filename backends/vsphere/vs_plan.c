@@ -24,14 +24,40 @@ static void set(struct hv_field_plan *p, enum hv_how how, const char *method, co
     va_end(ap);
 }
 
+void vs_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT])
+{
+    memset(plan, 0, sizeof(plan[0]) * HV_F_COUNT);
+    int64_t mem = desired->memory_mib;
+    int32_t cpus = desired->cpus, cores = desired->cores_per_socket;
+    if (mem == 0)
+        set(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be positive"));
+    else if (mem > 0 && mem % 4 != 0)
+        set(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be a multiple of 4"));
+    else if (mem > VS_MAX_MEMORY_MB)
+        set(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("memoryMiB above vSphere's maximum for a VM (%d MiB)"), VS_MAX_MEMORY_MB);
+    if (cpus == 0)
+        set(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus must be positive"));
+    else if (cpus > VS_MAX_CPUS)
+        set(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("cpus above vSphere's maximum for a VM (%d)"), VS_MAX_CPUS);
+    else if (cpus > 0 && cores > 0 && cpus % cores != 0)
+        set(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("cpus must be a multiple of coresPerSocket (%d)"), cores);
+    if (cores == 0)
+        set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, "", HV_MSG("coresPerSocket must be positive"));
+    else if (cores > VS_MAX_CORES_PER_SOCKET)
+        set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("coresPerSocket above vSphere's maximum (%d)"), VS_MAX_CORES_PER_SOCKET);
+    else if (cores > 0 && cpus > 0 && cpus % cores != 0)
+        set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, "",
+            HV_MSG("cpus (%d) must be a multiple of coresPerSocket"), cpus);
+}
+
 static void plan_memory(const struct vs_vm *vm, int64_t want, struct hv_field_plan *p)
 {
     int64_t have = vm->memory_mb;
-    if (want <= 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be positive"));
-    } else if (want % 4 != 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("memoryMiB must be a multiple of 4"));
-    } else if (vm->power != HV_POWER_ON) {
+    if (vm->power != HV_POWER_ON) {
         set(p, HV_HOW_COLD, "", HV_MSG("VM is not running: memory changes with a reconfigure"));
     } else if (want < have) {
         set(p, HV_HOW_COLD, "", HV_MSG("memory cannot shrink while the VM runs"));
@@ -56,9 +82,7 @@ static void plan_memory(const struct vs_vm *vm, int64_t want, struct hv_field_pl
 static void plan_cpus(const struct vs_vm *vm, int32_t want, int32_t cores, bool cores_change,
                       struct hv_field_plan *p)
 {
-    if (want <= 0) {
-        set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus must be positive"));
-    } else if (want % cores != 0) {
+    if (want % cores != 0) { /* the VM's own coresPerSocket (the desired one: vs_check) */
         set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus must be a multiple of coresPerSocket (%d)"),
             cores);
     } else if (vm->power != HV_POWER_ON) {
@@ -133,17 +157,28 @@ void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
     int32_t cores = desired->cores_per_socket > 0 ? desired->cores_per_socket : have_cores;
     int32_t cpus = desired->cpus >= 0 ? desired->cpus : vm->cpus;
 
-    if (desired->memory_mib >= 0 && desired->memory_mib != vm->memory_mb)
-        plan_memory(vm, desired->memory_mib, &plan[HV_F_MEMORY]);
-    if (desired->cpus >= 0 && desired->cpus != vm->cpus)
-        plan_cpus(vm, desired->cpus, cores, cores_change, &plan[HV_F_CPUS]);
+    struct hv_field_plan fixed[HV_F_COUNT];
+    vs_check(desired, fixed);
+
+    if (desired->memory_mib >= 0 && desired->memory_mib != vm->memory_mb) {
+        if (fixed[HV_F_MEMORY].how == HV_HOW_IMPOSSIBLE)
+            plan[HV_F_MEMORY] = fixed[HV_F_MEMORY];
+        else
+            plan_memory(vm, desired->memory_mib, &plan[HV_F_MEMORY]);
+    }
+    if (desired->cpus >= 0 && desired->cpus != vm->cpus) {
+        if (fixed[HV_F_CPUS].how == HV_HOW_IMPOSSIBLE)
+            plan[HV_F_CPUS] = fixed[HV_F_CPUS];
+        else
+            plan_cpus(vm, desired->cpus, cores, cores_change, &plan[HV_F_CPUS]);
+    }
     if (hv_disk_set(desired->disk_mib) && desired->disk_mib != vs_disk_mib(vm))
         plan_disk(vm, desired->disk_mib, &plan[HV_F_DISK]);
     if (cores_change) {
         struct hv_field_plan *p = &plan[HV_F_CORES];
-        if (desired->cores_per_socket <= 0)
-            set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("coresPerSocket must be positive"));
-        else if (cpus > 0 && cpus % cores != 0)
+        if (fixed[HV_F_CORES].how == HV_HOW_IMPOSSIBLE)
+            *p = fixed[HV_F_CORES];
+        else if (cpus > 0 && cpus % cores != 0) /* the VM's own cpus */
             set(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("cpus (%d) must be a multiple of coresPerSocket"),
                 cpus);
         else

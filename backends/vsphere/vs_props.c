@@ -86,14 +86,15 @@ int vs_find_vm(struct vs_server *s, const char *uuid, int timeout_ms, char *more
     return find_once(s, c, lower, timeout_ms, moref, len, err);
 }
 
-void vs_vm_request(struct vs_buf *b, const char *property_collector, const char *moref)
+void vs_vm_task_request(struct vs_buf *b, const char *property_collector, const char *moref,
+                        const char *task)
 {
     vs_env_begin(b, "RetrievePropertiesEx", "PropertyCollector", property_collector);
     vs_buf_add(b, "<specSet><propSet><type>VirtualMachine</type><all>false</all>");
     for (size_t i = 0; i < sizeof(vm_paths) / sizeof(vm_paths[0]); i++)
         vs_buf_elem(b, "pathSet", vm_paths[i]);
     vs_buf_add(b, "</propSet><propSet><type>Task</type><all>false</all>"
-                  "<pathSet>info.state</pathSet></propSet>"
+                  "<pathSet>info.state</pathSet><pathSet>info.error</pathSet></propSet>"
                   "<propSet><type>Datastore</type><all>false</all>"
                   "<pathSet>summary.freeSpace</pathSet></propSet><objectSet>");
     vs_buf_moref(b, "obj", "VirtualMachine", moref);
@@ -101,8 +102,19 @@ void vs_vm_request(struct vs_buf *b, const char *property_collector, const char 
                   "<type>VirtualMachine</type><path>recentTask</path><skip>false</skip>"
                   "</selectSet><selectSet xsi:type=\"TraversalSpec\"><name>vmDatastores</name>"
                   "<type>VirtualMachine</type><path>datastore</path><skip>false</skip>"
-                  "</selectSet></objectSet></specSet><options></options>");
+                  "</selectSet></objectSet>");
+    if (task && task[0]) {
+        vs_buf_add(b, "<objectSet>");
+        vs_buf_moref(b, "obj", "Task", task);
+        vs_buf_add(b, "<skip>false</skip></objectSet>");
+    }
+    vs_buf_add(b, "</specSet><options></options>");
     vs_env_end(b, "RetrievePropertiesEx");
+}
+
+void vs_vm_request(struct vs_buf *b, const char *property_collector, const char *moref)
+{
+    vs_vm_task_request(b, property_collector, moref, NULL);
 }
 
 static bool text_bool(xmlNodePtr val)

@@ -69,6 +69,10 @@ void vs_find_request(struct vs_buf *b, const char *search_index, const char *uui
 /* moref of <FindByUuidResponse>, "" when empty. */
 void vs_find_parse(xmlNodePtr body, char *moref, size_t len);
 void vs_vm_request(struct vs_buf *b, const char *property_collector, const char *moref);
+/* The same read plus one more object: task (info.state, info.error), so that waiting for a
+ * task on the VM and reading the VM after it are one round trip. */
+void vs_vm_task_request(struct vs_buf *b, const char *property_collector, const char *moref,
+                        const char *task);
 /* Fill vm from a <RetrievePropertiesExResponse>; the record is the LAST extraConfig entry
  * for HV_VSPHERE_RECORD_KEY (0.24's simulator appends entries, vCenter replaces them). */
 int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err);

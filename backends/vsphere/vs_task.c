@@ -3,6 +3,7 @@
  * deadline. Task faults map to stable codes through vs_fault_code; raw text stays in detail.
  */
 #include "vs_task.h"
+#include "vs_props.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -60,8 +61,20 @@ static void sleep_ms(int ms)
         ;
 }
 
-int vs_task_wait(struct vs_server *s, const char *method, const char *task, int64_t deadline,
-                 struct hv_err *err)
+/* Whether the answer lists task at all. */
+static bool task_listed(xmlNodePtr body, const char *task)
+{
+    xmlNodePtr rv = vs_xml_child(body, "returnval");
+    for (xmlNodePtr o = vs_xml_child(rv, "objects"); o; o = vs_xml_next(o, "objects")) {
+        char value[64];
+        if (vs_xml_child_text(o, "obj", value, sizeof(value)) && strcmp(value, task) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int task_wait(struct vs_server *s, const char *method, const char *task, const char *moref,
+                     int64_t deadline, struct vs_vm *vm, bool *vm_ok, struct hv_err *err)
 {
     int pause = 25;
     for (;;) {
@@ -74,15 +87,27 @@ int vs_task_wait(struct vs_server *s, const char *method, const char *task, int6
             return err->code;
         struct vs_buf req;
         vs_buf_init(&req);
-        vs_task_request(&req, c->property_collector, task);
+        if (vm)
+            vs_vm_task_request(&req, c->property_collector, moref, task);
+        else
+            vs_task_request(&req, c->property_collector, task);
         struct vs_reply r;
         int rc = vs_call(s, "RetrievePropertiesEx", &req, left, &r, err);
         vs_buf_free(&req);
         if (rc != HV_OK)
             return rc;
+        if (vm && !task_listed(r.body, task)) {
+            vs_reply_free(&r);
+            vm = NULL; /* not in the answer (should not happen): poll the task alone */
+            continue;
+        }
         enum vs_task_state state;
         struct vs_fault fault;
         rc = vs_task_parse(r.body, task, &state, &fault, err);
+        if (rc == HV_OK && state == VS_TASK_SUCCESS && vm) {
+            struct hv_err ignored = {0};
+            *vm_ok = vs_vm_parse(r.body, moref, vm, &ignored) == HV_OK;
+        }
         vs_reply_free(&r);
         if (rc != HV_OK)
             return rc;
@@ -94,6 +119,33 @@ int vs_task_wait(struct vs_server *s, const char *method, const char *task, int6
         sleep_ms(pause < left ? pause : left);
         pause = pause * 2 > 1000 ? 1000 : pause * 2;
     }
+}
+
+int vs_task_wait(struct vs_server *s, const char *method, const char *task, int64_t deadline,
+                 struct hv_err *err)
+{
+    return task_wait(s, method, task, NULL, deadline, NULL, NULL, err);
+}
+
+int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
+                   const char *moref, int64_t deadline, struct vs_vm *vm, bool *vm_ok,
+                   struct hv_err *err)
+{
+    if (vm_ok)
+        *vm_ok = false;
+    int left = vs_left_ms(deadline);
+    if (left == 0)
+        return vs_err(err, HV_E_TIMEOUT, "%s: no time left to start it", method);
+    struct vs_reply r;
+    int rc = vs_call(s, method, req, left, &r, err);
+    if (rc != HV_OK)
+        return rc;
+    char task[64];
+    bool ok = vs_xml_child_text(r.body, "returnval", task, sizeof(task)) && task[0];
+    vs_reply_free(&r);
+    if (!ok)
+        return vs_err(err, HV_E_INTERNAL, "%s: answer names no task", method);
+    return task_wait(s, method, task, moref, deadline, vm && vm_ok ? vm : NULL, vm_ok, err);
 }
 
 int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *req, int64_t deadline,

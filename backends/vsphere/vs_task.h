@@ -7,6 +7,7 @@
 #ifndef HV_VS_TASK_H
 #define HV_VS_TASK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vs_soap.h"
@@ -26,6 +27,13 @@ int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *re
                 struct hv_err *err);
 int vs_task_wait(struct vs_server *s, const char *method, const char *task, int64_t deadline,
                  struct hv_err *err);
+/* As vs_run_task, for a task on VM moref: each poll reads the task and the VM's properties in
+ * one RetrievePropertiesEx (vs_vm_task_request), so that when the task is done *vm holds
+ * the VM as it is after it (*vm_ok true) and no second read is needed. */
+struct vs_vm;
+int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
+                   const char *moref, int64_t deadline, struct vs_vm *vm, bool *vm_ok,
+                   struct hv_err *err);
 
 /* Pure parts. */
 void vs_task_request(struct vs_buf *b, const char *property_collector, const char *task);

@@ -59,14 +59,20 @@ static int run(struct vs_server *s, const char *method, struct vs_buf *req, int6
 }
 
 int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
-                   int64_t deadline, struct hv_err *err)
+                   int64_t deadline, struct vs_vm *after, bool *after_ok, struct hv_err *err)
 {
+    if (after_ok)
+        *after_ok = false;
     if (!vs_session(s, vs_left_ms(deadline), err))
         return err->code;
     struct vs_buf req;
     vs_buf_init(&req);
     vs_reconfig_request(&req, moref, spec);
-    return run(s, "ReconfigVM_Task", &req, deadline, true, err);
+    if (!after)
+        return run(s, "ReconfigVM_Task", &req, deadline, true, err);
+    int rc = vs_run_task_vm(s, "ReconfigVM_Task", &req, moref, deadline, after, after_ok, err);
+    vs_buf_free(&req);
+    return rc;
 }
 
 int vs_power(struct vs_server *s, const char *moref, const char *method, int64_t deadline,

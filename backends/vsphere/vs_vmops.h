@@ -7,6 +7,7 @@
 #ifndef HV_VS_VMOPS_H
 #define HV_VS_VMOPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vs_props.h"
@@ -24,8 +25,11 @@ struct vs_spec {
 };
 
 void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec);
+/* after (may be NULL): the VM as read in the same call that saw the task done; *after_ok
+ * says whether it was (then no re-read is needed). */
+struct vs_vm;
 int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
-                   int64_t deadline, struct hv_err *err);
+                   int64_t deadline, struct vs_vm *after, bool *after_ok, struct hv_err *err);
 /* method: "PowerOnVM_Task" or "PowerOffVM_Task". */
 int vs_power(struct vs_server *s, const char *moref, const char *method, int64_t deadline,
              struct hv_err *err);

@@ -22,7 +22,7 @@
 #include "vs_test.h"
 #include "vs_vmops.h"
 
-#define CACHE_MAX       128
+#define CACHE_MAX       1024 /* VMs whose moref and last read are kept (a 1,000-VM rollout) */
 #define DEFAULT_STEP_MS 60000
 #define CACHE_FRESH_MS  30000
 
@@ -282,7 +282,7 @@ static void refresh(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
 }
 
 static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
-                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm,
+                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
                     struct hv_err *err)
 {
     struct vs_server *s = vb->servers[idx];
@@ -301,12 +301,12 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
         if (d->memory_mib < 0)
             return vs_err(err, HV_E_INTERNAL, "live memory step without a memory size");
         spec.memory_mb = d->memory_mib;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
     case HV_STEP_LIVE_CPUS:
         if (d->cpus < 0)
             return vs_err(err, HV_E_INTERNAL, "live cpu step without a cpu count");
         spec.cpus = d->cpus;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
     case HV_STEP_LIVE_DISK:
         if (!hv_disk_set(d->disk_mib))
             return vs_err(err, HV_E_INTERNAL, "live disk step without a disk size");
@@ -318,7 +318,7 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
             return HV_OK; /* already that size */
         spec.disk = &vm->disk;
         spec.disk_bytes = d->disk_mib * 1024 * 1024;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
     case HV_STEP_RECONFIGURE:
         if (vm->power != HV_POWER_OFF)
             return vs_err(err, HV_E_INVALID_STATE, "VM %s must be powered off to reconfigure",
@@ -330,7 +330,7 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
             spec.disk = &vm->disk;
             spec.disk_bytes = d->disk_mib * 1024 * 1024;
         }
-        return vs_reconfigure(s, vm->moref, &spec, deadline, err);
+        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
     case HV_STEP_SHUTDOWN:
         if (!vm->tools_running)
             return vs_err(err, HV_E_UNSUPPORTED,
@@ -357,14 +357,17 @@ static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     struct vs_vm *vm = malloc(sizeof(*vm));
     if (!vm)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
-    int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, err);
-    free(vm);
+    bool fresh = false;
+    int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, &fresh, err);
     bool reconfig = step->kind == HV_STEP_LIVE_MEMORY || step->kind == HV_STEP_LIVE_CPUS ||
                     step->kind == HV_STEP_LIVE_DISK || step->kind == HV_STEP_RECONFIGURE;
     if (rc != HV_OK)
         cache_drop(vb, (size_t)idx, ref->uuid); /* next act looks again */
+    else if (reconfig && fresh)
+        cache_put(vb, (size_t)idx, ref->uuid, vm); /* read with the task's end */
     else if (reconfig)
         refresh(vb, (size_t)idx, ref);
+    free(vm);
     return rc;
 }
 
@@ -384,16 +387,19 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     if (!vm)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
     int rc = target(vb, (size_t)idx, ref, deadline, false, vm, err);
+    bool fresh = false;
     if (rc == HV_OK) {
         /* Not guarded by changeVersion: the record is ours alone to write. */
         struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
-        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, err);
+        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, vm, &fresh, err);
     }
-    free(vm);
-    if (rc == HV_OK)
+    if (rc == HV_OK && fresh)
+        cache_put(vb, (size_t)idx, ref->uuid, vm);
+    else if (rc == HV_OK)
         refresh(vb, (size_t)idx, ref);
     else
         cache_drop(vb, (size_t)idx, ref->uuid);
+    free(vm);
     return rc;
 }
 
@@ -410,6 +416,13 @@ static void vs_free(struct hv_backend *b)
     curl_global_cleanup();
 }
 
+static void vs_check_op(struct hv_backend *b, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    vs_check(desired, plan);
+}
+
 static const struct hv_backend_ops vs_ops = {
     .name = "vsphere",
     .serves = vs_serves,
@@ -418,6 +431,7 @@ static const struct hv_backend_ops vs_ops = {
     .act = vs_act,
     .write_record = vs_write_record,
     .free = vs_free,
+    .check = vs_check_op,
 };
 
 struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_t n, char *err,

@@ -8,9 +8,15 @@
 # latency, requests/s, errors, and the server's RSS idle, peak (VmHWM) and after the load.
 # The server's own counters must show exactly one Success per request wrk completed and no
 # other answer, which proves the bodies were sent whole and answered 200.
+# Then, in the same run, the anchor: nginx (nginx-light) with the same certificate and TLS
+# versions answering every POST with the same answer bytes (`return 200`), and both servers
+# again at one connection. Prints req/s, p50, p99 side by side and the ratios against the
+# targets (req/s at BENCH_CONNECTIONS >= 0.5x nginx's, p99 <= 1.5x; p50 at 1 connection
+# <= 3x). BENCH_NGINX=0 skips the anchor.
 # Nothing here asserts timings; the exit status is non-zero only if something is broken
 # (a non-200, an error answer, a crash). Environment: BENCH_SECONDS, BENCH_CONNECTIONS,
-# BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES.
+# BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES, BENCH_NGINX, BENCH_NGINX_WORKERS
+# (default: BENCH_SERVER_THREADS).
 set -eu
 
 if [ $# -lt 1 ]; then
@@ -35,11 +41,14 @@ fi
 
 tmp=$(mktemp -d /tmp/hv-bench-XXXXXX)
 pid=
+npid=
 cleanup() {
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
+    for p in $pid $npid; do
+        if kill -0 "$p" 2>/dev/null; then
+            kill -TERM "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -177,4 +186,88 @@ awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p90="$(get p90_u
     printf "server RSS    idle %.1f MiB, peak (VmHWM) %.1f MiB, sampled peak %.1f MiB, after %.1f MiB\n", idle / 1024, hwm / 1024, sampled / 1024, after / 1024
     printf "verdict       %s\n", verdict
 }'
-exit $status
+[ "$status" -ne 0 ] && exit $status
+[ "${BENCH_NGINX:-1}" = 0 ] && exit 0
+
+# ---- the anchor: nginx with the same certificate, same answer bytes ----
+command -v nginx >/dev/null || { echo "hook-bench: nginx is not installed" >&2; exit 2; }
+nport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$tmp/nginx/logs"
+python3 - "$tmp/answer.json" "$tmp/nginx/answer.conf" <<'PY'
+import sys
+body = open(sys.argv[1]).read()
+assert "'" not in body and "\\" not in body
+open(sys.argv[2], "w").write("return 200 '%s';\n" % body)
+PY
+cat >"$tmp/nginx/nginx.conf" <<NGINX
+worker_processes ${BENCH_NGINX_WORKERS:-$sthreads};
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx/body;
+    proxy_temp_path $tmp/nginx/proxy;
+    fastcgi_temp_path $tmp/nginx/fastcgi;
+    uwsgi_temp_path $tmp/nginx/uwsgi;
+    scgi_temp_path $tmp/nginx/scgi;
+    keepalive_requests 100000000;
+    client_body_buffer_size 64k;
+    server {
+        listen 127.0.0.1:$nport ssl;
+        ssl_certificate $tmp/tls/tls.crt;
+        ssl_certificate_key $tmp/tls/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / {
+            default_type application/json;
+            include $tmp/nginx/answer.conf;
+        }
+    }
+}
+NGINX
+nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -g 'daemon off;' 2>"$tmp/nginx/stderr" &
+npid=$!
+i=0
+until curl -sS --cacert "$tmp/tls/ca.crt" -o "$tmp/nginx/answer.json" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/body.json" "https://localhost:$nport$path" 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 100 ] || ! kill -0 "$npid" 2>/dev/null; then
+        echo "hook-bench: nginx did not start" >&2
+        cat "$tmp/nginx/stderr" "$tmp/nginx/logs/error.log" >&2
+        exit 1
+    fi
+    sleep 0.05
+done
+cmp -s "$tmp/nginx/answer.json" "$tmp/answer.json" || { echo "hook-bench: nginx answers differently" >&2; exit 1; }
+
+# run NAME URL CONNECTIONS: one wrk run; prints "req_s p50_ms p99_ms errors"
+run() {
+    c=$3
+    t=$wthreads
+    [ "$c" -lt "$t" ] && t=$c
+    HV_BENCH_BODY=$tmp/body.json wrk -t"$t" -c"$c" -d"${seconds}s" --latency --timeout 10s \
+        -s "$here/post.lua" "$2" >"$tmp/wrk-$1-$c.out" 2>&1 || { cat "$tmp/wrk-$1-$c.out" >&2; exit 1; }
+    grep '^BENCH ' "$tmp/wrk-$1-$c.out" | tr ' ' '\n' | awk -F= '
+        { v[$1] = $2 }
+        END { e = v["errors_status"] + v["errors_read"] + v["errors_connect"]
+              e += v["errors_write"] + v["errors_timeout"]
+              printf "%.0f %.3f %.3f %d\n", v["requests"] / (v["duration_us"] / 1e6),
+                  v["p50_us"] / 1e3, v["p99_us"] / 1e3, e }'
+}
+nginx_n=$(run nginx "https://localhost:$nport$path" "$conns")
+hv_1=$(run hv "$base$path" 1)
+nginx_1=$(run nginx "https://localhost:$nport$path" 1)
+hv_n=$(awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p99="$(get p99_us)" \
+    -v e="$((non2xx + sock_errors))" 'BEGIN { printf "%.0f %.3f %.3f %d\n", r / (d / 1e6), p50 / 1e3, p99 / 1e3, e }')
+echo "$hv_n $nginx_n $hv_1 $nginx_1" | awk -v c="$conns" '{
+    printf "\n==== against nginx (same certificate, same answer bytes, %s) ====\n", "return 200"
+    printf "%-26s %12s %12s %12s\n", "", "req/s", "p50 ms", "p99 ms"
+    printf "%-26s %12d %12.3f %12.3f\n", "hvupdater, " c " connections", $1, $2, $3
+    printf "%-26s %12d %12.3f %12.3f\n", "nginx, " c " connections", $5, $6, $7
+    printf "%-26s %12d %12.3f %12.3f\n", "hvupdater, 1 connection", $9, $10, $11
+    printf "%-26s %12d %12.3f %12.3f\n", "nginx, 1 connection", $13, $14, $15
+    printf "req/s at %d   %.2fx nginx (target >= 0.5x)\n", c, $1 / $5
+    printf "p99 at %d     %.2fx nginx (target <= 1.5x)\n", c, $3 / $7
+    printf "p50 at 1      %.2fx nginx (target <= 3x)\n", $10 / $14
+    if ($4 + $8 + $12 + $16) printf "errors        %d %d %d %d (hvupdater/nginx, n/1)\n", $4, $8, $12, $16
+}'

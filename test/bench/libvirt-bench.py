@@ -39,7 +39,7 @@ def main():
             d.undefine()
         except libvirt.libvirtError:
             pass
-        conn.defineXML(re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)).create()
+        conn.defineXML(re.sub(r"hvt-dimm(?=[<.])", name, xml)).create()  # name, console log
     ids = {name: conn.lookupByName(name).ID() for name in names}
 
     # 1. direct: 1024 -> 1536 MiB, 1 -> 2 vCPUs, all at once

@@ -78,9 +78,9 @@ def main():
         print("skip: needs root (dpkg -i into this system)")
         return hv.SKIP
     for tool in ("dpkg", "dpkg-deb", "cpack", "setpriv"):
-        if not shutil.which(tool):
-            print(f"skip: {tool} not installed")
-            return hv.SKIP
+        if not shutil.which(tool):  # a missing tool is a failure, never a skip
+            print(f"FAIL: {tool} not installed (scripts/bootstrap.sh installs it)")
+            return 1
     if installed() or os.path.exists("/etc/hvupdater"):
         print("skip: an hvupdater package or /etc/hvupdater is already on this system; "
               "not touching it")

@@ -31,12 +31,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hvdeploy as hv  # noqa: E402
 
 NS = "hvupdater-system"
-KNOWN_SETTINGS = {"powerCycle", "onUncoverable", "powerOffMode", "liveTimeoutSeconds",
-                  "shutdownTimeoutSeconds", "deadlineSeconds"}
+KNOWN_SETTINGS = {"powerCycle", "onUncoverable", "powerOffMode", "guestVerification",
+                  "liveTimeoutSeconds", "shutdownTimeoutSeconds", "deadlineSeconds"}
 # ExtensionConfig setting -> where the config file sets its default
 SETTING_IN_CONFIG = {"powerCycle": ("defaults", "powerCycle"),
                      "onUncoverable": ("defaults", "onUncoverable"),
                      "powerOffMode": ("defaults", "powerOffMode"),
+                     "guestVerification": ("defaults", "guestVerification"),
                      "liveTimeoutSeconds": ("engine", "liveTimeoutSeconds"),
                      "shutdownTimeoutSeconds": ("engine", "shutdownTimeoutSeconds"),
                      "deadlineSeconds": ("engine", "deadlineSeconds")}

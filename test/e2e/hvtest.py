@@ -123,6 +123,19 @@ class Client:
                     raise
         raise AssertionError("unreachable")
 
+    def get(self, path, timeout=10):
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx,
+                                           timeout=timeout)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            raw = r.read()
+            if r.status != 200:
+                raise AssertionError("GET %s: HTTP %d: %s" % (path, r.status, raw[:300]))
+            return raw.decode()
+        finally:
+            conn.close()
+
 
 def patch_ops(resp, field):
     p = resp.get(field)
@@ -169,9 +182,22 @@ def update_request(des_infra, mach, settings=None):
     return r
 
 
-def drive(client, req, timeout=120, poll=0.3, on_answer=None):
-    """Call UpdateMachine until done or Failure (polling faster than retryAfterSeconds, as a
-    sped-up CAPI). Returns (last answer, list of distinct messages, first-call ms)."""
+# CAPI waits retryAfterSeconds before it calls UpdateMachine again. The tests wait the same,
+# scaled down (never ignored): HV_E2E_RETRY_SCALE (default 0.2) of it, at least MIN_WAIT_S.
+RETRY_SCALE = float(os.environ.get("HV_E2E_RETRY_SCALE", "0.2"))
+MIN_WAIT_S = 0.05
+
+
+def retry_wait(resp, scale=None):
+    """Seconds a sped-up CAPI waits before calling again after this in-progress answer."""
+    s = RETRY_SCALE if scale is None else scale
+    return max(MIN_WAIT_S, resp["retryAfterSeconds"] * s)
+
+
+def drive(client, req, timeout=120, on_answer=None, scale=None):
+    """Call UpdateMachine the way CAPI does until done or Failure: after each in-progress
+    answer wait retryAfterSeconds (scaled down by HV_E2E_RETRY_SCALE). Returns (last answer,
+    list of distinct messages, first-call ms)."""
     msgs, first_ms = [], None
     deadline = time.monotonic() + timeout
     while True:
@@ -179,6 +205,7 @@ def drive(client, req, timeout=120, poll=0.3, on_answer=None):
         if first_ms is None:
             first_ms = ms
         assert "retryAfterSeconds" in resp, resp
+        assert isinstance(resp["retryAfterSeconds"], int) and resp["retryAfterSeconds"] >= 0, resp
         if not msgs or msgs[-1] != resp.get("message"):
             msgs.append(resp.get("message"))
         if on_answer:
@@ -187,15 +214,62 @@ def drive(client, req, timeout=120, poll=0.3, on_answer=None):
             return resp, msgs, first_ms
         if time.monotonic() > deadline:
             raise AssertionError("still in progress after %ds: %s" % (timeout, msgs))
-        time.sleep(poll)
+        time.sleep(retry_wait(resp, scale))
+
+
+def metrics(client):
+    """The server's /metrics as {series: value} (labels kept in the series name)."""
+    out = {}
+    for line in client.get("/metrics").splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def steps_taken(m):
+    return sum(v for k, v in m.items() if k.startswith("hvupdater_step_duration_seconds_count"))
+
+
+def wait_engine_idle(client, passes_before, timeout=30):
+    """Wait until the engine has run a pass after passes_before and has none queued or running.
+    Returns the metrics then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = metrics(client)
+        if (m.get("hvupdater_passes_total", 0) > passes_before and
+                m.get("hvupdater_passes_pending", 0) == 0):
+            return m
+        if time.monotonic() > deadline:
+            raise AssertionError("the engine did not run the queued pass within %ds" % timeout)
+        time.sleep(0.05)
+
+
+def assert_idempotent_after_done(client, req, timeout=60):
+    """More UpdateMachine calls after completion: done again (after a fresh observation),
+    and the passes they queue take no step and write no record."""
+    before = metrics(client)
+    last, msgs, _ = drive(client, req, timeout=timeout)
+    assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, (last, msgs)
+    after = wait_engine_idle(client, before.get("hvupdater_passes_total", 0))
+    assert steps_taken(after) == steps_taken(before), ("a step after completion", msgs)
+    assert (after.get("hvupdater_record_writes_total", 0) ==
+            before.get("hvupdater_record_writes_total", 0)), ("a record write after completion",
+                                                              msgs)
+    return last
 
 
 def run(cases, only=None):
+    """Run the cases (those whose name contains one of `only`, when given). A selection that
+    matches nothing is a failure, never a silent pass."""
     passed = failed = 0
-    for fn in cases:
+    selected = [fn for fn in cases if not only or any(o in fn.__name__ for o in only)]
+    if not selected:
+        print("no test case matches %s" % only)
+        print("0 passed, 1 failed")
+        return 1
+    for fn in selected:
         name = fn.__name__
-        if only and not any(o in name for o in only):
-            continue
         t0 = time.monotonic()
         try:
             fn()

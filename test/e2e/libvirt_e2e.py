@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """libvirt_e2e.py: every libvirt scenario end to end, through the HTTPS hooks of the real
 server (CanUpdateMachine, then UpdateMachine until done) against real libvirtd + QEMU (TCG
-domains with no guest OS), checking what libvirt shows afterwards through its API.
+domains booting the lab guest of test/lab/guest), checking what libvirt shows afterwards
+through its API and what the guest itself prints on its serial console (MemTotal, online
+CPUs, its power-off). Kernel switches (hvguest.*) make the misbehaving guests.
 
 Needs the lab daemon (test/lab/libvirt-up.sh) and Debian's python3-libvirt; run with the
 system python: /usr/bin/python3 test/e2e/libvirt_e2e.py --build build [-k NAME]...
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -39,13 +42,77 @@ def conn():
     return _conn
 
 
-def new_domain(style, name):
-    """Define and start a fresh TCG domain from test/lab/domains/STYLE.xml."""
+GUEST_VIEW = re.compile(r"hvguest: MemTotal=(\d+) kB cpus=(\d+)")
+
+
+def console_path(name):
+    return "/var/log/libvirt/qemu/%s.console.log" % name
+
+
+def console(name):
+    """The guest's serial console so far (all its boots)."""
+    try:
+        with open(console_path(name), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def wait_console(name, pred, timeout=120, what="console line", start=0):
+    """Wait until pred(console text from offset start) is true; returns that text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = console(name)[start:]
+        if pred(text):
+            return text
+        if time.monotonic() > deadline:
+            raise AssertionError("guest %s: no %s within %ds; console tail:\n%s" %
+                                 (name, what, timeout, text[-1500:]))
+        time.sleep(0.2)
+
+
+def guest_view(text):
+    """The guest's last printed view in text: (MemTotal MiB, online CPUs), or None."""
+    views = GUEST_VIEW.findall(text)
+    return (int(views[-1][0]) // 1024, int(views[-1][1])) if views else None
+
+
+def wait_guest(name, pred, timeout=120, start=0):
+    """Wait until the guest prints a view (MiB, cpus) for which pred is true; returns it."""
+    text = wait_console(name, lambda t: guest_view(t) is not None and pred(guest_view(t)),
+                        timeout, "matching guest view", start)
+    return guest_view(text)
+
+
+def qemu_log_reasons(name):
+    """How each QEMU run of the domain ended, from libvirt's domain log (shutdown, destroyed)."""
+    try:
+        text = open("/var/log/libvirt/qemu/%s.log" % name, errors="replace").read()
+    except OSError:
+        return []
+    return re.findall(r"shutting down, reason=(\w+)", text)
+
+
+def new_domain(style, name, switches=(), ready=True, guest=True):
+    """Define and start a fresh TCG domain from test/lab/domains/STYLE.xml booting the lab
+    guest with kernel SWITCHES; with ready, wait until the guest prints its first view.
+    guest=False drops the direct kernel boot: a domain with no OS (no boot to pay for, where
+    a scenario is about hvupdater's own steps, not the guest)."""
     remove_domain(name)
+    for path in (console_path(name), "/var/log/libvirt/qemu/%s.log" % name):
+        if os.path.exists(path):
+            os.unlink(path)
     xml = open(os.path.join(ROOT, "test/lab/domains", style + ".xml")).read()
-    xml = re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)
+    xml = re.sub(r"hvt-%s(?=[<.])" % style, name, xml)
+    if switches:
+        xml = xml.replace("</cmdline>", " " + " ".join(switches) + "</cmdline>")
+    if not guest:
+        xml = re.sub(r"\s*<(kernel|initrd|cmdline)>[^<]*</\1>", "", xml)
+        ready = False
     dom = conn().defineXML(xml)
     dom.create()
+    if ready:
+        wait_guest(name, lambda v: True)
     return dom
 
 
@@ -80,6 +147,29 @@ def state(name):
             "config_vcpus": vcpus(inactive)}
 
 
+def record(name):
+    """hvupdater's operation record on the domain (dict), or None."""
+    dom = conn().lookupByName(name)
+    try:
+        text = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                            "https://hvupdater.dev/xmlns/operation/1", 0)
+    except libvirt.libvirtError:
+        return None
+    inner = ET.fromstring(text).text
+    return json.loads(inner) if inner else None
+
+
+def wait_for(what, cond, timeout=90):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.2)
+
+
 def lab(*args):
     global _conn
     subprocess.run([os.path.join(ROOT, "test/lab/libvirt-up.sh")] + list(args), check=True,
@@ -90,9 +180,9 @@ def lab(*args):
 class Scenario:
     """A domain + a server; cleans both up."""
 
-    def __init__(self, style, name, config=None, env=None):
+    def __init__(self, style, name, config=None, env=None, switches=(), ready=True, guest=True):
         self.name = name
-        self.dom = new_domain(style, name)
+        self.dom = new_domain(style, name, switches, ready, guest)
         self.server = hvtest.Server(BINARY, config or CONFIG, env=env).start()
         self.client = self.server.client()
         self.mach = hvtest.machine(name)
@@ -134,18 +224,26 @@ def test_dimm_and_vcpu_hotplug_live():
         assert {(o["path"], o["value"]) for o in ops} == {("/spec/memoryMiB", 2048),
                                                           ("/spec/vcpu", 3)}, ops
         assert "live" in resp["message"], resp
+        mark = len(console(s.name))
         last, msgs, first_ms = s.update((2048, 3))
         assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, (last, msgs)
+        assert last["message"] == "done: memory 2048 MiB, 3 vCPUs (the guest shows it)", last
         after = state(s.name)
         assert after["id"] == before["id"], "domain restarted: %s -> %s" % (before, after)
         assert after["memory"] == 2048 and after["vcpus"] == 3, after
+        # the guest's own console: the DIMM onlined, 3 CPUs online, and no power-off
+        mib, cpus = wait_guest(s.name, lambda v: v[0] > 1900 and v[1] == 3, 30, mark)
+        assert "power" not in console(s.name)[mark:], console(s.name)[mark:]
+        assert qemu_log_reasons(s.name) == [], qemu_log_reasons(s.name)
+        print("     guest shows MemTotal %d MiB, %d CPUs" % (mib, cpus))
         assert after["config_memory"] == 2048 and after["config_vcpus"] == 3, after
         print("     first UpdateMachine call: %.1f ms; steps: %s" % (first_ms, msgs))
-        # Idempotent after completion: more calls, same end state, no new step.
-        again, _ = s.client.post("UpdateMachine", hvtest.update_request(
+        # Idempotent after completion: more calls, done again, no step, no record write.
+        meta = record(s.name)
+        hvtest.assert_idempotent_after_done(s.client, hvtest.update_request(
             s.infra(2048, 3), s.mach))
-        assert again["status"] == "Success", again
         assert state(s.name) == after
+        assert record(s.name) == meta
     finally:
         s.close()
 
@@ -156,14 +254,16 @@ def test_vcpu_growth_only():
         before = state(s.name)
         last, msgs, _ = s.update((1024, 2))
         assert last["retryAfterSeconds"] == 0 and last["status"] == "Success", msgs
+        assert last["message"].endswith("(the guest shows it)"), last
         after = state(s.name)
         assert after["vcpus"] == 2 and after["id"] == before["id"], after
+        wait_guest(s.name, lambda v: v[1] == 2, 30)
     finally:
         s.close()
 
 
-def test_virtio_mem_without_guest_times_out_into_failure():
-    s = scenario("vmem", "hvt-e2e-vmem-fail")
+def test_virtio_mem_without_guest_driver_times_out_into_failure():
+    s = scenario("vmem", "hvt-e2e-vmem-fail", switches=["hvguest.novmem"])
     try:
         before = state(s.name)
         settings = dict(FAST, powerCycle="Never")
@@ -179,21 +279,28 @@ def test_virtio_mem_without_guest_times_out_into_failure():
         s.close()
 
 
-def test_virtio_mem_without_guest_falls_back_to_power_cycle():
-    s = scenario("vmem", "hvt-e2e-vmem-cold")
+def test_virtio_mem_without_guest_driver_falls_back_to_power_cycle():
+    s = scenario("vmem", "hvt-e2e-vmem-cold", switches=["hvguest.novmem"])
     try:
         before = state(s.name)
-        last, msgs, _ = s.update((1536, 1), FAST)
+        mark = len(console(s.name))
+        # liveTimeoutSeconds bounds both the wait for the plug and, after the power cycle, the
+        # wait for the booted guest to report
+        last, msgs, _ = s.update((1536, 1), dict(FAST, liveTimeoutSeconds="20"))
         assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        assert last["message"].endswith("(the guest shows it)"), (last, msgs)
         after = state(s.name)
         assert after["running"] and after["id"] != before["id"], (before, after)
         assert after["memory"] == 1536, after
+        # no false done before the power cycle; after it the guest boots with the memory
+        assert not any(m.startswith("done") for m in msgs[:-1]), msgs
+        wait_guest(s.name, lambda v: v[0] > 1400, 30, mark)
     finally:
         s.close()
 
 
 def test_shrink_soft_power_off_mode_fails_and_keeps_vm_running():
-    s = scenario("dimm", "hvt-e2e-soft")
+    s = scenario("dimm", "hvt-e2e-soft", switches=["hvguest.nopowerbutton", "hvguest.noagent"])
     try:
         before = state(s.name)
         resp = s.can_update((1024, 1), (512, 1))
@@ -204,26 +311,41 @@ def test_shrink_soft_power_off_mode_fails_and_keeps_vm_running():
                                    "is Soft"), last
         after = state(s.name)
         assert after["running"] and after["id"] == before["id"], after
+        assert "power button pressed: ignored" in console(s.name), console(s.name)[-800:]
     finally:
         s.close()
 
 
 def test_shrink_cold_path_trysoft():
-    s = scenario("dimm", "hvt-e2e-shrink")
+    # no guest agent: the shutdown request is the ACPI power button (with an agent libvirt
+    # asks the agent, as test_guest_never_onlining_memory_is_power_cycled_under_ifneeded shows)
+    s = scenario("dimm", "hvt-e2e-shrink", switches=["hvguest.noagent"])
     try:
         before = state(s.name)
-        last, msgs, _ = s.update((512, 1), FAST)
+        mark = len(console(s.name))
+        last, msgs, _ = s.update((512, 1), dict(FAST, shutdownTimeoutSeconds="60",
+                                                liveTimeoutSeconds="15"))
         assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
-        assert any("shut" in m for m in msgs), msgs
+        assert not any("did not shut down" in m for m in msgs), msgs
         after = state(s.name)
         assert after["running"] and after["id"] != before["id"], after
         assert after["memory"] == 512 and after["config_memory"] == 512, after
+        # the guest powered itself off (its console and libvirt say so: a shutdown, not a
+        # destroy), booted again with the new size and shows it
+        text = console(s.name)[mark:]
+        assert "power button pressed: powering off" in text, text[-1500:]
+        assert "clean poweroff" in text and "reboot: Power down" in text, text[-1500:]
+        assert qemu_log_reasons(s.name) == ["shutdown"], qemu_log_reasons(s.name)
+        mib, _ = wait_guest(s.name, lambda v: v[0] < 512, 60, mark + text.index("Power down"))
+        assert last["message"] == ("done: memory 512 MiB, 1 vCPU (vCPUs not verified in the "
+                                   "guest)"), last
+        print("     guest after the cycle: MemTotal %d MiB" % mib)
     finally:
         s.close()
 
 
 def test_hard_power_off_mode_skips_shutdown():
-    s = scenario("plain", "hvt-e2e-hard")
+    s = scenario("plain", "hvt-e2e-hard", ready=False)
     try:
         before = state(s.name)
         last, msgs, _ = s.update((768, 2), dict(FAST, powerOffMode="Hard"))
@@ -236,7 +358,7 @@ def test_hard_power_off_mode_skips_shutdown():
 
 
 def test_power_cycle_never_declines_cold_change():
-    s = scenario("plain", "hvt-e2e-never")
+    s = scenario("plain", "hvt-e2e-never", ready=False)
     try:
         resp = s.can_update((1024, 1), (2048, 1), {"powerCycle": "Never"})
         assert resp["status"] == "Success", resp
@@ -269,7 +391,9 @@ def test_missing_domain():
 
 
 def test_libvirtd_restart_mid_operation():
-    s = scenario("dimm", "hvt-e2e-restart")
+    # no guest OS: the shutdown then lasts the whole shutdownTimeoutSeconds, so libvirtd is
+    # restarted while the operation waits for it (a guest would be off before the restart)
+    s = scenario("dimm", "hvt-e2e-restart", guest=False)
     try:
         before = state(s.name)
         restarted = []
@@ -296,7 +420,7 @@ COLD_POINTS = ["before:shutdown", "after:shutdown", "before:power-off", "after:p
 def test_sigkill_at_each_cold_step():
     for point in COLD_POINTS:
         name = "hvt-e2e-kill"
-        dom_before = new_domain("dimm", name)
+        dom_before = new_domain("dimm", name, guest=False)  # 8 power cycles: no boots
         del dom_before
         server = hvtest.Server(BINARY, CONFIG, env={"HV_FAILPOINT": point}).start()
         try:
@@ -306,12 +430,13 @@ def test_sigkill_at_each_cold_step():
             deadline = time.monotonic() + 60
             while server.alive():
                 try:
-                    c.post("UpdateMachine", req)
+                    resp, _ = c.post("UpdateMachine", req)
                 except Exception:
                     if server.alive():
                         raise
+                    continue
                 assert time.monotonic() < deadline, "failpoint %s never reached" % point
-                time.sleep(0.2)
+                time.sleep(hvtest.retry_wait(resp))
             assert server.proc.returncode == -9, (point, server.proc.returncode)
             server.start(env={"HV_FAILPOINT": ""})
             last, msgs, _ = hvtest.drive(server.client(), req)
@@ -449,14 +574,418 @@ def test_disk_grows_live_through_the_hooks():
         remove_disk_domain(name, image)
 
 
-CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only, test_disk_grows_live_through_the_hooks,
-         test_virtio_mem_without_guest_times_out_into_failure,
-         test_virtio_mem_without_guest_falls_back_to_power_cycle,
+def test_two_replicas_never_answer_a_stale_done():
+    # Replica A takes the VM to 2048 MiB, replica B to 3072; A asked for 2048 again must not
+    # answer "done" from what it concluded before: every done it gives must be true.
+    s = scenario("dimm", "hvt-e2e-stale")
+    b = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        def check_done(resp):
+            if resp["status"] == "Success" and resp["retryAfterSeconds"] == 0:
+                want = int(re.search(r"memory (\d+) MiB", resp["message"]).group(1))
+                seen = state(s.name)["memory"]
+                assert seen == want, "false done %r: the VM shows %d MiB" % (resp, seen)
+
+        a_req = hvtest.update_request(s.infra(2048, 1), s.mach, FAST)
+        last, msgs, _ = hvtest.drive(s.client, a_req, on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and last["status"] == "Success", msgs
+        last, msgs, _ = hvtest.drive(b.client(), hvtest.update_request(s.infra(3072, 1), s.mach,
+                                                                       FAST),
+                                     on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and state(s.name)["memory"] == 3072, msgs
+        first, _ = s.client.post("UpdateMachine", a_req)
+        check_done(first)
+        assert first["status"] == "Success" and first["retryAfterSeconds"] > 0, first
+        # A goes on: a shrink back to 2048 (a power cycle), done only when the VM shows it.
+        last, msgs, _ = hvtest.drive(s.client, a_req, on_answer=check_done)
+        assert last["retryAfterSeconds"] == 0 and last["status"] == "Success", msgs
+        after = state(s.name)
+        assert after["running"] and after["memory"] == 2048, after
+        print("     A asked for 2048 again after B's 3072: %s" % msgs)
+    finally:
+        stop(b)
+        s.close()
+
+
+def stop(server):
+    if server.alive():
+        server.stop()
+
+
+def test_abandoned_power_cycle_finishes_and_frees_the_slot():
+    # CAPI stops calling once the cycle has begun (Machine deleted, cluster paused, network
+    # cut): the engine finishes the cycle on its own and gives the host's only slot back.
+    cfg = dict(CONFIG, engine={"workers": 2, "maxConcurrentPowerCycles": 4,
+                               "maxPowerCyclesPerHost": 1})
+    s = scenario("plain", "hvt-e2e-gone", config=cfg)
+    other = "hvt-e2e-next"
+    new_domain("plain", other)
+    try:
+        before = state(s.name)
+        req = hvtest.update_request(s.infra(768, 2), s.mach, FAST)
+        # Call until the guest has been asked to shut down (the guest has no OS and ignores
+        # ACPI, so the engine must also power it off after shutdownTimeoutSeconds), then stop.
+        msgs = []
+        deadline = time.monotonic() + 30
+        while True:
+            resp, _ = s.client.post("UpdateMachine", req)
+            msgs.append(resp["message"])
+            assert resp["status"] == "Success" and resp["retryAfterSeconds"] > 0, msgs
+            if "shut" in resp["message"]:  # "shutting the guest down", "waiting for ..."
+                break
+            assert time.monotonic() < deadline, msgs
+            time.sleep(hvtest.retry_wait(resp))
+        # No more calls for this VM from here on.
+        after = wait_for("the abandoned VM to come back on with the desired size",
+                         lambda: (lambda st: st if st["running"] and st["memory"] == 768
+                                  and st["id"] != before["id"] else None)(state(s.name)))
+        assert after["vcpus"] == 2 and after["config_memory"] == 768, after
+        wait_for("the record to say done", lambda: (record(s.name) or {}).get("phase") == "done")
+        # The host's only power-cycle slot is free again: another VM gets its cycle.
+        mach = hvtest.machine(other)
+        o_before = state(other)
+        last, omsgs, _ = hvtest.drive(s.client, hvtest.update_request(
+            hvtest.libvirt_machine(other, 768, 1), mach, FAST), timeout=90)
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, omsgs
+        o_after = state(other)
+        assert o_after["memory"] == 768 and o_after["id"] != o_before["id"], o_after
+        print("     abandoned after %s; second VM: %s" % (msgs[-1], omsgs))
+    finally:
+        remove_domain(other)
+        s.close()
+
+
+def host_refusable_mib():
+    """A memory size QEMU cannot allocate on this host (3x its RAM: the kernel's overcommit
+    heuristic refuses it), so the start with it really fails."""
+    with open("/proc/meminfo") as f:
+        kib = int(next(l for l in f if l.startswith("MemTotal:")).split()[1])
+    return (kib * 3 // 1024 + 1023) // 1024 * 1024
+
+
+def test_failed_power_on_is_rolled_back():
+    s = scenario("plain", "hvt-e2e-rollback")
+    try:
+        before = state(s.name)
+        huge = host_refusable_mib()
+        last, msgs, _ = s.update((huge, 1), dict(FAST, powerOffMode="Hard"), timeout=180)
+        assert last["status"] == "Failure", msgs
+        # the reason is libvirt's error class for QEMU's "cannot set up guest memory"
+        assert last["message"].startswith(
+            "the VM could not start with memory %d MiB, 1 vCPU (step power-on failed 3 times: "
+            % huge), last
+        assert last["message"].endswith(
+            "); its previous configuration (memory 1024 MiB, 2 vCPUs) was restored and it was "
+            "started"), last
+        after = state(s.name)
+        assert after["running"] and after["id"] != before["id"], after
+        assert after["memory"] == 1024 and after["vcpus"] == 2, after
+        assert after["config_memory"] == 1024 and after["config_vcpus"] == 2, after
+        # Sticky: the same answer again, and no further step.
+        again, _ = s.client.post("UpdateMachine", hvtest.update_request(
+            s.infra(huge, 1), s.mach, dict(FAST, powerOffMode="Hard")))
+        assert again == last, again
+        assert state(s.name)["id"] == after["id"]
+        print("     %s" % last["message"])
+    finally:
+        s.close()
+
+
+def test_virtio_mem_growth_plugged_by_guest_driver():
+    s = scenario("vmem", "hvt-e2e-vmem-guest")
+    try:
+        before = state(s.name)
+        mark = len(console(s.name))
+        last, msgs, _ = s.update((1536, 1), dict(FAST, liveTimeoutSeconds="60"))
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        assert last["message"] == "done: memory 1536 MiB, 1 vCPU (the guest shows it)", msgs
+        after = state(s.name)
+        assert after["id"] == before["id"], after  # (libvirt's <memory> counts the whole device)
+        live = ET.fromstring(conn().lookupByName(s.name).XMLDesc(0))
+        cur = live.find("devices/memory/target/current")
+        assert int(cur.text) == 512 * 1024, ET.tostring(cur)  # the guest driver plugged it all
+        # done waited for the guest: its console already shows the memory
+        mib, _ = guest_view(console(s.name)[mark:]) or (0, 0)
+        assert mib > 1400, console(s.name)[mark:][-800:]
+        print("     guest shows MemTotal %d MiB; steps: %s" % (mib, msgs))
+    finally:
+        s.close()
+
+
+def test_guest_ignoring_power_button_is_powered_off_hard():
+    s = scenario("plain", "hvt-e2e-nobutton",
+                 switches=["hvguest.nopowerbutton", "hvguest.noagent"])
+    try:
+        before = state(s.name)
+        mark = len(console(s.name))
+        t0 = time.monotonic()
+        last, msgs, _ = s.update((768, 2), dict(FAST, liveTimeoutSeconds="15"))
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        assert any("waiting for the guest to shut down" in m for m in msgs), msgs
+        assert time.monotonic() - t0 >= 2, "hard off before shutdownTimeoutSeconds"
+        # no agent: only the memory is checked in the guest
+        assert last["message"] == ("done: memory 768 MiB, 2 vCPUs (vCPUs not verified in the "
+                                   "guest)"), last
+        after = state(s.name)
+        assert after["memory"] == 768 and after["vcpus"] == 2 and after["id"] != before["id"]
+        assert "power button pressed: ignored" in console(s.name)[mark:], console(s.name)[-800:]
+        assert qemu_log_reasons(s.name) == ["destroyed"], qemu_log_reasons(s.name)
+        wait_guest(s.name, lambda v: v[1] == 2 and v[0] < 768, 60, mark)
+    finally:
+        s.close()
+
+
+def test_guest_never_onlining_memory_fails_under_never():
+    s = scenario("dimm", "hvt-e2e-noonline", switches=["hvguest.noonline"])
+    try:
+        before = state(s.name)
+        settings = dict(FAST, powerCycle="Never", liveTimeoutSeconds="8")
+        last, msgs, _ = s.update((1536, 2), settings)
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == (
+            "the hypervisor shows memory 1536 MiB, 2 vCPUs but the guest did not take it within "
+            "8 s; allow powerCycle IfNeeded or check the guest's hot-plug support"), last
+        assert not any(m.startswith("done") for m in msgs), msgs
+        after = state(s.name)
+        assert after["memory"] == 1536 and after["id"] == before["id"], after  # no power-off
+        mib, cpus = guest_view(console(s.name))
+        assert mib < 1024 and cpus == 2, (mib, cpus)
+        again, _ = s.client.post("UpdateMachine", hvtest.update_request(
+            s.infra(1536, 2), s.mach, settings))
+        assert again["status"] == "Failure" and again["message"] == last["message"], again
+    finally:
+        s.close()
+
+
+def test_guest_never_onlining_memory_is_power_cycled_under_ifneeded():
+    s = scenario("dimm", "hvt-e2e-noonline2", switches=["hvguest.noonline"])
+    try:
+        before = state(s.name)
+        mark = len(console(s.name))
+        last, msgs, _ = s.update((1536, 1), dict(FAST, liveTimeoutSeconds="20",
+                                                  shutdownTimeoutSeconds="60"))
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        assert any("waiting for the guest to show" in m for m in msgs), msgs
+        assert not any(m.startswith("done") for m in msgs[:-1]), msgs
+        assert last["message"] == "done: memory 1536 MiB, 1 vCPU (the guest shows it)", msgs
+        after = state(s.name)
+        assert after["id"] != before["id"] and after["memory"] == 1536, after
+        assert "shutdown requested (guest agent)" in console(s.name)[mark:], console(s.name)
+        # the power cycle gave the guest the memory at boot, where it needs no onlining
+        assert qemu_log_reasons(s.name) == ["shutdown"], qemu_log_reasons(s.name)
+        wait_guest(s.name, lambda v: v[0] > 1400, 30, mark)
+    finally:
+        s.close()
+
+
+def test_guest_verification_required_and_off():
+    s = scenario("dimm", "hvt-e2e-gv", switches=["hvguest.noagent"])
+    try:
+        # no agent: vCPUs cannot be checked in the guest
+        last, msgs, _ = s.update((1024, 2), FAST)
+        assert last["message"] == "done: memory 1024 MiB, 2 vCPUs (vCPUs not verified in the guest)", msgs
+        last, msgs, _ = s.update((1024, 3), dict(FAST, guestVerification="Off"))
+        assert last["message"] == "done: memory 1024 MiB, 3 vCPUs (not verified in the guest)", msgs
+        last, msgs, _ = s.update((1024, 4), dict(FAST, guestVerification="Required",
+                                                 powerCycle="Never"))
+        assert last["status"] == "Failure", msgs
+        assert "but the guest did not take it within 3 s" in last["message"], last
+        assert state(s.name)["vcpus"] == 4
+    finally:
+        s.close()
+TRANSIENT_WHY = "transient domain: a power cycle would delete it"
+
+
+def new_transient(style, name):
+    """Start a transient TCG domain (virDomainCreateXML): it exists only while it runs."""
+    remove_domain(name)
+    xml = open(os.path.join(ROOT, "test/lab/domains", style + ".xml")).read()
+    xml = re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)
+    dom = conn().createXML(xml, 0)
+    assert not dom.isPersistent()
+    return dom
+
+
+def remove_transient(name):
+    try:
+        dom = conn().lookupByName(name)
+    except libvirt.libvirtError:
+        return
+    persistent = dom.isPersistent()
+    if dom.isActive():
+        dom.destroy()
+    if persistent:
+        dom.undefine()
+
+
+def test_transient_domain_is_never_power_cycled():
+    name = "hvt-e2e-transient"
+    new_transient("dimm", name)
+    server = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        c = server.client()
+        mach = hvtest.machine(name)
+        before = state(name)
+        # UpdateMachine: a sticky Failure, the domain untouched and still running.
+        req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 1), mach, FAST)
+        last, msgs, _ = hvtest.drive(c, req)
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == "cannot change memory: " + TRANSIENT_WHY, last
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+        assert after["memory"] == 1024, after
+        # Under Never, CanUpdateMachine sees the domain and does not cover a shrink.
+        resp, _ = c.post("CanUpdateMachine", hvtest.can_update_request(
+            hvtest.libvirt_machine(name, 1024, 1), hvtest.libvirt_machine(name, 512, 1), mach,
+            {"powerCycle": "Never", "onUncoverable": "Block"}))
+        for _ in range(50):
+            if "still asking" not in resp.get("message", ""):
+                break
+            time.sleep(0.1)
+            resp, _ = c.post("CanUpdateMachine", hvtest.can_update_request(
+                hvtest.libvirt_machine(name, 1024, 1), hvtest.libvirt_machine(name, 512, 1),
+                mach, {"powerCycle": "Never", "onUncoverable": "Block"}))
+        assert resp["status"] == "Failure" and TRANSIENT_WHY in resp["message"], resp
+        # Live growth still works: DIMM hot-add and vCPU hot-plug, no restart.
+        last, msgs, _ = hvtest.drive(c, hvtest.update_request(
+            hvtest.libvirt_machine(name, 2048, 3), mach, FAST))
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, msgs
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+        assert after["memory"] == 2048 and after["vcpus"] == 3, after
+    finally:
+        server.stop()
+        remove_transient(name)
+
+
+def test_transient_domain_live_change_that_does_not_show_is_not_power_cycled():
+    # virtio-mem without a guest driver: accepted, never shows. A persistent domain falls
+    # back to a power cycle under IfNeeded; a transient one would be deleted by it.
+    name = "hvt-e2e-transient-vmem"
+    new_transient("vmem", name)
+    server = hvtest.Server(BINARY, CONFIG).start()
+    try:
+        before = state(name)
+        last, msgs, _ = hvtest.drive(server.client(), hvtest.update_request(
+            hvtest.libvirt_machine(name, 1536, 1), hvtest.machine(name), FAST))
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == "cannot power-cycle the VM: " + TRANSIENT_WHY, last
+        after = state(name)
+        assert after["running"] and after["id"] == before["id"], (before, after)
+    finally:
+        server.stop()
+        remove_transient(name)
+
+
+class DeafHost:
+    """A TCP port that accepts connections and never answers (a libvirt host hung
+    mid-handshake)."""
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        import socket
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def drive_capi(client, req, timeout=90):
+    """UpdateMachine as CAPI calls it: again after retryAfterSeconds (scaled by 0.5), until
+    done or Failure. Returns (last answer, number of calls)."""
+    deadline = time.monotonic() + timeout
+    calls = 0
+    while True:
+        resp, _ = client.post("UpdateMachine", req)
+        calls += 1
+        if resp["status"] == "Failure" or resp["retryAfterSeconds"] == 0:
+            return resp, calls
+        assert time.monotonic() < deadline, "still in progress after %ds: %s" % (timeout, resp)
+        time.sleep(resp["retryAfterSeconds"] * 0.5)
+
+
+def test_dead_host_does_not_stall_the_lab_host():
+    deaf = DeafHost()
+    names = ["hvt-e2e-deaf-a", "hvt-e2e-deaf-b"]
+    for n in names:
+        new_domain("dimm", n)
+    config = dict(CONFIG, libvirt={"uris": ["qemu+tcp://127.0.0.1:%d/system" % deaf.port, URI]})
+    server = hvtest.Server(BINARY, config).start()
+    try:
+        results = {}
+
+        def update(n, mem, vcpu):
+            results[n] = drive_capi(server.client(), hvtest.update_request(
+                hvtest.libvirt_machine(n, mem, vcpu), hvtest.machine(n)))
+
+        # Two domains at once, found by name: the dead host is listed first, so the first
+        # passes wait for its connection attempt once (libvirt.connectTimeoutSeconds, 10 s).
+        threads = [threading.Thread(target=update, args=(n, 2048, 2)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in names:
+            last, calls = results[n]
+            assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, (n, last)
+            assert state(n)["memory"] == 2048 and state(n)["vcpus"] == 2, state(n)
+        # Their host is known now: a further change takes the usual number of calls (first
+        # answer, hot-plugged, done) and never goes near the dead host.
+        update(names[0], 2048, 3)
+        last, calls = results[names[0]]
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, last
+        assert calls <= 4, "took %d calls" % calls
+        assert state(names[0])["vcpus"] == 3
+        assert len(deaf.conns) == 1, "dead host asked %d times" % len(deaf.conns)
+        print("     first updates: %s calls; then %d calls" % (
+            [results[n][1] for n in names[1:]], calls))
+    finally:
+        server.stop()
+        deaf.close()
+        for n in names:
+            remove_domain(n)
+
+
+CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
+         test_disk_grows_live_through_the_hooks,
+         test_virtio_mem_growth_plugged_by_guest_driver,
+         test_virtio_mem_without_guest_driver_times_out_into_failure,
+         test_virtio_mem_without_guest_driver_falls_back_to_power_cycle,
+         test_guest_ignoring_power_button_is_powered_off_hard,
+         test_guest_never_onlining_memory_fails_under_never,
+         test_guest_never_onlining_memory_is_power_cycled_under_ifneeded,
+         test_guest_verification_required_and_off,
          test_shrink_soft_power_off_mode_fails_and_keeps_vm_running,
          test_shrink_cold_path_trysoft, test_hard_power_off_mode_skips_shutdown,
          test_power_cycle_never_declines_cold_change, test_missing_domain,
          test_libvirtd_restart_mid_operation, test_sigkill_at_each_cold_step,
-         test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live]
+         test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live,
+         test_two_replicas_never_answer_a_stale_done,
+         test_abandoned_power_cycle_finishes_and_frees_the_slot,
+         test_failed_power_on_is_rolled_back,
+         test_transient_domain_is_never_power_cycled,
+         test_transient_domain_live_change_that_does_not_show_is_not_power_cycled,
+         test_dead_host_does_not_stall_the_lab_host]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

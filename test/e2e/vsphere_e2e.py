@@ -358,7 +358,7 @@ class Scenario:
 
         client.post = post  # instance attribute: only this client is wrapped
         try:
-            return hvtest.drive(client, req, timeout=timeout, poll=0.1, on_answer=on_answer)
+            return hvtest.drive(client, req, timeout=timeout, on_answer=on_answer)
         finally:
             del client.post
 
@@ -423,13 +423,14 @@ def test_hot_add_memory_and_cpu_live():
         calls, _ = s.sim.stats()
         for m in ("PowerOffVM_Task", "PowerOnVM_Task", "ShutdownGuest"):
             assert calls[m] == 0, (m, dict(calls))
-        # Idempotent after completion: same answer, no new reconfiguration.
+        # Idempotent after completion: done again once the queued passes have looked, and
+        # they took no step and wrote no record (no reconfiguration at all).
         reconf = calls["ReconfigVM_Task"]
-        for _ in range(3):
-            again = s.post("UpdateMachine", s.update_req(0, (8192, 4), FAST))
+        for _ in range(2):
+            again = hvtest.assert_idempotent_after_done(s.client, s.update_req(0, (8192, 4), FAST))
             assert again == last, again
-        time.sleep(0.3)
         assert s.sim.stats()[0]["ReconfigVM_Task"] == reconf
+        assert s.state(0)["record"] == rec
         print("     first UpdateMachine call %.1f ms; steps: %s" % (first_ms, msgs))
     finally:
         s.close()
@@ -668,13 +669,13 @@ def test_vm_not_found():
     try:
         pid = "vsphere://4a1e0000-0000-4000-8000-00000000dead"
         req = hvtest.update_request(vsphere_machine("ghost", 8192, 2), machine("ghost", pid))
-        last, msgs, _ = hvtest.drive(s.client, req, poll=0.1)
+        last, msgs, _ = hvtest.drive(s.client, req)
         assert last["status"] == "Failure", msgs
         assert last["message"] == ("VM 4a1e0000-0000-4000-8000-00000000dead not found on any "
                                    "configured vsphere host"), last
         other = hvtest.update_request(vsphere_machine("m0", 8192, 2, server="vc.elsewhere"),
                                       machine("m0", "vsphere://" + s.uuid(0)))
-        last, _, _ = hvtest.drive(s.client, other, poll=0.1)
+        last, _, _ = hvtest.drive(s.client, other)
         assert last["status"] == "Failure" and "vc.elsewhere" in last["message"], last
     finally:
         s.close()
@@ -879,7 +880,7 @@ def kill_and_recover(points, engine=None):
                 mid = sim.vim.vm(moref)
                 server.start(env={"HV_FAILPOINT": ""})
                 t0 = time.monotonic()
-                last, msgs, _ = hvtest.drive(server.client(), req, timeout=120, poll=0.1)
+                last, msgs, _ = hvtest.drive(server.client(), req, timeout=120)
                 r = {"point": point, "tools": tools, "last": last, "msgs": msgs,
                      "took": time.monotonic() - t0, "state": sim.vim.vm(moref),
                      "events": power_events(sim.vim.events(moref)[before:])}
@@ -1064,6 +1065,100 @@ def test_lab_cli_plan_and_apply():
         sim.stop()
 
 
+def test_two_replicas_never_answer_a_stale_done():
+    # Replica A takes the VM to 8192 MiB, replica B to 12288; A asked for 8192 again must not
+    # answer "done" from what it concluded before: every done it gives must be true.
+    s = Scenario("-vm", "0:memory=4096,cpus=2,memhotadd,cpuhotadd,tools", vms=1)
+    b = hvtest.Server(BINARY, s.config).start()
+    try:
+        def check_done(resp):
+            if resp["status"] == "Success" and resp["retryAfterSeconds"] == 0:
+                want = int(resp["message"].split("memory ")[1].split(" MiB")[0])
+                seen = s.state(0)["memory"]
+                assert seen == want, "false done %r: the VM shows %d MiB" % (resp, seen)
+
+        last, msgs, _ = s.update(0, (8192, 2), FAST, on_answer=check_done)
+        assert_done(last, msgs)
+        last, msgs, _ = s.update(0, (12288, 2), FAST, client=b.client(), on_answer=check_done)
+        assert_done(last, msgs)
+        assert s.state(0)["memory"] == 12288
+        first = s.post("UpdateMachine", s.update_req(0, (8192, 2), FAST))
+        check_done(first)
+        assert first["status"] == "Success" and first["retryAfterSeconds"] > 0, first
+        # A goes on: a shrink back to 8192 (a power cycle), done only when the VM shows it.
+        last, msgs, _ = s.update(0, (8192, 2), FAST, on_answer=check_done)
+        assert_done(last, msgs)
+        st = s.state(0)
+        assert st["on"] and st["memory"] == 8192, st
+        print("     A asked for 8192 again after B's 12288: %s" % msgs)
+    finally:
+        stop_server(b)
+        s.close()
+
+
+def test_abandoned_power_cycle_finishes_and_frees_the_slot():
+    # The first start after the reconfiguration fails; CAPI stops calling right then (Machine
+    # deleted, cluster paused, network cut). The engine finishes the cycle on its own and
+    # gives the vCenter's only power-cycle slot back for the next VM.
+    s = Scenario("-vm", "0-1:memory=4096,cpus=2",
+                 "-fail", "PowerOnVM_Task=1:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=2,
+                 engine={"maxPowerCyclesPerHost": 1})
+    try:
+        # One call: its pass powers the VM off (no VMware Tools), reconfigures it, and the
+        # start fails. CAPI calls no more.
+        first = s.post("UpdateMachine", s.update_req(0, (8192, 4), FAST))
+        assert first["status"] == "Success" and first["retryAfterSeconds"] > 0, first
+        deadline = time.monotonic() + 30
+        while True:
+            st = s.state(0)
+            rec = st["record"] or {}
+            if rec.get("phase") == "power-on" and rec.get("attempts") == 1:
+                break
+            assert time.monotonic() < deadline, "the start never failed: %s" % st
+            time.sleep(0.05)
+        assert not st["on"], st
+        msgs = [first["message"]]
+        # No more calls for VM 0 from here on.
+        deadline = time.monotonic() + 60
+        while True:
+            st = s.state(0)
+            if st["on"] and (st["record"] or {}).get("phase") == "done":
+                break
+            assert time.monotonic() < deadline, "abandoned VM not finished: %s" % st
+            time.sleep(0.2)
+        assert st["memory"] == 8192 and st["cpus"] == 4, st
+        last, omsgs, _ = s.update(1, (8192, 4), FAST, timeout=60)
+        assert_done(last, omsgs)
+        assert s.state(1)["memory"] == 8192, s.state(1)
+        print("     abandoned at %r; second VM: %s" % (msgs[-1], omsgs))
+    finally:
+        s.close()
+
+
+def test_failed_power_on_is_rolled_back():
+    s = Scenario("-vm", "0:memory=4096,cpus=2,tools",
+                 "-fail", "PowerOnVM_Task=3:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=1)
+    try:
+        s.mark(0)
+        last, msgs, _ = s.update(0, (8192, 4), FAST)
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == (
+            "the VM could not start with memory 8192 MiB, 4 vCPUs (step power-on failed 3 "
+            "times: the host lacks the resources); its previous configuration (memory 4096 MiB, "
+            "2 vCPUs) was restored and it was started"), last
+        st = s.state(0)
+        assert st["on"] and st["memory"] == 4096 and st["cpus"] == 2, st
+        assert st["record"]["phase"] == "failed" and st["record"]["rollback"], st["record"]
+        calls, _ = s.sim.stats()
+        assert calls["PowerOnVM_Task"] == 4, dict(calls)
+        again = s.post("UpdateMachine", s.update_req(0, (8192, 4), FAST))
+        assert again == last, again
+        assert s.sim.stats()[0]["PowerOnVM_Task"] == 4
+        print("     %s" % last["message"])
+    finally:
+        s.close()
+
+
 CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_with_tools,
          test_no_hot_add_power_cycle_without_tools_powers_off,
          test_soft_power_off_mode_without_tools_fails_and_keeps_vm_running,
@@ -1078,7 +1173,9 @@ CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_
          test_sigkill_before_a_step_recovers_promptly_and_gracefully,
          test_two_concurrent_calls_and_a_replica_one_power_cycle,
          test_slow_vcenter_hooks_stay_fast, test_slow_vcenter_can_update_never_probe,
-         test_lab_cli_plan_and_apply]
+         test_lab_cli_plan_and_apply, test_two_replicas_never_answer_a_stale_done,
+         test_abandoned_power_cycle_finishes_and_frees_the_slot,
+         test_failed_power_on_is_rolled_back]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -1,18 +1,25 @@
 #!/bin/sh
-# run.sh BUILD_DIR SECONDS: configure a clang build with -DHV_FUZZ=ON in BUILD_DIR, build
-# fuzz_hooks and its seed corpus, and fuzz for SECONDS (default 60). Exits non-zero when the
-# fuzzer finds a crash (the input is saved in BUILD_DIR/fuzz-artifacts/, reproduce it with
-# `BUILD_DIR/test/fuzz/fuzz_hooks FILE`). The growing corpus is kept in BUILD_DIR/fuzz-corpus.
-# Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), CC (default clang).
+# run.sh BUILD_DIR [SECONDS [TARGET...]]: configure a clang build with -DHV_FUZZ=ON in
+# BUILD_DIR, build the fuzz targets and their seed corpora, and fuzz each TARGET for SECONDS
+# (default 60) in turn. Targets (default: all): hooks (request bodies: JSON, hooks, JSON
+# Patch), soap (vCenter answers), domxml (libvirt domain XML, record metadata), oprecord
+# (the operation record on a VM), config (the config file), base64.
+# Prints one line per target: executions, coverage (edges) and features, corpus size.
+# Exits non-zero when a fuzzer finds a crash (the input is saved in
+# BUILD_DIR/fuzz-artifacts/<target>/, reproduce it with `BUILD_DIR/test/fuzz/fuzz_<target>
+# FILE`). The growing corpora are kept in BUILD_DIR/fuzz-corpus/<target>.
+# Environment: FUZZ_JOBS (parallel fuzzing processes per target, default 1), CC (clang).
 set -eu
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 BUILD_DIR [SECONDS]" >&2
+    echo "usage: $0 BUILD_DIR [SECONDS [TARGET...]]" >&2
     exit 2
 fi
 mkdir -p "$1"
 build=$(cd "$1" && pwd)
 seconds=${2:-60}
+[ $# -ge 2 ] && shift 2 || shift $#
+targets=${*:-hooks soap domxml oprecord config base64}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=${FUZZ_JOBS:-1}
 
@@ -22,35 +29,62 @@ cmake -S "$src" -B "$build" -DHV_FUZZ=ON -DCMAKE_C_COMPILER="${CC:-clang}" \
     exit 1
 }
 rm -f "$build/configure.log"
-cmake --build "$build" --target fuzz_hooks -j "$(nproc 2>/dev/null || echo 2)"
-
-fuzzer=$build/test/fuzz/fuzz_hooks
-seeds=$build/test/fuzz/seeds
-corpus=$build/fuzz-corpus
-artifacts=$build/fuzz-artifacts
-mkdir -p "$corpus" "$artifacts"
+for t in $targets; do
+    cmake --build "$build" --target "fuzz_$t" -j "$(nproc 2>/dev/null || echo 2)"
+done
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-set -- -max_len=65536 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -dict="$src/test/fuzz/hooks.dict" -artifact_prefix="$artifacts/" -print_final_stats=1
-if [ "$jobs" -gt 1 ]; then
-    set -- "$@" -jobs="$jobs" -workers="$jobs"
-fi
-
-echo "fuzz_hooks: fuzzing for $seconds s (corpus $corpus, seeds $seeds)"
-rc=0
-before=$(ls "$artifacts" | wc -l)
+failed=0
+summary=
 cd "$build" # -jobs writes fuzz-N.log into the working directory
-"$fuzzer" "$@" "$corpus" "$seeds" || rc=$?
-after=$(ls "$artifacts" | wc -l)
-if [ "$rc" -ne 0 ] || [ "$after" -gt "$before" ]; then # a -jobs parent may exit 0
-    echo "fuzz_hooks: FAILED (exit $rc); crash inputs (newest first):" >&2
-    for f in $(ls -t "$artifacts"); do
-        echo "  reproduce: $fuzzer $artifacts/$f" >&2
-    done
-    [ "$jobs" -gt 1 ] && echo "  logs: $build/fuzz-*.log" >&2
+for t in $targets; do
+    fuzzer=$build/test/fuzz/fuzz_$t
+    if [ "$t" = hooks ]; then
+        seeds=$build/test/fuzz/seeds
+        dict="-dict=$src/test/fuzz/hooks.dict"
+    else
+        seeds=$build/test/fuzz/parser-seeds/fuzz_$t
+        dict=
+    fi
+    corpus=$build/fuzz-corpus/$t
+    artifacts=$build/fuzz-artifacts/$t
+    log=$build/fuzz-$t.log
+    mkdir -p "$corpus" "$artifacts"
+    set -- -max_len=65536 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$artifacts/" -print_final_stats=1
+    [ -n "$dict" ] && set -- "$@" "$dict"
+    if [ "$jobs" -gt 1 ]; then
+        set -- "$@" -jobs="$jobs" -workers="$jobs"
+    fi
+    echo "fuzz_$t: fuzzing for $seconds s (corpus $corpus, seeds $seeds)"
+    rc=0
+    before=$(ls "$artifacts" | wc -l)
+    "$fuzzer" "$@" "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
+    after=$(ls "$artifacts" | wc -l)
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    done_line=$(grep -E "^#[0-9]+[[:space:]]+(DONE|INITED)" "$log" | tail -1)
+    cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+    ft=$(echo "$done_line" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
+    corp=$(echo "$done_line" | sed -n 's/.*corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p')
+    line="fuzz_$t: ${execs:-?} executions in $seconds s, coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}"
+    summary="$summary$line
+"
+    if [ "$rc" -ne 0 ] || [ "$after" -gt "$before" ]; then # a -jobs parent may exit 0
+        tail -40 "$log" >&2
+        echo "fuzz_$t: FAILED (exit $rc); crash inputs (newest first):" >&2
+        for f in $(ls -t "$artifacts"); do
+            echo "  reproduce: $fuzzer $artifacts/$f" >&2
+        done
+        echo "  log: $log" >&2
+        failed=1
+    else
+        echo "$line"
+    fi
+done
+printf '\nfuzz summary:\n%s' "$summary"
+if [ "$failed" -ne 0 ]; then
     exit 1
 fi
-echo "fuzz_hooks: no crash in $seconds s"
+echo "fuzz: no crash"

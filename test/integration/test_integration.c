@@ -1091,7 +1091,7 @@ static void test_update_machine(void **state)
             if (!saw_progress)
                 save_answer("update-machine-response", "in-progress", &r);
             saw_progress = true;
-            sleep_s(0.2);
+            sleep_s(0.2 * (double)YAJL_GET_INTEGER(ra)); /* retryAfterSeconds, scaled down */
         } else {
             assert_int_equal(YAJL_GET_INTEGER(ra), 0);
             assert_true(!strncmp(msg, "done", 4));
@@ -1102,13 +1102,30 @@ static void test_update_machine(void **state)
         resp_free(&r);
     }
     assert_true(done);
-    /* idempotent after completion */
+    /* idempotent after completion: each call after a "done" first looks at the VM again
+     * ("in progress: observing the VM", retryAfterSeconds 1), then answers the same done;
+     * called the way CAPI does (after retryAfterSeconds, scaled down) */
     for (int k = 0; k < 3; k++) {
-        post(&g_cl, P_UM, req, &r);
-        yajl_val v = expect_answer(&r, "UpdateMachineResponse", "Success");
-        assert_int_equal(YAJL_GET_INTEGER(jget(v, "retryAfterSeconds", NULL, NULL)), 0);
-        yajl_tree_free(v);
-        resp_free(&r);
+        bool again = false;
+        t0 = now_s();
+        while (!again && now_s() - t0 < 10) {
+            post(&g_cl, P_UM, req, &r);
+            yajl_val v = expect_answer(&r, "UpdateMachineResponse", "Success");
+            long long ra = YAJL_GET_INTEGER(jget(v, "retryAfterSeconds", NULL, NULL));
+            const char *msg = jstr(v, "message", NULL);
+            assert_non_null(msg);
+            if (ra == 0) {
+                assert_string_equal(
+                    msg, "done: memory 2048 MiB, 2 vCPUs (vCPUs not verified in the guest)");
+                again = true;
+            } else {
+                assert_string_equal(msg, "in progress: observing the VM");
+                sleep_s(0.2 * (double)ra);
+            }
+            yajl_tree_free(v);
+            resp_free(&r);
+        }
+        assert_true(again);
     }
     free(req);
 

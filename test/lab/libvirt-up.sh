@@ -8,7 +8,8 @@
 # libvirt-qemu user. Never run it on a production KVM host.
 # Daemons started here are recorded (pid files) under $HV_LAB_STATE (/run/hvupdater-lab).
 #
-# Usage: libvirt-up.sh            set up, start, wait until `virsh version` answers, and print
+# Usage: libvirt-up.sh            build the lab guest (test/lab/guest/build.sh, cached), set up,
+#                                 start, wait until `virsh version` answers, and print
 #                                 `export HV_LIBVIRT_LAB_URI=qemu:///system` on stdout
 #        libvirt-up.sh --restart  stop and start again the libvirtd started here (running
 #                                 QEMU domains survive; tests use it to prove reconnection)
@@ -67,12 +68,24 @@ setup_host() {
     fi
 }
 
+# Run a daemon with only stdin/stdout/stderr: one that kept an inherited descriptor (e.g. of
+# `flock /tmp/hv-test.lock ...`, which callers wrap this script in) would hold that lock for
+# as long as it lives, and every later locked run would wait forever.
+bare() {
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+    done
+    exec "$@"
+}
+
 start_virtlogd() {
     alive "$STATE/virtlogd.pid" && return 0
     if pgrep -x virtlogd >/dev/null; then
         return 0 # somebody else's virtlogd serves us; not ours to stop
     fi
-    virtlogd -d -p "$STATE/virtlogd.pid"
+    (bare virtlogd -d -p "$STATE/virtlogd.pid")
 }
 
 # libvirtd re-probes QEMU (about 4 s per emulator binary) when the host CPUID it reads differs
@@ -83,9 +96,9 @@ LIBVIRTD_CPU=${HV_LAB_LIBVIRTD_CPU-0}
 
 start_libvirtd() {
     if [ -n "$LIBVIRTD_CPU" ] && command -v taskset >/dev/null; then
-        taskset -c "$LIBVIRTD_CPU" libvirtd -d -p "$STATE/libvirtd.pid"
+        (bare taskset -c "$LIBVIRTD_CPU" libvirtd -d -p "$STATE/libvirtd.pid")
     else
-        libvirtd -d -p "$STATE/libvirtd.pid"
+        (bare libvirtd -d -p "$STATE/libvirtd.pid")
     fi
     wait_ready
 }
@@ -106,6 +119,8 @@ stop_libvirtd() {
 
 case "${1:-up}" in
 up)
+    # the guest the lab domains boot (cached; rebuilt only when its packages or files change)
+    "$(dirname "$0")/guest/build.sh" >/dev/null
     if alive "$STATE/libvirtd.pid"; then
         wait_ready
     elif answers; then

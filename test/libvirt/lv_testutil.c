@@ -50,18 +50,39 @@ char *lvt_read_file(const char *path)
     return buf;
 }
 
-char *lvt_style_xml(const char *style, const char *name)
+/* a copy of s with every `from` replaced by `to` */
+static char *lvt_replace(const char *s, const char *from, const char *to)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/domains/%s.xml", HV_LAB_DIR, style);
-    char *xml = lvt_read_file(path);
-    char *a = strstr(xml, "<name>"), *b = a ? strstr(a, "</name>") : NULL;
-    assert_non_null(b);
-    size_t len = strlen(xml) + strlen(name) + 1;
-    char *out = malloc(len);
+    size_t n = 0, fl = strlen(from), tl = strlen(to);
+    for (const char *p = strstr(s, from); p; p = strstr(p + fl, from))
+        n++;
+    char *out = malloc(strlen(s) + n * tl + 1);
     assert_non_null(out);
-    snprintf(out, len, "%.*s<name>%s%s", (int)(a - xml), xml, name, b);
+    char *o = out;
+    for (const char *p; (p = strstr(s, from)); s = p + fl) {
+        memcpy(o, s, (size_t)(p - s));
+        o += p - s;
+        memcpy(o, to, tl);
+        o += tl;
+    }
+    strcpy(o, s);
+    return out;
+}
+
+char *lvt_style_xml(const char *style, const char *name, const char *switches)
+{
+    char path[512], tmpl[64], cmd[256];
+    snprintf(path, sizeof(path), "%s/domains/%s.xml", HV_LAB_DIR, style);
+    snprintf(tmpl, sizeof(tmpl), "hvt-%s", style);
+    char *xml = lvt_read_file(path);
+    assert_non_null(strstr(xml, "<name>"));
+    char *named = lvt_replace(xml, tmpl, name);
     free(xml);
+    if (!switches)
+        return named;
+    snprintf(cmd, sizeof(cmd), " %s</cmdline>", switches);
+    char *out = lvt_replace(named, "</cmdline>", cmd);
+    free(named);
     return out;
 }
 

@@ -19,8 +19,9 @@ double lvt_now_ms(void);
 struct hv_backend *lvt_backend(const char *const *uris, size_t n);
 void lvt_ref(struct hv_vm_ref *r, const char *server, const char *uuid, const char *name);
 char *lvt_read_file(const char *path);
-/* test/lab/domains/<style>.xml with <name> replaced */
-char *lvt_style_xml(const char *style, const char *name);
+/* test/lab/domains/<style>.xml with every "hvt-<style>" (name, console log) replaced by name
+ * and, when switches is non-NULL, " <switches>" appended to the guest's kernel command line */
+char *lvt_style_xml(const char *style, const char *name, const char *switches);
 /* define (and start when start) xml on uri through a private connection */
 void lvt_define(const char *uri, const char *xml, bool start);
 /* destroy + undefine name on uri, ignoring "not running" / "not found" */

@@ -3,7 +3,11 @@
  * domains defined here. No daemon needed. Each test frees its backend, so the driver's state
  * starts fresh for the next one.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,6 +418,141 @@ static void test_threads_share_connections(void **state)
     be->ops->free(be);
 }
 
+/* A TCP listener that accepts and never answers: a libvirt host that hangs mid-handshake. */
+struct lvt_deaf {
+    int fd;
+    int port;
+    int conns[16];
+    int n; /* connections accepted so far */
+    pthread_mutex_t mu;
+    pthread_t t;
+};
+
+static void *lvt_deaf_run(void *arg)
+{
+    struct lvt_deaf *d = arg;
+    for (;;) {
+        int c = accept(d->fd, NULL, NULL);
+        if (c < 0)
+            return NULL; /* the listener was shut down */
+        pthread_mutex_lock(&d->mu);
+        if (d->n < 16)
+            d->conns[d->n] = c;
+        else
+            close(c);
+        d->n++;
+        pthread_mutex_unlock(&d->mu);
+    }
+}
+
+static void lvt_deaf_start(struct lvt_deaf *d)
+{
+    memset(d, 0, sizeof(*d));
+    pthread_mutex_init(&d->mu, NULL);
+    d->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(d->fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(d->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(d->fd, 16), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(d->fd, (struct sockaddr *)&a, &len), 0);
+    d->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&d->t, NULL, lvt_deaf_run, d), 0);
+}
+
+static int lvt_deaf_count(struct lvt_deaf *d)
+{
+    pthread_mutex_lock(&d->mu);
+    int n = d->n;
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+
+/* Stop listening and hang up: a connection attempt still waiting then fails and ends. */
+static void lvt_deaf_stop(struct lvt_deaf *d)
+{
+    shutdown(d->fd, SHUT_RDWR);
+    close(d->fd);
+    pthread_join(d->t, NULL);
+    for (int i = 0; i < d->n && i < 16; i++)
+        close(d->conns[i]);
+    pthread_mutex_destroy(&d->mu);
+}
+
+struct lvt_observer {
+    struct hv_backend *be;
+    const char *uuid, *name;
+    int rc;
+    bool found;
+};
+
+static void *lvt_observe_run(void *arg)
+{
+    struct lvt_observer *o = arg;
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", o->uuid, o->name);
+    o->rc = o->be->ops->observe(o->be, &ref, &obs, &err);
+    o->found = obs.found;
+    return NULL;
+}
+
+/* A host that accepts TCP and never answers, listed first: lookups on the other host still
+ * find their VM (after one bounded wait for the dead one), a VM whose host is known is never
+ * looked for on the dead host again, and the dead host gets one connection attempt, not one
+ * per call. */
+static void test_dead_host_does_not_stall_the_others(void **state)
+{
+    (void)state;
+    struct lvt_deaf deaf;
+    lvt_deaf_start(&deaf);
+    char dead[128];
+    snprintf(dead, sizeof(dead), "qemu+tcp://127.0.0.1:%d/system", deaf.port);
+    const char *const uris[] = {dead, TURI};
+    struct hv_libvirt_opts o = {.uris = uris, .n_uris = 2, .connect_timeout_ms = 500};
+    char e[256];
+    struct hv_backend *be = hv_libvirt_new(&o, e, sizeof(e));
+    assert_non_null(be);
+
+    /* four threads at once, by UUID and by name: each finds the domain on test:///default */
+    pthread_t t[4];
+    struct lvt_observer w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct lvt_observer){be, i % 2 ? TEST_UUID : "", i % 2 ? "" : "test", -1, false};
+        assert_int_equal(pthread_create(&t[i], NULL, lvt_observe_run, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].rc, HV_OK);
+        assert_true(w[i].found);
+    }
+    assert_int_equal(lvt_deaf_count(&deaf), 1); /* one attempt, shared by every caller */
+
+    /* known host: found there, the dead host is not asked again */
+    for (int i = 0; i < 20; i++) {
+        struct lvt_observer x = {be, TEST_UUID, "", -1, false};
+        lvt_observe_run(&x);
+        assert_int_equal(x.rc, HV_OK);
+        assert_true(x.found);
+    }
+    assert_int_equal(lvt_deaf_count(&deaf), 1);
+
+    /* a VM on no host: the dead host makes that "unreachable", not "missing", and answers at
+     * once (its attempt is still stuck: no new wait, no new connection) */
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", "lvt-nowhere");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_UNREACHABLE);
+    assert_false(obs.found);
+    assert_int_equal(lvt_deaf_count(&deaf), 1);
+
+    be->ops->free(be);
+    lvt_deaf_stop(&deaf);
+    usleep(300 * 1000); /* the stuck attempt sees the hang-up and frees itself */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +566,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unreachable_uri, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_constructor_errors, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_connections, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_dead_host_does_not_stall_the_others, lvt_setup,
+                                        lvt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
-/* test_libvirt_qemu.c: the libvirt backend against real QEMU (TCG, no disk, no guest OS) on
- * the lab daemon. Needs test/lab/libvirt-up.sh and HV_LIBVIRT_LAB_URI=qemu:///system (what the
+/* test_libvirt_qemu.c: the libvirt backend against real QEMU (TCG, no disk, booting the lab
+ * guest of test/lab/guest; switches make the guest misbehave where a test needs it) on the
+ * lab daemon. Needs test/lab/libvirt-up.sh and HV_LIBVIRT_LAB_URI=qemu:///system (what the
  * script prints); without them every run FAILS. Each test defines its own hvt-* domain from
  * test/lab/domains/ and its teardown removes it, pass or fail. Step timings go to stdout.
  */
@@ -49,15 +50,16 @@ static int qt_teardown(void **state)
     return 0;
 }
 
-/* define + start a lab domain of `style` and a backend on the lab URI; state owns both */
-static struct qt *qt_start(void **state, const char *style)
+/* define + start a lab domain of `style` (guest kernel switches: NULL for none) and a backend
+ * on the lab URI; state owns both */
+static struct qt *qt_start_guest(void **state, const char *style, const char *switches)
 {
     struct qt *q = calloc(1, sizeof(*q));
     assert_non_null(q);
     *state = q;
     lvt_name(q->name, sizeof(q->name), style);
     lvt_remove(lab_uri, q->name); /* leftovers of an aborted run */
-    char *xml = lvt_style_xml(style, q->name);
+    char *xml = lvt_style_xml(style, q->name, switches);
     double t0 = lvt_now_ms();
     lvt_define(lab_uri, xml, true);
     qt_timing("define + start domain", t0);
@@ -98,7 +100,7 @@ static struct qt *qt_start_disk(void **state, bool pool)
         fclose(f);
     }
     qt_timing("make disk image", t0);
-    char *tmpl = lvt_style_xml("disk", q->name);
+    char *tmpl = lvt_style_xml("disk", q->name, NULL);
     const char *placeholder = "/var/lib/libvirt/images/hvt/hvt-disk.qcow2";
     char *at = strstr(tmpl, placeholder);
     assert_non_null(at);
@@ -121,6 +123,11 @@ static struct qt *qt_start_disk(void **state, bool pool)
     lvt_ref(&q->ref, "", "", q->name);
     snprintf(q->ref.disk, sizeof(q->ref.disk), "vda");
     return q;
+}
+
+static struct qt *qt_start(void **state, const char *style)
+{
+    return qt_start_guest(state, style, NULL);
 }
 
 static void qt_observe(struct qt *q, struct hv_vm_obs *obs)
@@ -212,7 +219,7 @@ static void test_vcpu_hot_plug(void **state)
 
 static void test_virtio_mem_accepted_not_done(void **state)
 {
-    struct qt *q = qt_start(state, "vmem");
+    struct qt *q = qt_start_guest(state, "vmem", "hvguest.novmem"); /* no guest driver */
     struct hv_vm_obs obs;
     struct hv_err err;
     struct hv_field_plan plan[HV_F_COUNT];
@@ -264,21 +271,80 @@ static void test_vmem_cold_cycle(void **state)
     free(live);
 }
 
-static void test_shutdown_without_guest(void **state)
+static void test_shutdown_ignored_by_guest(void **state)
 {
-    struct qt *q = qt_start(state, "plain");
+    struct qt *q = qt_start_guest(state, "plain", "hvguest.nopowerbutton hvguest.noagent");
     struct hv_vm_obs obs;
     qt_observe(q, &obs);
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
     assert_false(obs.tools_running);
-    assert_true(obs.can_shutdown); /* ACPI: accepted, even though nobody inside listens */
+    assert_true(obs.can_shutdown); /* ACPI: accepted, even though the guest ignores it */
     struct hv_hw none = {-1, -1, -1, -1};
-    qt_act(q, HV_STEP_SHUTDOWN, none, NULL, "act SHUTDOWN (ACPI, no guest)");
+    qt_act(q, HV_STEP_SHUTDOWN, none, NULL, "act SHUTDOWN (ACPI, guest ignores it)");
     usleep(1000 * 1000);
     qt_observe(q, &obs);
-    assert_int_equal(obs.power, HV_POWER_ON); /* nobody inside pressed the button */
+    assert_int_equal(obs.power, HV_POWER_ON); /* the guest ignored the button */
     assert_string_equal(obs.id, id);
+}
+
+/* observe until the guest's own view shows mem_min..mem_max MiB and cpus (or timeout_s) */
+static void qt_wait_guest(struct qt *q, struct hv_vm_obs *obs, int64_t mem_min, int64_t mem_max,
+                          int cpus, int timeout_s)
+{
+    double t0 = lvt_now_ms();
+    for (;;) {
+        qt_observe(q, obs);
+        if (obs->guest.mem_view == HV_GV_SEEN && obs->guest.cpu_view == HV_GV_SEEN &&
+            obs->guest.memory_mib >= mem_min && obs->guest.memory_mib <= mem_max &&
+            obs->guest.cpus == cpus)
+            break;
+        if (lvt_now_ms() - t0 > timeout_s * 1000.0)
+            fail_msg("guest view: mem %d/%lld MiB cpus %d/%d, want %lld..%lld MiB, %d cpus",
+                     (int)obs->guest.mem_view, (long long)obs->guest.memory_mib,
+                     (int)obs->guest.cpu_view, obs->guest.cpus, (long long)mem_min,
+                     (long long)mem_max, cpus);
+        usleep(500 * 1000);
+    }
+    qt_timing("guest view reached", t0);
+}
+
+/* The guest's own view: balloon statistics (turned on by observe) and the guest agent. */
+static void test_guest_view(void **state)
+{
+    struct qt *q = qt_start(state, "dimm");
+    struct hv_vm_obs obs;
+    qt_observe(q, &obs);
+    /* the statistics period was 0: observe turned it on; nothing reported yet */
+    assert_int_not_equal(obs.guest.mem_view, HV_GV_SEEN);
+    char *live = lvt_dom_xml(lab_uri, q->name, 0);
+    assert_non_null(strstr(live, "<stats period='2'/>"));
+    free(live);
+    /* booted: the kernel's MemTotal is the 1024 MiB less what it reserved */
+    qt_wait_guest(q, &obs, 800, 1023, 1, 120);
+    assert_true(obs.tools_running);
+    struct hv_hw want = {1536, 3, -1, -1};
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY dimm +512");
+    qt_act(q, HV_STEP_LIVE_CPUS, want, NULL, "act LIVE_CPUS 3");
+    qt_wait_guest(q, &obs, 1300, 1535, 3, 60); /* the guest onlined both */
+}
+
+/* A guest that never onlines hot-added memory: libvirt shows it, the guest does not. */
+static void test_guest_view_memory_left_offline(void **state)
+{
+    struct qt *q = qt_start_guest(state, "dimm", "hvguest.noonline");
+    struct hv_vm_obs obs;
+    qt_wait_guest(q, &obs, 800, 1023, 1, 120);
+    int64_t before = obs.guest.memory_mib;
+    struct hv_hw want = {1536, 2, -1, -1};
+    qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY dimm +512 (noonline)");
+    qt_act(q, HV_STEP_LIVE_CPUS, want, NULL, "act LIVE_CPUS 2 (noonline)");
+    qt_wait_guest(q, &obs, 800, 1023, 2, 60); /* CPUs: onlined; memory: not */
+    usleep(3000 * 1000);                      /* two more statistics periods */
+    qt_observe(q, &obs);
+    assert_int_equal(obs.hw.memory_mib, 1536);
+    assert_int_equal(obs.guest.mem_view, HV_GV_SEEN);
+    assert_true(obs.guest.memory_mib <= before + 16);
 }
 
 static void test_cold_cycle(void **state)
@@ -503,7 +569,9 @@ int main(void)
         cmocka_unit_test_teardown(test_vcpu_hot_plug, qt_teardown),
         cmocka_unit_test_teardown(test_virtio_mem_accepted_not_done, qt_teardown),
         cmocka_unit_test_teardown(test_vmem_cold_cycle, qt_teardown),
-        cmocka_unit_test_teardown(test_shutdown_without_guest, qt_teardown),
+        cmocka_unit_test_teardown(test_guest_view, qt_teardown),
+        cmocka_unit_test_teardown(test_guest_view_memory_left_offline, qt_teardown),
+        cmocka_unit_test_teardown(test_shutdown_ignored_by_guest, qt_teardown),
         cmocka_unit_test_teardown(test_cold_cycle, qt_teardown),
         cmocka_unit_test_teardown(test_record_survives_libvirtd_restart, qt_teardown),
         cmocka_unit_test_teardown(test_plain_plans_cold, qt_teardown),

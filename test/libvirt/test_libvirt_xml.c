@@ -242,12 +242,12 @@ static void test_plan_compute(void **state)
     assert_int_equal(lv_xml_parse_domain(DIMM_LIVE, &li, why, sizeof(why)), 0);
 
     struct hv_hw same = {1536, 1, 1, -1};
-    lv_plan_compute(&li, true, &same, p);
+    lv_plan_compute(&li, true, true, &same, p);
     for (int f = 0; f < HV_F_COUNT; f++)
         assert_int_equal(p[f].how, HV_HOW_NONE);
 
     struct hv_hw grow = {2048, 3, -1, -1};
-    lv_plan_compute(&li, true, &grow, p);
+    lv_plan_compute(&li, true, true, &grow, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(p[HV_F_MEMORY].method, "dimm");
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_LIVE);
@@ -255,7 +255,7 @@ static void test_plan_compute(void **state)
     assert_int_equal(p[HV_F_CORES].how, HV_HOW_NONE);
 
     struct hv_hw over = {1024, 5, 2, -1};
-    lv_plan_compute(&li, true, &over, p);
+    lv_plan_compute(&li, true, true, &over, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_MEMORY].reason, "memory shrink needs a restart");
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_COLD);
@@ -264,20 +264,20 @@ static void test_plan_compute(void **state)
     assert_string_equal(p[HV_F_CORES].reason, "cores per socket change needs a restart");
 
     struct hv_hw down = {-1, 0, 0, -1};
-    lv_plan_compute(&li, true, &down, p);
+    lv_plan_compute(&li, true, true, &down, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_NONE);
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
     assert_int_equal(p[HV_F_CORES].how, HV_HOW_IMPOSSIBLE);
 
     /* off: every differing field is cold, even what would be live when running */
-    lv_plan_compute(&li, false, &grow, p);
+    lv_plan_compute(&li, false, true, &grow, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_MEMORY].reason, "domain is off");
     assert_int_equal(p[HV_F_CPUS].how, HV_HOW_COLD);
 
     assert_int_equal(lv_xml_parse_domain(PLAIN, &li, why, sizeof(why)), 0);
     struct hv_hw more = {2048, 4, -1, -1};
-    lv_plan_compute(&li, true, &more, p);
+    lv_plan_compute(&li, true, true, &more, p);
     assert_int_equal(p[HV_F_MEMORY].how, HV_HOW_COLD);
     assert_string_equal(p[HV_F_MEMORY].reason, "no memory hot-plug slots (no maxMemory)");
     assert_string_equal(p[HV_F_CPUS].reason, "above maximum vCPUs");

@@ -41,7 +41,8 @@ static const char full_config[] =
     "             \"liveTimeoutSeconds\": 90, \"shutdownTimeoutSeconds\": 240,\n"
     "             \"stepTimeoutSeconds\": 60, \"deadlineSeconds\": 3600},\n"
     "  \"libvirt\": {\"uris\": [\"qemu:///system\", \"qemu+ssh://root@kvm1.example.com/system\"],\n"
-    "              \"keepaliveIntervalSeconds\": 7, \"keepaliveCount\": 4},\n"
+    "              \"keepaliveIntervalSeconds\": 7, \"keepaliveCount\": 4,\n"
+    "              \"connectTimeoutSeconds\": 3},\n"
     "  \"vsphere\": {\"servers\": [\n"
     "    {\"name\": \"vcenter.example.com\", \"url\": \"https://vcenter.example.com/sdk\",\n"
     "     \"usernameFile\": \"/etc/hvupdater/vsphere/username\",\n"
@@ -119,6 +120,7 @@ static void check_default_values(const struct hv_config *c, bool embedded)
     }
     assert_int_equal(c->keepalive_interval_s, 5);
     assert_int_equal(c->keepalive_count, 3);
+    assert_int_equal(c->connect_timeout_s, 10);
     assert_int_equal(c->n_vsphere, 0);
     assert_int_equal(c->profiles.n, 4);
 }
@@ -219,6 +221,7 @@ static void test_full_config(void **state)
     assert_string_equal(c.libvirt_uris[1], "qemu+ssh://root@kvm1.example.com/system");
     assert_int_equal(c.keepalive_interval_s, 7);
     assert_int_equal(c.keepalive_count, 4);
+    assert_int_equal(c.connect_timeout_s, 3);
 
     assert_int_equal(c.n_vsphere, 2);
     assert_string_equal(c.vsphere[0].name, "vcenter.example.com");
@@ -409,6 +412,8 @@ static void test_bad_top_level_values(void **state)
                 "libvirt.uris[1] must be a libvirt URI");
     parse_fails("{\"libvirt\":{\"keepaliveCount\":101}}",
                 "libvirt.keepaliveCount must be an integer from 1 to 100");
+    parse_fails("{\"libvirt\":{\"connectTimeoutSeconds\":0}}",
+                "libvirt.connectTimeoutSeconds must be an integer from 1 to 600");
 
     /* malformed JSON */
     struct hv_config c;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "engine.h"
@@ -168,6 +169,9 @@ static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_h
 static struct hv_backend *inner_be;
 static enum hv_step_kind fail_kind;
 static bool fail_records;
+static int fail_left = -1;       /* failures still to inject (-1: every time) */
+static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
+static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
 
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
@@ -176,7 +180,13 @@ static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
                      struct hv_err *e)
 {
-    return inner_be->ops->observe(inner_be, r, o, e);
+    int rc = inner_be->ops->observe(inner_be, r, o, e);
+    if (rc == HV_OK && guest_cap >= 0 && o->power == HV_POWER_ON) {
+        /* a guest that never onlines hot-added memory: its total stays where it was */
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = o->hw.memory_mib < guest_cap ? o->hw.memory_mib : guest_cap;
+    }
+    return rc;
 }
 static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
                   const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
@@ -186,7 +196,10 @@ static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct 
 static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_step *st,
                  struct hv_err *e)
 {
-    if (st->kind == fail_kind) {
+    if (st->kind == fail_kind && fail_left != 0 &&
+        (fail_memory < 0 || st->desired.memory_mib == fail_memory)) {
+        if (fail_left > 0)
+            fail_left--;
         e->code = HV_E_BUSY;
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
@@ -207,7 +220,7 @@ static void w_free(struct hv_backend *b)
     (void)b;
 }
 static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
-                                               w_act,     w_write_record, w_free};
+                                               w_act,     w_write_record, w_free,    NULL};
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
 static struct hv_backend wrapped = {&wrap_ops, NULL};
@@ -217,6 +230,8 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     inner_be = f->be;
     fail_kind = kind;
     fail_records = records;
+    fail_left = -1;
+    fail_memory = -1;
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -229,6 +244,237 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
 static void unwrap(struct fx *f)
 {
     f->be = inner_be;
+    guest_cap = -1;
+}
+
+/* Run passes (a second apart) until done or failure, at most n. */
+static struct hv_update_result until_end_slow(struct fx *f, const char *name, struct hv_hw want,
+                                              int n)
+{
+    struct hv_update_result res;
+    for (int k = 0; k < n; k++) {
+        res = pass(f, name, want);
+        if (res.failure || res.retry_after_s == 0)
+            break;
+        sleep(1);
+    }
+    return res;
+}
+
+static void test_guest_not_showing_memory_is_not_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1024 - 80; /* boot memory less what the kernel keeps */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-guest", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    r = until_end_slow(f, "eng-guest", want, 10);
+    assert_true(r.failure); /* no "done" while the guest lacks the memory */
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 2048 MiB but the guest did not take it "
+                        "within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    assert_int_equal(observe(f, "eng-guest").hw.memory_mib, 2048);
+    /* the guest onlines it after all; the failure is sticky for this policy, a new policy
+     * (guestVerification Off) is a new operation that is done unverified */
+    f->s.guest_check = HV_GC_OFF;
+    r = until_end(f, "eng-guest", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    unwrap(f);
+}
+
+static void test_guest_showing_memory_is_done_verified(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-guest2", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20; /* the guest shows all it has */
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-guest2", want, 5, NULL);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* later calls: the stored answer, whatever the guest shows now */
+    guest_cap = 100;
+    r = pass(f, "eng-guest2", want);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    unwrap(f);
+}
+
+static struct hv_profile libvirt_profile(void)
+{
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.backend, sizeof(p.backend), "libvirt");
+    return p;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Call UpdateMachine's engine side like CAPI (at most n calls, 20 ms apart) until done or a
+ * Failure; returns the last answer. */
+static struct hv_update_result hook_until_end(struct hv_engine *e, const char *name,
+                                              struct hv_hw want, const struct hv_settings *s, int n)
+{
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_update_result r;
+    hv_engine_update(e, &p, &ref, &want, s, &r);
+    for (int k = 0; k < n && !r.failure && r.retry_after_s > 0; k++) {
+        sleep_ms(20);
+        hv_engine_update(e, &p, &ref, &want, s, &r);
+    }
+    return r;
+}
+
+static bool is_done(const struct hv_update_result *r)
+{
+    return !r->failure && r->retry_after_s == 0;
+}
+
+static void test_done_is_never_answered_from_a_stale_look(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-stale", 4096, 1024, 1, 1);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-stale");
+    struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
+    struct hv_update_result r = hook_until_end(f->e, "eng-stale", a, &f->s, 200);
+    assert_true(is_done(&r));
+    /* another replica (its own engine) takes the VM to 3072 MiB */
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    struct hv_engine *other = hv_engine_new(&c, &f->be, 1);
+    r = hook_until_end(other, "eng-stale", b, &f->s, 200);
+    assert_true(is_done(&r));
+    hv_engine_free(other);
+    assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 3072);
+    /* asked for 2048 again, the first replica must look before it says anything is done */
+    hv_engine_update(f->e, &p, &ref, &a, &f->s, &r);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    r = hook_until_end(f->e, "eng-stale", a, &f->s, 200);
+    assert_true(is_done(&r));
+    assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 2048);
+    /* after a done, the next call looks again too; then done from that look */
+    hv_engine_update(f->e, &p, &ref, &a, &f->s, &r);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = hook_until_end(f->e, "eng-stale", a, &f->s, 200);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+}
+
+static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-gone-a", 2048, 2048, 1, 1);
+    define(f, "eng-gone-b", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_left = 1; /* the first start fails: the cycle is in flight when CAPI stops calling */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ra = ref_of("eng-gone-a");
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r;
+    /* one call: its pass shuts A down, reconfigures it, and its start fails */
+    hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    struct hv_vm_obs o;
+    struct hv_oprecord rec;
+    for (int k = 0; k < 100; k++) {
+        o = observe(f, "eng-gone-a");
+        if (hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_POWER_ON && rec.attempts == 1)
+            break;
+        sleep_ms(20);
+    }
+    assert_int_equal(rec.phase, HV_PH_POWER_ON);
+    assert_int_equal(o.power, HV_POWER_OFF);
+    /* no more calls for A: the engine brings it on with the desired size by itself */
+    for (int k = 0; k < 200; k++) {
+        o = observe(f, "eng-gone-a");
+        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
+            break;
+        sleep_ms(50);
+    }
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+    /* and the host's only slot is free again: B gets its cycle */
+    r = hook_until_end(f->e, "eng-gone-b", want, &f->s, 300);
+    assert_true(is_done(&r));
+    assert_int_equal(observe(f, "eng-gone-b").hw.memory_mib, 1024);
+    unwrap(f);
+}
+
+static void test_slot_released_when_the_record_is_cleared(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-clr-a", 2048, 2048, 1, 1);
+    define(f, "eng-clr-b", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_left = 1;
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-clr-a", want);
+    assert_non_null(strstr(r.message, "retrying power-on")); /* A holds the host's slot */
+    r = pass(f, "eng-clr-b", want);
+    assert_string_equal(r.message, "in progress: waiting for a power-cycle slot");
+    /* an operator clears A's record and starts it by hand */
+    struct hv_vm_ref ra = ref_of("eng-clr-a");
+    struct hv_err err = {0};
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ra, "", &err), HV_OK);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-clr-a");
+    assert_int_equal(virDomainCreate(d), 0);
+    virDomainFree(d);
+    r = pass(f, "eng-clr-a", want); /* no cycle of ours in flight any more */
+    assert_true(is_done(&r));
+    r = until_end(f, "eng-clr-b", want, 10, NULL);
+    assert_true(is_done(&r));
+    unwrap(f);
+}
+
+static void test_failed_power_on_is_rolled_back(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-rollback", 2048, 2048, 2, 2);
+    int id = dom_id(f, "eng-rollback");
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_memory = 1024; /* it cannot start with the new size, only with the old one */
+    struct hv_hw want = {1024, 1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-rollback", want, 10, NULL);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the VM could not start with memory 1024 MiB, 1 vCPU (step power-on "
+                        "failed 3 times: another task is changing the VM); its previous "
+                        "configuration (memory 2048 MiB, 2 vCPUs) was restored and it was "
+                        "started");
+    struct hv_vm_obs o = observe(f, "eng-rollback");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_not_equal(dom_id(f, "eng-rollback"), id);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_int_equal(o.hw.cpus, 2);
+    assert_int_equal(o.config.memory_mib, 2048);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_true(rec.rollback);
+    assert_int_equal(rec.prev.memory_mib, 2048);
+    /* sticky; and a VM found off later is again started as it was */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-rollback");
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    struct hv_update_result again = pass(f, "eng-rollback", want);
+    assert_string_equal(again.message, r.message);
+    o = observe(f, "eng-rollback");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    unwrap(f);
 }
 
 static void test_step_failing_three_times_is_sticky_and_vm_left_on(void **state)
@@ -275,7 +521,9 @@ static void test_live_balloon_growth_then_idempotent(void **state)
     r = until_end(f, "eng-live", want, 5, NULL);
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
-    assert_string_equal(r.message, "done: memory 2048 MiB, 3 vCPUs");
+    /* the test driver's balloon statistics report the memory; it has no guest agent */
+    assert_string_equal(r.message,
+                        "done: memory 2048 MiB, 3 vCPUs (vCPUs not verified in the guest)");
     assert_int_equal(dom_id(f, "eng-live"), id);
     struct hv_vm_obs o = observe(f, "eng-live");
     assert_int_equal(o.hw.memory_mib, 2048);
@@ -301,8 +549,9 @@ static void test_shrink_goes_through_power_cycle(void **state)
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
     /* the test driver shuts down at once, so shutdown, reconfigure and start run back to back
-     * in the first pass; the second sees the result */
-    assert_int_equal(passes, 2);
+     * in the first pass; the second sees the result and turns on the new run's balloon
+     * statistics; the third sees the guest's view in them */
+    assert_int_equal(passes, 3);
     assert_int_not_equal(dom_id(f, "eng-shrink"), id);
     struct hv_vm_obs o = observe(f, "eng-shrink");
     assert_int_equal(o.power, HV_POWER_ON);
@@ -371,7 +620,7 @@ static void test_missing_disk_is_a_sticky_failure(void **state)
     struct hv_hw mem = {1024, -1, -1, -1};
     hv_engine_reconcile(f->e, f->be, &r, &mem, &f->s, &res);
     assert_false(res.failure);
-    assert_string_equal(res.message, "done: memory 1024 MiB");
+    assert_string_equal(res.message, "done: memory 1024 MiB (the guest shows it)");
 }
 
 static void test_missing_domain(void **state)
@@ -525,6 +774,57 @@ static void test_hook_side_answers_at_once_and_converges(void **state)
     assert_string_equal(r.message, "no vsphere backend is configured in hvupdater");
 }
 
+static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(void **state)
+{
+    struct fx *f = *state;
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.entry_idle_ms = 100;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    define(f, "eng-evict", 4096, 1024, 1, 1);
+    struct hv_profile p = libvirt_profile();
+    struct hv_hw want = {2048, -1, -1, -1};
+    /* CanUpdateMachine (Never) for VMs that do not exist: no entry stays behind */
+    for (int k = 0; k < 50; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "eng-none-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        struct hv_field_plan plan[HV_F_COUNT];
+        char why[300];
+        assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, plan, why, sizeof(why)), -1);
+        assert_string_equal(why, "the VM was not found");
+    }
+    assert_int_equal(hv_engine_entries(f->e), 0);
+    /* an operation to its end, then idle: the entry goes, and nothing is lost */
+    struct hv_update_result r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    assert_true(is_done(&r));
+    assert_int_equal(hv_engine_entries(f->e), 1);
+    sleep_ms(200);
+    assert_int_equal(hv_engine_entries(f->e), 0);
+    r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* the VM's record is what carries an operation: still "done", no new one */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-evict").record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+}
+
+static void test_paused_mid_cycle_is_in_progress(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-starting", 1024, 1024, 1, 1);
+    struct hv_oprecord rec =
+        put_record(f, "eng-starting", (struct hv_hw){1024, -1, -1, -1}, HV_PH_POWER_ON, true, 0);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-starting");
+    assert_int_equal(virDomainSuspend(d), 0); /* as a domain being started looks, briefly */
+    virDomainFree(d);
+    struct hv_update_result r = pass(f, "eng-starting", rec.desired);
+    assert_false(r.failure);
+    assert_string_equal(r.message,
+                        "in progress: waiting for the VM to finish starting or stopping");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,10 +844,23 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_done_while_a_shutdown_is_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_mid_cycle_is_in_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_abandoned_power_cycle_finishes_on_its_own, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
     };

@@ -415,8 +415,11 @@ static void test_bad_settings(void **state)
                             "setting liveTimeoutSeconds must be a string");
     expect_settings_failure(&f->ctx, "{\"powercycle\":\"Never\"}",
                             "unknown setting powercycle (known: powerCycle, onUncoverable, "
-                            "powerOffMode, liveTimeoutSeconds, shutdownTimeoutSeconds, "
-                            "deadlineSeconds)");
+                            "powerOffMode, guestVerification, liveTimeoutSeconds, "
+                            "shutdownTimeoutSeconds, deadlineSeconds)");
+    expect_settings_failure(&f->ctx, "{\"guestVerification\":\"Require\"}",
+                            "setting guestVerification has an invalid value (want "
+                            "IfAvailable|Required|Off)");
     expect_settings_failure(&f->ctx, "[\"powerCycle\"]", "settings must be a map of strings");
     expect_settings_failure(&f->ctx, "\"powerCycle=Never\"", "settings must be a map of strings");
     /* several bad settings: the same one is named whatever their order */
@@ -430,7 +433,8 @@ static void test_bad_settings(void **state)
     expect_settings_failure(&f->ctx,
                             "{\"powerCycle\":\"Never\",\"onUncoverable\":\"Block\",\"zzz\":\"1\"}",
                             "unknown setting zzz (known: powerCycle, onUncoverable, powerOffMode, "
-                            "liveTimeoutSeconds, shutdownTimeoutSeconds, deadlineSeconds)");
+                            "guestVerification, liveTimeoutSeconds, shutdownTimeoutSeconds, "
+                            "deadlineSeconds)");
 }
 
 static void test_settings_reach_the_plan(void **state)

@@ -79,6 +79,7 @@ static void fake_init(struct fake *f, struct hv_plan_hooks *h)
     h->ctx = f;
     h->available = fake_available;
     h->probe = fake_probe;
+    h->check = NULL;
 }
 
 static void plan_live(struct fake *f, enum hv_field fld, const char *method)
@@ -748,7 +749,7 @@ static void test_bad_values_uncovered_with_reason(void **state)
                     "(not a number)");
     check_bad_value(cpu, "\"4\"", IM "numCPUs", "not a whole positive number", "4");
     check_bad_value(cpu, "2.5", IM "numCPUs", "not a whole positive number", "2.5");
-    check_bad_value(cpu, "5000", IM "numCPUs", "not a whole positive number", "5000");
+    check_bad_value(cpu, "3000000000", IM "numCPUs", "not a whole positive number", "3000000000");
 }
 
 static void test_field_absent_in_current_is_added(void **state)
@@ -1118,11 +1119,23 @@ static void test_probe_mixed_answers(void **state)
     hv_coverage_free(&c);
     hj_free(req);
 
-    /* only cold fields: nothing to probe */
+    /* only cold fields: the probe is still asked, for what the VM already has */
     f.probe_calls = 0;
+    memset(f.plan, 0, sizeof(f.plan));
+    plan_cold(&f, HV_F_MEMORY, "memory cannot shrink while the VM runs");
     req = tu_fixture("vsm-shrink.json");
     plan_req(&e, req, &c);
-    assert_int_equal(f.probe_calls, 0);
+    assert_int_equal(f.probe_calls, 1);
+    assert_string_equal(c.message, "numCPUs 4->2 already on the VM; not covered, left to CAPI: " IM
+                                   "memoryMiB (needs a power cycle and powerCycle is Never)");
+    tu_assert_dump(c.infra_patch, "[{\"op\":\"replace\",\"path\":\"/spec/numCPUs\",\"value\":2}]");
+    hv_coverage_free(&c);
+    /* the VM shows the desired value already (the spec lags behind): covered, nothing to do */
+    memset(f.plan, 0, sizeof(f.plan));
+    plan_req(&e, req, &c);
+    assert_non_null(c.infra_patch);
+    assert_non_null(strstr(c.message, "already on the VM"));
+    assert_null(strstr(c.message, "not covered"));
     hv_coverage_free(&c);
     hj_free(req);
     env_free(&e);
@@ -1152,6 +1165,85 @@ static void test_probe_error(void **state)
     env_free(&e);
 }
 
+/* A backend's rules that hold whatever the VM (hooks->check) uncover a value with the reason
+ * the backend gives; the check sees the whole desired hardware, unchanged fields included. */
+static struct hv_hw check_seen;
+static int check_calls;
+
+static void fake_check(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
+                       struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)ctx;
+    (void)p;
+    check_calls++;
+    check_seen = *desired;
+    memset(plan, 0, sizeof(plan[0]) * HV_F_COUNT);
+    if (desired->memory_mib > 0 && desired->memory_mib % 4) {
+        plan[HV_F_MEMORY].how = HV_HOW_IMPOSSIBLE;
+        snprintf(plan[HV_F_MEMORY].reason, sizeof(plan[0].reason),
+                 "memoryMiB must be a multiple "
+                 "of 4");
+    }
+    if (desired->cpus > 0 && desired->cores_per_socket > 0 &&
+        desired->cpus % desired->cores_per_socket) {
+        plan[HV_F_CPUS].how = HV_HOW_IMPOSSIBLE;
+        snprintf(plan[HV_F_CPUS].reason, sizeof(plan[0].reason),
+                 "cpus must be a multiple of coresPerSocket (%d)", desired->cores_per_socket);
+    }
+}
+
+static void test_backend_static_rules_uncover(void **state)
+{
+    struct env e;
+    struct hv_coverage c;
+    struct fake f;
+    struct hv_plan_hooks h;
+    env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
+    fake_init(&f, &h);
+    h.check = fake_check;
+    e.hooks = &h;
+    hj *req = tu_fixture("vsm-memory-cpu-grow.json");
+    tu_set(req, "/desired/infrastructureMachine/spec/memoryMiB", "8193");
+    tu_set(req, "/current/infrastructureMachine/spec/numCoresPerSocket", "2");
+    tu_set(req, "/desired/infrastructureMachine/spec/numCoresPerSocket", "2");
+    tu_set(req, "/desired/infrastructureMachine/spec/numCPUs", "3");
+    check_calls = 0;
+    plan_req(&e, req, &c);
+    assert_int_equal(check_calls, 1);
+    assert_true(check_seen.memory_mib == 8193);
+    assert_int_equal(check_seen.cpus, 3);
+    assert_int_equal(check_seen.cores_per_socket, 2); /* unchanged, still given */
+    assert_null(c.infra_patch);
+    assert_string_equal(c.message, NOTHING LEFT IM "memoryMiB (memoryMiB must be a multiple of "
+                                                   "4), " IM "numCPUs (cpus must be a multiple of "
+                                                   "coresPerSocket (2))");
+    hv_coverage_free(&c);
+    e.s.on_uncoverable = HV_UNC_BLOCK;
+    plan_req(&e, req, &c);
+    assert_true(c.failure);
+    assert_string_equal(c.message,
+                        BLOCK_PFX IM "memoryMiB (memoryMiB must be a multiple of 4); " IM
+                                     "numCPUs (cpus must be a multiple of coresPerSocket (2))");
+    hv_coverage_free(&c);
+    /* values the rules accept stay covered */
+    tu_set(req, "/desired/infrastructureMachine/spec/memoryMiB", "8192");
+    tu_set(req, "/desired/infrastructureMachine/spec/numCPUs", "4");
+    plan_req(&e, req, &c);
+    assert_false(c.failure);
+    assert_string_equal(c.message, "memoryMiB 4096->8192 live; numCPUs 2->4 live");
+    hv_coverage_free(&c);
+    /* templates (CanUpdateMachineSet) get the same rules */
+    hj_free(req);
+    req = tu_fixture("vsmt-memory-cpu-grow.json");
+    tu_set(req, "/desired/infrastructureMachineTemplate/spec/template/spec/memoryMiB", "8193");
+    plan_req(&e, req, &c);
+    assert_true(c.failure);
+    assert_non_null(strstr(c.message, "memoryMiB (memoryMiB must be a multiple of 4)"));
+    hv_coverage_free(&c);
+    hj_free(req);
+    env_free(&e);
+}
+
 /* ---- determinism ------------------------------------------------------------------------ */
 
 static void test_deterministic_messages(void **state)
@@ -1165,6 +1257,7 @@ static void test_deterministic_messages(void **state)
         fake_init(&f, &h);
         plan_cold(&f, HV_F_MEMORY, "no free DIMM slots");
         plan_live(&f, HV_F_CPUS, "vcpu hot-plug");
+        plan_cold(&f, HV_F_CORES, "coresPerSocket only changes while the VM is off");
         e.hooks = &h;
         hj *req = tu_fixture("vsm-version-and-memory.json");
         tu_set(req, "/desired/infrastructureMachine/spec/numCPUs", "4");
@@ -1377,6 +1470,7 @@ int main(void)
         cmocka_unit_test(test_probe_cold_under_never),
         cmocka_unit_test(test_probe_mixed_answers),
         cmocka_unit_test(test_probe_error),
+        cmocka_unit_test(test_backend_static_rules_uncover),
         cmocka_unit_test(test_deterministic_messages),
         cmocka_unit_test(test_identity_rules),
         cmocka_unit_test(test_desired_hw),

@@ -425,7 +425,8 @@ static void test_vm_request(void **state)
         "<pathSet>config.changeVersion</pathSet>",
         "<pathSet>guest.toolsRunningStatus</pathSet>",
         "<pathSet>config.extraConfig</pathSet>",
-        "<propSet><type>Task</type><all>false</all><pathSet>info.state</pathSet></propSet>",
+        "<propSet><type>Task</type><all>false</all><pathSet>info.state</pathSet>"
+        "<pathSet>info.error</pathSet></propSet>",
         "<obj type=\"VirtualMachine\">vm-42</obj><skip>false</skip>"
         "<selectSet xsi:type=\"TraversalSpec\">",
         "<path>recentTask</path>",

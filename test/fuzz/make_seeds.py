@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""make_seeds.py SOURCE_DIR OUT_DIR: seed inputs for the parser fuzz targets.
+
+Writes OUT_DIR/<target>/<name> for fuzz_soap (vim25 answers shaped like vCenter's and the
+simulator's), fuzz_domxml (libvirt domain XML of the lab's kinds, record metadata),
+fuzz_oprecord (records of every phase), fuzz_config (every JSON block of docs/settings.md and
+a few configs) and fuzz_base64. Generated at build time; only this script is committed.
+"""
+import base64
+import json
+import os
+import re
+import sys
+
+ENV_HEAD = ('<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope '
+            'xmlns:soapenc="http://schemas.xmlsoap.org/soap/encoding/" '
+            'xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+            'xmlns:xsd="http://www.w3.org/2001/XMLSchema" '
+            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body>')
+ENV_TAIL = '</soapenv:Body></soapenv:Envelope>'
+XSI = ('xmlns:XMLSchema-instance="http://www.w3.org/2001/XMLSchema-instance" '
+       'XMLSchema-instance:type=')
+
+PHASES = ["none", "planned", "live", "wait-live", "shutdown", "power-off", "reconfigure",
+          "power-on", "done", "failed"]
+
+
+def record(phase, mem=8192, cpus=4, cold=False, message=None):
+    r = {"v": 1, "desired": {"memoryMiB": mem, "cpus": cpus, "coresPerSocket": 1},
+         "phase": phase, "cold": cold,
+         "plan": {"memory": "live:dimm", "cpus": "live", "cores": "none"},
+         "attempts": 1, "recycles": 0, "startedAt": 1700000000, "stepAt": 1700000042,
+         "owner": "hv-0:1234", "policy": "IfNeeded/TrySoft/120/300/1800"}
+    if message:
+        r["message"] = message
+    return json.dumps(r, separators=(",", ":"))
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def prop(name, typ, val):
+    return '<propSet><name>%s</name><val %s"%s">%s</val></propSet>' % (name, XSI, typ, val)
+
+
+def vm_answer(power="poweredOn", rec=None, task_state="running"):
+    extra = ('<OptionValue XMLSchema-instance:type="OptionValue"><key>govcsim</key>'
+             '<value XMLSchema-instance:type="xsd:string">TRUE</value></OptionValue>')
+    if rec is not None:
+        extra += ('<OptionValue XMLSchema-instance:type="OptionValue"><key>hvupdater.operation'
+                  '</key><value XMLSchema-instance:type="xsd:string">%s</value></OptionValue>'
+                  % esc(rec))
+    return (ENV_HEAD + '<RetrievePropertiesExResponse xmlns="urn:vim25"><returnval><objects>'
+            '<obj type="VirtualMachine">vm-42</obj>'
+            + prop("runtime.powerState", "VirtualMachinePowerState", power)
+            + prop("config.hardware.memoryMB", "xsd:int", "4096")
+            + prop("config.hardware.numCPU", "xsd:int", "2")
+            + prop("config.hardware.numCoresPerSocket", "xsd:int", "1")
+            + prop("config.memoryHotAddEnabled", "xsd:boolean", "true")
+            + prop("config.cpuHotAddEnabled", "xsd:boolean", "false")
+            + prop("config.cpuHotRemoveEnabled", "xsd:boolean", "false")
+            + prop("config.hotPlugMemoryLimit", "xsd:long", "16384")
+            + prop("config.hotPlugMemoryIncrementSize", "xsd:long", "128")
+            + prop("config.changeVersion", "xsd:string", "2024-01-01T00:00:00.000003Z")
+            + prop("guest.toolsRunningStatus", "xsd:string", "guestToolsRunning")
+            + prop("config.extraConfig", "ArrayOfOptionValue", extra)
+            + '</objects><objects><obj type="Task">task-7</obj>'
+            + prop("info.state", "TaskInfoState", task_state)
+            + '</objects></returnval></RetrievePropertiesExResponse>' + ENV_TAIL)
+
+
+SOAP = {
+    "find": ENV_HEAD + '<FindByUuidResponse xmlns="urn:vim25"><returnval type="VirtualMachine">'
+    'vm-42</returnval></FindByUuidResponse>' + ENV_TAIL,
+    "find-empty": ENV_HEAD + '<FindByUuidResponse xmlns="urn:vim25"></FindByUuidResponse>'
+    + ENV_TAIL,
+    "vm-on": vm_answer(),
+    "vm-off-record": vm_answer("poweredOff", record("reconfigure", cold=True), "success"),
+    "vm-suspended": vm_answer("suspended", "not a record", "queued"),
+    "task-error": ENV_HEAD + '<RetrievePropertiesExResponse xmlns="urn:vim25"><returnval><objects>'
+    '<obj type="Task">task-7</obj>' + prop("info.state", "TaskInfoState", "error")
+    + '<propSet><name>info.error</name><val ' + XSI + '"LocalizedMethodFault"><fault '
+    'XMLSchema-instance:type="InvalidPowerState"><existingState>poweredOn</existingState>'
+    '</fault><localizedMessage>*types.InvalidPowerState</localizedMessage></val></propSet>'
+    '</objects></returnval></RetrievePropertiesExResponse>' + ENV_TAIL,
+    "fault": ENV_HEAD + '<soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>The '
+    'attempted operation cannot be performed in the current state (Powered on).</faultstring>'
+    '<detail><InvalidPowerStateFault xmlns="urn:vim25" xsi:type="InvalidPowerState">'
+    '<existingState>poweredOn</existingState></InvalidPowerStateFault></detail></soapenv:Fault>'
+    + ENV_TAIL,
+    "fault-notype": ENV_HEAD + '<soapenv:Fault><faultcode>ServerFaultCode</faultcode>'
+    '<faultstring>x</faultstring><detail><NotAuthenticatedFault xmlns="urn:vim25"/></detail>'
+    '</soapenv:Fault>' + ENV_TAIL,
+    "empty": ENV_HEAD + '<RetrievePropertiesExResponse xmlns="urn:vim25">'
+    '</RetrievePropertiesExResponse>' + ENV_TAIL,
+    "login": ENV_HEAD + '<LoginResponse xmlns="urn:vim25"><returnval><key>52a</key><userName>'
+    'user</userName></returnval></LoginResponse>' + ENV_TAIL,
+    "reconfig": ENV_HEAD + '<ReconfigVM_TaskResponse xmlns="urn:vim25"><returnval type="Task">'
+    'task-7</returnval></ReconfigVM_TaskResponse>' + ENV_TAIL,
+}
+
+DIMM_LIVE = (
+    "<domain type='qemu' id='7'><name>hvt-x</name>"
+    "<uuid>71685b29-9606-4fec-8013-545635eb64f1</uuid>"
+    "<maxMemory slots='8' unit='KiB'>8388608</maxMemory>"
+    "<memory unit='KiB'>1572864</memory><currentMemory unit='KiB'>1572864</currentMemory>"
+    "<vcpu placement='static' current='1'>4</vcpu><features><acpi/><apic/></features>"
+    "<cpu mode='custom'><topology sockets='4' dies='1' cores='1' threads='1'/>"
+    "<numa><cell id='0' cpus='0-3' memory='1048576' unit='KiB'/></numa></cpu>"
+    "<devices><memballoon model='virtio'/>"
+    "<memory model='dimm'><target><size unit='KiB'>524288</size><node>0</node></target>"
+    "<alias name='dimm0'/><address type='dimm' slot='0' base='0x100000000'/></memory>"
+    "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0' "
+    "state='connected'/></channel></devices></domain>")
+VMEM_LIVE = (
+    "<domain type='qemu' id='8'><name>hvt-v</name>"
+    "<maxMemory slots='8' unit='KiB'>8388608</maxMemory>"
+    "<memory unit='KiB'>2097152</memory><currentMemory unit='KiB'>1048576</currentMemory>"
+    "<vcpu placement='static' current='1'>2</vcpu><features><acpi/></features>"
+    "<cpu><numa><cell id='0' cpus='0-1' memory='1048576' unit='KiB'/></numa></cpu>"
+    "<devices><memballoon model='virtio'/>"
+    "<memory model='virtio-mem'><target><size unit='KiB'>1048576</size><node>0</node>"
+    "<block unit='KiB'>2048</block><requested unit='KiB'>262144</requested>"
+    "<current unit='KiB'>0</current></target><alias name='virtiomem0'/>"
+    "<address type='pci' domain='0x0000' bus='0x03' slot='0x00' function='0x0'/></memory>"
+    "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>"
+    "</devices></domain>")
+DOMXML = {
+    "dimm-live": DIMM_LIVE,
+    "vmem-live": VMEM_LIVE,
+    "plain": "<domain type='qemu'><name>hvt-p</name><memory unit='MiB'>1024</memory>"
+    "<vcpu>2</vcpu><devices><memballoon model='none'/></devices></domain>",
+    "metadata": '<record xmlns="https://hvupdater.dev/xmlns/record/1">%s</record>'
+    % esc(record("wait-live")),
+    "sizes": "1024\n",
+    "cpuset": "0-3,^2,5\n",
+    "test-default": "<domain type='test'><name>test</name>"
+    "<uuid>6695eb01-f6a4-8304-79aa-97f2502e193f</uuid><memory unit='KiB'>8388608</memory>"
+    "<currentMemory unit='KiB'>2097152</currentMemory><vcpu placement='static'>2</vcpu>"
+    "<os><type arch='i686'>hvm</type><boot dev='hd'/></os><devices/></domain>",
+}
+
+CONFIGS = {
+    "empty": "{}",
+    "full": json.dumps({
+        "listen": "0.0.0.0:9443", "maxBodyBytes": 1048576, "handlerTimeoutSeconds": 5,
+        "defaults": {"powerCycle": "Never", "liveTimeoutSeconds": 60},
+        "engine": {"workers": 8, "maxPowerCycles": 2, "maxPowerCyclesPerHost": 1,
+                   "stepTimeoutSeconds": 30},
+        "libvirt": {"uris": ["qemu:///system", "qemu+tls://h1/system"],
+                    "keepaliveIntervalSeconds": 5, "keepaliveCount": 3},
+        "vsphere": {"servers": [{"name": "vc1", "url": "https://vc1/sdk",
+                                 "usernameFile": "/u", "passwordFile": "/p",
+                                 "thumbprint": "AA:BB"}]},
+        "profiles": [{"apiGroup": "infrastructure.example.com", "kind": "FooMachine",
+                      "backend": "libvirt", "fields": {"memoryMiB": "/spec/memory"}}]}),
+}
+
+
+def main():
+    src, out = sys.argv[1], sys.argv[2]
+    text = open(os.path.join(src, "docs", "settings.md")).read()
+    for i, block in enumerate(re.findall(r"```json\n(.*?)```", text, re.S)):
+        CONFIGS["settings-md-%d" % i] = block
+    recs = {p: record(p, message="stub failure" if p == "failed" else None) for p in PHASES}
+    recs["cold"] = record("shutdown", 2048, 1, cold=True)
+    recs["garbage"] = '{"v":2}'
+    b64 = {"patch": base64.b64encode(b'[{"op":"replace","path":"/spec/memoryMiB","value":8192}]')
+           .decode(), "one": "QQ==", "two": "QUI=", "empty": "", "bad": "QQ="}
+    sets = {"fuzz_soap": SOAP, "fuzz_domxml": DOMXML, "fuzz_oprecord": recs,
+            "fuzz_config": CONFIGS, "fuzz_base64": b64}
+    for target, seeds in sets.items():
+        d = os.path.join(out, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""abuse_test.py: the real `hvupdater serve` under connection abuse and bad framing.
+
+Real sockets against the real server binary (Python's ssl module is the TLS client; the
+server's self-signed CA is trusted). Each case starts its own server on 127.0.0.1:0.
+Abusive clients use other loopback source addresses (127.0.0.2, 127.0.0.3: Linux routes all
+of 127/8 to lo) so the fresh client on 127.0.0.1 is "another client".
+
+usage: abuse_test.py HVUPDATER_BINARY [CASE...]
+cases (default: all):
+  flood     2,000 connections from one address (1,000 idle, 1,000 that finished TLS and
+            trickle a request head): a fresh client still gets /healthz and a hook answered
+  deadline  a TCP connection that sends nothing, one that trickles a TLS ClientHello and a
+            TLS connection that trickles its head a byte every 0.5 s are all closed by the
+            server once --head-timeout has passed (before: open for as long as bytes came)
+  closed    connections the client closes are released at once (no CLOSE-WAIT left)
+  framing   differing duplicate Content-Length, Content-Length with chunked encoding,
+            a bad Content-Length: 400 and the connection closed (RFC 9112 section 6.3);
+            identical duplicates are one value and answered 200
+  garbage   malformed request lines and heads: each gets an HTTP answer or a close,
+            never a hang (what libmicrohttpd reads as empty lines before a request line,
+            e.g. CR LF only or NUL bytes, is closed by the head deadline)
+
+Timings are printed, not asserted; the limits below only tell a hang from an answer.
+"""
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+HANG = 10.0  # seconds after which "no answer" is a hang
+HOOK = "/hooks.runtime.cluster.x-k8s.io/v1alpha1/discovery"
+
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print("  ok: " + what)
+    else:
+        print("  FAIL: " + what)
+        failures.append(what)
+
+
+class Server:
+    def __init__(self, binary, *flags):
+        self.tmp = tempfile.mkdtemp(prefix="hv-abuse-")
+        port_file = os.path.join(self.tmp, "port")
+        self.log = open(os.path.join(self.tmp, "server.log"), "w+")
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--port-file", port_file,
+             "--cert-dir", os.path.join(self.tmp, "tls"), "--log-level", "warn", *flags],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            if self.proc.poll() is not None or time.monotonic() - t0 > 10:
+                self.log.seek(0)
+                raise RuntimeError("server did not start: " + self.log.read())
+            time.sleep(0.02)
+        self.port = int(open(port_file).read())
+        self.ctx = ssl.create_default_context(cafile=os.path.join(self.tmp, "tls", "ca.crt"))
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        check(rc == 0, "server exits 0 on SIGTERM (got %s)" % rc)
+        if rc != 0:
+            self.log.seek(0)
+            print(self.log.read()[-3000:])
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def tcp(self, src="127.0.0.1", timeout=HANG):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", self.port))
+        return s
+
+    def tls(self, src="127.0.0.1", timeout=HANG):
+        return self.ctx.wrap_socket(self.tcp(src, timeout), server_hostname="localhost")
+
+    def request(self, raw, src="127.0.0.1", timeout=HANG):
+        """Send raw bytes on a fresh TLS connection; return (first line or None, closed, s)."""
+        t0 = time.monotonic()
+        s = self.tls(src, timeout)
+        s.sendall(raw)
+        head, closed = read_answer(s, timeout)
+        return head, closed, time.monotonic() - t0, s
+
+
+def read_answer(s, timeout):
+    """Read one HTTP answer. Returns (status line or None, closed-by-server)."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            return (None, False)
+        except (ConnectionError, ssl.SSLError, OSError):
+            return (status_of(buf), True)
+        if not chunk:
+            return (status_of(buf), True)
+        buf += chunk
+        if b"\r\n\r\n" in buf:
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    length = int(v.strip())
+            if len(rest) >= length:
+                return (status_of(buf), False)
+
+
+def status_of(buf):
+    return buf.split(b"\r\n", 1)[0].decode("latin-1") if buf else None
+
+
+def is_closed(s, timeout):
+    """True when the server closes s (EOF or reset) within timeout."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            if not s.recv(4096):
+                return True
+    except socket.timeout:
+        return False
+    except (ConnectionError, ssl.SSLError, OSError):
+        return True
+
+
+def get(srv, path, body=None, src="127.0.0.1"):
+    if body is None:
+        raw = "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path
+    else:
+        raw = ("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+               "Content-Length: %d\r\n\r\n%s" % (path, len(body), body))
+    t0 = time.monotonic()
+    try:
+        head, _, dt, s = srv.request(raw.encode(), src)
+        s.close()
+    except OSError as e:
+        print("  %s: %s" % (path, e))
+        return None, time.monotonic() - t0
+    return head, dt
+
+
+def close_wait(port):
+    """Sockets on our server port in CLOSE-WAIT (state 08 in /proc/net/tcp)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            parts = line.split()
+            local, state = parts[1], parts[3]
+            if int(local.split(":")[1], 16) == port and state == "08":
+                n += 1
+    return n
+
+
+def case_flood(binary):
+    print("flood: 2,000 connections from 127.0.0.2")
+    srv = Server(binary)
+    held = []
+    try:
+        t0 = time.monotonic()
+        slow_ok = 0
+        for _ in range(1000):  # slow: TLS done, a request head that never ends
+            try:
+                s = srv.tls("127.0.0.2", timeout=1)
+                s.sendall(b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: x\r\n")
+                held.append(s)
+                slow_ok += 1
+            except OSError:
+                pass  # closed by the per-address limit: what we want
+        for _ in range(1000):  # idle: TCP only, no byte sent
+            held.append(srv.tcp("127.0.0.2", timeout=1))
+        print("  1000 slow (%d finished TLS) + 1000 idle opened in %.2f s"
+              % (slow_ok, time.monotonic() - t0))
+        for s in held[:slow_ok]:
+            try:
+                s.sendall(b"X")
+            except OSError:
+                pass
+        head, dt = get(srv, "/healthz")
+        print("  fresh client /healthz: %s in %.1f ms" % (head, dt * 1e3))
+        check(head is not None and " 200 " in head, "/healthz answered 200 during the flood")
+        head, dt = get(srv, HOOK, "{}")
+        print("  fresh client discovery hook: %s in %.1f ms" % (head, dt * 1e3))
+        check(head is not None and " 200 " in head, "hook answered 200 during the flood")
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
+
+
+def case_deadline(binary):
+    print("deadline: --head-timeout 2")
+    srv = Server(binary, "--head-timeout", "2")
+    try:
+        idle = srv.tcp()
+        t0 = time.monotonic()
+        closed = is_closed(idle, HANG)
+        print("  idle TCP connection closed after %.2f s" % (time.monotonic() - t0))
+        check(closed, "a connection that sends nothing is closed")
+        idle.close()
+
+        # A TLS ClientHello trickled a byte every 0.5 s: never a finished handshake.
+        hello = ssl.MemoryBIO()
+        obj = srv.ctx.wrap_bio(ssl.MemoryBIO(), hello, server_hostname="localhost")
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        record = hello.read()
+        s = srv.tcp()
+        t0 = time.monotonic()
+        closed = False
+        for b in record[:-1]:
+            try:
+                s.sendall(bytes([b]))
+            except OSError:
+                closed = True
+                break
+            r, _, _ = select.select([s], [], [], 0.5)
+            if r and (not s.recv(1)):
+                closed = True
+                break
+            if time.monotonic() - t0 > HANG:
+                break
+        print("  trickled ClientHello closed after %.2f s" % (time.monotonic() - t0))
+        check(closed, "a TLS handshake trickled a byte every 0.5 s is closed")
+        s.close()
+
+        s = srv.tls()
+        head = b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\nX-Slow: "
+        t0 = time.monotonic()
+        closed = False
+        for i in range(int(HANG / 0.5)):
+            try:
+                s.sendall(head[i:i + 1] if i < len(head) else b"a")
+            except OSError:
+                closed = True
+                break
+            if is_closed(s, 0.5):
+                closed = True
+                break
+        print("  trickled request head closed after %.2f s" % (time.monotonic() - t0))
+        check(closed, "a request head trickled a byte every 0.5 s is closed")
+        s.close()
+
+        # A keep-alive connection that answered one request may idle (the deadline is for
+        # a head that has started to arrive, and for the first one).
+        s = srv.tls()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        head, closed = read_answer(s, HANG)
+        check(head is not None and " 200 " in head and not closed, "keep-alive answer")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        head, closed = read_answer(s, HANG)
+        check(head is not None and " 200 " in head, "second request on the same connection")
+        s.close()
+    finally:
+        srv.stop()
+
+
+def case_closed(binary):
+    print("closed: 300 connections closed by the client, 1,100 idle ones held from elsewhere")
+    srv = Server(binary)
+    flood = []
+    try:
+        for _ in range(1100):
+            flood.append(srv.tcp("127.0.0.2", timeout=1))
+        try:
+            socks = [srv.tcp("127.0.0.3") for _ in range(100)]
+            socks += [srv.tls("127.0.0.4", timeout=5) for _ in range(100)]
+        except OSError as e:
+            check(False, "connections from another address are served (%s)" % e)
+            return
+        for s in socks[100:150]:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # head started, never ended
+        kept = []
+        for _ in range(100):  # one answered request each, then idle keep-alive
+            s = srv.tls("127.0.0.5")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            read_answer(s, HANG)
+            kept.append(s)
+        socks += kept
+        time.sleep(0.3)
+        for s in socks:
+            s.close()
+        t0 = time.monotonic()
+        while close_wait(srv.port) and time.monotonic() - t0 < HANG:
+            time.sleep(0.05)
+        left = close_wait(srv.port)
+        print("  CLOSE-WAIT left: %d after %.2f s" % (left, time.monotonic() - t0))
+        check(left == 0, "every closed connection is released")
+        head, _ = get(srv, "/healthz")
+        check(head is not None and " 200 " in head, "server still answers")
+    finally:
+        for s in flood:
+            s.close()
+        srv.stop()
+
+
+def case_framing(binary):
+    print("framing")
+    srv = Server(binary)
+    body = b"{}"
+    try:
+        cases = [
+            ("two differing Content-Length",
+             b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x", "400"),
+            ("a Content-Length list that differs",
+             b"Content-Length: 2, 3\r\n\r\n{}x", "400"),
+            ("Content-Length with chunked",
+             b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", "400"),
+            ("Transfer-Encoding that is not chunked",
+             b"Transfer-Encoding: gzip\r\n\r\n{}", "400"),
+            ("a Content-Length that is not a number",
+             b"Content-Length: 2x\r\n\r\n{}", "400"),
+            ("a negative Content-Length",
+             b"Content-Length: -2\r\n\r\n{}", "400"),
+        ]
+        for what, tail, want in cases:
+            raw = b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n" + tail
+            head, closed, dt, s = srv.request(raw)
+            if not closed:
+                closed = is_closed(s, 2)
+            s.close()
+            print("  %s: %s (closed %s) in %.1f ms" % (what, head, closed, dt * 1e3))
+            check(head is not None and (" %s " % want) in head and closed,
+                  "%s: %s and close" % (what, want))
+        raw = (b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+               b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n" + body)
+        head, closed, dt, s = srv.request(raw)
+        s.close()
+        print("  identical duplicate Content-Length: %s" % head)
+        check(head is not None and " 200 " in head, "identical duplicates are one value")
+        raw = (b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        head, closed, dt, s = srv.request(raw)
+        s.close()
+        check(head is not None and " 200 " in head, "chunked alone is fine")
+    finally:
+        srv.stop()
+
+
+def case_garbage(binary):
+    print("garbage (--head-timeout 3)")
+    srv = Server(binary, "--head-timeout", "3")
+    try:
+        cases = [
+            b"GARBAGE\r\n\r\n",
+            b"GET\r\n\r\n",
+            b"GET /healthz\r\n\r\n",
+            b"GET /healthz HTTP/1.1 extra\r\n\r\n",
+            b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+            b"GET /healthz FOO/1.1\r\nHost: x\r\n\r\n",
+            b"\x00\x01\x02\x03\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\n: empty name\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nBad Name: x\r\n\r\n",
+            b"GET " + b"/a" * 40000 + b" HTTP/1.1\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nX: " + b"a" * 200000 + b"\r\n\r\n",
+            b"\r\n\r\n\r\n\r\n",
+            b"GET /healthz HTTP/1.1\n\n",
+        ]
+        for raw in cases:
+            try:
+                head, closed, dt, s = srv.request(raw)
+                s.close()
+            except OSError as e:  # reset while sending: a close
+                head, closed, dt = None, True, 0.0
+                print("    (send: %s)" % e)
+            what = repr(raw[:40])
+            print("  %s: %s (closed %s) in %.1f ms" % (what, head, closed, dt * 1e3))
+            check(head is not None or closed, "%s: an answer or a close" % what)
+            check(head is None or head.startswith("HTTP/1.1 ") or head.startswith("HTTP/1.0 "),
+                  "%s: a status line if anything" % what)
+        head, _ = get(srv, "/healthz")
+        check(head is not None and " 200 " in head, "server still answers")
+    finally:
+        srv.stop()
+
+
+CASES = {"flood": case_flood, "deadline": case_deadline, "closed": case_closed,
+         "framing": case_framing, "garbage": case_garbage}
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    binary = sys.argv[1]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > 8192:
+        hard = 8192
+    if soft != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    for name in sys.argv[2:] or list(CASES):
+        CASES[name](binary)
+    if failures:
+        print("%d check(s) failed:" % len(failures))
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
