@@ -41,6 +41,7 @@ struct entry {
     bool queued, running, again;
     bool have_answer;
     struct hv_hw answer_for;
+    struct hv_settings answer_s; /* the settings answer_for was concluded under */
     struct hv_update_result answer;
     struct probe *probe;
     bool probe_running;
@@ -352,6 +353,7 @@ static void *worker(void *arg)
         x->used_ms = now_ms();
         x->have_answer = true;
         x->answer_for = desired;
+        x->answer_s = s;
         x->answer = res;
         x->answer_seq = seq;
         if (x->again && !x->queued) {
@@ -527,7 +529,9 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->call_seq++;
     if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
-    bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired);
+    /* a conclusion holds for the hardware and the settings it was reached under */
+    bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
+                 hv_settings_equal(&x->answer_s, s);
     bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
     if (done && x->confirm_seq && x->answer_seq >= x->confirm_seq) {
         /* concluded by a pass that began after a call for this hardware found it not yet

@@ -33,6 +33,14 @@ const char *hv_guest_check_name(enum hv_guest_check v)
     return gc_names[v];
 }
 
+bool hv_settings_equal(const struct hv_settings *a, const struct hv_settings *b)
+{
+    return a->power_cycle == b->power_cycle && a->on_uncoverable == b->on_uncoverable &&
+           a->power_off_mode == b->power_off_mode && a->guest_check == b->guest_check &&
+           a->live_timeout_s == b->live_timeout_s &&
+           a->shutdown_timeout_s == b->shutdown_timeout_s && a->deadline_s == b->deadline_s;
+}
+
 void hv_settings_default(struct hv_settings *s)
 {
     s->power_cycle = HV_PC_IF_NEEDED;

@@ -3,6 +3,7 @@
 #ifndef HV_SETTINGS_H
 #define HV_SETTINGS_H
 
+#include <stdbool.h>
 #include "json.h"
 
 enum hv_power_cycle { HV_PC_IF_NEEDED = 0, HV_PC_NEVER };
@@ -22,6 +23,8 @@ struct hv_settings {
 };
 
 void hv_settings_default(struct hv_settings *s);
+/* Same settings, field by field. */
+bool hv_settings_equal(const struct hv_settings *a, const struct hv_settings *b);
 /* Overlay a JSON settings object (string values; NULL or absent = no change) onto *s.
  * Unknown keys and bad values fail with a stable message naming the setting. */
 int hv_settings_apply(struct hv_settings *s, const hj *settings, char *err, size_t errlen);

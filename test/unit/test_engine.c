@@ -373,6 +373,26 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
     assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
 }
 
+/* A conclusion holds for the settings it was reached under: after a change of settings
+ * (here powerCycle Never -> IfNeeded) the first call must not repeat the old Failure. */
+static void test_settings_change_is_not_answered_from_the_old_conclusion(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-set", 2048, 2048, 1, 1);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-set");
+    struct hv_hw want = {1024, -1, -1};
+    struct hv_settings never = f->s;
+    never.power_cycle = HV_PC_NEVER;
+    struct hv_update_result r = hook_until_end(f->e, "eng-set", want, &never, 200);
+    assert_true(r.failure);
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    assert_false(r.failure);
+    r = hook_until_end(f->e, "eng-set", want, &f->s, 400);
+    assert_true(is_done(&r));
+    assert_int_equal(observe(f, "eng-set").hw.memory_mib, 1024);
+}
+
 static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
 {
     struct fx *f = *state;
@@ -851,6 +871,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_power_cycle_finishes_on_its_own, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
