@@ -109,7 +109,7 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
     return (want->memory_mib < 0 || have->memory_mib == want->memory_mib) &&
            (want->cpus < 0 || have->cpus == want->cpus) &&
            (want->cores_per_socket < 0 || have->cores_per_socket == want->cores_per_socket) &&
-           (!hv_disk_set(want->disk_mib) || have->disk_mib == want->disk_mib);
+           (!hv_disk_set(want->disk_mib) || have->disk_mib >= want->disk_mib); /* disks only grow */
 }
 
 /* The guest's memory total is the hypervisor's size minus what its kernel reserved at boot
@@ -257,6 +257,7 @@ static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
     out->memory_mib = r->desired.memory_mib >= 0 ? r->prev.memory_mib : -1;
     out->cpus = r->desired.cpus >= 0 ? r->prev.cpus : -1;
     out->cores_per_socket = r->desired.cores_per_socket >= 0 ? r->prev.cores_per_socket : -1;
+    out->disk_mib = -1; /* disks only grow: a rollback leaves them as they are */
     return (out->memory_mib > 0 || out->cpus > 0 || out->cores_per_socket > 0) &&
            out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
 }
@@ -407,7 +408,8 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
     if (v == GV_PENDING && !in_time)
         v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
-    if (v == GV_UNKNOWN && p->s->guest_check == HV_GC_REQUIRED)
+    if (v == GV_UNKNOWN && p->s->guest_check == HV_GC_REQUIRED &&
+        (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
         v = GV_NOT_YET;
     switch (v) {
     case GV_SHOWS:
@@ -651,7 +653,7 @@ static void live_path(struct pass *p)
     if (p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus &&
         !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
         return;
-    if (hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib != p->desired->disk_mib &&
+    if (hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib &&
         !step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
         return;
     bool stepped = p->rec.phase == HV_PH_LIVE;

@@ -252,7 +252,7 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     rc = lv_disk_read(d, a->disk, &dk, err);
     if (rc != HV_OK)
         return rc;
-    if (lv_disk_mib(&dk) != a->desired->disk_mib)
+    if (lv_disk_mib(&dk) < a->desired->disk_mib) /* a larger disk is left as it is */
         lv_plan_disk(&dk, active, !active && lv_disk_in_pool(d, &dk), a->desired->disk_mib,
                      &a->plan[HV_F_DISK]);
     return HV_OK;

@@ -172,7 +172,7 @@ void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
         else
             plan_cpus(vm, desired->cpus, cores, cores_change, &plan[HV_F_CPUS]);
     }
-    if (hv_disk_set(desired->disk_mib) && desired->disk_mib != vs_disk_mib(vm))
+    if (hv_disk_set(desired->disk_mib) && vs_disk_mib(vm) < desired->disk_mib)
         plan_disk(vm, desired->disk_mib, &plan[HV_F_DISK]);
     if (cores_change) {
         struct hv_field_plan *p = &plan[HV_F_CORES];

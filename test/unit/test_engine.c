@@ -381,7 +381,7 @@ static void test_settings_change_is_not_answered_from_the_old_conclusion(void **
     define(f, "eng-set", 2048, 2048, 1, 1);
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of("eng-set");
-    struct hv_hw want = {1024, -1, -1};
+    struct hv_hw want = {1024, -1, -1, -1};
     struct hv_settings never = f->s;
     never.power_cycle = HV_PC_NEVER;
     struct hv_update_result r = hook_until_end(f->e, "eng-set", want, &never, 200);

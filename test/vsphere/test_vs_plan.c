@@ -229,7 +229,7 @@ static void test_disk_rules(void **state)
         {"hot-extend", NULL, HV_HOW_LIVE, ""},
         {"no disk", NULL, HV_HOW_IMPOSSIBLE, "the VM has no such virtual disk"},
         {"no capacity", NULL, HV_HOW_IMPOSSIBLE, "vCenter does not report the disk's capacity"},
-        {"shrink", NULL, HV_HOW_IMPOSSIBLE, "disks cannot shrink"},
+        {"larger already", NULL, HV_HOW_NONE, ""},
         {"rdm", NULL, HV_HOW_IMPOSSIBLE, "raw device mapping"},
         {"snapshots", NULL, HV_HOW_IMPOSSIBLE, "the VM has snapshots"},
         {"thick, no room", NULL, HV_HOW_IMPOSSIBLE, "lacks the free space"},
