@@ -354,6 +354,9 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
             reason = why_na;
         else if (f == HV_F_DISK)
             reason = disk_rule(va, vb);
+        else if ((f == HV_F_MEMORY || f == HV_F_CPUS) &&
+                 in->settings->guest_check == HV_GC_REQUIRED && !strcmp(p->backend, "vsphere"))
+            reason = HV_MSG("guestVerification is Required and vSphere gives no guest view");
         if (reason) {
             r->cls = HV_CLASS_NO;
         } else if (f == HV_F_DISK) {

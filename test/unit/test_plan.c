@@ -1192,6 +1192,27 @@ static void fake_check(void *ctx, const struct hv_profile *p, const struct hv_hw
     }
 }
 
+/* UpdateMachine can never confirm memory or vCPUs in a vSphere guest, so under
+ * guestVerification Required CanUpdate must not cover them (it would fail later). */
+static void test_guest_required_on_vsphere_uncovers_memory_and_cpus(void **state)
+{
+    (void)state;
+    struct env e;
+    struct hv_coverage c;
+    env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
+    hj *req = tu_fixture("vsm-memory-cpu-grow.json");
+    plan_req(&e, req, &c);
+    assert_string_equal(c.message, "memoryMiB 4096->8192 live; numCPUs 2->4 live");
+    hv_coverage_free(&c);
+    e.s.guest_check = HV_GC_REQUIRED;
+    plan_req(&e, req, &c);
+    assert_null(c.infra_patch);
+    assert_non_null(strstr(c.message, "memoryMiB (guestVerification is Required and vSphere "
+                                      "gives no guest view)"));
+    hv_coverage_free(&c);
+    hj_free(req);
+}
+
 static void test_backend_static_rules_uncover(void **state)
 {
     struct env e;
@@ -1471,6 +1492,7 @@ int main(void)
         cmocka_unit_test(test_probe_mixed_answers),
         cmocka_unit_test(test_probe_error),
         cmocka_unit_test(test_backend_static_rules_uncover),
+        cmocka_unit_test(test_guest_required_on_vsphere_uncovers_memory_and_cpus),
         cmocka_unit_test(test_deterministic_messages),
         cmocka_unit_test(test_identity_rules),
         cmocka_unit_test(test_desired_hw),
