@@ -151,17 +151,5 @@ int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf 
 int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *req, int64_t deadline,
                 struct hv_err *err)
 {
-    int left = vs_left_ms(deadline);
-    if (left == 0)
-        return vs_err(err, HV_E_TIMEOUT, "%s: no time left to start it", method);
-    struct vs_reply r;
-    int rc = vs_call(s, method, req, left, &r, err);
-    if (rc != HV_OK)
-        return rc;
-    char task[64];
-    bool ok = vs_xml_child_text(r.body, "returnval", task, sizeof(task)) && task[0];
-    vs_reply_free(&r);
-    if (!ok)
-        return vs_err(err, HV_E_INTERNAL, "%s: answer names no task", method);
-    return vs_task_wait(s, method, task, deadline, err);
+    return vs_run_task_vm(s, method, req, NULL, deadline, NULL, NULL, err);
 }
