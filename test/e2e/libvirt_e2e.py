@@ -506,8 +506,10 @@ def disk_domain(name, gib=1):
     image = subprocess.run([os.path.join(ROOT, "test/lab/disk-image.sh"), name, str(gib)],
                            check=True, capture_output=True, text=True).stdout.strip()
     xml = open(os.path.join(ROOT, "test/lab/domains/disk.xml")).read()
-    xml = re.sub(r"<name>hvt-[a-z]*</name>", "<name>%s</name>" % name, xml)
     xml = xml.replace("/var/lib/libvirt/images/hvt/hvt-disk.qcow2", image)
+    xml = xml.replace("hvt-disk<", name + "<").replace("hvt-disk.console", name + ".console")
+    if os.path.exists(console_path(name)):
+        os.remove(console_path(name))
     conn().defineXML(xml).create()
     return image
 
@@ -535,6 +537,9 @@ def test_disk_grows_live_through_the_hooks():
             return hvtest.libvirt_machine(name, 1024, 2, disk_gib=gib)
 
         before = state(name)
+        vda = re.compile(r"hvguest: MemTotal=\d+ kB cpus=\d+ vda=(\d+) MiB")
+        wait_console(name, lambda t: vda.search(t), 120, "guest view of vda")
+        mark = len(console(name))
         resp, _ = client.post("CanUpdateMachine", hvtest.can_update_request(
             infra(1), infra(2), mach))
         assert resp["status"] == "Success", resp
@@ -547,7 +552,11 @@ def test_disk_grows_live_through_the_hooks():
         after = state(name)
         assert after["running"] and after["id"] == before["id"], (before, after)
         assert vda_gib(name) == 2, vda_gib(name)
-        print("     domain ID %d before and after; steps: %s" % (after["id"], msgs))
+        # the running guest itself sees the larger block device (its filesystem is its own job)
+        seen = wait_console(name, lambda t: [m for m in vda.findall(t) if int(m) == 2048], 60,
+                            "guest view of the 2 GiB vda", start=mark)
+        print("     domain ID %d before and after; guest: %s; steps: %s" % (
+            after["id"], vda.findall(seen)[-1] + " MiB vda", msgs))
         # a shrink: not covered, Block names the field, UpdateMachine refuses and changes nothing
         resp, _ = client.post("CanUpdateMachine", hvtest.can_update_request(
             infra(2), infra(1), mach, {"onUncoverable": "Block"}))

@@ -101,7 +101,9 @@ static struct qt *qt_start_disk(void **state, bool pool)
     }
     qt_timing("make disk image", t0);
     char *tmpl = lvt_style_xml("disk", q->name, NULL);
-    const char *placeholder = "/var/lib/libvirt/images/hvt/hvt-disk.qcow2";
+    /* lvt_style_xml renamed every hvt-disk, the template's image path too */
+    char placeholder[256];
+    snprintf(placeholder, sizeof(placeholder), "/var/lib/libvirt/images/hvt/%s.qcow2", q->name);
     char *at = strstr(tmpl, placeholder);
     assert_non_null(at);
     size_t len = strlen(tmpl) + strlen(q->image) + 16;

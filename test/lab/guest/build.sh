@@ -11,7 +11,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${HV_GUEST_DIR:-/var/cache/hvupdater-lab/guest}
-MODS="virtio_pci virtio_balloon virtio_mem virtio_console evdev button"
+MODS="virtio_pci virtio_blk virtio_balloon virtio_mem virtio_console evdev button"
 
 log() { echo "guest-build: $*" >&2; }
 die() { log "$*"; exit 1; }
