@@ -1211,6 +1211,7 @@ static void test_guest_required_on_vsphere_uncovers_memory_and_cpus(void **state
                                       "gives no guest view)"));
     hv_coverage_free(&c);
     hj_free(req);
+    env_free(&e);
 }
 
 static void test_backend_static_rules_uncover(void **state)
