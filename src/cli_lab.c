@@ -348,6 +348,8 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
             printf(" (%s)", fp[f].method);
         else if (fp[f].reason[0])
             printf(" (%s)", fp[f].reason);
+        else if (f == HV_F_DISK && fp[f].how == HV_HOW_NONE && want[f] < have[f])
+            printf(" (%s: the larger disk is left as it is)", HV_REASON_DISK_SHRINK);
         printf("\n");
     }
 out:

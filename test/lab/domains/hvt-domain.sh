@@ -14,16 +14,16 @@ shift 2
 case "$name" in hvt-*) ;; *) echo "hvt-domain: NAME must start with hvt-" >&2; exit 2 ;; esac
 xml="$(dirname "$0")/$style.xml"
 [ -f "$xml" ] || { echo "hvt-domain: no style $style" >&2; exit 2; }
-for s in "$@"; do
-    case "$s" in hvguest.[a-z]*) ;; *) echo "hvt-domain: not a guest switch: $s" >&2; exit 2 ;; esac
-done
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
 image=/nonexistent
 if [ "$style" = disk ]; then
     image=$("$(dirname "$0")/../disk-image.sh" "$name" "${1:-1}")
     [ $# -gt 0 ] && shift
 fi
+for s in "$@"; do
+    case "$s" in hvguest.[a-z]*) ;; *) echo "hvt-domain: not a guest switch: $s" >&2; exit 2 ;; esac
+done
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
 sed -e "s|/var/lib/libvirt/images/hvt/hvt-disk.qcow2|$image|" \
     -e "s|hvt-$style\([<.]\)|$name\1|g" -e "s|</cmdline>|${*:+ $*}</cmdline>|" "$xml" >"$tmp"
 rm -f "/var/log/libvirt/qemu/$name.console.log" "/var/log/libvirt/qemu/$name.log"
