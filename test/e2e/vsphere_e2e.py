@@ -413,7 +413,7 @@ def test_hot_add_memory_and_cpu_live():
         assert patched(never) == {"/spec/memoryMiB": 8192, "/spec/numCPUs": 4}, never
         last, msgs, first_ms = s.update(0, (8192, 4), FAST)
         assert_done(last, msgs)
-        assert last["message"] == "done: memory 8192 MiB, 4 vCPUs, disk 25 GiB", last
+        assert last["message"] == "done: memory 8192 MiB, 4 vCPUs, disk 25 GiB (not verified in the guest)", last
         st = s.state(0)
         assert st["on"] and st["memory"] == 8192 and st["cpus"] == 4, st
         rec = st["record"]
@@ -758,7 +758,7 @@ def test_disk_grows_live_25_to_40():
         assert resp["message"] == "diskGiB 25->40 live", resp
         last, msgs, _ = s.update(0, (4096, 2, None, 40), FAST)
         assert_done(last, msgs)
-        assert last["message"] == "done: memory 4096 MiB, 2 vCPUs, disk 40 GiB", last
+        assert last["message"] == "done: memory 4096 MiB, 2 vCPUs, disk 40 GiB (not verified in the guest)", last
         st = s.state(0)
         assert st["on"] and st["disk_mib"] == 40 * 1024, st
         rec = st["record"]

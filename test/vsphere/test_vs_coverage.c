@@ -282,7 +282,9 @@ static void test_never_covers_a_value_the_vm_already_has(void **state)
     hj_free(r);
     r = update(0, &des, never);
     assert_false(is_failure(r));
-    assert_string_equal(message(r), "done: memory 4096 MiB, 2 vCPUs, 1 cores per socket");
+    assert_string_equal(
+        message(r),
+        "done: memory 4096 MiB, 2 vCPUs, 1 cores per socket (not verified in the guest)");
     hj_free(r);
     /* coresPerSocket 2 -> 1 in the spec, 1 on the VM; a real shrink stays uncovered */
     cur = spec_of("4096", "2", "2");
