@@ -1141,7 +1141,7 @@ def test_failed_power_on_is_rolled_back():
         last, msgs, _ = s.update(0, (8192, 4), FAST)
         assert last["status"] == "Failure", msgs
         assert last["message"] == (
-            "the VM could not start with memory 8192 MiB, 4 vCPUs (step power-on failed 3 "
+            "the VM could not start with memory 8192 MiB, 4 vCPUs, disk 25 GiB (step power-on failed 3 "
             "times: the host lacks the resources); its previous configuration (memory 4096 MiB, "
             "2 vCPUs) was restored and it was started"), last
         st = s.state(0)
