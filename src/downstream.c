@@ -5,6 +5,7 @@
  * pooled per downstream so calls reuse their TLS connections. Raw transport errors go to
  * the log only; answers carry fixed texts naming the downstream. */
 #include "downstream.h"
+#include "config.h"
 #include "log.h"
 #include "metrics.h"
 #include "msg.h"
@@ -96,19 +97,8 @@ static int parse_one(struct hv_downstream_cfg *d, const hj *o, const char *where
     static const char *const keys[] = {
         "name",           "url",      "caFile", "clientCertFile", "clientKeyFile",
         "timeoutSeconds", "settings", NULL};
-    if (!o || o->type != HJ_OBJECT) {
-        snprintf(err, errlen, "%s must be an object", where);
+    if (hv_config_check_keys(o, where, keys, err, errlen) < 0)
         return -1;
-    }
-    for (size_t k = 0; k < o->n; k++) {
-        const char *const *a;
-        for (a = keys; *a && strcmp(*a, o->keys[k]); a++)
-            ;
-        if (!*a) {
-            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
-            return -1;
-        }
-    }
     if (str_member(o, where, "name", true, &d->name, err, errlen) < 0 ||
         str_member(o, where, "url", true, &d->url, err, errlen) < 0 ||
         str_member(o, where, "caFile", false, &d->ca_file, err, errlen) < 0 ||
