@@ -219,8 +219,15 @@ static void w_free(struct hv_backend *b)
 {
     (void)b;
 }
-static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
-                                               w_act,     w_write_record, w_free,    NULL};
+static const struct hv_backend_ops wrap_ops = {
+    .name = "libvirt",
+    .serves = w_serves,
+    .observe = w_observe,
+    .plan = w_plan,
+    .act = w_act,
+    .write_record = w_write_record,
+    .free = w_free,
+};
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
 static struct hv_backend wrapped = {&wrap_ops, NULL};
