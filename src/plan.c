@@ -67,6 +67,10 @@ typedef void (*diff_fn)(void *ctx, const char *pointer, const hj *a, const hj *b
  * sorted key order; anything else is compared whole). */
 static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void *ctx)
 {
+    /* Equal subtrees have nothing to report: most of a spec is unchanged, and comparing is
+     * much cheaper than walking it key by key with pointers. */
+    if (hj_equal(a, b))
+        return;
     if (a && b && a->type == HJ_OBJECT && b->type == HJ_OBJECT) {
         size_t n = 0;
         const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
