@@ -29,7 +29,7 @@ struct hj {
     size_t slen; /* length of s */
     size_t n;    /* items in an array/object */
     size_t cap;
-    hj **items;  /* array items or object values */
+    hj **items;    /* array items or object values */
     char **keys;   /* object keys, in document order */
     size_t *klens; /* their lengths */
 };

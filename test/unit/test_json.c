@@ -676,7 +676,8 @@ static void test_arena_frees_heap_children_and_survives_errors(void **state)
     hj_obj_set_take(o, "h", heap_child); /* a longer-lived value into an arena tree: fine */
     hj_free(o);                          /* frees heap_child (LeakSanitizer checks it) */
     /* failures inside the arena: same messages as outside, nothing left behind */
-    static const char *const bad[] = {"{\"a\":[1,2,{\"b\":", "{\"a\":1}x", "{\"a\":{\"a\":1,\"b\"}}"};
+    static const char *const bad[] = {"{\"a\":[1,2,{\"b\":", "{\"a\":1}x",
+                                      "{\"a\":{\"a\":1,\"b\"}}"};
     char err[200], want[200];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         hj_arena_end(&a);
@@ -696,8 +697,8 @@ static void test_arena_spans_many_blocks(void **state)
     assert_non_null(text);
     len += (size_t)snprintf(text + len, cap - len, "[");
     for (int i = 0; i < 20000; i++)
-        len += (size_t)snprintf(text + len, cap - len, "%s{\"n\":%d,\"s\":\"v%d\"}",
-                                i ? "," : "", i, i);
+        len += (size_t)snprintf(text + len, cap - len, "%s{\"n\":%d,\"s\":\"v%d\"}", i ? "," : "",
+                                i, i);
     len += (size_t)snprintf(text + len, cap - len, "]");
     char err[200];
     hj *heap = hj_parse(text, len, err, sizeof(err));
