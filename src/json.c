@@ -358,14 +358,55 @@ hj *hj_clone(const hj *v)
 
 /* ---- parsing --------------------------------------------------------------------------- */
 
+/* While parsing, the members of every open container wait in one scratch list (ents); when
+ * the container closes they move into arrays of exactly their size. One pending key at a
+ * time is enough: a key is always followed by its value, which takes it. */
+struct pentry {
+    char *key; /* NULL in arrays */
+    size_t klen;
+    hj *val;
+};
+
+#define PARSE_INLINE_ENTS 256
+
 struct pstate {
     hj *root;
     hj *stack[HJ_MAX_DEPTH + 1];
-    char *keys[HJ_MAX_DEPTH + 1]; /* pending key per object level */
-    size_t keylen[HJ_MAX_DEPTH + 1];
+    size_t start[HJ_MAX_DEPTH + 1]; /* first entry of each open container */
     int depth;
+    struct hj_arena *arena; /* where this parse makes its values (NULL: the heap) */
+    char *key;              /* pending key of the innermost open object */
+    size_t klen;
+    struct pentry *ents;
+    size_t n_ents, cap_ents;
+    struct pentry inline_ents[PARSE_INLINE_ENTS];
     const char *why; /* our own reason for cancelling */
 };
+
+static void pkey_free(struct pstate *p, char *key)
+{
+    if (key && !p->arena)
+        free(key);
+}
+
+static void ents_push(struct pstate *p, char *key, size_t klen, hj *v)
+{
+    if (p->n_ents == p->cap_ents) {
+        size_t cap = p->cap_ents * 2;
+        struct pentry *e;
+        if (p->ents == p->inline_ents) {
+            e = malloc(cap * sizeof(*e));
+            if (!e)
+                abort();
+            memcpy(e, p->ents, p->n_ents * sizeof(*e));
+        } else {
+            e = xrealloc(p->ents, cap * sizeof(*e));
+        }
+        p->ents = e;
+        p->cap_ents = cap;
+    }
+    p->ents[p->n_ents++] = (struct pentry){key, klen, v};
+}
 
 static int add_value(struct pstate *p, hj *v)
 {
@@ -380,12 +421,23 @@ static int add_value(struct pstate *p, hj *v)
     }
     hj *parent = p->stack[p->depth - 1];
     if (parent->type == HJ_ARRAY) {
-        hj_arr_push_take(parent, v);
-    } else {
-        char *key = p->keys[p->depth - 1];
-        p->keys[p->depth - 1] = NULL;
-        obj_set_key(parent, key, p->keylen[p->depth - 1], key, v);
+        ents_push(p, NULL, 0, v);
+        return 1;
     }
+    char *key = p->key;
+    size_t klen = p->klen;
+    p->key = NULL;
+    /* duplicate keys: the last value wins, in the first one's place, as in Go's decoder */
+    for (size_t k = p->start[p->depth - 1]; k < p->n_ents; k++) {
+        struct pentry *e = &p->ents[k];
+        if (e->klen == klen && memcmp(e->key, key, klen) == 0) {
+            hj_free(e->val);
+            e->val = v;
+            pkey_free(p, key);
+            return 1;
+        }
+    }
+    ents_push(p, key, klen, v);
     return 1;
 }
 
@@ -398,7 +450,9 @@ static int push(struct pstate *p, hj *v)
     }
     if (!add_value(p, v))
         return 0;
-    p->stack[p->depth++] = v;
+    p->stack[p->depth] = v;
+    p->start[p->depth] = p->n_ents;
+    p->depth++;
     return 1;
 }
 
@@ -430,7 +484,7 @@ static int cb_start_map(void *ctx)
 static int cb_key(void *ctx, const unsigned char *s, size_t n)
 {
     struct pstate *p = ctx;
-    if (p->stack[p->depth - 1]->n >= HJ_MAX_MEMBERS) {
+    if (p->n_ents - p->start[p->depth - 1] >= HJ_MAX_MEMBERS) {
         p->why = HV_MSG("an object with more than 4096 members");
         return 0;
     }
@@ -438,17 +492,35 @@ static int cb_key(void *ctx, const unsigned char *s, size_t n)
         p->why = HV_MSG("object key contains U+0000");
         return 0;
     }
-    hj *obj = p->stack[p->depth - 1];
-    if (p->keys[p->depth - 1])
-        part_free(obj, p->keys[p->depth - 1]);
-    p->keys[p->depth - 1] = part_strndup(obj, (const char *)s, n);
-    p->keylen[p->depth - 1] = n;
+    pkey_free(p, p->key);
+    p->key = part_strndup(p->stack[p->depth - 1], (const char *)s, n);
+    p->klen = n;
     return 1;
 }
 
+/* The innermost container closes: its members move into arrays of their exact size. */
 static int cb_end(void *ctx)
 {
     struct pstate *p = ctx;
+    hj *c = p->stack[p->depth - 1];
+    size_t first = p->start[p->depth - 1], n = p->n_ents - first;
+    if (n) {
+        c->items = part_alloc(c, n * sizeof(*c->items));
+        if (c->type == HJ_OBJECT) {
+            c->keys = part_alloc(c, n * sizeof(*c->keys));
+            c->klens = part_alloc(c, n * sizeof(*c->klens));
+        }
+        for (size_t k = 0; k < n; k++) {
+            const struct pentry *e = &p->ents[first + k];
+            c->items[k] = e->val;
+            if (c->type == HJ_OBJECT) {
+                c->keys[k] = e->key;
+                c->klens[k] = e->klen;
+            }
+        }
+        c->n = c->cap = n;
+    }
+    p->n_ents = first;
     p->depth--;
     return 1;
 }
@@ -492,7 +564,15 @@ static void yajl_reason(yajl_handle h, const char *buf, size_t len, char *out, s
 hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
 {
     struct pstate p;
-    memset(&p, 0, sizeof(p));
+    p.root = NULL;
+    p.depth = 0;
+    p.arena = cur_arena;
+    p.key = NULL;
+    p.klen = 0;
+    p.ents = p.inline_ents;
+    p.n_ents = 0;
+    p.cap_ents = PARSE_INLINE_ENTS;
+    p.why = NULL;
     yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
     if (!h)
         abort();
@@ -509,13 +589,20 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
         else
             yajl_reason(h, buf, len, reason, sizeof(reason));
         snprintf(err, errlen, HV_MSG("invalid JSON at byte %zu: %s"), at, reason);
-        for (int d = 0; d < p.depth; d++)
-            if (p.keys[d])
-                part_free(p.stack[d], p.keys[d]);
+        /* Members of still-open containers are only in ents; open containers hold none. */
+        for (size_t k = 0; k < p.n_ents; k++) {
+            pkey_free(&p, p.ents[k].key);
+            hj_free(p.ents[k].val);
+        }
+        pkey_free(&p, p.key);
         hj_free(p.root);
+        if (p.ents != p.inline_ents)
+            free(p.ents);
         yajl_free(h);
         return NULL;
     }
+    if (p.ents != p.inline_ents)
+        free(p.ents);
     yajl_free(h);
     if (!p.root)
         snprintf(err, errlen, HV_MSG("invalid JSON: empty body"));
