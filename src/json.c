@@ -700,22 +700,46 @@ static long array_index(const char *t)
 
 hj *hj_ptr(const hj *doc, const char *pointer)
 {
-    char **toks;
-    size_t n;
-    if (!doc || hj_ptr_split(pointer, &toks, &n) < 0)
+    /* Walks the pointer in place: each token is unescaped into tok (no allocation; a token
+     * too long for it names nothing in the trees hvupdater reads, but is still handled). */
+    if (!doc || (pointer[0] && pointer[0] != '/'))
         return NULL;
     const hj *cur = doc;
-    for (size_t k = 0; k < n && cur; k++) {
+    const char *c = pointer;
+    char tok[256];
+    while (*c && cur) {
+        c++; /* the '/' */
+        size_t seg = strcspn(c, "/"), n = 0;
+        char *t = seg < sizeof(tok) ? tok : malloc(seg + 1);
+        if (!t)
+            abort();
+        for (size_t j = 0; j < seg; j++) {
+            if (c[j] == '~') {
+                if (j + 1 < seg && (c[j + 1] == '0' || c[j + 1] == '1')) {
+                    t[n++] = c[j + 1] == '0' ? '~' : '/';
+                    j++;
+                    continue;
+                }
+                if (t != tok)
+                    free(t);
+                return NULL; /* malformed escape */
+            }
+            t[n++] = c[j];
+        }
+        t[n] = '\0';
         if (cur->type == HJ_OBJECT) {
-            cur = hj_get(cur, toks[k]);
+            ssize_t at = obj_index(cur, t, n);
+            cur = at < 0 ? NULL : cur->items[at];
         } else if (cur->type == HJ_ARRAY) {
-            long i = array_index(toks[k]);
+            long i = array_index(t);
             cur = (i >= 0 && (size_t)i < cur->n) ? cur->items[i] : NULL;
         } else {
             cur = NULL;
         }
+        if (t != tok)
+            free(t);
+        c += seg;
     }
-    hj_ptr_tokens_free(toks, n);
     return (hj *)cur;
 }
 

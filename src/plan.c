@@ -82,9 +82,13 @@ static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void 
             if (!hj_get(a, b->keys[k]))
                 keys[n++] = b->keys[k];
         qsort(keys, n, sizeof(char *), cmp_str);
+        char sub[512];
+        size_t plen = strlen(prefix);
+        if (plen >= sizeof(sub))
+            plen = sizeof(sub) - 1; /* cannot happen: prefixes are built in such buffers */
+        memcpy(sub, prefix, plen);
         for (size_t k = 0; k < n; k++) {
-            char sub[512];
-            snprintf(sub, sizeof(sub), "%s", prefix);
+            sub[plen] = '\0';
             if (!hj_ptr_append(sub, sizeof(sub), keys[k])) {
                 /* a difference under a path too long to name: report it at the object */
                 if (hj_equal(hj_get(a, keys[k]), hj_get(b, keys[k])))

@@ -504,6 +504,20 @@ static void test_ptr_lookup(void **state)
     assert_null(hj_ptr(doc, "/missing"));
     assert_null(hj_ptr(NULL, "/a"));
     hj_free(doc);
+
+    /* tokens longer than the walker's own buffer, escaped or not */
+    char key[301], ptr[700], text[800];
+    memset(key, 'k', 300);
+    key[300] = '\0';
+    key[150] = '/';
+    snprintf(text, sizeof(text), "{\"%s\":{\"x\":3}}", key);
+    key[150] = '\0';
+    snprintf(ptr, sizeof(ptr), "/%s~1%s/x", key, key + 151);
+    hj *big = tu_json(text);
+    assert_int_equal(hj_ptr(big, ptr)->i, 3);
+    snprintf(ptr, sizeof(ptr), "/%s~2%s/x", key, key + 151);
+    assert_null(hj_ptr(big, ptr));
+    hj_free(big);
 }
 
 static void test_get_helpers(void **state)
