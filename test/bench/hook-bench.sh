@@ -12,7 +12,10 @@
 # versions answering every POST with the same answer bytes (`return 200`), and both servers
 # again at one connection. Prints req/s, p50, p99 side by side and the ratios against the
 # targets (req/s at BENCH_CONNECTIONS >= 0.5x nginx's, p99 <= 1.5x; p50 at 1 connection
-# <= 3x). BENCH_NGINX=0 skips the anchor.
+# <= 3x), with the CPU each server used per request (user + system from /proc, nginx's
+# master and workers together). Last, BUILD_DIR/test/bench/bench_json on the same body:
+# what decoding it costs by itself (yajl alone, hj_parse on the heap and in the request
+# arena the server uses, hj_dump). BENCH_NGINX=0 skips the anchor.
 # Nothing here asserts timings; the exit status is non-zero only if something is broken
 # (a non-200, an error answer, a crash). Environment: BENCH_SECONDS, BENCH_CONNECTIONS,
 # BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES, BENCH_NGINX, BENCH_NGINX_WORKERS
