@@ -55,7 +55,9 @@ struct entry {
      * the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
-    /* a pass the engine queues by itself at wake_ms (a power cycle in flight) */
+    int64_t pass_ms; /* how long the last pass took */
+    /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
+     * timed to end just before CAPI's next call while a change settles) */
     bool timed;
     int64_t wake_ms;
     /* power-cycle slot */
@@ -345,12 +347,14 @@ static void *worker(void *arg)
 
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
+        int64_t began = now_ms();
         hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
         hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
         x->running = false;
         x->used_ms = now_ms();
+        x->pass_ms = x->used_ms - began;
         x->have_answer = true;
         x->answer_for = desired;
         x->answer_s = s;
@@ -508,6 +512,20 @@ static struct hv_backend *backend_for(struct hv_engine *e, const struct hv_profi
     return be;
 }
 
+/* The answer being given only waits for a change already made to show: nothing to act on
+ * before CAPI's next call, retry_after_s from now. A look taken now would be a whole interval
+ * old by then, so the pass this call asks for starts late enough to end just before that call
+ * (its conclusion is then the freshest possible, and a "done" is not held back one interval),
+ * and never sooner than halfway. Still one pass per call. */
+static int64_t settle_delay_ms(const struct entry *x)
+{
+    int64_t interval = (int64_t)x->answer.retry_after_s * 1000;
+    int64_t lead = x->pass_ms + 200;
+    if (lead > interval / 2)
+        lead = interval / 2;
+    return interval - lead;
+}
+
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                       const struct hv_hw *desired, const struct hv_settings *s,
                       struct hv_update_result *out)
@@ -545,6 +563,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         } else {
             out->failure = false;
             out->retry_after_s = 1;
+            out->settling = false;
             snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
         }
         if (!x->confirm_seq)
@@ -557,7 +576,10 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     if (x->running) {
         x->again = true;
     } else if (!x->queued) {
-        enqueue(e, x);
+        if (known && !done && !x->answer.failure && x->answer.settling)
+            schedule(e, x, settle_delay_ms(x));
+        else
+            enqueue(e, x);
     }
     pthread_mutex_unlock(&e->lock);
 }

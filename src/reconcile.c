@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define RETRY_LIVE          2
+#define RETRY_LIVE_SOON     1  /* within LIVE_SOON_S of a live step: the change shows soon */
+#define LIVE_SOON_S         10 /* a DIMM or a vCPU shows at once, the guest's view within 2 s */
 #define RETRY_COLD          5
 #define RETRY_SLOT          10
 #define MAX_RECYCLES        3
@@ -167,6 +169,7 @@ static void answer(struct hv_update_result *out, bool failure, int retry, const 
 {
     out->failure = failure;
     out->retry_after_s = failure ? 0 : retry;
+    out->settling = false;
     snprintf(out->message, sizeof(out->message), "%s", msg);
 }
 
@@ -370,6 +373,22 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
     answer(p->out, false, retry, m);
 }
 
+/* In progress, waiting for a change already made to show (phase wait-live, or the guest
+ * after a power cycle): CAPI is asked back in 1 s while it should show soon, then in
+ * RETRY_LIVE; the engine takes its next look just before that call (settling). */
+static void settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void settle(struct pass *p, const char *fmt, ...)
+{
+    char m[400], body[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
+    answer(p->out, false, p->now - p->rec.step_at < LIVE_SOON_S ? RETRY_LIVE_SOON : RETRY_LIVE, m);
+    p->out->settling = true;
+}
+
 /* Done. note: what the answer adds about the guest's own view (stored with the record, so
  * every later call answers the same words). */
 static void done(struct pass *p, bool had_record, const char *note)
@@ -430,7 +449,7 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     if (!waiting)
         return false; /* begin (or go on with) an operation that waits for the guest */
     if (in_time) {
-        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
         return true;
     }
     char m[400];
@@ -621,7 +640,7 @@ static void live_path(struct pass *p)
     if (p->rec.phase == HV_PH_WAIT_LIVE) {
         bool hv_shows = matches(&p->obs.hw, p->desired);
         if (p->now - p->rec.step_at < p->s->live_timeout_s) {
-            progress(p, RETRY_LIVE, HV_MSG("waiting for the hypervisor to show %s"), p->what);
+            settle(p, HV_MSG("waiting for the hypervisor to show %s"), p->what);
             return;
         }
         if (p->s->power_cycle == HV_PC_IF_NEEDED) {
@@ -662,10 +681,9 @@ static void live_path(struct pass *p)
     if (!store(p))
         return;
     if (stepped)
-        progress(p, RETRY_LIVE, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"),
-                 p->what);
+        settle(p, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"), p->what);
     else
-        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
 }
 
 /* One observe-decide-act round. Returns true when it took a step after which the next one

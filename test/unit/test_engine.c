@@ -172,6 +172,16 @@ static bool fail_records;
 static int fail_left = -1;       /* failures still to inject (-1: every time) */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
 static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
+/* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
+ * before this CLOCK_MONOTONIC ms, and all it has from then on */
+static int64_t guest_from_ms;
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
@@ -185,6 +195,10 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
         /* a guest that never onlines hot-added memory: its total stays where it was */
         o->guest.mem_view = HV_GV_SEEN;
         o->guest.memory_mib = o->hw.memory_mib < guest_cap ? o->hw.memory_mib : guest_cap;
+    }
+    if (rc == HV_OK && guest_from_ms > 0 && o->power == HV_POWER_ON) {
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = mono_ms() >= guest_from_ms ? o->hw.memory_mib : 1024 - 80;
     }
     return rc;
 }
@@ -245,6 +259,7 @@ static void unwrap(struct fx *f)
 {
     f->be = inner_be;
     guest_cap = -1;
+    guest_from_ms = 0;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -794,6 +809,50 @@ static void test_hook_side_answers_at_once_and_converges(void **state)
     assert_string_equal(r.message, "no vsphere backend is configured in hvupdater");
 }
 
+/* In progress, waiting for the guest to show a change: a look taken right after a call would
+ * be a whole retry interval old at the next call, and a guest that shows the change in
+ * between would get its "done" one call late. The look this call asks for is timed to end
+ * just before the next call, so CAPI, calling back after retryAfterSeconds, gets "done" at
+ * once. */
+static void test_settling_look_is_timed_for_the_next_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-settle", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_from_ms = INT64_MAX; /* the guest does not show the new memory yet */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-settle");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs at once */
+    assert_string_equal(r.message, "in progress: observing the VM");
+    for (int k = 0; k < 500 && observe(f, "eng-settle").hw.memory_mib != 2048; k++)
+        sleep_ms(10);
+    assert_int_equal(observe(f, "eng-settle").hw.memory_mib, 2048);
+    sleep_ms(r.retry_after_s * 1000); /* as CAPI */
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2 */
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 1); /* the change should show soon */
+    assert_string_equal(r.message, "in progress: hot-plugged; waiting for the hypervisor to "
+                                   "show memory 2048 MiB");
+    int64_t call2 = mono_ms();
+    guest_from_ms = call2 + 300; /* the guest onlines the memory 0.3 s after call 2 */
+    /* wait (bounded) until the engine has concluded done by itself, then call as CAPI would */
+    int ops = 1, cycles = 0;
+    for (int k = 0; k < 300 && ops; k++) {
+        sleep_ms(10);
+        hv_engine_gauges(f->e, &ops, &cycles);
+    }
+    int64_t left = call2 + r.retry_after_s * 1000 - mono_ms();
+    if (left > 0)
+        sleep_ms((int)left);
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 3: done, not one call later */
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    assert_int_equal(r.retry_after_s, 0);
+    unwrap(f);
+}
+
 static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(void **state)
 {
     struct fx *f = *state;
@@ -884,6 +943,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_settling_look_is_timed_for_the_next_call, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
