@@ -142,6 +142,14 @@ struct hv_step {
 
 struct hv_backend;
 
+/* Something happened to a VM that may end a wait (libvirt: a device added or removed, a
+ * memory device resized, the balloon changed, the domain started, stopped or was redefined,
+ * its guest agent connected): look at it again. server is the host it happened on; uuid and
+ * name are the VM's ("" when unknown). Called on a backend's own thread: must not block and
+ * must not call back into the backend. */
+typedef void (*hv_vm_changed_fn)(void *ctx, struct hv_backend *b, const char *server,
+                                 const char *uuid, const char *name);
+
 struct hv_backend_ops {
     const char *name; /* "libvirt", "vsphere", ... (matches the profile's backend) */
     /* true when this backend holds a connection (or config) able to reach ref's server. */
@@ -171,6 +179,12 @@ struct hv_backend_ops {
      * function to the fields that differ, with the same reasons. NULL: no such rules. */
     void (*check)(struct hv_backend *b, const struct hv_hw *desired,
                   struct hv_field_plan plan[HV_F_COUNT]);
+    /* Report changes of VMs to fn(ctx, ...) from now on; one watcher at a time, a new one
+     * replaces the old. fn NULL stops the reports of the watcher ctx; when it returns, fn is
+     * not running and will not be called for ctx again. Reports are hints only: the engine
+     * still observes before it concludes anything, and works without them (a backend
+     * without events leaves this NULL). */
+    void (*watch)(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx);
 };
 
 struct hv_backend {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ struct entry {
      * timed to end just before CAPI's next call while a change settles) */
     bool timed;
     int64_t wake_ms;
+    uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* power-cycle slot */
     bool slot;
     char slot_host[HV_NAME_MAX];
@@ -379,6 +381,52 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
+ * operation waits for a change already made to show (settling) gets a pass now, not at
+ * CAPI's next call or the engine's next timed look: a wait this change ends (the device
+ * shows, the guest agent connected, the guest shut down) is concluded before that call, which
+ * answers from it. Other VMs are left alone. The pass observes as any other: the report is
+ * only a hint. Linear in the entries: reports come when VMs change, not per call. */
+static void vm_changed(void *ctx, struct hv_backend *b, const char *server, const char *uuid,
+                       const char *name)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    for (size_t k = 0; k < e->n_buckets; k++) {
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext) {
+            if (x->be != b || !x->have_desired)
+                continue;
+            if (x->ref.server[0] && strcmp(x->ref.server, server) != 0)
+                continue;
+            if (x->ref.uuid[0] ? strcasecmp(x->ref.uuid, uuid) != 0
+                               : strcmp(x->ref.name, name) != 0)
+                continue;
+            /* only a wait for a change already made (never a step to retry: retries keep
+             * their pace, whatever events a failed step causes) */
+            if (!x->have_answer || x->answer.failure || x->answer.retry_after_s <= 0 ||
+                !x->answer.settling)
+                continue;
+            x->woken++;
+            if (x->running)
+                x->again = true;
+            else if (!x->queued)
+                enqueue(e, x);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+uint64_t hv_engine_woken(struct hv_engine *e)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&e->lock);
+    for (size_t k = 0; k < e->n_buckets; k++)
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext)
+            n += x->woken;
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
 struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
                                 size_t n)
 {
@@ -409,6 +457,9 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     for (int k = 0; k < nw; k++)
         if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
             e->n_workers++;
+    for (size_t k = 0; k < n; k++)
+        if (e->bes[k]->ops->watch)
+            e->bes[k]->ops->watch(e->bes[k], vm_changed, e);
     return e;
 }
 
@@ -416,6 +467,9 @@ void hv_engine_free(struct hv_engine *e)
 {
     if (!e)
         return;
+    for (size_t k = 0; k < e->n_bes; k++) /* no report reaches this engine after this */
+        if (e->bes[k]->ops->watch)
+            e->bes[k]->ops->watch(e->bes[k], NULL, e);
     pthread_mutex_lock(&e->lock);
     e->stopping = true;
     pthread_cond_broadcast(&e->cond);

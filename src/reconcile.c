@@ -389,6 +389,21 @@ static void settle(struct pass *p, const char *fmt, ...)
     p->out->settling = true;
 }
 
+/* In progress, waiting for the VM to go off after a shutdown or power-off was sent: settling
+ * too (a libvirt lifecycle event ends the wait), at the pace of power steps. */
+static void going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void going_off(struct pass *p, const char *fmt, ...)
+{
+    char m[400], body[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
+    answer(p->out, false, RETRY_COLD, m);
+    p->out->settling = true;
+}
+
 /* Done. note: what the answer adds about the guest's own view (stored with the record, so
  * every later call answers the same words). */
 static void done(struct pass *p, bool had_record, const char *note)
@@ -558,11 +573,11 @@ static void cold_on_path(struct pass *p)
             /* Recorded by a process that is gone (or another replica) and maybe never sent:
              * ask again so the guest gets its whole graceful window. Once per process. */
             if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
-                progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
+                going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
             return;
         }
         if (elapsed < p->s->shutdown_timeout_s) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the guest to shut down"));
+            going_off(p, HV_MSG("waiting for the guest to shut down"));
             return;
         }
         if (p->s->power_off_mode == HV_POM_SOFT) {
@@ -574,15 +589,15 @@ static void cold_on_path(struct pass *p)
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, HV_MSG("powering off: the guest did not shut down in time"));
+            going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
         return;
     case HV_PH_POWER_OFF:
         if (elapsed < cfg->step_timeout_s && !(first && !p->obs.busy)) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to power off"));
+            going_off(p, HV_MSG("waiting for the VM to power off"));
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, HV_MSG("powering off again"));
+            going_off(p, HV_MSG("powering off again"));
         return;
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:
@@ -627,9 +642,9 @@ static void cold_on_path(struct pass *p)
                                   "and powerOffMode is Soft"));
         } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-                progress(p, RETRY_COLD, HV_MSG("powering off to apply %s"), p->what);
+                going_off(p, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
-            progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
+            going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
         }
         return;
     }

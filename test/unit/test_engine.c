@@ -175,6 +175,7 @@ static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memo
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
+static int n_observes; /* looks taken through the wrapper */
 
 static int64_t mono_ms(void)
 {
@@ -191,6 +192,7 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
                      struct hv_err *e)
 {
     int rc = inner_be->ops->observe(inner_be, r, o, e);
+    __atomic_add_fetch(&n_observes, 1, __ATOMIC_SEQ_CST);
     if (rc == HV_OK && guest_cap >= 0 && o->power == HV_POWER_ON) {
         /* a guest that never onlines hot-added memory: its total stays where it was */
         o->guest.mem_view = HV_GV_SEEN;
@@ -233,8 +235,26 @@ static void w_free(struct hv_backend *b)
 {
     (void)b;
 }
-static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
-                                               w_act,     w_write_record, w_free,    NULL};
+static struct hv_backend wrapped;
+/* the engine watching the wrapper hears the inner backend's domain events as the wrapper's */
+static hv_vm_changed_fn w_fn;
+static void *w_ctx;
+static void w_changed(void *ctx, struct hv_backend *b, const char *server, const char *uuid,
+                      const char *name)
+{
+    (void)ctx, (void)b;
+    if (w_fn)
+        w_fn(w_ctx, &wrapped, server, uuid, name);
+}
+static void w_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
+{
+    (void)b;
+    inner_be->ops->watch(inner_be, fn ? w_changed : NULL, &wrapped);
+    w_fn = fn;
+    w_ctx = ctx;
+}
+static const struct hv_backend_ops wrap_ops = {"libvirt",      w_serves, w_observe, w_plan, w_act,
+                                               w_write_record, w_free,   NULL,      w_watch};
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
 static struct hv_backend wrapped = {&wrap_ops, NULL};
@@ -829,7 +849,7 @@ static void test_settling_look_is_timed_for_the_next_call(void **state)
     for (int k = 0; k < 500 && observe(f, "eng-settle").hw.memory_mib != 2048; k++)
         sleep_ms(10);
     assert_int_equal(observe(f, "eng-settle").hw.memory_mib, 2048);
-    sleep_ms(r.retry_after_s * 1000); /* as CAPI */
+    sleep_ms(r.retry_after_s * 1000);                   /* as CAPI */
     hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2 */
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 1); /* the change should show soon */
@@ -850,6 +870,76 @@ static void test_settling_look_is_timed_for_the_next_call(void **state)
     assert_false(r.failure);
     assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
     assert_int_equal(r.retry_after_s, 0);
+    unwrap(f);
+}
+
+static int observes_now(void)
+{
+    return __atomic_load_n(&n_observes, __ATOMIC_SEQ_CST);
+}
+
+/* Wait (bounded) until the engine has nothing in flight: every latest answer is done or a
+ * Failure and no pass is queued or running. */
+static bool engine_settles(struct hv_engine *e, int ms)
+{
+    int ops = 1, cycles = 0;
+    for (int k = 0; k < ms / 10 && ops; k++) {
+        sleep_ms(10);
+        hv_engine_gauges(e, &ops, &cycles);
+    }
+    return ops == 0;
+}
+
+/* A domain event ends a wait: the guest shows the memory after the engine's last look and
+ * before CAPI's next call; libvirt reports a change of the domain (here its definition
+ * updated), the engine looks again at once, and that next call answers done. Without the
+ * event nothing would look before that call, which would answer "waiting" again. */
+static void test_domain_event_ends_a_wait_before_the_next_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-event", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_from_ms = INT64_MAX;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-event");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs */
+    for (int k = 0; k < 500 && observe(f, "eng-event").hw.memory_mib != 2048; k++)
+        sleep_ms(10);
+    sleep_ms(r.retry_after_s * 1000);
+    int before = observes_now();
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2: a look timed before call 3 */
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    for (int k = 0; k < 500 && observes_now() == before; k++)
+        sleep_ms(10);
+    assert_int_equal(observes_now(), before + 1);
+    sleep_ms(50); /* that look concluded: still waiting for the guest */
+    assert_false(engine_settles(f->e, 10));
+    uint64_t woken = hv_engine_woken(f->e);
+    guest_from_ms = mono_ms(); /* the guest shows it now ... */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-event");
+    char *xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+    virDomainPtr d2 = virDomainDefineXML(f->conn, xml); /* ... and libvirt reports a change */
+    assert_non_null(d2);
+    virDomainFree(d2);
+    free(xml);
+    virDomainFree(d);
+    assert_true(engine_settles(f->e, 5000));
+    assert_true(hv_engine_woken(f->e) > woken);
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 3 */
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* done: later events of this VM queue nothing */
+    woken = hv_engine_woken(f->e);
+    d = virDomainLookupByName(f->conn, "eng-event");
+    xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+    d2 = virDomainDefineXML(f->conn, xml);
+    virDomainFree(d2);
+    free(xml);
+    virDomainFree(d);
+    sleep_ms(200);
+    assert_int_equal(hv_engine_woken(f->e), woken);
     unwrap(f);
 }
 
@@ -945,6 +1035,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_settling_look_is_timed_for_the_next_call, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_domain_event_ends_a_wait_before_the_next_call, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
