@@ -104,7 +104,8 @@ struct hv_vm_obs {
     bool can_shutdown;          /* the guest can be asked to shut down now (libvirt: ACPI or agent;
                                    vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
-    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell */
+    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell (filled by
+                                   ops->observe_guest when the backend has it) */
     char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
                                         (stable text, e.g. a libvirt transient domain, which a
                                         power cycle would delete) */
@@ -185,6 +186,13 @@ struct hv_backend_ops {
      * still observes before it concludes anything, and works without them (a backend
      * without events leaves this NULL). */
     void (*watch)(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx);
+    /* Fill obs->guest, the guest's own view, of a VM observe() just saw running. Optional: a
+     * backend without it fills obs->guest in observe() (or leaves it zero: cannot tell); a
+     * backend with it leaves obs->guest zero in observe(), because asking the guest costs a
+     * round trip into it, and the engine asks only when it needs the view (the VM shows the
+     * desired hardware). Fails like observe() when the VM cannot be read. */
+    int (*observe_guest)(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                         struct hv_err *err);
 };
 
 struct hv_backend {

@@ -279,6 +279,20 @@ static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
     pthread_cond_broadcast(&e->cond);
 }
 
+/* Drop x's pending timed pass, if any; caller holds the lock. */
+static void unschedule(struct hv_engine *e, struct entry *x)
+{
+    if (!x->timed)
+        return;
+    for (struct entry **pp = &e->timed; *pp; pp = &(*pp)->next_t) {
+        if (*pp == x) {
+            *pp = x->next_t;
+            break;
+        }
+    }
+    x->timed = false;
+}
+
 /* Move due timed entries to the queue; returns the earliest wake time left (0: none). Caller
  * holds the lock. */
 static int64_t run_timers(struct hv_engine *e)
@@ -369,6 +383,10 @@ static void *worker(void *arg)
         } else {
             hv_metrics_passes_pending(-1);
         }
+        /* A look timed for a settling wait that this pass ended (done, failed, or a step to
+         * take next) would only look again after CAPI was answered: dropped. */
+        if (x->timed && !x->slot && !res.settling)
+            unschedule(e, x);
         /* A power cycle is in flight (this process holds its slot): the engine carries it
          * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
          * calling for still ends with the VM on. The slot goes when the cycle ends. */

@@ -701,6 +701,25 @@ static void live_path(struct pass *p)
         settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
 }
 
+/* The VM runs with the desired hardware: ask for the guest's own view now, from backends
+ * that give it only on request (it costs a round trip into the guest, which a pass that has
+ * a step to take does not need). False (with a Failure for this call) when the VM cannot be
+ * read, as for observe. */
+static bool look_into_guest(struct pass *p)
+{
+    if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF ||
+        (p->desired->memory_mib < 0 && p->desired->cpus < 0))
+        return true;
+    struct hv_err err = {0};
+    if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
+        return true;
+    log_err(p, "observe", &err);
+    char m[300];
+    snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+    answer(p->out, true, 0, m);
+    return false;
+}
+
 /* One observe-decide-act round. Returns true when it took a step after which the next one
  * can follow at once (power-off, shutdown, reconfigure): those run back to back, so a VM is
  * off as briefly as possible and nothing (e.g. CAPV, which powers on VMs it finds off) gets a
@@ -797,6 +816,8 @@ static bool one_pass(struct pass *p)
             done(p, had, HV_MSG("not verified in the guest: the VM is off"));
             return false;
         }
+        if (!look_into_guest(p))
+            return false;
         if (done_in_guest(p, had, inflight))
             return false;
     }

@@ -246,6 +246,8 @@ int lv_read_live(struct lv_dom *d, struct lv_dominfo *li, bool *active, char **x
                  struct hv_err *err);
 int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
                   struct hv_err *err);
+int lv_observe_guest_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                        struct hv_err *err);
 
 /* ---- steps (lv_live.c, lv_cold.c) ---- */
 
