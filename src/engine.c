@@ -587,15 +587,13 @@ static struct hv_backend *backend_for(struct hv_engine *e, const struct hv_profi
 /* The answer being given only waits for a change already made to show: nothing to act on
  * before CAPI's next call, retry_after_s from now. A look taken now would be a whole interval
  * old by then, so the pass this call asks for starts late enough to end just before that call
- * (its conclusion is then the freshest possible, and a "done" is not held back one interval),
- * and never sooner than halfway. Still one pass per call. */
+ * (the last pass's duration and 200 ms ahead of it): its conclusion is then the freshest
+ * possible, and a "done" is not held back one interval. A pass slower than the interval
+ * starts at once. Still one pass per call. */
 static int64_t settle_delay_ms(const struct entry *x)
 {
-    int64_t interval = (int64_t)x->answer.retry_after_s * 1000;
-    int64_t lead = x->pass_ms + 200;
-    if (lead > interval / 2)
-        lead = interval / 2;
-    return interval - lead;
+    int64_t delay = (int64_t)x->answer.retry_after_s * 1000 - (x->pass_ms + 200);
+    return delay > 0 ? delay : 0;
 }
 
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,

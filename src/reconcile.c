@@ -16,7 +16,7 @@
 
 #define RETRY_LIVE          2
 #define RETRY_LIVE_SOON     1  /* within LIVE_SOON_S of a live step: the change shows soon */
-#define LIVE_SOON_S         10 /* a DIMM or a vCPU shows at once, the guest's view within 2 s */
+#define LIVE_SOON_S         30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
 #define RETRY_COLD          5
 #define RETRY_SLOT          10
 #define MAX_RECYCLES        3
@@ -374,8 +374,9 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
 }
 
 /* In progress, waiting for a change already made to show (phase wait-live, or the guest
- * after a power cycle): CAPI is asked back in 1 s while it should show soon, then in
- * RETRY_LIVE; the engine takes its next look just before that call (settling). */
+ * after a power cycle): CAPI is asked back in 1 s while it should show soon (a loaded guest
+ * may take seconds to online memory and report it), then in RETRY_LIVE; the engine takes its
+ * next look just before that call (settling). */
 static void settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void settle(struct pass *p, const char *fmt, ...)
 {

@@ -8,7 +8,8 @@
    MemTotal) showing the new size, and the guest agent counting the new vCPUs online;
 2. through hvupdater's UpdateMachine hook over HTTPS, one driver thread per domain calling the
    way CAPI does: after each in-progress answer it waits exactly retryAfterSeconds (not
-   scaled), until done.
+   scaled), until done. engine.workers is 20, as many passes at once as the direct side has
+   threads (hvupdater still uses one libvirt connection where the direct side uses 20).
 
 Both sides start from the same state: every guest booted, its agent connected, balloon
 statistics collected every 2 s (the period hvupdater sets itself when a domain has none).
@@ -47,6 +48,7 @@ DIMM = ("<memory model='dimm'><target><size unit='MiB'>512</size><node>0</node><
         "</memory>")
 STATS_PERIOD_S = 2  # hvupdater's own period for domains that have none (LV_BALLOON_PERIOD_S)
 POLL_S = 0.1
+WORKERS = 20  # engine.workers: as many passes at once as the direct side has threads
 SLACK_MIB = 128  # src/reconcile.c GUEST_MEM_SLACK_MIB: the same guest criterion as hvupdater
 
 
@@ -166,7 +168,7 @@ def main():
 
     # 2. hvupdater: 1536 -> 2048 MiB, 2 -> 3 vCPUs, the same kind of change, all at once
     server = hvtest.Server(os.path.abspath(os.path.join(build, "hvupdater")),
-                           {"libvirt": {"uris": [URI]}, "engine": {"workers": 8}},
+                           {"libvirt": {"uris": [URI]}, "engine": {"workers": WORKERS}},
                            env={}).start()
     server.env = {}
     answers, ncalls, waited, done_at, guest_at, false_done = {}, {}, {}, {}, {}, []
@@ -236,7 +238,8 @@ def main():
     print("    hot-plug (DIMM added event)        : %s" % fig(direct_added.values()))
     print("    API calls returned                 : %s" % fig(direct_api.values()))
     print("    guest shows it (polled %.1f s)      : %s" % (POLL_S, fig(direct_guest.values())))
-    print("  through hvupdater (UpdateMachine, retryAfterSeconds honoured as CAPI does)")
+    print("  through hvupdater (UpdateMachine, retryAfterSeconds honoured as CAPI does, "
+          "engine.workers %d)" % WORKERS)
     print("    hot-plug (DIMM added event)        : %s" % fig(hv_added.values()))
     print("    guest shows it (polled %.1f s)      : %s" % (POLL_S, fig(guest_at.values())))
     print("    done answered                      : %s" % fig(done_at.values()))
