@@ -139,6 +139,14 @@ struct hv_step {
     struct hv_hw desired; /* full desired hardware; fields < 0 stay as they are */
     char method[64];      /* the method chosen by plan() for live steps */
     int timeout_ms;       /* bound for the hypervisor call itself */
+    /* Only with ops->record_in_step, only on live steps: the operation record to store in
+     * the same change as the step (NULL: none). Stored only when the step succeeds. */
+    const char *record;
+    /* Optional out (may be NULL): a backend that reads the VM in the same round trip that
+     * sees its step finish fills this and sets seen_after->found; the engine then uses it as
+     * the observation of its next round instead of observing again. Left untouched (found
+     * false) when the backend has no such read or the step failed. */
+    struct hv_vm_obs *seen_after;
 };
 
 struct hv_backend;
@@ -180,6 +188,11 @@ struct hv_backend_ops {
      * function to the fields that differ, with the same reasons. NULL: no such rules. */
     void (*check)(struct hv_backend *b, const struct hv_hw *desired,
                   struct hv_field_plan plan[HV_F_COUNT]);
+    /* true when act() stores step->record with a live step in one atomic change (vSphere:
+     * one ReconfigVM_Task carries the hardware and the extraConfig record) and that change
+     * is complete when act() returns (its task has finished). The engine then writes the
+     * waiting record with the last live step instead of separately, and verifies at once. */
+    bool record_in_step;
     /* Report changes of VMs to fn(ctx, ...) from now on; one watcher at a time, a new one
      * replaces the old. fn NULL stops the reports of the watcher ctx; when it returns, fn is
      * not running and will not be called for ctx again. Reports are hints only: the engine

@@ -332,6 +332,16 @@ static void wait_until_ms(pthread_cond_t *c, pthread_mutex_t *m, int64_t at_mono
     pthread_cond_timedwait(c, m, &ts);
 }
 
+/* x's answer is a "done" that the next call will return (see hv_engine_update): for the
+ * hardware and settings asked last, concluded by a pass that began after the first call
+ * not yet answered done. Caller holds the lock. */
+static bool concludes(const struct entry *x)
+{
+    return x->have_answer && x->have_desired && hv_hw_equal(&x->answer_for, &x->desired) &&
+           hv_settings_equal(&x->answer_s, &x->s) && !x->answer.failure &&
+           x->answer.retry_after_s == 0 && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+}
+
 static void *worker(void *arg)
 {
     struct hv_engine *e = arg;
@@ -376,6 +386,11 @@ static void *worker(void *arg)
         x->answer_s = s;
         x->answer = res;
         x->answer_seq = seq;
+        if (x->again && concludes(x)) {
+            /* The pass answered "done" for what was asked since, from a look that began
+             * after the call that asked: the next call uses it, one more pass adds nothing. */
+            x->again = false;
+        }
         if (x->again && !x->queued) {
             x->running = true; /* still pending: enqueue must not count it twice */
             enqueue(e, x);
@@ -621,7 +636,8 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
                  hv_settings_equal(&x->answer_s, s);
     bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
-    if (done && x->confirm_seq && x->answer_seq >= x->confirm_seq) {
+    bool answered_done = done && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
          * so a later call (another replica may have changed the VM meanwhile) looks again. */
@@ -643,9 +659,11 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->have_desired = true;
     x->s = *s;
     x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
-    if (x->running) {
+    /* After a "done" no pass is queued: its answer could not be used, as the next call
+     * (confirm_seq is 0 again) asks for a new look anyway and queues that one. */
+    if (!answered_done && x->running)
         x->again = true;
-    } else if (!x->queued) {
+    else if (!answered_done && !x->queued) {
         if (known && !done && !x->answer.failure && x->answer.settling)
             schedule(e, x, settle_delay_ms(x));
         else

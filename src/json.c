@@ -39,9 +39,100 @@ static char *xstrndup(const char *s, size_t n)
     return d;
 }
 
+/* ---- request arenas ------------------------------------------------------------------------
+ * While a thread has an arena open, every node it makes, with its string, keys and item
+ * arrays, is carved out of the arena's blocks, and hj_free of such a node frees nothing of
+ * it: hj_arena_end releases everything at once. A hook call builds and drops a few hundred
+ * nodes; with malloc that was about 40% of the server's time (see docs/operations.md). */
+
+struct hj_block {
+    struct hj_block *next;
+    size_t cap, used;
+    max_align_t data[];
+};
+
+static _Thread_local struct hj_arena *cur_arena;
+
+#define ARENA_FIRST_BLOCK (32u << 10)
+#define ARENA_MAX_BLOCK   (1u << 20)
+
+static void *arena_alloc(struct hj_arena *a, size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    struct hj_block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b ? b->cap * 2 : ARENA_FIRST_BLOCK;
+        if (cap > ARENA_MAX_BLOCK)
+            cap = ARENA_MAX_BLOCK;
+        if (cap < n)
+            cap = n;
+        b = malloc(sizeof(*b) + cap);
+        if (!b)
+            abort();
+        b->cap = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+        a->bytes += cap;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+void hj_arena_begin(struct hj_arena *a)
+{
+    memset(a, 0, sizeof(*a));
+    cur_arena = a;
+}
+
+void hj_arena_end(struct hj_arena *a)
+{
+    if (cur_arena == a)
+        cur_arena = NULL;
+    for (struct hj_block *b = a->head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    a->head = NULL;
+}
+
+/* Memory for a part of v (string, key, item array): from v's arena if it has one. */
+static void *part_alloc(const hj *v, size_t n)
+{
+    if (v->arena) {
+        return arena_alloc(v->arena, n);
+    }
+    void *p = malloc(n);
+    if (!p)
+        abort();
+    return p;
+}
+
+static char *part_strndup(const hj *v, const char *s, size_t n)
+{
+    char *d = part_alloc(v, n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static void part_free(const hj *v, void *p)
+{
+    if (!v->arena)
+        free(p);
+}
+
 static hj *node(enum hj_type t)
 {
-    hj *v = xcalloc(1, sizeof(*v));
+    hj *v;
+    if (cur_arena) {
+        v = arena_alloc(cur_arena, sizeof(*v));
+        memset(v, 0, sizeof(*v));
+        v->arena = cur_arena;
+    } else {
+        v = xcalloc(1, sizeof(*v));
+    }
     v->type = t;
     return v;
 }
@@ -65,7 +156,7 @@ hj *hj_new_int(int64_t i)
     hj *v = node(HJ_INT);
     v->i = i;
     v->f = (double)i;
-    v->s = xstrndup(buf, (size_t)n);
+    v->s = part_strndup(v, buf, (size_t)n);
     v->slen = (size_t)n;
     return v;
 }
@@ -73,7 +164,7 @@ hj *hj_new_int(int64_t i)
 hj *hj_new_stringn(const char *s, size_t n)
 {
     hj *v = node(HJ_STRING);
-    v->s = xstrndup(s, n);
+    v->s = part_strndup(v, s, n);
     v->slen = n;
     return v;
 }
@@ -106,14 +197,14 @@ static hj *number_from_text(const char *t, size_t n)
             v = node(HJ_INT);
             v->i = ll;
             v->f = (double)ll;
-            v->s = xstrndup(t, n);
+            v->s = part_strndup(v, t, n);
             v->slen = n;
             return v;
         }
     }
     /* Non-integers and integers beyond int64 are floats, as in Kubernetes unstructured. */
     v = node(HJ_FLOAT);
-    v->s = xstrndup(t, n);
+    v->s = part_strndup(v, t, n);
     v->slen = n;
     v->f = strtod(v->s, NULL);
     return v;
@@ -123,6 +214,13 @@ void hj_free(hj *v)
 {
     if (!v)
         return;
+    if (v->arena) {
+        /* Its memory goes with the arena; only heap-made children are freed here. */
+        for (size_t k = 0; k < v->n; k++)
+            if (!v->items[k]->arena)
+                hj_free(v->items[k]);
+        return;
+    }
     for (size_t k = 0; k < v->n; k++) {
         hj_free(v->items[k]);
         if (v->keys)
@@ -130,6 +228,7 @@ void hj_free(hj *v)
     }
     free(v->items);
     free(v->keys);
+    free(v->klens);
     free(v->s);
     free(v);
 }
@@ -138,33 +237,74 @@ static void grow(hj *c)
 {
     if (c->n < c->cap)
         return;
-    c->cap = c->cap ? c->cap * 2 : 4;
-    c->items = xrealloc(c->items, c->cap * sizeof(*c->items));
-    if (c->type == HJ_OBJECT)
-        c->keys = xrealloc(c->keys, c->cap * sizeof(*c->keys));
+    size_t cap = c->cap ? c->cap * 2 : 4;
+    if (c->arena) {
+        hj **items = arena_alloc(c->arena, cap * sizeof(*items));
+        if (c->n)
+            memcpy(items, c->items, c->n * sizeof(*items));
+        c->items = items;
+        if (c->type == HJ_OBJECT) {
+            char **keys = arena_alloc(c->arena, cap * sizeof(*keys));
+            size_t *klens = arena_alloc(c->arena, cap * sizeof(*klens));
+            if (c->n) {
+                memcpy(keys, c->keys, c->n * sizeof(*keys));
+                memcpy(klens, c->klens, c->n * sizeof(*klens));
+            }
+            c->keys = keys;
+            c->klens = klens;
+        }
+    } else {
+        c->items = xrealloc(c->items, cap * sizeof(*c->items));
+        if (c->type == HJ_OBJECT) {
+            c->keys = xrealloc(c->keys, cap * sizeof(*c->keys));
+            c->klens = xrealloc(c->klens, cap * sizeof(*c->klens));
+        }
+    }
+    c->cap = cap;
+}
+
+/* A heap-made parent must not hold arena-made values: they would dangle once the arena ends. */
+static void check_owner(const hj *parent, const hj *val)
+{
+    if (val && val->arena && val->arena != parent->arena) {
+        fprintf(stderr, "hvupdater: internal error: an arena JSON value put into a longer-lived "
+                        "tree\n");
+        abort();
+    }
 }
 
 static ssize_t obj_index(const hj *obj, const char *key, size_t klen)
 {
-    /* Keys never hold NUL (cb_key refuses them), so strncmp stops at the first difference
-     * instead of measuring every key: most keys differ in their first bytes. */
+    /* Lengths first: most keys of an object differ in length, and those that do not
+     * mostly differ in their first byte, so memcmp rarely runs. */
     for (size_t k = 0; k < obj->n; k++)
-        if (strncmp(obj->keys[k], key, klen) == 0 && obj->keys[k][klen] == '\0')
+        if (obj->klens[k] == klen && obj->keys[k][0] == key[0] &&
+            memcmp(obj->keys[k], key, klen) == 0)
             return (ssize_t)k;
     return -1;
 }
 
-static void obj_set_n(hj *obj, const char *key, size_t klen, hj *val)
+/* Set obj[key] = val; key (klen bytes) is copied unless owned_key, which obj then owns. */
+static void obj_set_key(hj *obj, const char *key, size_t klen, char *owned_key, hj *val)
 {
+    check_owner(obj, val);
     ssize_t at = obj_index(obj, key, klen);
     if (at >= 0) { /* duplicate keys: the last one wins, as in Go's decoder */
         hj_free(obj->items[at]);
         obj->items[at] = val;
+        if (owned_key)
+            part_free(obj, owned_key);
         return;
     }
     grow(obj);
-    obj->keys[obj->n] = xstrndup(key, klen);
+    obj->keys[obj->n] = owned_key ? owned_key : part_strndup(obj, key, klen);
+    obj->klens[obj->n] = klen;
     obj->items[obj->n++] = val;
+}
+
+static void obj_set_n(hj *obj, const char *key, size_t klen, hj *val)
+{
+    obj_set_key(obj, key, klen, NULL, val);
 }
 
 void hj_obj_set_take(hj *obj, const char *key, hj *val)
@@ -174,6 +314,7 @@ void hj_obj_set_take(hj *obj, const char *key, hj *val)
 
 void hj_arr_push_take(hj *arr, hj *val)
 {
+    check_owner(arr, val);
     grow(arr);
     arr->items[arr->n++] = val;
 }
@@ -186,9 +327,10 @@ bool hj_obj_del(hj *obj, const char *key)
     if (at < 0)
         return false;
     hj_free(obj->items[at]);
-    free(obj->keys[at]);
+    part_free(obj, obj->keys[at]);
     memmove(&obj->items[at], &obj->items[at + 1], (obj->n - (size_t)at - 1) * sizeof(hj *));
     memmove(&obj->keys[at], &obj->keys[at + 1], (obj->n - (size_t)at - 1) * sizeof(char *));
+    memmove(&obj->klens[at], &obj->klens[at + 1], (obj->n - (size_t)at - 1) * sizeof(size_t));
     obj->n--;
     return true;
 }
@@ -202,12 +344,12 @@ hj *hj_clone(const hj *v)
     c->i = v->i;
     c->f = v->f;
     if (v->s) {
-        c->s = xstrndup(v->s, v->slen);
+        c->s = part_strndup(c, v->s, v->slen);
         c->slen = v->slen;
     }
     for (size_t k = 0; k < v->n; k++) {
         if (v->type == HJ_OBJECT)
-            hj_obj_set_take(c, v->keys[k], hj_clone(v->items[k]));
+            obj_set_n(c, v->keys[k], v->klens[k], hj_clone(v->items[k]));
         else
             hj_arr_push_take(c, hj_clone(v->items[k]));
     }
@@ -216,14 +358,55 @@ hj *hj_clone(const hj *v)
 
 /* ---- parsing --------------------------------------------------------------------------- */
 
+/* While parsing, the members of every open container wait in one scratch list (ents); when
+ * the container closes they move into arrays of exactly their size. One pending key at a
+ * time is enough: a key is always followed by its value, which takes it. */
+struct pentry {
+    char *key; /* NULL in arrays */
+    size_t klen;
+    hj *val;
+};
+
+#define PARSE_INLINE_ENTS 256
+
 struct pstate {
     hj *root;
     hj *stack[HJ_MAX_DEPTH + 1];
-    char *keys[HJ_MAX_DEPTH + 1]; /* pending key per object level */
-    size_t keylen[HJ_MAX_DEPTH + 1];
+    size_t start[HJ_MAX_DEPTH + 1]; /* first entry of each open container */
     int depth;
+    struct hj_arena *arena; /* where this parse makes its values (NULL: the heap) */
+    char *key;              /* pending key of the innermost open object */
+    size_t klen;
+    struct pentry *ents;
+    size_t n_ents, cap_ents;
+    struct pentry inline_ents[PARSE_INLINE_ENTS];
     const char *why; /* our own reason for cancelling */
 };
+
+static void pkey_free(struct pstate *p, char *key)
+{
+    if (key && !p->arena)
+        free(key);
+}
+
+static void ents_push(struct pstate *p, char *key, size_t klen, hj *v)
+{
+    if (p->n_ents == p->cap_ents) {
+        size_t cap = p->cap_ents * 2;
+        struct pentry *e;
+        if (p->ents == p->inline_ents) {
+            e = malloc(cap * sizeof(*e));
+            if (!e)
+                abort();
+            memcpy(e, p->ents, p->n_ents * sizeof(*e));
+        } else {
+            e = xrealloc(p->ents, cap * sizeof(*e));
+        }
+        p->ents = e;
+        p->cap_ents = cap;
+    }
+    p->ents[p->n_ents++] = (struct pentry){key, klen, v};
+}
 
 static int add_value(struct pstate *p, hj *v)
 {
@@ -238,12 +421,23 @@ static int add_value(struct pstate *p, hj *v)
     }
     hj *parent = p->stack[p->depth - 1];
     if (parent->type == HJ_ARRAY) {
-        hj_arr_push_take(parent, v);
-    } else {
-        obj_set_n(parent, p->keys[p->depth - 1], p->keylen[p->depth - 1], v);
-        free(p->keys[p->depth - 1]);
-        p->keys[p->depth - 1] = NULL;
+        ents_push(p, NULL, 0, v);
+        return 1;
     }
+    char *key = p->key;
+    size_t klen = p->klen;
+    p->key = NULL;
+    /* duplicate keys: the last value wins, in the first one's place, as in Go's decoder */
+    for (size_t k = p->start[p->depth - 1]; k < p->n_ents; k++) {
+        struct pentry *e = &p->ents[k];
+        if (e->klen == klen && memcmp(e->key, key, klen) == 0) {
+            hj_free(e->val);
+            e->val = v;
+            pkey_free(p, key);
+            return 1;
+        }
+    }
+    ents_push(p, key, klen, v);
     return 1;
 }
 
@@ -256,7 +450,9 @@ static int push(struct pstate *p, hj *v)
     }
     if (!add_value(p, v))
         return 0;
-    p->stack[p->depth++] = v;
+    p->stack[p->depth] = v;
+    p->start[p->depth] = p->n_ents;
+    p->depth++;
     return 1;
 }
 
@@ -288,7 +484,7 @@ static int cb_start_map(void *ctx)
 static int cb_key(void *ctx, const unsigned char *s, size_t n)
 {
     struct pstate *p = ctx;
-    if (p->stack[p->depth - 1]->n >= HJ_MAX_MEMBERS) {
+    if (p->n_ents - p->start[p->depth - 1] >= HJ_MAX_MEMBERS) {
         p->why = HV_MSG("an object with more than 4096 members");
         return 0;
     }
@@ -296,15 +492,35 @@ static int cb_key(void *ctx, const unsigned char *s, size_t n)
         p->why = HV_MSG("object key contains U+0000");
         return 0;
     }
-    free(p->keys[p->depth - 1]);
-    p->keys[p->depth - 1] = xstrndup((const char *)s, n);
-    p->keylen[p->depth - 1] = n;
+    pkey_free(p, p->key);
+    p->key = part_strndup(p->stack[p->depth - 1], (const char *)s, n);
+    p->klen = n;
     return 1;
 }
 
+/* The innermost container closes: its members move into arrays of their exact size. */
 static int cb_end(void *ctx)
 {
     struct pstate *p = ctx;
+    hj *c = p->stack[p->depth - 1];
+    size_t first = p->start[p->depth - 1], n = p->n_ents - first;
+    if (n) {
+        c->items = part_alloc(c, n * sizeof(*c->items));
+        if (c->type == HJ_OBJECT) {
+            c->keys = part_alloc(c, n * sizeof(*c->keys));
+            c->klens = part_alloc(c, n * sizeof(*c->klens));
+        }
+        for (size_t k = 0; k < n; k++) {
+            const struct pentry *e = &p->ents[first + k];
+            c->items[k] = e->val;
+            if (c->type == HJ_OBJECT) {
+                c->keys[k] = e->key;
+                c->klens[k] = e->klen;
+            }
+        }
+        c->n = c->cap = n;
+    }
+    p->n_ents = first;
     p->depth--;
     return 1;
 }
@@ -348,7 +564,15 @@ static void yajl_reason(yajl_handle h, const char *buf, size_t len, char *out, s
 hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
 {
     struct pstate p;
-    memset(&p, 0, sizeof(p));
+    p.root = NULL;
+    p.depth = 0;
+    p.arena = cur_arena;
+    p.key = NULL;
+    p.klen = 0;
+    p.ents = p.inline_ents;
+    p.n_ents = 0;
+    p.cap_ents = PARSE_INLINE_ENTS;
+    p.why = NULL;
     yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
     if (!h)
         abort();
@@ -365,12 +589,20 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
         else
             yajl_reason(h, buf, len, reason, sizeof(reason));
         snprintf(err, errlen, HV_MSG("invalid JSON at byte %zu: %s"), at, reason);
-        for (int d = 0; d <= HJ_MAX_DEPTH; d++)
-            free(p.keys[d]);
+        /* Members of still-open containers are only in ents; open containers hold none. */
+        for (size_t k = 0; k < p.n_ents; k++) {
+            pkey_free(&p, p.ents[k].key);
+            hj_free(p.ents[k].val);
+        }
+        pkey_free(&p, p.key);
         hj_free(p.root);
+        if (p.ents != p.inline_ents)
+            free(p.ents);
         yajl_free(h);
         return NULL;
     }
+    if (p.ents != p.inline_ents)
+        free(p.ents);
     yajl_free(h);
     if (!p.root)
         snprintf(err, errlen, HV_MSG("invalid JSON: empty body"));
@@ -468,22 +700,46 @@ static long array_index(const char *t)
 
 hj *hj_ptr(const hj *doc, const char *pointer)
 {
-    char **toks;
-    size_t n;
-    if (!doc || hj_ptr_split(pointer, &toks, &n) < 0)
+    /* Walks the pointer in place: each token is unescaped into tok (no allocation; a token
+     * too long for it names nothing in the trees hvupdater reads, but is still handled). */
+    if (!doc || (pointer[0] && pointer[0] != '/'))
         return NULL;
     const hj *cur = doc;
-    for (size_t k = 0; k < n && cur; k++) {
+    const char *c = pointer;
+    char tok[256];
+    while (*c && cur) {
+        c++; /* the '/' */
+        size_t seg = strcspn(c, "/"), n = 0;
+        char *t = seg < sizeof(tok) ? tok : malloc(seg + 1);
+        if (!t)
+            abort();
+        for (size_t j = 0; j < seg; j++) {
+            if (c[j] == '~') {
+                if (j + 1 < seg && (c[j + 1] == '0' || c[j + 1] == '1')) {
+                    t[n++] = c[j + 1] == '0' ? '~' : '/';
+                    j++;
+                    continue;
+                }
+                if (t != tok)
+                    free(t);
+                return NULL; /* malformed escape */
+            }
+            t[n++] = c[j];
+        }
+        t[n] = '\0';
         if (cur->type == HJ_OBJECT) {
-            cur = hj_get(cur, toks[k]);
+            ssize_t at = obj_index(cur, t, n);
+            cur = at < 0 ? NULL : cur->items[at];
         } else if (cur->type == HJ_ARRAY) {
-            long i = array_index(toks[k]);
+            long i = array_index(t);
             cur = (i >= 0 && (size_t)i < cur->n) ? cur->items[i] : NULL;
         } else {
             cur = NULL;
         }
+        if (t != tok)
+            free(t);
+        c += seg;
     }
-    hj_ptr_tokens_free(toks, n);
     return (hj *)cur;
 }
 
@@ -549,7 +805,7 @@ static void gen(yajl_gen g, const hj *v)
     case HJ_OBJECT:
         yajl_gen_map_open(g);
         for (size_t k = 0; k < v->n; k++) {
-            yajl_gen_string(g, (const unsigned char *)v->keys[k], strlen(v->keys[k]));
+            yajl_gen_string(g, (const unsigned char *)v->keys[k], v->klens[k]);
             gen(g, v->items[k]);
         }
         yajl_gen_map_close(g);

@@ -18,18 +18,32 @@
 enum hj_type { HJ_NULL, HJ_BOOL, HJ_INT, HJ_FLOAT, HJ_STRING, HJ_ARRAY, HJ_OBJECT };
 
 typedef struct hj hj;
+struct hj_arena;
 struct hj {
     enum hj_type type;
     bool b;
+    struct hj_arena *arena; /* the arena it was made in, NULL when made with malloc */
     int64_t i;
     double f;
     char *s;     /* HJ_STRING: value; HJ_INT/HJ_FLOAT: source text */
     size_t slen; /* length of s */
     size_t n;    /* items in an array/object */
     size_t cap;
-    hj **items;  /* array items or object values */
-    char **keys; /* object keys, in document order */
+    hj **items;    /* array items or object values */
+    char **keys;   /* object keys, in document order */
+    size_t *klens; /* their lengths */
 };
+
+/* A request arena: between hj_arena_begin and hj_arena_end, every value this thread makes
+ * comes from the arena, hj_free of it is (nearly) free, and hj_arena_end releases them all.
+ * Values made in an arena must not outlive it nor be put into trees made outside it (that
+ * aborts). Strings from hj_dump and pointer tokens are always malloc'd. */
+struct hj_arena {
+    struct hj_block *head;
+    size_t bytes; /* held in blocks */
+};
+void hj_arena_begin(struct hj_arena *a);
+void hj_arena_end(struct hj_arena *a);
 
 /* Parse exactly one JSON value (surrounding whitespace allowed). NULL on error with a stable
  * one-line reason in err (e.g. "invalid JSON at byte 12: ..."). */

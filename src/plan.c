@@ -67,6 +67,10 @@ typedef void (*diff_fn)(void *ctx, const char *pointer, const hj *a, const hj *b
  * sorted key order; anything else is compared whole). */
 static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void *ctx)
 {
+    /* Equal subtrees have nothing to report: most of a spec is unchanged, and comparing is
+     * much cheaper than walking it key by key with pointers. */
+    if (hj_equal(a, b))
+        return;
     if (a && b && a->type == HJ_OBJECT && b->type == HJ_OBJECT) {
         size_t n = 0;
         const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
@@ -78,9 +82,13 @@ static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void 
             if (!hj_get(a, b->keys[k]))
                 keys[n++] = b->keys[k];
         qsort(keys, n, sizeof(char *), cmp_str);
+        char sub[512];
+        size_t plen = strlen(prefix);
+        if (plen >= sizeof(sub))
+            plen = sizeof(sub) - 1; /* cannot happen: prefixes are built in such buffers */
+        memcpy(sub, prefix, plen);
         for (size_t k = 0; k < n; k++) {
-            char sub[512];
-            snprintf(sub, sizeof(sub), "%s", prefix);
+            sub[plen] = '\0';
             if (!hj_ptr_append(sub, sizeof(sub), keys[k])) {
                 /* a difference under a path too long to name: report it at the object */
                 if (hj_equal(hj_get(a, keys[k]), hj_get(b, keys[k])))

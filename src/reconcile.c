@@ -188,6 +188,12 @@ struct pass {
     bool chain; /* the step just taken can be followed at once */
     bool seen;  /* the last round read the VM's record */
     bool ours;  /* p->rec is this operation's record (for these desired hardware) */
+    /* The live step about to be taken is the last one: with ops->record_in_step it carries
+     * the waiting record (carried: it did, so no separate write follows). */
+    bool carry, carried;
+    /* The VM as the backend read it when the last step finished (after.found): the next
+     * round's observation, a look taken after that step. */
+    struct hv_vm_obs after;
 };
 
 static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
@@ -211,6 +217,7 @@ static bool store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
     struct hv_err err = {0};
+    p->after.found = false; /* a read from before this write no longer shows the VM */
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", hv_engine_owner(p->e));
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
@@ -307,6 +314,20 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
                          .desired = *p->desired,
                          .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
     snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
+    /* The last live step stores the waiting record in the same change (one hypervisor
+     * call instead of two): the record then says "waiting" exactly when the step was made. */
+    struct hv_oprecord waiting = p->rec;
+    char carried[HV_RECORD_MAX];
+    p->carried = false;
+    if (live && p->carry && p->be->ops->record_in_step) {
+        waiting.phase = HV_PH_WAIT_LIVE;
+        snprintf(waiting.owner, sizeof(waiting.owner), "%s", hv_engine_owner(p->e));
+        policy_of(p->s, waiting.policy, sizeof(waiting.policy));
+        if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
+            st.record = carried;
+    }
+    memset(&p->after, 0, sizeof(p->after));
+    st.seen_after = &p->after;
     struct hv_err err = {0};
     struct timespec t0, t1;
     char fp[64];
@@ -324,8 +345,15 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     if (rc == HV_OK) {
         p->chain =
             kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF || kind == HV_STEP_RECONFIGURE;
+        if (st.record) {
+            /* stored with the step, and the step is complete: verify at once */
+            p->rec = waiting;
+            p->carried = p->chain = true;
+            hv_metrics_record_write();
+        }
         return true;
     }
+    memset(&p->after, 0, sizeof(p->after));
     log_err(p, step_name(kind), &err);
     p->rec.attempts++;
     char m[400];
@@ -681,21 +709,28 @@ static void live_path(struct pass *p)
         fail_sticky(p, m);
         return;
     }
-    /* Issue every live step still needed; each is idempotent against what the VM shows. */
-    if (p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib &&
-        !step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
+    /* Issue every live step still needed; each is idempotent against what the VM shows.
+     * The last one may carry the waiting record (see step()). */
+    bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
+    bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
+    bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
+    p->carry = mem && !cpus && !disk;
+    if (mem && !step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
         return;
-    if (p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus &&
-        !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
+    p->carry = cpus && !disk;
+    if (cpus && !step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
         return;
-    if (hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib &&
-        !step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
+    p->carry = disk;
+    if (disk && !step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
         return;
-    bool stepped = p->rec.phase == HV_PH_LIVE;
-    p->rec.phase = HV_PH_WAIT_LIVE;
-    p->rec.step_at = p->now;
-    if (!store(p))
-        return;
+    p->carry = false;
+    bool stepped = p->rec.phase == HV_PH_LIVE || p->carried;
+    if (!p->carried) {
+        p->rec.phase = HV_PH_WAIT_LIVE;
+        p->rec.step_at = p->now;
+        if (!store(p))
+            return;
+    }
     if (stepped)
         settle(p, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"), p->what);
     else
@@ -734,8 +769,15 @@ static bool one_pass(struct pass *p)
     struct hv_err err = {0};
     p->chain = false;
     p->now = (int64_t)time(NULL);
-    memset(&p->obs, 0, sizeof(p->obs));
-    if (p->be->ops->observe(p->be, ref, &p->obs, &err) != HV_OK) {
+    int orc = HV_OK;
+    if (p->after.found) { /* read when the last step finished: no second look needed */
+        p->obs = p->after;
+        p->after.found = false;
+    } else {
+        memset(&p->obs, 0, sizeof(p->obs));
+        orc = p->be->ops->observe(p->be, ref, &p->obs, &err);
+    }
+    if (orc != HV_OK) {
         log_err(p, "observe", &err);
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));

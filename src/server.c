@@ -213,35 +213,45 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
 {
     char err[200];
     hj *doc = NULL;
+    /* Everything the call builds from JSON lives in this arena and goes at once at the end;
+     * what leaves the call (the answer text, the engine's state) is copied out of it. */
+    struct hj_arena arena;
+    hj_arena_begin(&arena);
     if (r->len == 0 && r->hook == HV_HOOK_DISCOVERY) {
         doc = hj_new_object(); /* discovery needs nothing from its body */
     } else {
         doc = hj_parse(r->body ? r->body : "", r->len, err, sizeof(err));
-        if (!doc)
+        if (!doc) {
+            hj_arena_end(&arena);
             return fail(c, r, 400, err, NULL, NULL);
+        }
     }
     if (doc->type != HJ_OBJECT) {
         hj_free(doc);
+        hj_arena_end(&arena);
         return fail(c, r, 400, HV_MSG("request body must be a JSON object"), NULL, NULL);
     }
     bool failure;
     size_t len;
     char msg[1024];
     struct hv_hook_who who;
-    char *out =
-        hv_hook_handle_who(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len, &who);
+    /* who only feeds the info log line: finding it costs a profile lookup and an identity */
+    bool info = hv_log_enabled(HV_LOG_INFO);
+    char *out = hv_hook_handle_who(srv->o.hooks, r->hook, doc, &failure, msg, sizeof(msg), &len,
+                                   info ? &who : NULL);
     hj_free(doc);
+    hj_arena_end(&arena);
     if (!out)
         return fail(c, r, 500, HV_MSG("out of memory"), NULL, NULL);
     double s = since(&r->start);
     hv_metrics_call_end(r->hook, failure ? HV_CALL_FAILURE : HV_CALL_SUCCESS, s);
-    if (hv_log_enabled(HV_LOG_INFO) && r->hook == HV_HOOK_DISCOVERY) {
+    if (info && r->hook == HV_HOOK_DISCOVERY) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
                (char *)NULL);
-    } else if (hv_log_enabled(HV_LOG_INFO)) {
+    } else if (info) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",

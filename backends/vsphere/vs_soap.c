@@ -19,7 +19,8 @@
 
 #include "vs_tls.h"
 
-#define POOL_MAX        8
+#define POOL_MAX        64  /* idle easy handles kept (engine workers and probes at once) */
+#define MAX_CONNECTS    128 /* open connections kept for reuse */
 #define COOKIE_NAME     "vmware_soap_session"
 #define INITIAL_VERSION "6.5" /* every vCenter we support still accepts it */
 #define SECRET_MAX      1024
@@ -277,6 +278,12 @@ static CURL *pool_get(struct vs_server *s)
     curl_easy_setopt(h, CURLOPT_USERAGENT, "hvupdater-vsphere");
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)VS_RESPONSE_MAX);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
+    /* One request per handle at a time: HTTP/1.1 keep-alive, no HTTP/2 connection shared
+     * between threads. The connection cache (shared by every handle) keeps as many open
+     * connections as there can be callers at once: at curl's default (5) each call beyond
+     * that opened a new TLS connection, i.e. nearly every call of a busy engine. */
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)MAX_CONNECTS);
     if (s->pin.len) {
         /* A pin is honoured even with insecure_skip_verify, which then only drops the chain
          * and host-name checks. */
@@ -368,8 +375,14 @@ static int post(struct vs_server *s, const char *method, const struct vs_buf *re
 
     vs_tls_mismatch_reset();
     CURLcode rc = curl_easy_perform(h);
-    long status = 0;
+    long status = 0, connects = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    if (connects > 0) {
+        pthread_mutex_lock(&s->mu);
+        s->stats.connects += (unsigned long)connects;
+        pthread_mutex_unlock(&s->mu);
+    }
     /* Drop borrowed pointers before the handle goes back to the pool. */
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);

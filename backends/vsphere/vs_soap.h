@@ -29,6 +29,7 @@ struct vs_stats {
     unsigned long calls;    /* HTTP requests sent */
     unsigned long logins;   /* successful Login calls */
     unsigned long relogins; /* logins caused by NotAuthenticated */
+    unsigned long connects; /* new connections (each a TLS handshake) */
 };
 
 /* One parsed answer: doc is owned (vs_reply_free), body borrows the <XResponse> in it. */

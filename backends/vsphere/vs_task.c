@@ -145,7 +145,10 @@ int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf 
     vs_reply_free(&r);
     if (!ok)
         return vs_err(err, HV_E_INTERNAL, "%s: answer names no task", method);
-    return task_wait(s, method, task, moref, deadline, vm && vm_ok ? vm : NULL, vm_ok, err);
+    /* moref may point into *vm (the caller's last read), which parsing the answer clears */
+    char vm_moref[64];
+    snprintf(vm_moref, sizeof(vm_moref), "%s", moref ? moref : "");
+    return task_wait(s, method, task, vm_moref, deadline, vm && vm_ok ? vm : NULL, vm_ok, err);
 }
 
 int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *req, int64_t deadline,

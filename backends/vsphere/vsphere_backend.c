@@ -203,6 +203,22 @@ static struct hv_err *err_start(struct hv_err *err, struct hv_err *local)
     return err;
 }
 
+/* What the engine sees of vm (found). */
+static void fill_obs(const struct vs_server *s, const struct vs_vm *vm, struct hv_vm_obs *obs)
+{
+    memset(obs, 0, sizeof(*obs));
+    obs->found = true;
+    obs->power = vm->power;
+    obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket, vs_disk_mib(vm)};
+    obs->config = obs->hw;
+    snprintf(obs->id, sizeof(obs->id), "%s", vm->moref);
+    snprintf(obs->host, sizeof(obs->host), "%s", vs_server_name(s));
+    memcpy(obs->record, vm->record, sizeof(obs->record));
+    obs->tools_running = vm->tools_running;
+    obs->can_shutdown = vm->tools_running && vm->power == HV_POWER_ON;
+    obs->busy = vm->busy;
+}
+
 static int vs_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
                       struct hv_err *err)
 {
@@ -219,18 +235,8 @@ static int vs_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct 
         return vs_err(err, HV_E_INTERNAL, "out of memory");
     bool found;
     int rc = lookup(vb, (size_t)idx, ref, vs_server_timeout(vb->servers[idx]), vm, &found, err);
-    if (rc == HV_OK && found) {
-        obs->found = true;
-        obs->power = vm->power;
-        obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket, vs_disk_mib(vm)};
-        obs->config = obs->hw;
-        snprintf(obs->id, sizeof(obs->id), "%s", vm->moref);
-        snprintf(obs->host, sizeof(obs->host), "%s", vs_server_name(vb->servers[idx]));
-        memcpy(obs->record, vm->record, sizeof(obs->record));
-        obs->tools_running = vm->tools_running;
-        obs->can_shutdown = vm->tools_running && vm->power == HV_POWER_ON;
-        obs->busy = vm->busy;
-    }
+    if (rc == HV_OK && found)
+        fill_obs(vb->servers[idx], vm, obs);
     free(vm);
     return rc;
 }
@@ -292,7 +298,12 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
     int rc = target(vb, idx, ref, deadline, cold, vm, err);
     if (rc != HV_OK)
         return rc;
-    struct vs_spec spec = {vm->change_version, -1, -1, -1, NULL, NULL, 0};
+    /* A live step stores the engine's record in the same ReconfigVM_Task (record_in_step). */
+    bool live = step->kind == HV_STEP_LIVE_MEMORY || step->kind == HV_STEP_LIVE_CPUS ||
+                step->kind == HV_STEP_LIVE_DISK;
+    if (step->record && strlen(step->record) >= HV_RECORD_MAX)
+        return vs_err(err, HV_E_INTERNAL, "record longer than %d bytes", HV_RECORD_MAX - 1);
+    struct vs_spec spec = {vm->change_version, -1, -1, -1, live ? step->record : NULL, NULL, 0};
     /* The disk grows (never shrinks: plan() refuses that) with the same reconfiguration. */
     bool grow_disk = hv_disk_set(d->disk_mib) && vm->disk.found &&
                      d->disk_mib * 1024 * 1024 > vm->disk.capacity_bytes;
@@ -363,9 +374,11 @@ static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
                     step->kind == HV_STEP_LIVE_DISK || step->kind == HV_STEP_RECONFIGURE;
     if (rc != HV_OK)
         cache_drop(vb, (size_t)idx, ref->uuid); /* next act looks again */
-    else if (reconfig && fresh)
+    else if (reconfig && fresh) {
         cache_put(vb, (size_t)idx, ref->uuid, vm); /* read with the task's end */
-    else if (reconfig)
+        if (step->seen_after)
+            fill_obs(vb->servers[idx], vm, step->seen_after);
+    } else if (reconfig)
         refresh(vb, (size_t)idx, ref);
     free(vm);
     return rc;
@@ -425,6 +438,7 @@ static void vs_check_op(struct hv_backend *b, const struct hv_hw *desired,
 
 static const struct hv_backend_ops vs_ops = {
     .name = "vsphere",
+    .record_in_step = true,
     .serves = vs_serves,
     .observe = vs_observe,
     .plan = vs_plan_op,

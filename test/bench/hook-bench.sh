@@ -12,7 +12,10 @@
 # versions answering every POST with the same answer bytes (`return 200`), and both servers
 # again at one connection. Prints req/s, p50, p99 side by side and the ratios against the
 # targets (req/s at BENCH_CONNECTIONS >= 0.5x nginx's, p99 <= 1.5x; p50 at 1 connection
-# <= 3x). BENCH_NGINX=0 skips the anchor.
+# <= 3x), with the CPU each server used per request (user + system from /proc, nginx's
+# master and workers together). Last, BUILD_DIR/test/bench/bench_json on the same body:
+# what decoding it costs by itself (yajl alone, hj_parse on the heap and in the request
+# arena the server uses, hj_dump). BENCH_NGINX=0 skips the anchor.
 # Nothing here asserts timings; the exit status is non-zero only if something is broken
 # (a non-200, an error answer, a crash). Environment: BENCH_SECONDS, BENCH_CONNECTIONS,
 # BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES, BENCH_NGINX, BENCH_NGINX_WORKERS
@@ -81,6 +84,16 @@ port=$(cat "$tmp/port")
 base=https://localhost:$port
 
 rss() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+# cpu PID...: user+system CPU of these processes so far, in clock ticks
+cpu() {
+    t=0
+    for p in "$@"; do
+        v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+        t=$((t + v))
+    done
+    echo "$t"
+}
+hz=$(getconf CLK_TCK)
 metric() { # name with labels -> value (0 if absent)
     curl -sS --cacert "$tmp/tls/ca.crt" "$base/metrics" |
         awk -v m="$1" 'index($0, m " ") == 1 { v = $2 } END { print v + 0 }'
@@ -128,11 +141,13 @@ err0=$(metric "$err_m")
 ) &
 sampler=$!
 
+cpu0=$(cpu "$pid")
 HV_BENCH_BODY=$tmp/body.json wrk -t"$wthreads" -c"$conns" -d"${seconds}s" --latency \
     --timeout 10s -s "$here/post.lua" "$base$path" >"$tmp/wrk.out" 2>&1 || {
     cat "$tmp/wrk.out" >&2
     exit 1
 }
+cpu1=$(cpu "$pid")
 touch "$tmp/stop-sampling"
 wait "$sampler" 2>/dev/null || true
 
@@ -240,34 +255,51 @@ until curl -sS --cacert "$tmp/tls/ca.crt" -o "$tmp/nginx/answer.json" -H 'Conten
 done
 cmp -s "$tmp/nginx/answer.json" "$tmp/answer.json" || { echo "hook-bench: nginx answers differently" >&2; exit 1; }
 
-# run NAME URL CONNECTIONS: one wrk run; prints "req_s p50_ms p99_ms errors"
+# run NAME URL CONNECTIONS PID...: one wrk run; prints "req_s p50_ms p99_ms errors cpu_us_per_req"
+# (the CPU the PIDs used during the run, user + system, divided by the requests completed)
 run() {
     c=$3
     t=$wthreads
     [ "$c" -lt "$t" ] && t=$c
+    name=$1
+    url=$2
+    shift 3
+    c0=$(cpu "$@")
     HV_BENCH_BODY=$tmp/body.json wrk -t"$t" -c"$c" -d"${seconds}s" --latency --timeout 10s \
-        -s "$here/post.lua" "$2" >"$tmp/wrk-$1-$c.out" 2>&1 || { cat "$tmp/wrk-$1-$c.out" >&2; exit 1; }
-    grep '^BENCH ' "$tmp/wrk-$1-$c.out" | tr ' ' '\n' | awk -F= '
+        -s "$here/post.lua" "$url" >"$tmp/wrk-$name-$c.out" 2>&1 || { cat "$tmp/wrk-$name-$c.out" >&2; exit 1; }
+    c1=$(cpu "$@")
+    grep '^BENCH ' "$tmp/wrk-$name-$c.out" | tr ' ' '\n' | awk -F= -v ticks=$((c1 - c0)) -v hz="$hz" '
         { v[$1] = $2 }
         END { e = v["errors_status"] + v["errors_read"] + v["errors_connect"]
               e += v["errors_write"] + v["errors_timeout"]
-              printf "%.0f %.3f %.3f %d\n", v["requests"] / (v["duration_us"] / 1e6),
-                  v["p50_us"] / 1e3, v["p99_us"] / 1e3, e }'
+              printf "%.0f %.3f %.3f %d %.1f\n", v["requests"] / (v["duration_us"] / 1e6),
+                  v["p50_us"] / 1e3, v["p99_us"] / 1e3, e,
+                  v["requests"] ? ticks / hz * 1e6 / v["requests"] : 0 }'
 }
-nginx_n=$(run nginx "https://localhost:$nport$path" "$conns")
-hv_1=$(run hv "$base$path" 1)
-nginx_1=$(run nginx "https://localhost:$nport$path" 1)
+npids="$npid $(pgrep -P "$npid" | tr '\n' ' ')"
+# shellcheck disable=SC2086 # the PIDs are words
+nginx_n=$(run nginx "https://localhost:$nport$path" "$conns" $npids)
+hv_1=$(run hv "$base$path" 1 "$pid")
+# shellcheck disable=SC2086
+nginx_1=$(run nginx "https://localhost:$nport$path" 1 $npids)
 hv_n=$(awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p99="$(get p99_us)" \
-    -v e="$((non2xx + sock_errors))" 'BEGIN { printf "%.0f %.3f %.3f %d\n", r / (d / 1e6), p50 / 1e3, p99 / 1e3, e }')
+    -v e="$((non2xx + sock_errors))" -v ticks=$((cpu1 - cpu0)) -v hz="$hz" \
+    'BEGIN { printf "%.0f %.3f %.3f %d %.1f\n", r / (d / 1e6), p50 / 1e3, p99 / 1e3, e, ticks / hz * 1e6 / r }')
 echo "$hv_n $nginx_n $hv_1 $nginx_1" | awk -v c="$conns" '{
     printf "\n==== against nginx (same certificate, same answer bytes, %s) ====\n", "return 200"
-    printf "%-26s %12s %12s %12s\n", "", "req/s", "p50 ms", "p99 ms"
-    printf "%-26s %12d %12.3f %12.3f\n", "hvupdater, " c " connections", $1, $2, $3
-    printf "%-26s %12d %12.3f %12.3f\n", "nginx, " c " connections", $5, $6, $7
-    printf "%-26s %12d %12.3f %12.3f\n", "hvupdater, 1 connection", $9, $10, $11
-    printf "%-26s %12d %12.3f %12.3f\n", "nginx, 1 connection", $13, $14, $15
-    printf "req/s at %d   %.2fx nginx (target >= 0.5x)\n", c, $1 / $5
-    printf "p99 at %d     %.2fx nginx (target <= 1.5x)\n", c, $3 / $7
-    printf "p50 at 1      %.2fx nginx (target <= 3x)\n", $10 / $14
-    if ($4 + $8 + $12 + $16) printf "errors        %d %d %d %d (hvupdater/nginx, n/1)\n", $4, $8, $12, $16
+    printf "%-26s %12s %12s %12s %14s\n", "", "req/s", "p50 ms", "p99 ms", "CPU us/req"
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "hvupdater, " c " connections", $1, $2, $3, $5
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "nginx, " c " connections", $6, $7, $8, $10
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "hvupdater, 1 connection", $11, $12, $13, $15
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "nginx, 1 connection", $16, $17, $18, $20
+    printf "req/s at %d   %.2fx nginx (target >= 0.5x)\n", c, $1 / $6
+    printf "p99 at %d     %.2fx nginx (target <= 1.5x)\n", c, $3 / $8
+    printf "p50 at 1      %.2fx nginx (target <= 3x)\n", $12 / $17
+    if ($4 + $9 + $14 + $19) printf "errors        %d %d %d %d (hvupdater/nginx, n/1)\n", $4, $9, $14, $19
 }'
+
+# Where a request's CPU goes that nginx does not spend: decoding the body (same build).
+if [ -x "$build/test/bench/bench_json" ]; then
+    echo
+    "$build/test/bench/bench_json" "$tmp/body.json" 3000
+fi

@@ -709,9 +709,11 @@ def test_session_expired_mid_operation():
 
 def test_session_idle_timeout_mid_operation():
     s = Scenario("-session-idle", "1s", "-vm", "0:memory=4096,cpus=2,memhotadd,cpuhotadd",
-                 vms=1)
+                 "-fail", "ReconfigVM_Task=1:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=1)
     try:
-        # One pass takes the first live step, then vCenter forgets the idle session.
+        # The first pass's live step fails once (the pass records it and ends, retrying),
+        # then vCenter forgets the idle session: the retry, mid-operation, logs in again.
+        # (Without the failure one pass makes the whole hot-add and nothing is left to do.)
         req = s.update_req(0, (8192, 4), FAST)
         first = s.post("UpdateMachine", req)
         assert first["status"] == "Success", first

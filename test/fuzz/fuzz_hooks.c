@@ -1,6 +1,7 @@
 /* fuzz_hooks.c: libFuzzer target for what a request body reaches in hvupdater.
  *
- * The input is parsed with hj_parse (as server.c does with a body). Then:
+ * The input is parsed with hj_parse in a request arena (as server.c does with a body), and on
+ * the heap: both must agree (tree or error message). Then:
  * - the tree must print and re-parse to an equal tree (hj_dump / hj_parse / hj_equal), a
  *   clone must equal it, and each object member must be found by a lookup of its own key;
  * - a JSON object goes to hv_hook_handle for each of the four hooks, with two hooks contexts
@@ -218,10 +219,19 @@ static void check_answer(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char err[256];
+    char err[256], herr[256];
+    /* The heap parse and the request-arena parse (what serve does) must agree exactly. */
+    hj *heap = hj_parse((const char *)data, size, herr, sizeof(herr));
+    struct hj_arena arena;
+    hj_arena_begin(&arena);
     hj *doc = hj_parse((const char *)data, size, err, sizeof(err));
-    if (!doc)
+    if (!heap != !doc || (heap && !hj_equal(heap, doc)) || (!doc && strcmp(err, herr)))
+        abort();
+    hj_free(heap);
+    if (!doc) {
+        hj_arena_end(&arena);
         return 0;
+    }
     check_roundtrip(doc);
     if (doc->type == HJ_OBJECT) {
         for (int h = 0; h < HV_HOOK_COUNT; h++) {
@@ -235,5 +245,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hj_free(target);
     }
     hj_free(doc);
+    hj_arena_end(&arena);
     return 0;
 }

@@ -259,9 +259,17 @@ static void w_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
     w_fn = fn;
     w_ctx = ctx;
 }
-static const struct hv_backend_ops wrap_ops = {"libvirt", w_serves,       w_observe, w_plan,
-                                               w_act,     w_write_record, w_free,    NULL,
-                                               w_watch,   w_observe_guest};
+static const struct hv_backend_ops wrap_ops = {
+    .name = "libvirt",
+    .serves = w_serves,
+    .observe = w_observe,
+    .plan = w_plan,
+    .act = w_act,
+    .write_record = w_write_record,
+    .free = w_free,
+    .watch = w_watch,
+    .observe_guest = w_observe_guest,
+};
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
 static struct hv_backend wrapped = {&wrap_ops, NULL};

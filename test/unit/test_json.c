@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "testutil.h"
@@ -501,6 +504,20 @@ static void test_ptr_lookup(void **state)
     assert_null(hj_ptr(doc, "/missing"));
     assert_null(hj_ptr(NULL, "/a"));
     hj_free(doc);
+
+    /* tokens longer than the walker's own buffer, escaped or not */
+    char key[301], ptr[700], text[800];
+    memset(key, 'k', 300);
+    key[300] = '\0';
+    key[150] = '/';
+    snprintf(text, sizeof(text), "{\"%s\":{\"x\":3}}", key);
+    key[150] = '\0';
+    snprintf(ptr, sizeof(ptr), "/%s~1%s/x", key, key + 151);
+    hj *big = tu_json(text);
+    assert_int_equal(hj_ptr(big, ptr)->i, 3);
+    snprintf(ptr, sizeof(ptr), "/%s~2%s/x", key, key + 151);
+    assert_null(hj_ptr(big, ptr));
+    hj_free(big);
 }
 
 static void test_get_helpers(void **state)
@@ -615,6 +632,122 @@ static void test_ptr_append_failure_leaves_buffer_unchanged(void **state)
     assert_string_equal(buf, "/a");
 }
 
+/* ---- request arenas ---------------------------------------------------------------------- */
+
+static const char arena_doc[] =
+    "{\"a\":1,\"b\":[true,null,2.50,\"x\\u0041y\"],\"c\":{\"d\":{\"e\":\"f\"},\"a\":-7},"
+    "\"a\":{\"again\":[]},\"\":\"empty key\"}";
+
+static void test_arena_tree_behaves_like_a_heap_tree(void **state)
+{
+    hj *heap = tu_json(arena_doc);
+    struct hj_arena a;
+    hj_arena_begin(&a);
+    char err[200];
+    hj *v = hj_parse(arena_doc, strlen(arena_doc), err, sizeof(err));
+    assert_non_null(v);
+    assert_ptr_equal(v->arena, &a);
+    assert_true(hj_equal(v, heap));
+    size_t n1, n2;
+    char *d1 = hj_dump(v, &n1), *d2 = hj_dump(heap, &n2);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(d1, d2, n1);
+    free(d1);
+    free(d2);
+    /* mutations inside the arena: replace, add, delete, clone, build */
+    hj *c = hj_clone(v);
+    assert_ptr_equal(c->arena, &a);
+    assert_true(hj_equal(c, v));
+    hj_obj_set_take(c, "a", hj_new_string("replaced"));
+    for (int i = 0; i < 40; i++) { /* grows the object's arrays several times */
+        char k[16];
+        snprintf(k, sizeof(k), "k%d", i);
+        hj_obj_set_take(c, k, hj_new_int(i));
+    }
+    assert_true(hj_obj_del(c, "b"));
+    assert_false(hj_obj_del(c, "b"));
+    assert_string_equal(hj_get_str(c, "a"), "replaced");
+    assert_int_equal(hj_get(c, "k39")->i, 39);
+    assert_string_equal(hj_get_str(c, ""), "empty key");
+    assert_null(hj_get(c, "b"));
+    assert_false(hj_equal(c, v));
+    hj_free(c);
+    hj_free(v);
+    hj_arena_end(&a);
+    /* after the arena: values are made with malloc again */
+    hj *after = hj_new_object();
+    assert_null(after->arena);
+    hj_free(after);
+    hj_free(heap);
+}
+
+static void test_arena_frees_heap_children_and_survives_errors(void **state)
+{
+    hj *heap_child = hj_new_string("made before the arena");
+    struct hj_arena a;
+    hj_arena_begin(&a);
+    hj *o = hj_new_object();
+    hj_obj_set_take(o, "h", heap_child); /* a longer-lived value into an arena tree: fine */
+    hj_free(o);                          /* frees heap_child (LeakSanitizer checks it) */
+    /* failures inside the arena: same messages as outside, nothing left behind */
+    static const char *const bad[] = {"{\"a\":[1,2,{\"b\":", "{\"a\":1}x",
+                                      "{\"a\":{\"a\":1,\"b\"}}"};
+    char err[200], want[200];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hj_arena_end(&a);
+        assert_null(hj_parse(bad[i], strlen(bad[i]), want, sizeof(want)));
+        hj_arena_begin(&a);
+        assert_null(hj_parse(bad[i], strlen(bad[i]), err, sizeof(err)));
+        assert_string_equal(err, want);
+    }
+    hj_arena_end(&a);
+}
+
+static void test_arena_spans_many_blocks(void **state)
+{
+    /* ~600 KB of JSON: far more than the first block, so the arena chains larger ones */
+    size_t cap = 1000000, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text + len, cap - len, "[");
+    for (int i = 0; i < 20000; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%s{\"n\":%d,\"s\":\"v%d\"}", i ? "," : "",
+                                i, i);
+    len += (size_t)snprintf(text + len, cap - len, "]");
+    char err[200];
+    hj *heap = hj_parse(text, len, err, sizeof(err));
+    assert_non_null(heap);
+    struct hj_arena a;
+    hj_arena_begin(&a);
+    hj *v = hj_parse(text, len, err, sizeof(err));
+    assert_non_null(v);
+    assert_int_equal(v->n, 20000);
+    assert_true(hj_equal(v, heap));
+    assert_true(a.bytes > 1u << 20);
+    hj_arena_end(&a);
+    hj_free(heap);
+    free(text);
+}
+
+static void test_arena_value_into_a_heap_tree_aborts(void **state)
+{
+    /* It would dangle once the arena ends: the library stops the process instead. */
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        hj *heap = hj_new_array();
+        struct hj_arena a;
+        hj_arena_begin(&a);
+        hj_arr_push_take(heap, hj_new_null());
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGABRT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -643,6 +776,10 @@ int main(void)
         cmocka_unit_test(test_ptr_append_escapes),
         cmocka_unit_test(test_ptr_append_failure_leaves_buffer_unchanged),
         cmocka_unit_test(test_error_offset_of_truncated_input),
+        cmocka_unit_test(test_arena_tree_behaves_like_a_heap_tree),
+        cmocka_unit_test(test_arena_frees_heap_children_and_survives_errors),
+        cmocka_unit_test(test_arena_spans_many_blocks),
+        cmocka_unit_test(test_arena_value_into_a_heap_tree_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,40 @@ static struct spec spec_of(const char *mem, const char *cpus, const char *cores)
     return s;
 }
 
+/* ---- SOAP calls of a hot-add ---------------------------------------------------------------- */
+
+/* What a memory hot-add costs vCenter, driven as CAPI drives it (the first test, so the VM is
+ * new to the backend): one FindByUuid; one ReconfigVM_Task carrying the hardware and the
+ * waiting record, whose task poll also reads the VM after it (that read is the look that
+ * confirms the change); one ReconfigVM_Task marking the record done, with its poll; and the
+ * first observation. Calls arriving while that pass runs, or after its "done", add none. */
+static void test_hot_add_calls(void **state)
+{
+    (void)state;
+    long find = vcsim_calls(&sim, "FindByUuid"), reconf = vcsim_calls(&sim, "ReconfigVM_Task"),
+         props = vcsim_calls(&sim, "RetrievePropertiesEx");
+    struct spec d = spec_of("8192", "2", "1");
+    hj *r = update(1, &d, "{}");
+    if (is_failure(r) || strncmp(message(r), "done: ", 6) != 0)
+        fail_msg("UpdateMachine: %s", message(r));
+    hj_free(r);
+    assert_int_equal(vcsim_calls(&sim, "FindByUuid") - find, 1);
+    assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task") - reconf, 2);
+    assert_int_equal(vcsim_calls(&sim, "RetrievePropertiesEx") - props, 3);
+    long long mem;
+    int cpus, cores;
+    bool on;
+    shows(1, &mem, &cpus, &cores, &on);
+    assert_true(on);
+    assert_int_equal(mem, 8192);
+    /* and back (a hot-add cannot shrink: a power cycle), for the tests that follow */
+    d = spec_of("4096", "2", "1");
+    r = update(1, &d, "{\"powerOffMode\":\"Hard\"}");
+    if (is_failure(r))
+        fail_msg("UpdateMachine back: %s", message(r));
+    hj_free(r);
+}
+
 /* ---- the vSphere rules that hold for every VM ---------------------------------------------- */
 
 static void expect_uncovered(const struct spec *des, const char *where_reason,
@@ -387,6 +421,7 @@ static void test_property_covered_changes_never_fail_statically(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hot_add_calls),
         cmocka_unit_test(test_static_rules_are_applied_at_can_update),
         cmocka_unit_test(test_never_covers_a_value_the_vm_already_has),
         cmocka_unit_test(test_property_covered_changes_never_fail_statically),

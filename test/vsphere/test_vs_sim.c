@@ -712,6 +712,39 @@ static void test_threads_share_session(void **state)
     b->ops->free(b);
 }
 
+/* Busy callers reuse their connections: as many threads as a busy engine has workers, each
+ * observing every VM again and again, open about one connection each, not one per call
+ * (before, the shared cache kept curl's default of 5 and nearly every call opened a new TLS
+ * connection). */
+static void test_threads_reuse_connections(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "");
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    enum { N = 16 };
+    pthread_t t[N];
+    struct worker w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (struct worker){.b = b};
+        assert_int_equal(pthread_create(&t[i], NULL, observe_loop, &w[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        if (w[i].failures)
+            fail_msg("thread %d: %d failures, last: %s", i, w[i].failures, w[i].detail);
+    }
+    struct vs_stats st;
+    vs_server_stats(vs_backend_server(b, 0), &st);
+    fprintf(stderr, "# %d threads x %zu observes: %lu calls over %lu connections\n", N,
+            ROUNDS * sim.nvms, st.calls, st.connects);
+    assert_true(st.calls >= (unsigned long)N * ROUNDS * sim.nvms);
+    assert_true(st.connects <= N + 1);
+    b->ops->free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -732,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_bad_credentials),
         cmocka_unit_test(test_unknown_server),
         cmocka_unit_test(test_threads_share_session),
+        cmocka_unit_test(test_threads_reuse_connections),
     };
     return cmocka_run_group_tests_name("vsphere-sim", tests, setup, teardown);
 }
