@@ -770,8 +770,8 @@ static void test_threads_share_session(void **state)
 
 /* Busy callers reuse their connections: as many threads as a busy engine has workers, each
  * observing every VM again and again, open about one connection each, not one per call
- * (before, the shared cache kept curl's default of 5 and nearly every call opened a new TLS
- * connection). */
+ * (each pooled handle keeps its own keep-alive connection; no connection cache is shared
+ * between threads, which libcurl does not support). */
 static void test_threads_reuse_connections(void **state)
 {
     (void)state;
