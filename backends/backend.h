@@ -104,7 +104,8 @@ struct hv_vm_obs {
     bool can_shutdown;          /* the guest can be asked to shut down now (libvirt: ACPI or agent;
                                    vSphere: VMware Tools running) */
     bool busy;                  /* a hypervisor task is still running on the VM */
-    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell */
+    struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell (filled by
+                                   ops->observe_guest when the backend has it) */
     char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
                                         (stable text, e.g. a libvirt transient domain, which a
                                         power cycle would delete) */
@@ -155,6 +156,14 @@ struct hv_step {
 
 struct hv_backend;
 
+/* Something happened to a VM that may end a wait (libvirt: a device added or removed, a
+ * memory device resized, the balloon changed, the domain started, stopped or was redefined,
+ * its guest agent connected): look at it again. server is the host it happened on; uuid and
+ * name are the VM's ("" when unknown). Called on a backend's own thread: must not block and
+ * must not call back into the backend. */
+typedef void (*hv_vm_changed_fn)(void *ctx, struct hv_backend *b, const char *server,
+                                 const char *uuid, const char *name);
+
 struct hv_backend_ops {
     const char *name; /* "libvirt", "vsphere", ... (matches the profile's backend) */
     /* true when this backend holds a connection (or config) able to reach ref's server. */
@@ -189,6 +198,19 @@ struct hv_backend_ops {
      * is complete when act() returns (its task has finished). The engine then writes the
      * waiting record with the last live step instead of separately, and verifies at once. */
     bool record_in_step;
+    /* Report changes of VMs to fn(ctx, ...) from now on; one watcher at a time, a new one
+     * replaces the old. fn NULL stops the reports of the watcher ctx; when it returns, fn is
+     * not running and will not be called for ctx again. Reports are hints only: the engine
+     * still observes before it concludes anything, and works without them (a backend
+     * without events leaves this NULL). */
+    void (*watch)(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx);
+    /* Fill obs->guest, the guest's own view, of a VM observe() just saw running. Optional: a
+     * backend without it fills obs->guest in observe() (or leaves it zero: cannot tell); a
+     * backend with it leaves obs->guest zero in observe(), because asking the guest costs a
+     * round trip into it, and the engine asks only when it needs the view (the VM shows the
+     * desired hardware). Fails like observe() when the VM cannot be read. */
+    int (*observe_guest)(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                         struct hv_err *err);
 };
 
 struct hv_backend {

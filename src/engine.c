@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +56,12 @@ struct entry {
      * the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
-    /* a pass the engine queues by itself at wake_ms (a power cycle in flight) */
+    int64_t pass_ms; /* how long the last pass took */
+    /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
+     * timed to end just before CAPI's next call while a change settles) */
     bool timed;
     int64_t wake_ms;
+    uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* power-cycle slot */
     bool slot;
     char slot_host[HV_NAME_MAX];
@@ -275,6 +279,20 @@ static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
     pthread_cond_broadcast(&e->cond);
 }
 
+/* Drop x's pending timed pass, if any; caller holds the lock. */
+static void unschedule(struct hv_engine *e, struct entry *x)
+{
+    if (!x->timed)
+        return;
+    for (struct entry **pp = &e->timed; *pp; pp = &(*pp)->next_t) {
+        if (*pp == x) {
+            *pp = x->next_t;
+            break;
+        }
+    }
+    x->timed = false;
+}
+
 /* Move due timed entries to the queue; returns the earliest wake time left (0: none). Caller
  * holds the lock. */
 static int64_t run_timers(struct hv_engine *e)
@@ -355,12 +373,14 @@ static void *worker(void *arg)
 
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
+        int64_t began = now_ms();
         hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
         hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
         x->running = false;
         x->used_ms = now_ms();
+        x->pass_ms = x->used_ms - began;
         x->have_answer = true;
         x->answer_for = desired;
         x->answer_s = s;
@@ -378,6 +398,10 @@ static void *worker(void *arg)
         } else {
             hv_metrics_passes_pending(-1);
         }
+        /* A look timed for a settling wait that this pass ended (done, failed, or a step to
+         * take next) would only look again after CAPI was answered: dropped. */
+        if (x->timed && !x->slot && !res.settling)
+            unschedule(e, x);
         /* A power cycle is in flight (this process holds its slot): the engine carries it
          * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
          * calling for still ends with the VM on. The slot goes when the cycle ends. */
@@ -388,6 +412,52 @@ static void *worker(void *arg)
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
+}
+
+/* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
+ * operation waits for a change already made to show (settling) gets a pass now, not at
+ * CAPI's next call or the engine's next timed look: a wait this change ends (the device
+ * shows, the guest agent connected, the guest shut down) is concluded before that call, which
+ * answers from it. Other VMs are left alone. The pass observes as any other: the report is
+ * only a hint. Linear in the entries: reports come when VMs change, not per call. */
+static void vm_changed(void *ctx, struct hv_backend *b, const char *server, const char *uuid,
+                       const char *name)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    for (size_t k = 0; k < e->n_buckets; k++) {
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext) {
+            if (x->be != b || !x->have_desired)
+                continue;
+            if (x->ref.server[0] && strcmp(x->ref.server, server) != 0)
+                continue;
+            if (x->ref.uuid[0] ? strcasecmp(x->ref.uuid, uuid) != 0
+                               : strcmp(x->ref.name, name) != 0)
+                continue;
+            /* only a wait for a change already made (never a step to retry: retries keep
+             * their pace, whatever events a failed step causes) */
+            if (!x->have_answer || x->answer.failure || x->answer.retry_after_s <= 0 ||
+                !x->answer.settling)
+                continue;
+            x->woken++;
+            if (x->running)
+                x->again = true;
+            else if (!x->queued)
+                enqueue(e, x);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+uint64_t hv_engine_woken(struct hv_engine *e)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&e->lock);
+    for (size_t k = 0; k < e->n_buckets; k++)
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext)
+            n += x->woken;
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }
 
 struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
@@ -420,6 +490,9 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     for (int k = 0; k < nw; k++)
         if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
             e->n_workers++;
+    for (size_t k = 0; k < n; k++)
+        if (e->bes[k]->ops->watch)
+            e->bes[k]->ops->watch(e->bes[k], vm_changed, e);
     return e;
 }
 
@@ -427,6 +500,9 @@ void hv_engine_free(struct hv_engine *e)
 {
     if (!e)
         return;
+    for (size_t k = 0; k < e->n_bes; k++) /* no report reaches this engine after this */
+        if (e->bes[k]->ops->watch)
+            e->bes[k]->ops->watch(e->bes[k], NULL, e);
     pthread_mutex_lock(&e->lock);
     e->stopping = true;
     pthread_cond_broadcast(&e->cond);
@@ -523,6 +599,18 @@ static struct hv_backend *backend_for(struct hv_engine *e, const struct hv_profi
     return be;
 }
 
+/* The answer being given only waits for a change already made to show: nothing to act on
+ * before CAPI's next call, retry_after_s from now. A look taken now would be a whole interval
+ * old by then, so the pass this call asks for starts late enough to end just before that call
+ * (the last pass's duration and 200 ms ahead of it): its conclusion is then the freshest
+ * possible, and a "done" is not held back one interval. A pass slower than the interval
+ * starts at once. Still one pass per call. */
+static int64_t settle_delay_ms(const struct entry *x)
+{
+    int64_t delay = (int64_t)x->answer.retry_after_s * 1000 - (x->pass_ms + 200);
+    return delay > 0 ? delay : 0;
+}
+
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                       const struct hv_hw *desired, const struct hv_settings *s,
                       struct hv_update_result *out)
@@ -561,6 +649,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         } else {
             out->failure = false;
             out->retry_after_s = 1;
+            out->settling = false;
             snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
         }
         if (!x->confirm_seq)
@@ -574,8 +663,12 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
      * (confirm_seq is 0 again) asks for a new look anyway and queues that one. */
     if (!answered_done && x->running)
         x->again = true;
-    else if (!answered_done && !x->queued)
-        enqueue(e, x);
+    else if (!answered_done && !x->queued) {
+        if (known && !done && !x->answer.failure && x->answer.settling)
+            schedule(e, x, settle_delay_ms(x));
+        else
+            enqueue(e, x);
+    }
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -54,6 +54,10 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
 
+/* Passes queued so far because a backend reported a change of a VM with an operation in
+ * flight (ops->watch), over the entries held now (tests, benchmarks). */
+uint64_t hv_engine_woken(struct hv_engine *e);
+
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);
 

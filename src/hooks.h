@@ -22,6 +22,10 @@ enum hv_hook {
 struct hv_update_result {
     bool failure;
     int retry_after_s; /* > 0 in progress, 0 done (ignored on failure) */
+    /* in progress and only waiting for a change already made to show (on the hypervisor or
+     * in the guest): nothing to act on, so the engine times its next look to end just before
+     * the next call instead of right after this one */
+    bool settling;
     char message[1024];
 };
 

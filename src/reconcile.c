@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define RETRY_LIVE          2
+#define RETRY_LIVE_SOON     1  /* within LIVE_SOON_S of a live step: the change shows soon */
+#define LIVE_SOON_S         30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
 #define RETRY_COLD          5
 #define RETRY_SLOT          10
 #define MAX_RECYCLES        3
@@ -167,6 +169,7 @@ static void answer(struct hv_update_result *out, bool failure, int retry, const 
 {
     out->failure = failure;
     out->retry_after_s = failure ? 0 : retry;
+    out->settling = false;
     snprintf(out->message, sizeof(out->message), "%s", msg);
 }
 
@@ -403,6 +406,38 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
     answer(p->out, false, retry, m);
 }
 
+/* In progress, waiting for a change already made to show (phase wait-live, or the guest
+ * after a power cycle): CAPI is asked back in 1 s while it should show soon (a loaded guest
+ * may take seconds to online memory and report it), then in RETRY_LIVE; the engine takes its
+ * next look just before that call (settling). */
+static void settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void settle(struct pass *p, const char *fmt, ...)
+{
+    char m[400], body[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
+    answer(p->out, false, p->now - p->rec.step_at < LIVE_SOON_S ? RETRY_LIVE_SOON : RETRY_LIVE, m);
+    p->out->settling = true;
+}
+
+/* In progress, waiting for the VM to go off after a shutdown or power-off was sent: settling
+ * too (a libvirt lifecycle event ends the wait), at the pace of power steps. */
+static void going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void going_off(struct pass *p, const char *fmt, ...)
+{
+    char m[400], body[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
+    answer(p->out, false, RETRY_COLD, m);
+    p->out->settling = true;
+}
+
 /* Done. note: what the answer adds about the guest's own view (stored with the record, so
  * every later call answers the same words). */
 static void done(struct pass *p, bool had_record, const char *note)
@@ -463,7 +498,7 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     if (!waiting)
         return false; /* begin (or go on with) an operation that waits for the guest */
     if (in_time) {
-        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
         return true;
     }
     char m[400];
@@ -572,11 +607,11 @@ static void cold_on_path(struct pass *p)
             /* Recorded by a process that is gone (or another replica) and maybe never sent:
              * ask again so the guest gets its whole graceful window. Once per process. */
             if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
-                progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
+                going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
             return;
         }
         if (elapsed < p->s->shutdown_timeout_s) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the guest to shut down"));
+            going_off(p, HV_MSG("waiting for the guest to shut down"));
             return;
         }
         if (p->s->power_off_mode == HV_POM_SOFT) {
@@ -588,15 +623,15 @@ static void cold_on_path(struct pass *p)
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, HV_MSG("powering off: the guest did not shut down in time"));
+            going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
         return;
     case HV_PH_POWER_OFF:
         if (elapsed < cfg->step_timeout_s && !(first && !p->obs.busy)) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to power off"));
+            going_off(p, HV_MSG("waiting for the VM to power off"));
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            progress(p, RETRY_COLD, HV_MSG("powering off again"));
+            going_off(p, HV_MSG("powering off again"));
         return;
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:
@@ -641,9 +676,9 @@ static void cold_on_path(struct pass *p)
                                   "and powerOffMode is Soft"));
         } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-                progress(p, RETRY_COLD, HV_MSG("powering off to apply %s"), p->what);
+                going_off(p, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
-            progress(p, RETRY_COLD, HV_MSG("shutting the guest down to apply %s"), p->what);
+            going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
         }
         return;
     }
@@ -654,7 +689,7 @@ static void live_path(struct pass *p)
     if (p->rec.phase == HV_PH_WAIT_LIVE) {
         bool hv_shows = matches(&p->obs.hw, p->desired);
         if (p->now - p->rec.step_at < p->s->live_timeout_s) {
-            progress(p, RETRY_LIVE, HV_MSG("waiting for the hypervisor to show %s"), p->what);
+            settle(p, HV_MSG("waiting for the hypervisor to show %s"), p->what);
             return;
         }
         if (p->s->power_cycle == HV_PC_IF_NEEDED) {
@@ -702,10 +737,28 @@ static void live_path(struct pass *p)
             return;
     }
     if (stepped)
-        progress(p, RETRY_LIVE, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"),
-                 p->what);
+        settle(p, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"), p->what);
     else
-        progress(p, RETRY_LIVE, HV_MSG("waiting for the guest to show %s"), p->what);
+        settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+}
+
+/* The VM runs with the desired hardware: ask for the guest's own view now, from backends
+ * that give it only on request (it costs a round trip into the guest, which a pass that has
+ * a step to take does not need). False (with a Failure for this call) when the VM cannot be
+ * read, as for observe. */
+static bool look_into_guest(struct pass *p)
+{
+    if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF ||
+        (p->desired->memory_mib < 0 && p->desired->cpus < 0))
+        return true;
+    struct hv_err err = {0};
+    if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
+        return true;
+    log_err(p, "observe", &err);
+    char m[300];
+    snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+    answer(p->out, true, 0, m);
+    return false;
 }
 
 /* One observe-decide-act round. Returns true when it took a step after which the next one
@@ -812,6 +865,8 @@ static bool one_pass(struct pass *p)
             done(p, had, HV_MSG("not verified in the guest: the VM is off"));
             return false;
         }
+        if (!look_into_guest(p))
+            return false;
         if (done_in_guest(p, had, inflight))
             return false;
     }

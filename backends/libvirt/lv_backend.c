@@ -96,6 +96,8 @@ static const struct hv_backend_ops lv_ops = {
     .write_record = lv_record_write_op,
     .free = lv_free_op,
     .check = lv_check_op,
+    .watch = lv_watch,
+    .observe_guest = lv_observe_guest_op,
 };
 
 struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, size_t errlen)

@@ -2,7 +2,9 @@
  * threads, reopened when it dies; domain lookup by UUID or name with a key -> host cache.
  * Owns lv_backend.hosts (URIs, connections) and the cache; a struct lv_dom holds its own
  * connection reference and domain handle until lv_dom_release. Also runs the one event loop
- * thread libvirt needs for keepalive while any backend serves a remote URI.
+ * thread libvirt needs for keepalive (remote URIs) and for domain events: every connection
+ * listens to the domain events that may end a wait of the engine and reports them to the
+ * backend's watcher (ops->watch).
  * Connections open on detached threads (struct lv_opener, reference-counted between the host,
  * the thread and waiting callers): a caller waits a bounded time and never holds a lock while
  * libvirt connects; an attempt stuck forever keeps only its own thread and opener.
@@ -84,6 +86,163 @@ static void lv_evloop_release(void)
     pthread_mutex_unlock(&lv_ev_mu);
 }
 
+/* ---- domain events: hints for the engine that a VM changed ---- */
+
+void lv_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
+{
+    struct lv_backend *be = b->priv;
+    pthread_mutex_lock(&be->watch_mu);
+    if (fn) {
+        be->watch_fn = fn;
+        be->watch_ctx = ctx;
+    } else if (be->watch_ctx == ctx) {
+        be->watch_fn = NULL;
+        be->watch_ctx = NULL;
+    }
+    pthread_mutex_unlock(&be->watch_mu);
+}
+
+/* A host's event callbacks point here, not at the host: libvirt may still be running one when
+ * the backend is freed (it drops a callback only once its dispatch ends), so the sink is
+ * reference-counted (the host's, one per registered callback: freed by libvirt's free
+ * function) and forgets the backend when the backend goes. */
+struct lv_ev_sink {
+    pthread_mutex_t mu;
+    int refs;
+    struct lv_backend *be; /* NULL once the backend is freed */
+    char uri[HV_NAME_MAX];
+};
+
+static struct lv_ev_sink *lv_sink_new(struct lv_backend *be, const char *uri)
+{
+    struct lv_ev_sink *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    pthread_mutex_init(&k->mu, NULL);
+    k->refs = 1;
+    k->be = be;
+    snprintf(k->uri, sizeof(k->uri), "%s", uri);
+    return k;
+}
+
+static void lv_sink_unref(void *opaque)
+{
+    struct lv_ev_sink *k = opaque;
+    pthread_mutex_lock(&k->mu);
+    bool last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (last) {
+        pthread_mutex_destroy(&k->mu);
+        free(k);
+    }
+}
+
+/* On the event loop thread: tell the watcher. Only local calls on dom (no RPC). */
+static void lv_ev_report(void *opaque, virDomainPtr dom)
+{
+    struct lv_ev_sink *k = opaque;
+    char uuid[VIR_UUID_STRING_BUFLEN];
+    if (virDomainGetUUIDString(dom, uuid) < 0) {
+        uuid[0] = '\0';
+        virResetLastError();
+    }
+    const char *name = virDomainGetName(dom);
+    pthread_mutex_lock(&k->mu);
+    struct lv_backend *be = k->be;
+    if (be) {
+        pthread_mutex_lock(&be->watch_mu);
+        if (be->watch_fn)
+            be->watch_fn(be->watch_ctx, &be->pub, k->uri, uuid, name ? name : "");
+        pthread_mutex_unlock(&be->watch_mu);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void lv_ev_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail, void *op)
+{
+    (void)c, (void)event, (void)detail;
+    lv_ev_report(op, dom);
+}
+
+static void lv_ev_device(virConnectPtr c, virDomainPtr dom, const char *alias, void *op)
+{
+    (void)c, (void)alias;
+    lv_ev_report(op, dom);
+}
+
+static void lv_ev_balloon(virConnectPtr c, virDomainPtr dom, unsigned long long actual, void *op)
+{
+    (void)c, (void)actual;
+    lv_ev_report(op, dom);
+}
+
+static void lv_ev_memdev(virConnectPtr c, virDomainPtr dom, const char *alias,
+                         unsigned long long size, void *op)
+{
+    (void)c, (void)alias, (void)size;
+    lv_ev_report(op, dom);
+}
+
+static void lv_ev_agent(virConnectPtr c, virDomainPtr dom, int state, int reason, void *op)
+{
+    (void)c, (void)state, (void)reason;
+    lv_ev_report(op, dom);
+}
+
+static void lv_ev_block(virConnectPtr c, virDomainPtr dom, const char *target,
+                        unsigned long long threshold, unsigned long long excess, void *op)
+{
+    (void)c, (void)target, (void)threshold, (void)excess;
+    lv_ev_report(op, dom);
+}
+
+/* Listen to h's new connection (h->mu held). A driver without events (or no event loop)
+ * refuses: the engine then learns only by observing. */
+static void lv_host_listen(struct lv_host *h)
+{
+    static const struct {
+        int id;
+        virConnectDomainEventGenericCallback cb;
+    } kinds[LV_EV_IDS] = {
+        {VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_lifecycle)},
+        {VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_device)},
+        {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_device)},
+        {VIR_DOMAIN_EVENT_ID_BALLOON_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_balloon)},
+        {VIR_DOMAIN_EVENT_ID_MEMORY_DEVICE_SIZE_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_memdev)},
+        {VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_agent)},
+        {VIR_DOMAIN_EVENT_ID_BLOCK_THRESHOLD, VIR_DOMAIN_EVENT_CALLBACK(lv_ev_block)},
+    };
+    h->n_ev = 0;
+    if (!h->sink)
+        return;
+    for (int k = 0; k < LV_EV_IDS; k++) {
+        pthread_mutex_lock(&h->sink->mu);
+        h->sink->refs++; /* the callback's, dropped by libvirt through lv_sink_unref */
+        pthread_mutex_unlock(&h->sink->mu);
+        int id = virConnectDomainEventRegisterAny(h->conn, NULL, kinds[k].id, kinds[k].cb, h->sink,
+                                                  lv_sink_unref);
+        if (id < 0) {
+            virResetLastError();
+            lv_sink_unref(h->sink); /* not registered: libvirt did not keep it */
+        } else {
+            h->ev_ids[h->n_ev++] = id;
+        }
+    }
+}
+
+/* Stop listening on h->conn and close it (h->mu held). The callbacks hold references on the
+ * connection: deregistered first, or it would never be freed. On a dead connection the
+ * deregistration is local and cannot fail in a way that matters. */
+static void lv_host_close(struct lv_host *h)
+{
+    for (int k = 0; k < h->n_ev; k++)
+        if (virConnectDomainEventDeregisterAny(h->conn, h->ev_ids[k]) < 0)
+            virResetLastError();
+    h->n_ev = 0;
+    virConnectClose(h->conn);
+    h->conn = NULL;
+}
+
 /* ---- hosts ---- */
 
 static void lv_opener_unref(struct lv_opener *op);
@@ -102,29 +261,28 @@ bool lv_uri_is_remote(const char *uri)
 int lv_fleet_init(struct lv_backend *be, const struct hv_libvirt_opts *o, char *err, size_t errlen)
 {
     pthread_mutex_init(&be->cache_mu, NULL);
+    pthread_mutex_init(&be->watch_mu, NULL);
     be->hosts = calloc(o->n_uris, sizeof(*be->hosts));
     if (!be->hosts) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    bool any_remote = false;
     for (size_t i = 0; i < o->n_uris; i++) {
         struct lv_host *h = &be->hosts[i];
         pthread_mutex_init(&h->mu, NULL);
         be->n_hosts = i + 1;
         h->uri = strdup(o->uris[i]);
-        if (!h->uri) {
+        h->sink = h->uri ? lv_sink_new(be, h->uri) : NULL;
+        if (!h->uri || !h->sink) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
         h->remote = lv_uri_is_remote(h->uri);
-        any_remote = any_remote || h->remote;
     }
-    if (any_remote) {
-        if (lv_evloop_acquire(err, errlen) < 0)
-            return -1;
-        be->evloop = true;
-    }
+    /* keepalive (remote URIs) and domain events (every URI) need the loop running */
+    if (lv_evloop_acquire(err, errlen) < 0)
+        return -1;
+    be->evloop = true;
     return 0;
 }
 
@@ -133,7 +291,14 @@ void lv_fleet_free(struct lv_backend *be)
     for (size_t i = 0; i < be->n_hosts; i++) {
         struct lv_host *h = &be->hosts[i];
         if (h->conn)
-            virConnectClose(h->conn);
+            lv_host_close(h);
+        if (h->sink) {
+            pthread_mutex_lock(&h->sink->mu); /* waits for a report in progress */
+            h->sink->be = NULL;
+            pthread_mutex_unlock(&h->sink->mu);
+            lv_sink_unref(h->sink);
+            h->sink = NULL;
+        }
         for (int k = 0; k < h->n_opening; k++)
             lv_opener_unref(h->opening[k]); /* a stuck thread frees its attempt when it ends */
         h->n_opening = 0;
@@ -148,6 +313,7 @@ void lv_fleet_free(struct lv_backend *be)
         be->evloop = false;
     }
     pthread_mutex_destroy(&be->cache_mu);
+    pthread_mutex_destroy(&be->watch_mu);
     free(be->cache);
     be->cache = NULL;
 }
@@ -262,6 +428,7 @@ static void lv_host_reap(struct lv_backend *be, struct lv_host *h)
                 (void)virConnectSetKeepAlive(c, interval, (unsigned)count);
             }
             h->conn = c;
+            lv_host_listen(h);
         } else if (c) {
             virConnectClose(c);
         }
@@ -277,10 +444,8 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
 {
     pthread_mutex_lock(&h->mu);
     lv_host_reap(be, h);
-    if (h->conn && virConnectIsAlive(h->conn) != 1) {
-        virConnectClose(h->conn);
-        h->conn = NULL;
-    }
+    if (h->conn && virConnectIsAlive(h->conn) != 1)
+        lv_host_close(h);
     struct lv_opener *op = NULL;
     if (!h->conn) {
         long long now = lv_now_ms();
@@ -353,10 +518,8 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
 static void lv_host_reset(struct lv_host *h, virConnectPtr used)
 {
     pthread_mutex_lock(&h->mu);
-    if (used && h->conn == used) {
-        virConnectClose(h->conn);
-        h->conn = NULL;
-    }
+    if (used && h->conn == used)
+        lv_host_close(h);
     pthread_mutex_unlock(&h->mu);
 }
 

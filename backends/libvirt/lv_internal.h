@@ -37,14 +37,23 @@ struct lv_lasterr;
 struct lv_opener;
 
 #define LV_MAX_OPENERS 4 /* connection attempts in flight per host, stuck ones included */
+#define LV_EV_IDS      7 /* domain event kinds hvupdater listens to (lv_conn.c) */
+
+struct lv_backend;
+/* Where a host's domain events go (lv_conn.c): outlives the host until libvirt drops the
+ * last callback that points to it. */
+struct lv_ev_sink;
 
 struct lv_host {
-    char *uri;          /* owned */
-    bool remote;        /* a transport ("+") or host part: keepalive applies */
-    pthread_mutex_t mu; /* guards conn and opening[]; never held while libvirt connects */
-    virConnectPtr conn; /* NULL until first use or after a reset; holds one reference */
+    struct lv_ev_sink *sink; /* this host's, shared with its event callbacks */
+    char *uri;               /* owned */
+    bool remote;             /* a transport ("+") or host part: keepalive applies */
+    pthread_mutex_t mu;      /* guards conn and opening[]; never held while libvirt connects */
+    virConnectPtr conn;      /* NULL until first use or after a reset; holds one reference */
     struct lv_opener *opening[LV_MAX_OPENERS]; /* attempts not yet reaped, oldest first */
     int n_opening;
+    int ev_ids[LV_EV_IDS]; /* domain event callbacks registered on conn */
+    int n_ev;
 };
 
 struct lv_cache_ent {
@@ -59,6 +68,10 @@ struct lv_backend {
     int ka_interval, ka_count, call_timeout_ms;
     int connect_timeout_ms; /* a caller waits this long for a connection to open */
     bool evloop;            /* holds a reference on the shared event loop thread */
+    /* who hears of domain events (ops->watch); watch_mu is held while fn runs */
+    pthread_mutex_t watch_mu;
+    hv_vm_changed_fn watch_fn;
+    void *watch_ctx;
     pthread_mutex_t cache_mu;
     struct lv_cache_ent *cache; /* owned, n_cache entries */
     size_t n_cache;
@@ -76,6 +89,8 @@ struct lv_dom {
 
 int lv_fleet_init(struct lv_backend *be, const struct hv_libvirt_opts *o, char *err, size_t errlen);
 void lv_fleet_free(struct lv_backend *be);
+/* ops->watch: domain events of every host reach fn(ctx, ...) from now on. */
+void lv_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx);
 bool lv_uri_is_remote(const char *uri);
 /* Find ref on the fleet. HV_OK with d->dom == NULL: missing on every host. */
 int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d,
@@ -231,6 +246,8 @@ int lv_read_live(struct lv_dom *d, struct lv_dominfo *li, bool *active, char **x
                  struct hv_err *err);
 int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
                   struct hv_err *err);
+int lv_observe_guest_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                        struct hv_err *err);
 
 /* ---- steps (lv_live.c, lv_cold.c) ---- */
 

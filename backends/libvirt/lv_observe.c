@@ -71,13 +71,23 @@ struct lv_observe_arg {
     struct hv_vm_obs *obs;
     const char *disk; /* target device of the disk to report, "" for none */
 };
-/* The guest's own view. Memory: the virtio-balloon statistics' "available" (the guest
- * kernel's MemTotal); they are only collected while a statistics period is set, so a running
- * domain with a virtio balloon and no period gets one (live only, LV_BALLOON_PERIOD_S) and
- * reports "pending" until the guest answers. vCPUs: the guest agent's count of online vCPUs,
- * asked only when its channel shows an agent connected; "pending" while the channel exists
- * but no agent is connected (a booting guest, or one without an agent: the engine decides
- * how long to wait). Failures here only mean "cannot tell". */
+/* Balloon statistics are only collected while a period is set: a running domain with a
+ * virtio balloon and none gets one (live only, LV_BALLOON_PERIOD_S) on every observe, so the
+ * guest has reported by the time the engine asks for its view. Cheap: no guest round trip. */
+static void lv_stats_on(struct lv_dom *d, const struct lv_dominfo *li)
+{
+    if (li->balloon_virtio && li->balloon_period <= 0 &&
+        virDomainSetMemoryStatsPeriod(d->dom, LV_BALLOON_PERIOD_S, VIR_DOMAIN_AFFECT_LIVE) < 0)
+        virResetLastError(); /* e.g. a driver without statistics: the guest cannot tell */
+}
+
+/* The guest's own view (ops->observe_guest, asked only when the engine needs it: it costs a
+ * round trip into the guest). Memory: the virtio-balloon statistics' "available" (the guest
+ * kernel's MemTotal); "pending" while no period is set yet (set now) or the guest has not
+ * reported. vCPUs: the guest agent's count of online vCPUs, asked only when its channel shows
+ * an agent connected; "pending" while the channel exists but no agent is connected (a booting
+ * guest, or one without an agent: the engine decides how long to wait). Failures here only
+ * mean "cannot tell". */
 static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, struct hv_vm_obs *obs)
 {
     if (li->balloon_virtio) {
@@ -116,6 +126,38 @@ static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, stru
     }
 }
 
+static int lv_observe_guest_body(struct lv_dom *d, void *arg, struct hv_err *err)
+{
+    struct hv_vm_obs *obs = arg;
+    memset(&obs->guest, 0, sizeof(obs->guest));
+    struct lv_dominfo li;
+    bool active;
+    int rc = lv_read_live(d, &li, &active, NULL, err);
+    if (rc != HV_OK)
+        return rc;
+    if (active)
+        lv_observe_guest(d, &li, obs);
+    return HV_OK;
+}
+
+int lv_observe_guest_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                        struct hv_err *err)
+{
+    struct hv_err dummy;
+    if (!err)
+        err = &dummy;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    memset(&obs->guest, 0, sizeof(obs->guest));
+    if (!ref)
+        return lv_seterr(err, HV_E_INTERNAL, "observe_guest: missing ref");
+    bool found = false;
+    int rc = lv_with_dom_settled(b->priv, ref, lv_observe_guest_body, obs, &found, err);
+    if (rc != HV_OK || !found)
+        memset(&obs->guest, 0, sizeof(obs->guest)); /* gone meanwhile: it cannot tell */
+    return rc;
+}
+
 static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
     const struct lv_observe_arg *a = arg;
@@ -140,7 +182,7 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
     obs->tools_running = active && li.agent_connected;
     obs->can_shutdown = active; /* ACPI power button, or the agent when connected */
     if (obs->power == HV_POWER_ON)
-        lv_observe_guest(d, &li, obs);
+        lv_stats_on(d, &li);
 
     int persistent = virDomainIsPersistent(d->dom);
     if (persistent < 0)

@@ -138,6 +138,10 @@ static void qt_observe(struct qt *q, struct hv_vm_obs *obs)
     if (q->be->ops->observe(q->be, &q->ref, obs, &err) != HV_OK)
         fail_msg("observe: %s", err.detail);
     assert_true(obs->found);
+    /* the guest's view is asked for separately (a round trip into the guest), as the engine
+     * does once the VM shows the desired hardware */
+    if (obs->power == HV_POWER_ON && q->be->ops->observe_guest(q->be, &q->ref, obs, &err) != HV_OK)
+        fail_msg("observe_guest: %s", err.detail);
 }
 
 static void qt_act(struct qt *q, enum hv_step_kind kind, struct hv_hw want, const char *method,

@@ -40,7 +40,7 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     virSetErrorFunc(NULL, quiet);
-    hv_log_set_level(HV_LOG_ERROR);
+    hv_log_set_level(getenv("HV_TEST_LOG") ? HV_LOG_INFO : HV_LOG_ERROR);
     f->conn = virConnectOpen("test:///default");
     assert_non_null(f->conn);
     const char *uris[] = {"test:///default"};
@@ -172,6 +172,17 @@ static bool fail_records;
 static int fail_left = -1;       /* failures still to inject (-1: every time) */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
 static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
+/* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
+ * before this CLOCK_MONOTONIC ms, and all it has from then on */
+static int64_t guest_from_ms;
+static int n_observes; /* looks taken through the wrapper */
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
@@ -181,10 +192,21 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
                      struct hv_err *e)
 {
     int rc = inner_be->ops->observe(inner_be, r, o, e);
+    __atomic_add_fetch(&n_observes, 1, __ATOMIC_SEQ_CST);
+    return rc;
+}
+static int w_observe_guest(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
+                           struct hv_err *e)
+{
+    int rc = inner_be->ops->observe_guest(inner_be, r, o, e);
     if (rc == HV_OK && guest_cap >= 0 && o->power == HV_POWER_ON) {
         /* a guest that never onlines hot-added memory: its total stays where it was */
         o->guest.mem_view = HV_GV_SEEN;
         o->guest.memory_mib = o->hw.memory_mib < guest_cap ? o->hw.memory_mib : guest_cap;
+    }
+    if (rc == HV_OK && guest_from_ms > 0 && o->power == HV_POWER_ON) {
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = mono_ms() >= guest_from_ms ? o->hw.memory_mib : 1024 - 80;
     }
     return rc;
 }
@@ -219,6 +241,24 @@ static void w_free(struct hv_backend *b)
 {
     (void)b;
 }
+static struct hv_backend wrapped;
+/* the engine watching the wrapper hears the inner backend's domain events as the wrapper's */
+static hv_vm_changed_fn w_fn;
+static void *w_ctx;
+static void w_changed(void *ctx, struct hv_backend *b, const char *server, const char *uuid,
+                      const char *name)
+{
+    (void)ctx, (void)b;
+    if (w_fn)
+        w_fn(w_ctx, &wrapped, server, uuid, name);
+}
+static void w_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
+{
+    (void)b;
+    inner_be->ops->watch(inner_be, fn ? w_changed : NULL, &wrapped);
+    w_fn = fn;
+    w_ctx = ctx;
+}
 static const struct hv_backend_ops wrap_ops = {
     .name = "libvirt",
     .serves = w_serves,
@@ -227,6 +267,8 @@ static const struct hv_backend_ops wrap_ops = {
     .act = w_act,
     .write_record = w_write_record,
     .free = w_free,
+    .watch = w_watch,
+    .observe_guest = w_observe_guest,
 };
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
@@ -252,6 +294,7 @@ static void unwrap(struct fx *f)
 {
     f->be = inner_be;
     guest_cap = -1;
+    guest_from_ms = 0;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -403,6 +446,23 @@ static bool is_done(const struct hv_update_result *r)
     return !r->failure && r->retry_after_s == 0;
 }
 
+static int observes_now(void)
+{
+    return __atomic_load_n(&n_observes, __ATOMIC_SEQ_CST);
+}
+
+/* Wait (bounded) until the engine has nothing in flight: every latest answer is done or a
+ * Failure and no pass is queued or running. */
+static bool engine_settles(struct hv_engine *e, int ms)
+{
+    int ops = 1, cycles = 0;
+    for (int k = 0; k < ms / 10 && ops; k++) {
+        sleep_ms(10);
+        hv_engine_gauges(e, &ops, &cycles);
+    }
+    return ops == 0;
+}
+
 static void test_done_is_never_answered_from_a_stale_look(void **state)
 {
     struct fx *f = *state;
@@ -412,6 +472,8 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
     struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
     struct hv_update_result r = hook_until_end(f->e, "eng-stale", a, &f->s, 200);
     assert_true(is_done(&r));
+    /* the pass the done call queued has run: the replicas below do not race each other */
+    assert_true(engine_settles(f->e, 5000));
     /* another replica (its own engine) takes the VM to 3072 MiB */
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -630,9 +692,9 @@ static void test_shrink_goes_through_power_cycle(void **state)
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
     /* the test driver shuts down at once, so shutdown, reconfigure and start run back to back
-     * in the first pass; the second sees the result and turns on the new run's balloon
-     * statistics; the third sees the guest's view in them */
-    assert_int_equal(passes, 3);
+     * in the first pass; the second sees the result, turns on the new run's balloon
+     * statistics as it observes, then asks for the guest's view and finds it in them */
+    assert_int_equal(passes, 2);
     assert_int_not_equal(dom_id(f, "eng-shrink"), id);
     struct hv_vm_obs o = observe(f, "eng-shrink");
     assert_int_equal(o.power, HV_POWER_ON);
@@ -855,6 +917,103 @@ static void test_hook_side_answers_at_once_and_converges(void **state)
     assert_string_equal(r.message, "no vsphere backend is configured in hvupdater");
 }
 
+/* In progress, waiting for the guest to show a change: a look taken right after a call would
+ * be a whole retry interval old at the next call, and a guest that shows the change in
+ * between would get its "done" one call late. The look this call asks for is timed to end
+ * just before the next call, so CAPI, calling back after retryAfterSeconds, gets "done" at
+ * once. */
+static void test_settling_look_is_timed_for_the_next_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-settle", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_from_ms = INT64_MAX; /* the guest does not show the new memory yet */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-settle");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs at once */
+    assert_string_equal(r.message, "in progress: observing the VM");
+    for (int k = 0; k < 500 && observe(f, "eng-settle").hw.memory_mib != 2048; k++)
+        sleep_ms(10);
+    assert_int_equal(observe(f, "eng-settle").hw.memory_mib, 2048);
+    sleep_ms(r.retry_after_s * 1000);                   /* as CAPI */
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2 */
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 1); /* the change should show soon */
+    assert_string_equal(r.message, "in progress: hot-plugged; waiting for the hypervisor to "
+                                   "show memory 2048 MiB");
+    int64_t call2 = mono_ms();
+    guest_from_ms = call2 + 100; /* the guest onlines the memory 0.1 s after call 2 */
+    /* wait (bounded) until the engine has concluded done by itself, then call as CAPI would */
+    int ops = 1, cycles = 0;
+    for (int k = 0; k < 300 && ops; k++) {
+        sleep_ms(10);
+        hv_engine_gauges(f->e, &ops, &cycles);
+    }
+    int64_t left = call2 + r.retry_after_s * 1000 - mono_ms();
+    if (left > 0)
+        sleep_ms((int)left);
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 3: done, not one call later */
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    assert_int_equal(r.retry_after_s, 0);
+    unwrap(f);
+}
+
+/* A domain event ends a wait: the guest shows the memory after the engine's last look and
+ * before CAPI's next call; libvirt reports a change of the domain (here its definition
+ * updated), the engine looks again at once, and that next call answers done. Without the
+ * event nothing would look before that call, which would answer "waiting" again. */
+static void test_domain_event_ends_a_wait_before_the_next_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-event", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_from_ms = INT64_MAX;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-event");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs */
+    for (int k = 0; k < 500 && observe(f, "eng-event").hw.memory_mib != 2048; k++)
+        sleep_ms(10);
+    sleep_ms(r.retry_after_s * 1000);
+    int before = observes_now();
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2: a look timed before call 3 */
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    for (int k = 0; k < 500 && observes_now() == before; k++)
+        sleep_ms(10);
+    assert_int_equal(observes_now(), before + 1);
+    sleep_ms(50); /* that look concluded: still waiting for the guest */
+    assert_false(engine_settles(f->e, 10));
+    uint64_t woken = hv_engine_woken(f->e);
+    guest_from_ms = mono_ms(); /* the guest shows it now ... */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-event");
+    char *xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+    virDomainPtr d2 = virDomainDefineXML(f->conn, xml); /* ... and libvirt reports a change */
+    assert_non_null(d2);
+    virDomainFree(d2);
+    free(xml);
+    virDomainFree(d);
+    assert_true(engine_settles(f->e, 5000));
+    assert_true(hv_engine_woken(f->e) > woken);
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 3 */
+    assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
+    /* done: later events of this VM queue nothing */
+    woken = hv_engine_woken(f->e);
+    d = virDomainLookupByName(f->conn, "eng-event");
+    xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+    d2 = virDomainDefineXML(f->conn, xml);
+    virDomainFree(d2);
+    free(xml);
+    virDomainFree(d);
+    sleep_ms(200);
+    assert_int_equal(hv_engine_woken(f->e), woken);
+    unwrap(f);
+}
+
 static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(void **state)
 {
     struct fx *f = *state;
@@ -946,6 +1105,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_settling_look_is_timed_for_the_next_call, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_domain_event_ends_a_wait_before_the_next_call, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
