@@ -368,6 +368,7 @@ static const struct hv_backend_ops carry_ops = {
     .act = w_act,
     .write_record = w_write_record,
     .free = w_free,
+    .observe_guest = w_observe_guest,
     .record_in_step = true,
 };
 static struct hv_backend carrying = {&carry_ops, NULL};
