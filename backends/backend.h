@@ -140,8 +140,13 @@ struct hv_step {
     char method[64];      /* the method chosen by plan() for live steps */
     int timeout_ms;       /* bound for the hypervisor call itself */
     /* Only with ops->record_in_step, only on live steps: the operation record to store in
-     * the same change as the step (NULL: none). Stored only when the step succeeds. */
+     * the same change as the step (NULL: none). Stored only when the step succeeds, and
+     * only if the step changes something: a step with nothing to do (e.g. the disk already
+     * has that size) may succeed without storing it. */
     const char *record;
+    /* Optional out (may be NULL): set true by a backend that stored record with the step.
+     * The engine stores the record itself when the step succeeded and this stayed false. */
+    bool *record_stored;
     /* Optional out (may be NULL): a backend that reads the VM in the same round trip that
      * sees its step finish fills this and sets seen_after->found; the engine then uses it as
      * the observation of its next round instead of observing again. Left untouched (found

@@ -326,6 +326,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
             st.record = carried;
     }
+    bool stored = false;
+    st.record_stored = &stored;
     memset(&p->after, 0, sizeof(p->after));
     st.seen_after = &p->after;
     struct hv_err err = {0};
@@ -348,8 +350,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         if (st.record) {
             /* stored with the step, and the step is complete: verify at once */
             p->rec = waiting;
+            if (stored)
+                hv_metrics_record_write();
+            else if (!store(p)) /* the step had nothing to change: stored alone */
+                return false;
             p->carried = p->chain = true;
-            hv_metrics_record_write();
         }
         return true;
     }
@@ -768,6 +773,7 @@ static bool one_pass(struct pass *p)
     struct hv_update_result *out = p->out;
     struct hv_err err = {0};
     p->chain = false;
+    p->carried = false; /* only a step of this round carries the record */
     p->now = (int64_t)time(NULL);
     int orc = HV_OK;
     if (p->after.found) { /* read when the last step finished: no second look needed */

@@ -4,7 +4,8 @@
  *
  * Locks: s->mu guards cookie, generation, pool and stats (never held across I/O);
  * s->login_mu serialises RetrieveServiceContent and Login. Easy handles come from a pool
- * and share connections and DNS through s->share.
+ * and share DNS through s->share; each handle keeps its own keep-alive connection (libcurl
+ * does not support sharing connections between concurrent threads).
  */
 #include "vs_soap.h"
 
@@ -19,8 +20,7 @@
 
 #include "vs_tls.h"
 
-#define POOL_MAX        64  /* idle easy handles kept (engine workers and probes at once) */
-#define MAX_CONNECTS    128 /* open connections kept for reuse */
+#define POOL_MAX        64 /* idle easy handles kept (engine workers and probes at once) */
 #define COOKIE_NAME     "vmware_soap_session"
 #define INITIAL_VERSION "6.5" /* every vCenter we support still accepts it */
 #define SECRET_MAX      1024
@@ -185,7 +185,9 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
     curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
     curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
     curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
-    curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    /* DNS only: libcurl does not support a connection cache (CURL_LOCK_DATA_CONNECT)
+     * shared by handles in concurrent threads (CURLSHOPT_SHARE), so connections stay with
+     * the pooled handle that opened them. */
     curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     /* TLS sessions stay per handle: sharing SSL_SESSIONs across threads buys little with
      * pooled connections, and keeps every resumed session tied to one handle's handshake. */
@@ -279,11 +281,11 @@ static CURL *pool_get(struct vs_server *s)
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)VS_RESPONSE_MAX);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     /* One request per handle at a time: HTTP/1.1 keep-alive, no HTTP/2 connection shared
-     * between threads. The connection cache (shared by every handle) keeps as many open
-     * connections as there can be callers at once: at curl's default (5) each call beyond
-     * that opened a new TLS connection, i.e. nearly every call of a busy engine. */
+     * between threads. Each handle keeps its one connection to the server open in its own
+     * cache, so a pooled handle reuses it on its next call: about one connection per
+     * concurrent caller, at most POOL_MAX idle. */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)MAX_CONNECTS);
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1L);
     if (s->pin.len) {
         /* A pin is honoured even with insecure_skip_verify, which then only drops the chain
          * and host-name checks. */

@@ -1,10 +1,10 @@
 /* vs_soap.h: one vCenter server: HTTPS transport (libcurl), TLS policy, and the single
  * vim25 session all threads share.
  *
- * A vs_server owns its copies of the configuration, a curl share (connections, DNS), a
- * small pool of easy handles and the session cookie; vs_server_free logs out
- * and frees all of it. Every function is thread-safe. Credentials are read from their files
- * at each login and never kept, logged or put in hv_err.detail.
+ * A vs_server owns its copies of the configuration, a curl share (DNS), a small pool of
+ * easy handles (each keeps its own keep-alive connection) and the session cookie;
+ * vs_server_free logs out and frees all of it. Every function is thread-safe. Credentials
+ * are read from their files at each login and never kept, logged or put in hv_err.detail.
  */
 #ifndef HV_VS_SOAP_H
 #define HV_VS_SOAP_H

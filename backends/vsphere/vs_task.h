@@ -29,11 +29,13 @@ int vs_task_wait(struct vs_server *s, const char *method, const char *task, int6
                  struct hv_err *err);
 /* As vs_run_task, for a task on VM moref: each poll reads the task and the VM's properties in
  * one RetrievePropertiesEx (vs_vm_task_request), so that when the task is done *vm holds
- * the VM as it is after it (*vm_ok true) and no second read is needed. */
+ * the VM as it is after it (*vm_ok true) and no second read is needed. disk_sel picks the
+ * virtual disk *vm describes, as for vs_read_vm (the profile's unitNumber; NULL or "": the
+ * first). */
 struct vs_vm;
 int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
-                   const char *moref, int64_t deadline, struct vs_vm *vm, bool *vm_ok,
-                   struct hv_err *err);
+                   const char *moref, const char *disk_sel, int64_t deadline, struct vs_vm *vm,
+                   bool *vm_ok, struct hv_err *err);
 
 /* Pure parts. */
 void vs_task_request(struct vs_buf *b, const char *property_collector, const char *task);

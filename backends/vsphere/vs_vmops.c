@@ -59,7 +59,8 @@ static int run(struct vs_server *s, const char *method, struct vs_buf *req, int6
 }
 
 int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
-                   int64_t deadline, struct vs_vm *after, bool *after_ok, struct hv_err *err)
+                   int64_t deadline, const char *disk_sel, struct vs_vm *after, bool *after_ok,
+                   struct hv_err *err)
 {
     if (after_ok)
         *after_ok = false;
@@ -70,7 +71,8 @@ int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec 
     vs_reconfig_request(&req, moref, spec);
     if (!after)
         return run(s, "ReconfigVM_Task", &req, deadline, true, err);
-    int rc = vs_run_task_vm(s, "ReconfigVM_Task", &req, moref, deadline, after, after_ok, err);
+    int rc =
+        vs_run_task_vm(s, "ReconfigVM_Task", &req, moref, disk_sel, deadline, after, after_ok, err);
     vs_buf_free(&req);
     return rc;
 }

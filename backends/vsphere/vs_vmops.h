@@ -25,11 +25,13 @@ struct vs_spec {
 };
 
 void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec);
-/* after (may be NULL): the VM as read in the same call that saw the task done; *after_ok
- * says whether it was (then no re-read is needed). */
+/* after (may be NULL): the VM as read in the same call that saw the task done, describing the
+ * disk disk_sel picks (as vs_read_vm); *after_ok says whether it was (then no re-read is
+ * needed). */
 struct vs_vm;
 int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
-                   int64_t deadline, struct vs_vm *after, bool *after_ok, struct hv_err *err);
+                   int64_t deadline, const char *disk_sel, struct vs_vm *after, bool *after_ok,
+                   struct hv_err *err);
 /* method: "PowerOnVM_Task" or "PowerOffVM_Task". */
 int vs_power(struct vs_server *s, const char *moref, const char *method, int64_t deadline,
              struct hv_err *err);

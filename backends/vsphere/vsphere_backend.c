@@ -289,7 +289,7 @@ static void refresh(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
 
 static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
                     const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
-                    struct hv_err *err)
+                    bool *sent, struct hv_err *err)
 {
     struct vs_server *s = vb->servers[idx];
     const struct hv_hw *d = &step->desired;
@@ -312,12 +312,14 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
         if (d->memory_mib < 0)
             return vs_err(err, HV_E_INTERNAL, "live memory step without a memory size");
         spec.memory_mb = d->memory_mib;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
+        *sent = true;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, fresh, err);
     case HV_STEP_LIVE_CPUS:
         if (d->cpus < 0)
             return vs_err(err, HV_E_INTERNAL, "live cpu step without a cpu count");
         spec.cpus = d->cpus;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
+        *sent = true;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, fresh, err);
     case HV_STEP_LIVE_DISK:
         if (!hv_disk_set(d->disk_mib))
             return vs_err(err, HV_E_INTERNAL, "live disk step without a disk size");
@@ -329,7 +331,8 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
             return HV_OK; /* already that size */
         spec.disk = &vm->disk;
         spec.disk_bytes = d->disk_mib * 1024 * 1024;
-        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
+        *sent = true;
+        return vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, fresh, err);
     case HV_STEP_RECONFIGURE:
         if (vm->power != HV_POWER_OFF)
             return vs_err(err, HV_E_INVALID_STATE, "VM %s must be powered off to reconfigure",
@@ -341,7 +344,7 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
             spec.disk = &vm->disk;
             spec.disk_bytes = d->disk_mib * 1024 * 1024;
         }
-        return vs_reconfigure(s, vm->moref, &spec, deadline, vm, fresh, err);
+        return vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, fresh, err);
     case HV_STEP_SHUTDOWN:
         if (!vm->tools_running)
             return vs_err(err, HV_E_UNSUPPORTED,
@@ -368,8 +371,12 @@ static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     struct vs_vm *vm = malloc(sizeof(*vm));
     if (!vm)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
-    bool fresh = false;
-    int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, &fresh, err);
+    bool fresh = false, sent = false;
+    int rc = act_step(vb, (size_t)idx, ref, step, deadline, vm, &fresh, &sent, err);
+    /* The record rides only in a ReconfigVM_Task of a live step that was sent (a disk
+     * already that size sends none). */
+    if (step->record_stored)
+        *step->record_stored = rc == HV_OK && sent && step->record;
     bool reconfig = step->kind == HV_STEP_LIVE_MEMORY || step->kind == HV_STEP_LIVE_CPUS ||
                     step->kind == HV_STEP_LIVE_DISK || step->kind == HV_STEP_RECONFIGURE;
     if (rc != HV_OK)
@@ -404,7 +411,8 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     if (rc == HV_OK) {
         /* Not guarded by changeVersion: the record is ours alone to write. */
         struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
-        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, vm, &fresh, err);
+        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, ref->disk, vm, &fresh,
+                            err);
     }
     if (rc == HV_OK && fresh)
         cache_put(vb, (size_t)idx, ref->uuid, vm);

@@ -357,6 +357,61 @@ static void test_guest_showing_memory_is_done_verified(void **state)
     unwrap(f);
 }
 
+/* The wrapper as a backend that stores the record with its live steps (record_in_step, as
+ * vSphere does) but, like a step with nothing to change, leaves record_stored false: libvirt
+ * ignores step->record. */
+static const struct hv_backend_ops carry_ops = {
+    .name = "libvirt",
+    .serves = w_serves,
+    .observe = w_observe,
+    .plan = w_plan,
+    .act = w_act,
+    .write_record = w_write_record,
+    .free = w_free,
+    .observe_guest = w_observe_guest,
+    .record_in_step = true,
+};
+static struct hv_backend carrying = {&carry_ops, NULL};
+
+/* A live step that succeeded without storing the record it carried: the engine stores the
+ * waiting record itself, so the VM shows the operation in flight (and its live timeout runs)
+ * from the first call; no later round of the pass skips that write on a stale "carried". */
+static void test_live_step_without_stored_record(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-carry", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    struct hv_backend *b = &carrying;
+    f->e = hv_engine_new(&c, &b, 1);
+    f->be = &carrying;
+    guest_cap = 1024 - 80; /* the guest does not show the new memory: the pass waits */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-carry", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    struct hv_vm_obs o = observe(f, "eng-carry");
+    assert_int_equal(o.hw.memory_mib, 2048);
+    struct hv_oprecord rec;
+    if (!hv_oprecord_read(&rec, o.record))
+        fail_msg("no operation record on the VM after the live step (answer: %s)", r.message);
+    assert_int_equal(rec.phase, HV_PH_WAIT_LIVE);
+    assert_true(hv_hw_equal(&rec.desired, &want));
+    /* and the live timeout runs from there: the failure comes, never a false done */
+    r = until_end_slow(f, "eng-carry", want, 10);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 2048 MiB but the guest did not take it "
+                        "within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    unwrap(f);
+}
+
 static struct hv_profile libvirt_profile(void)
 {
     struct hv_profile p;
@@ -1047,6 +1102,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_step_without_stored_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,

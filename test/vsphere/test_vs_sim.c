@@ -252,6 +252,25 @@ static void test_disk_hot_extend(void **state)
     long reconfigs = vcsim_calls(&sim, "ReconfigVM_Task");
     act_ok(b, &ref, disk_step(HV_STEP_LIVE_DISK, 40 * 1024));
     assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task"), reconfigs);
+    /* ...so a record it carries is not stored, and the step says so (the engine then
+     * stores it alone) */
+    struct hv_step carry = disk_step(HV_STEP_LIVE_DISK, 40 * 1024);
+    bool stored = true;
+    carry.record = "carried";
+    carry.record_stored = &stored;
+    act_ok(b, &ref, carry);
+    assert_false(stored);
+    assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task"), reconfigs);
+    observe_ok(b, &ref, &obs);
+    assert_string_not_equal(obs.record, "carried");
+    /* a step that changes the disk stores it with the change */
+    carry.desired.disk_mib = 41 * 1024;
+    act_ok(b, &ref, carry);
+    assert_true(stored);
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.record, "carried");
+    assert_int_equal(obs.hw.disk_mib, 41 * 1024);
+    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
 
     /* never smaller: a larger disk is left as it is, and a shrink step is refused */
     struct hv_hw less = {-1, -1, -1, 30 * 1024};
@@ -269,7 +288,7 @@ static void test_disk_hot_extend(void **state)
     assert_string_equal(plan[HV_F_DISK].reason, "the VM has no such virtual disk");
     snprintf(ref.disk, sizeof(ref.disk), "%d", vm->disk.unit_number);
     observe_ok(b, &ref, &obs);
-    assert_int_equal(obs.hw.disk_mib, 40 * 1024);
+    assert_int_equal(obs.hw.disk_mib, 41 * 1024);
     free(vm);
     b->ops->free(b);
 }
@@ -588,6 +607,43 @@ static void test_concurrent_change(void **state)
     other->ops->free(other);
 }
 
+/* The VM read that rides in the task poll describes the disk the profile's unitNumber picks,
+ * as the normal look does: that read becomes the engine's next observation (seen_after) and
+ * the backend's cached view, so with another disk in it a chained round would plan against
+ * the wrong disk. Unit 9 names no disk (the look says none); the VM's own unit names its. */
+static void test_task_read_uses_disk_selector(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(5, "vcsim");
+    struct hv_vm_obs obs, after;
+    observe_ok(b, &ref, &obs);
+    assert_true(obs.hw.disk_mib > 0);
+    struct vs_vm *vm = malloc(sizeof(*vm));
+    assert_non_null(vm);
+    read_disk(b, vcsim_vm(&sim, 5)->moref, vm);
+    const char *units[] = {"9", NULL};
+    char own[16];
+    snprintf(own, sizeof(own), "%d", vm->disk.unit_number);
+    units[1] = own;
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(ref.disk, sizeof(ref.disk), "%s", units[i]);
+        observe_ok(b, &ref, &obs);
+        struct hv_step st = step_of(HV_STEP_LIVE_MEMORY, obs.hw.memory_mib, -1, -1);
+        memset(&after, 0, sizeof(after));
+        st.seen_after = &after;
+        act_ok(b, &ref, st);
+        assert_true(after.found);
+        if (after.hw.disk_mib != obs.hw.disk_mib)
+            fail_msg("unit %s: the task's read saw a %lld MiB disk, the look %lld MiB", units[i],
+                     (long long)after.hw.disk_mib, (long long)obs.hw.disk_mib);
+        assert_int_equal(after.hw.disk_mib, i == 0 ? -1 : obs.hw.disk_mib);
+    }
+    free(vm);
+    b->ops->free(b);
+}
+
 static void test_shutdown_needs_tools(void **state)
 {
     (void)state;
@@ -714,8 +770,8 @@ static void test_threads_share_session(void **state)
 
 /* Busy callers reuse their connections: as many threads as a busy engine has workers, each
  * observing every VM again and again, open about one connection each, not one per call
- * (before, the shared cache kept curl's default of 5 and nearly every call opened a new TLS
- * connection). */
+ * (each pooled handle keeps its own keep-alive connection; no connection cache is shared
+ * between threads, which libcurl does not support). */
 static void test_threads_reuse_connections(void **state)
 {
     (void)state;
@@ -761,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_power_on_fails_twice),
         cmocka_unit_test(test_busy_vm),
         cmocka_unit_test(test_concurrent_change),
+        cmocka_unit_test(test_task_read_uses_disk_selector),
         cmocka_unit_test(test_shutdown_needs_tools),
         cmocka_unit_test(test_bad_credentials),
         cmocka_unit_test(test_unknown_server),
