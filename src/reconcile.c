@@ -393,17 +393,28 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     return false;
 }
 
+/* "in progress: <fmt>", CAPI asked back in retry seconds; settling: only waiting for a
+ * change already made to show (the engine may time its next look, an event may end it). */
+static void vprogress(struct pass *p, int retry, bool settling, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void vprogress(struct pass *p, int retry, bool settling, const char *fmt, va_list ap)
+{
+    char m[400], body[300];
+    vsnprintf(body, sizeof(body), fmt, ap);
+    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
+    answer(p->out, false, retry, m);
+    if (settling)
+        p->out->settling = true;
+}
+
 static void progress(struct pass *p, int retry, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void progress(struct pass *p, int retry, const char *fmt, ...)
 {
-    char m[400], body[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
+    vprogress(p, retry, false, fmt, ap);
     va_end(ap);
-    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
-    answer(p->out, false, retry, m);
 }
 
 /* In progress, waiting for a change already made to show (phase wait-live, or the guest
@@ -413,14 +424,11 @@ static void progress(struct pass *p, int retry, const char *fmt, ...)
 static void settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void settle(struct pass *p, const char *fmt, ...)
 {
-    char m[400], body[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
+    vprogress(p, p->now - p->rec.step_at < LIVE_SOON_S ? RETRY_LIVE_SOON : RETRY_LIVE, true, fmt,
+              ap);
     va_end(ap);
-    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
-    answer(p->out, false, p->now - p->rec.step_at < LIVE_SOON_S ? RETRY_LIVE_SOON : RETRY_LIVE, m);
-    p->out->settling = true;
 }
 
 /* In progress, waiting for the VM to go off after a shutdown or power-off was sent: settling
@@ -428,14 +436,10 @@ static void settle(struct pass *p, const char *fmt, ...)
 static void going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void going_off(struct pass *p, const char *fmt, ...)
 {
-    char m[400], body[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
+    vprogress(p, RETRY_COLD, true, fmt, ap);
     va_end(ap);
-    snprintf(m, sizeof(m), HV_MSG("in progress: %s"), body);
-    answer(p->out, false, RETRY_COLD, m);
-    p->out->settling = true;
 }
 
 /* Done. note: what the answer adds about the guest's own view (stored with the record, so
