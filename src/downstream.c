@@ -4,6 +4,7 @@
  * redirects, `?timeout=`, a 200 with a JSON body or it is an error. libcurl easy handles are
  * pooled per downstream so calls reuse their TLS connections. Raw transport errors go to
  * the log only; answers carry fixed texts naming the downstream. */
+#include "hv_clock.h"
 #include "downstream.h"
 #include "config.h"
 #include "log.h"
@@ -42,9 +43,7 @@ static char *xstrdup(const char *s)
 
 int64_t hv_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return hv_mono_ms();
 }
 
 /* ---- config ------------------------------------------------------------------------------ */

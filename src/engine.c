@@ -6,6 +6,7 @@
  * entry_idle_ms is evicted: what must survive is on the VM's own record, an evicted entry
  * only costs the next call an "observing the VM". */
 #include "engine_int.h"
+#include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -111,13 +112,6 @@ const char *hv_engine_owner(const struct hv_engine *e)
     return e->owner;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void make_key(char *out, size_t cap, const struct hv_backend *be,
                      const struct hv_vm_ref *ref)
 {
@@ -172,7 +166,7 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
 {
     struct entry *x = find(e, key);
     if (x) {
-        x->used_ms = now_ms();
+        x->used_ms = hv_mono_ms();
         return x;
     }
     x = calloc(1, sizeof(*x));
@@ -181,7 +175,7 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
     x->hash = hash_key(key);
     x->be = be;
     x->ref = *ref;
-    x->used_ms = now_ms();
+    x->used_ms = hv_mono_ms();
     if (e->n_entries + 1 > e->n_buckets * 2)
         rehash(e, e->n_buckets * 2);
     x->hnext = e->buckets[x->hash & (e->n_buckets - 1)];
@@ -211,7 +205,7 @@ static void unlink_entry(struct hv_engine *e, struct entry *x)
  * holds the lock. */
 static void sweep(struct hv_engine *e, bool force)
 {
-    int64_t now = now_ms();
+    int64_t now = hv_mono_ms();
     if (!force && now - e->swept_ms < 1000)
         return;
     e->swept_ms = now;
@@ -266,7 +260,7 @@ static void enqueue(struct hv_engine *e, struct entry *x)
  * finish on its own); caller holds the lock. */
 static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
 {
-    int64_t at = now_ms() + delay_ms;
+    int64_t at = hv_mono_ms() + delay_ms;
     if (x->timed) {
         if (x->wake_ms > at)
             x->wake_ms = at;
@@ -297,7 +291,7 @@ static void unschedule(struct hv_engine *e, struct entry *x)
  * holds the lock. */
 static int64_t run_timers(struct hv_engine *e)
 {
-    int64_t now = now_ms(), next = 0;
+    int64_t now = hv_mono_ms(), next = 0;
     for (struct entry **pp = &e->timed; *pp;) {
         struct entry *x = *pp;
         if (x->wake_ms <= now) {
@@ -314,22 +308,6 @@ static int64_t run_timers(struct hv_engine *e)
         pp = &x->next_t;
     }
     return next;
-}
-
-static void wait_until_ms(pthread_cond_t *c, pthread_mutex_t *m, int64_t at_monotonic_ms)
-{
-    int64_t left = at_monotonic_ms - now_ms();
-    if (left <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(c, m, &ts);
 }
 
 /* x's answer is a "done" that the next call will return (see hv_engine_update): for the
@@ -352,7 +330,7 @@ static void *worker(void *arg)
             if (e->q_head || e->stopping)
                 break;
             if (next)
-                wait_until_ms(&e->cond, &e->lock, next);
+                hv_cond_wait_until(&e->cond, &e->lock, next);
             else
                 pthread_cond_wait(&e->cond, &e->lock);
         }
@@ -373,13 +351,13 @@ static void *worker(void *arg)
 
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
-        int64_t began = now_ms();
+        int64_t began = hv_mono_ms();
         hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
         hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
         x->running = false;
-        x->used_ms = now_ms();
+        x->used_ms = hv_mono_ms();
         x->pass_ms = x->used_ms - began;
         x->have_answer = true;
         x->answer_for = desired;
@@ -743,7 +721,7 @@ static void *probe_thread(void *arg)
         hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
     pthread_mutex_lock(&e->lock);
-    r->at_ms = now_ms();
+    r->at_ms = hv_mono_ms();
     r->for_hw = want;
     free(x->probe);
     x->probe = r;
@@ -780,13 +758,13 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
     x->waiters++;
-    int64_t limit = now_ms() + e->cfg.probe_wait_ms;
+    int64_t limit = hv_mono_ms() + e->cfg.probe_wait_ms;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
         struct probe *r = x->probe;
-        bool fresh =
-            r && now_ms() - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
+        bool fresh = r && hv_mono_ms() - r->at_ms < e->cfg.probe_cache_ms &&
+                     hv_hw_equal(&r->for_hw, desired);
         if (fresh) {
             rc = r->rc;
             memcpy(plan, r->plan, sizeof(r->plan));
@@ -813,9 +791,9 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             }
             pthread_attr_destroy(&attr);
         }
-        if (limit - now_ms() <= 0)
+        if (limit - hv_mono_ms() <= 0)
             break;
-        wait_until_ms(&e->probe_cond, &e->lock, limit);
+        hv_cond_wait_until(&e->probe_cond, &e->lock, limit);
     }
     x->waiters--;
     drop_if_gone(e, x);

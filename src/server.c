@@ -13,6 +13,7 @@
  * not ending in chunked) is answered 400 and the connection closed. */
 #include "server.h"
 #include "json.h"
+#include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "tls.h"
@@ -82,13 +83,6 @@ struct req {
     size_t drained;
     bool close; /* answer with Connection: close (framing we cannot trust) */
 };
-
-static long long now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static double since(const struct timespec *t0)
 {
@@ -299,7 +293,7 @@ static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
 {
     struct conn *cs = conn_of(c);
     if (cs && atomic_load(&cs->deadline_ms))
-        atomic_store(&cs->deadline_ms, now_ms() + (long long)seconds * 1000);
+        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)seconds * 1000);
 }
 
 struct framing {
@@ -491,7 +485,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (!cs)
             return; /* no deadline for this one; MHD's idle timeout still applies */
         cs->fd = ci->connect_fd;
-        atomic_store(&cs->deadline_ms, now_ms() + (long long)srv->o.head_timeout * 1000);
+        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)srv->o.head_timeout * 1000);
         pthread_mutex_lock(&srv->conns_lock);
         cs->next = srv->conns;
         if (srv->conns)
@@ -566,7 +560,7 @@ static void *reaper_main(void *arg)
         int rc = 0;
         while (!srv->reaper_stop && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&srv->reaper_cv, &srv->conns_lock, &until);
-        long long now = now_ms();
+        long long now = hv_mono_ms();
         size_t idle = 0;
         for (struct conn *cs = srv->conns; cs; cs = cs->next) {
             long long d = atomic_load(&cs->deadline_ms);

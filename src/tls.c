@@ -6,6 +6,7 @@
  * not freed: at most HV_TLS_RETIRED_MAX are kept (oldest freed first), all freed by hv_tls_free.
  */
 #include "tls.h"
+#include "hv_clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -81,14 +82,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 static const char *errno_str(int e, char *buf, size_t len)
 {
     return strerror_r(e, buf, len); /* GNU variant (_GNU_SOURCE) */
-}
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void id_from_stat(const struct stat *st, struct file_id *id)
@@ -361,7 +354,7 @@ struct hv_tls *hv_tls_open(const char *cert_file, const char *key_file, char *er
     pthread_mutex_init(&t->reload_lock, NULL);
     pthread_mutex_init(&t->lock, NULL);
     atomic_init(&t->generation, 0);
-    atomic_init(&t->last_check_ms, mono_ms());
+    atomic_init(&t->last_check_ms, hv_mono_ms());
     return t;
 fail:
     if (t) {
@@ -470,7 +463,7 @@ int hv_tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, in
 
     if (!t)
         return -1;
-    now = mono_ms();
+    now = hv_mono_ms();
     last = atomic_load(&t->last_check_ms);
     /* One caller per second wins the exchange and checks the files; the others go on. */
     if (now - last >= HV_TLS_CHECK_MS &&

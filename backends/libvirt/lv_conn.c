@@ -18,6 +18,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "hv_clock.h"
 #include "lv_internal.h"
 
 #define LV_CACHE_MAX 4096
@@ -333,13 +334,6 @@ struct lv_opener {
     long long started_ms;  /* CLOCK_MONOTONIC */
 };
 
-static long long lv_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void lv_opener_unref(struct lv_opener *op)
 {
     pthread_mutex_lock(&op->mu);
@@ -387,7 +381,7 @@ static struct lv_opener *lv_opener_start(struct lv_host *h)
     pthread_mutex_init(&op->mu, NULL);
     pthread_cond_init(&op->cv, NULL);
     op->refs = 2; /* the host's and the thread's */
-    op->started_ms = lv_now_ms();
+    op->started_ms = hv_mono_ms();
     pthread_attr_t attr;
     pthread_t t;
     pthread_attr_init(&attr);
@@ -448,7 +442,7 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
         lv_host_close(h);
     struct lv_opener *op = NULL;
     if (!h->conn) {
-        long long now = lv_now_ms();
+        long long now = hv_mono_ms();
         struct lv_opener *last = h->n_opening ? h->opening[h->n_opening - 1] : NULL;
         if (last && now < last->started_ms + be->connect_timeout_ms)
             op = last; /* an attempt still within its bound: wait for it */
@@ -465,20 +459,8 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
     if (op) {
         long long until = op->started_ms + be->connect_timeout_ms;
         pthread_mutex_lock(&op->mu);
-        while (!op->done) {
-            long long left = until - lv_now_ms();
-            if (left <= 0)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&op->cv, &op->mu, &ts);
-        }
+        while (!op->done && until > hv_mono_ms())
+            hv_cond_wait_until(&op->cv, &op->mu, until);
         pthread_mutex_unlock(&op->mu);
         pthread_mutex_lock(&h->mu);
         lv_host_reap(be, h);

@@ -7,6 +7,7 @@
  * and share DNS through s->share; each handle keeps its own keep-alive connection (libcurl
  * does not support sharing connections between concurrent threads).
  */
+#include "hv_clock.h"
 #include "vs_soap.h"
 
 #include <errno.h>
@@ -63,9 +64,7 @@ struct xfer {
 
 int64_t vs_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return hv_mono_ms();
 }
 
 int vs_left_ms(int64_t deadline)
