@@ -57,10 +57,7 @@ static int lv_act_op(struct hv_backend *b, const struct hv_vm_ref *ref, const st
                      struct hv_err *err)
 {
     struct hv_err dummy;
-    if (!err)
-        err = &dummy;
-    err->code = HV_OK;
-    err->detail[0] = '\0';
+    err = lv_err_start(err, &dummy);
     if (!ref || !s)
         return lv_seterr(err, HV_E_INTERNAL, "act: missing ref or step");
     bool found;

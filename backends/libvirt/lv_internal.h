@@ -126,6 +126,16 @@ void lv_error_capture(struct lv_lasterr *e); /* this thread's last libvirt error
 enum hv_errcode lv_error_map(int code, int domain, const char *msg);
 bool lv_error_is_dead_conn(const struct lv_lasterr *e);
 /* err->code = code, err->detail = printf-style text. Returns code. */
+/* Where a backend op reports its error: err, or *dummy when the caller passed none; either
+ * way cleared to HV_OK. */
+static inline struct hv_err *lv_err_start(struct hv_err *err, struct hv_err *dummy)
+{
+    if (!err)
+        err = dummy;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    return err;
+}
 int lv_seterr(struct hv_err *err, enum hv_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Map e into err, detail "what: libvirt message (code N)". Returns err->code. */

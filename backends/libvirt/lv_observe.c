@@ -144,10 +144,7 @@ int lv_observe_guest_op(struct hv_backend *b, const struct hv_vm_ref *ref, struc
                         struct hv_err *err)
 {
     struct hv_err dummy;
-    if (!err)
-        err = &dummy;
-    err->code = HV_OK;
-    err->detail[0] = '\0';
+    err = lv_err_start(err, &dummy);
     memset(&obs->guest, 0, sizeof(obs->guest));
     if (!ref)
         return lv_seterr(err, HV_E_INTERNAL, "observe_guest: missing ref");
@@ -225,10 +222,7 @@ int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_v
                   struct hv_err *err)
 {
     struct hv_err dummy;
-    if (!err)
-        err = &dummy;
-    err->code = HV_OK;
-    err->detail[0] = '\0';
+    err = lv_err_start(err, &dummy);
     lv_obs_reset(obs);
     if (!ref)
         return lv_seterr(err, HV_E_INTERNAL, "observe: missing ref");

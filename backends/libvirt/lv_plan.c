@@ -264,10 +264,7 @@ int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct h
 {
     (void)obs; /* the plan follows a fresh read, which is never older than obs */
     struct hv_err dummy;
-    if (!err)
-        err = &dummy;
-    err->code = HV_OK;
-    err->detail[0] = '\0';
+    err = lv_err_start(err, &dummy);
     for (int f = 0; f < HV_F_COUNT; f++)
         lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
     if (!ref || !desired)

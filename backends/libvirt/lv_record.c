@@ -102,10 +102,7 @@ int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const 
                        struct hv_err *err)
 {
     struct hv_err dummy;
-    if (!err)
-        err = &dummy;
-    err->code = HV_OK;
-    err->detail[0] = '\0';
+    err = lv_err_start(err, &dummy);
     if (!ref || !record)
         return lv_seterr(err, HV_E_INTERNAL, "write_record: missing ref or record");
     if (strlen(record) >= HV_RECORD_MAX)
