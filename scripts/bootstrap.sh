@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bootstrap.sh: install the Debian 12 packages hvupdater needs to build, test and run its
 # labs, only when they are missing. Safe to run again. Needs root (or sudo).
+# nginx-light is test/bench/hook-bench.sh's anchor (it starts its own nginx on a free port).
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config git ca-certificates curl
@@ -10,7 +11,8 @@ TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 pytho
   openssl curl wrk procps iproute2 python3-libvirt python3-yaml
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
   golang-go golang-github-vmware-govmomi-dev lintian
-  linux-image-cloud-amd64 busybox-static qemu-guest-agent cpio"
+  linux-image-cloud-amd64 busybox-static qemu-guest-agent cpio
+  nginx-light"
 
 want="$BUILD_PKGS"
 case "${1:-all}" in
