@@ -17,7 +17,7 @@ CALL = re.compile(r'HV_MSG\(\s*((?:%s\s*)+)\)' % LIT)
 
 def templates(root):
     found = {}
-    files = sorted(glob.glob(os.path.join(root, "src", "*.c")) +
+    files = sorted(glob.glob(os.path.join(root, "src", "**", "*.c"), recursive=True) +
                    glob.glob(os.path.join(root, "backends", "**", "*.c"), recursive=True))
     for path in files:
         text = open(path).read()

@@ -9,7 +9,7 @@
    (local $refs followed), and nothing the schema lacks. Where the schema gives a `default`,
    the row's default cell shows it.
 2. The ExtensionConfig settings table (rows `| `name` | values | default | ... |` before the
-   config file section) lists exactly the settings src/settings.c knows (its "unknown
+   config file section) lists exactly the settings src/hooks/settings.c knows (its "unknown
    setting" message names them), with the value names of its tables and its defaults.
 
 Prints `ok ...` / `FAIL ...` per check and `N passed, N failed`; exit 1 on any failure.
@@ -105,11 +105,11 @@ def main(argv):
         r.check(key in keys, "config key %s: documented, %s" % (
             key, "in the schema" if key in keys else "but schemas/config.json has no such key"))
 
-    # 2. ExtensionConfig settings <-> src/settings.c
-    src = open(os.path.join(root, "src", "settings.c")).read()
+    # 2. ExtensionConfig settings <-> src/hooks/settings.c
+    src = open(os.path.join(root, "src", "hooks", "settings.c")).read()
     flat = re.sub(r'"\s*\n\s*"', "", src)  # join adjacent string literals
     m = re.search(r"unknown setting %s \(known: ([^)]*)\)", flat)
-    r.check(m is not None, "src/settings.c names its known settings")
+    r.check(m is not None, "src/hooks/settings.c names its known settings")
     known = [k.strip() for k in m.group(1).split(",")] if m else []
     section = doc[doc.index("## ExtensionConfig settings"):doc.index("## The config file")]
     srows = {k: v for k, v in table_rows(section.split("\n\n")[1]).items()}
