@@ -11,6 +11,16 @@
 #include "profile.h"
 #include "settings.h"
 
+/* A driven engine (the deterministic simulation, test/sim): time comes from these functions
+ * instead of the system clocks, no worker thread starts, and the driver runs the engine's
+ * passes itself with hv_engine_run. Production leaves hv_engine_cfg.drive NULL. */
+struct hv_engine_drive {
+    int64_t (*mono_ms)(void *ctx); /* replaces CLOCK_MONOTONIC, in ms */
+    int64_t (*unix_s)(void *ctx);  /* replaces time(NULL), in the records */
+    void *ctx;
+    const char *owner; /* written into records instead of "hostname:pid" (NULL: that) */
+};
+
 struct hv_engine_cfg {
     int workers;          /* reconcile threads */
     int max_power_cycles; /* VMs in a power cycle at once, overall */
@@ -20,6 +30,7 @@ struct hv_engine_cfg {
     int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
     int probe_wait_ms;     /* a hook waits at most this long for a probe */
     int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
+    const struct hv_engine_drive *drive; /* NULL (production): system clocks, worker threads */
 };
 
 struct hv_engine;
@@ -50,6 +61,11 @@ int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_v
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                     size_t whylen);
+
+/* Driven engine only (cfg.drive): move the timed passes now due to the queue, then run up to
+ * max queued passes on the calling thread, as the workers would. Returns the passes run;
+ * *next_ms (may be NULL) receives the earliest timed pass still waiting (0: none). */
+int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
 
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);

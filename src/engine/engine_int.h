@@ -9,6 +9,8 @@
 #define HV_KEY_MAX 600
 
 const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e);
+/* Unix seconds (the driver's clock when the engine is driven). */
+int64_t hv_engine_unix_s(const struct hv_engine *e);
 /* "hostname:pid" of this process, written into records. */
 const char *hv_engine_owner(const struct hv_engine *e);
 /* Take a power-cycle slot for key on host (true if held now). force: take it even over the

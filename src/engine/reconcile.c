@@ -778,7 +778,7 @@ static bool one_pass(struct pass *p)
     struct hv_err err = {0};
     p->chain = false;
     p->carried = false; /* only a step of this round carries the record */
-    p->now = (int64_t)time(NULL);
+    p->now = hv_engine_unix_s(p->e);
     int orc = HV_OK;
     if (p->after.found) { /* read when the last step finished: no second look needed */
         p->obs = p->after;
