@@ -41,6 +41,7 @@ struct entry {
     struct hv_hw desired;
     struct hv_settings s;
     bool queued, running, again;
+    bool called; /* the next pass follows a hook call (not only the engine's own timer) */
     bool have_answer;
     struct hv_hw answer_for;
     struct hv_settings answer_s; /* the settings answer_for was concluded under */
@@ -65,6 +66,7 @@ struct entry {
     uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* power-cycle slot */
     bool slot;
+    bool slot_forced; /* taken over the caps (force): only to finish a cycle under way */
     char slot_host[HV_NAME_MAX];
     struct entry *hnext, *next_q, *next_t, *next_slot;
 };
@@ -347,12 +349,14 @@ static void run_head(struct hv_engine *e)
     struct hv_settings s = x->s;
     struct hv_vm_ref ref = x->ref;
     uint64_t seq = x->call_seq;
+    bool called = x->called;
+    x->called = false;
     pthread_mutex_unlock(&e->lock);
 
     struct hv_update_result res;
     memset(&res, 0, sizeof(res));
     int64_t began = now_ms(e);
-    hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
+    hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, called, &res);
     hv_metrics_pass();
 
     pthread_mutex_lock(&e->lock);
@@ -557,19 +561,25 @@ bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *ho
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     bool ok = false;
-    if (x && x->slot) {
+    if (x && x->slot && (force || !x->slot_forced)) {
         ok = true;
     } else if (x) {
+        /* the caps, counting the others (a slot forced over them to finish a cycle does not
+         * start another cycle unless the caps allow it now) */
         int on_host = 0;
         for (struct entry *y = e->slots; y; y = y->next_slot)
-            on_host += !strcmp(y->slot_host, host);
-        if (force || (e->slots_used < e->cfg.max_power_cycles &&
-                      on_host < e->cfg.max_power_cycles_per_host)) {
-            x->slot = true;
-            snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
-            x->next_slot = e->slots;
-            e->slots = x;
-            e->slots_used++;
+            on_host += y != x && !strcmp(y->slot_host, host);
+        bool within = e->slots_used - (x->slot ? 1 : 0) < e->cfg.max_power_cycles &&
+                      on_host < e->cfg.max_power_cycles_per_host;
+        if (force || within) {
+            if (!x->slot) {
+                x->slot = true;
+                snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
+                x->next_slot = e->slots;
+                e->slots = x;
+                e->slots_used++;
+            }
+            x->slot_forced = !within;
             ok = true;
         }
     } else {
@@ -674,6 +684,8 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->have_desired = true;
     x->s = *s;
     x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
+    if (!answered_done)
+        x->called = true;
     /* After a "done" no pass is queued: its answer could not be used, as the next call
      * (confirm_seq is 0 again) asks for a new look anyway and queues that one. */
     if (!answered_done && x->running)
@@ -697,7 +709,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     entry_for(e, key, be, ref);
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
-    hv_engine_reconcile_key(e, key, be, ref, desired, s, out);
+    hv_engine_reconcile_key(e, key, be, ref, desired, s, true, out);
 }
 
 int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,

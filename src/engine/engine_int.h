@@ -20,8 +20,12 @@ void hv_engine_slot_release(struct hv_engine *e, const char *key);
 /* True the first time this process handles the operation that started at op_started_at on
  * this VM (e.g. after a restart, or an operation another replica began). */
 bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at);
+/* One pass for key. called: a hook call asked for it; false for the passes the engine runs
+ * by itself to finish a power cycle, which continue this process's operation but never begin
+ * one (the desired hardware they carry may be outdated). */
 void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                             const struct hv_settings *s, struct hv_update_result *out);
+                             const struct hv_settings *s, bool called,
+                             struct hv_update_result *out);
 
 #endif
