@@ -80,9 +80,11 @@ struct sim_vm {
     int cycle_gen;         /* ... in its life (restarts count up) */
     int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
-    bool operator_power;   /* the operator set its power at some time: end power exempt */
-    bool operator_config;  /* the operator changed its configuration: end config exempt */
-    bool halted_for_good;  /* a fault keeps it from running */
+    int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
+    bool operator_power;  /* the operator set its power at some time: end power exempt */
+    bool operator_config; /* the operator changed its configuration: end config exempt */
+    bool halted_for_good; /* a fault keeps it from running */
+    bool halted;          /* off because its guest halted after a power-on */
     enum hv_power power0;
     struct hv_hw config0;
 };
@@ -101,6 +103,7 @@ struct sim_op {
     struct hv_settings s;
     char settings_json[256];
     bool covered;     /* CanUpdateMachine covered every changed field */
+    bool vm_differed; /* ... while the VM did not show CAPI's current objects */
     int64_t can_ms;   /* when CanUpdateMachine covered it */
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */

@@ -49,13 +49,18 @@ static const struct known {
     {INV_COVERED, "transient domain", "issue 17 item 8"},
     {INV_COVERED, "disks cannot shrink", "issue 17 item 8"},
     {INV_COVERED, "paused, suspended", "issue 17 item 8"},
+    {INV_COVERED, "(the VM differed from CAPI's current objects)", "issue 17 item 8"},
     /* an unreachable hypervisor is a Failure, not in progress (issue 17 item 10) */
     {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
     /* ... and nothing finishes it when CAPI stops calling (issue 17 item 5) */
     {INV_NO_LOSS, "(the cycle's process restarted)", "issue 17 item 5"},
+    /* a VM that halts after each power-on is started again forever (issue 17 item 6) */
+    {INV_IDLE, "(a VM halts after every power-on)", "issue 17 item 6"},
+    /* a rollback whose restore failed leaves the VM off, told otherwise (issue 17 item 6) */
+    {INV_NO_LOSS, "(a rollback that did not complete)", "issue 17 item 6"},
     /* a paused VM mid-cycle holds its slot (issue 17 item 4) */
-    {INV_ENDS, "(a VM paused mid-cycle)", "issue 17 item 4"},
-    {INV_IDLE, "(a VM paused mid-cycle)", "issue 17 item 4"},
+    {INV_ENDS, "(a VM is paused)", "issue 17 item 4"},
+    {INV_IDLE, "(a VM is paused)", "issue 17 item 4"},
     /* a restarted process or another replica resumes a cycle without a slot (issue 17 item 5) */
     {INV_CYCLES, "(another process began one of them)", "issue 17 item 5"},
     /* statistics older than the change are read as if fresh (issue 17 item 2) */
@@ -264,6 +269,8 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
 {
     struct sim_caller *c = &s->callers[m];
     struct sim_vm *v = &s->vms[m];
+    if (!v->exists) /* the Machine of a deleted VM is replaced, not updated */
+        return;
     if (c->st == C_UPDATING) {
         c->prev_op = c->op;
         c->have_prev = true;
@@ -308,6 +315,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         return;
     }
     op.covered = true;
+    op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
     c->spec = want; /* CAPI writes the desired objects, then calls UpdateMachine */
     c->op = op;
@@ -340,8 +348,9 @@ static void call_update(struct sim *s, int m)
             c->op.s.guest_check == HV_GC_REQUIRED &&
             ((c->op.want.memory_mib >= 0 && v->stats != 0) || (c->op.want.cpus >= 0 && !v->agent));
         if (c->op.covered && v->touched_ms < c->op.can_ms)
-            sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s",
-                      v->name, res.message, blind ? " (the guest cannot tell)" : "");
+            sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
+                      v->name, res.message, blind ? " (the guest cannot tell)" : "",
+                      c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
         /* CAPI keeps calling with back-off; some callers give up (a new rollout instead) */
         c->op.failed = true;
         if (sim_chance(s, 400)) {
@@ -361,7 +370,10 @@ static void call_update(struct sim *s, int m)
     /* Invariant 1: done only when the VM (and the guest, where it can tell) shows it now */
     s->r.dones++;
     s->r.checks++;
-    if (v->touched_ms < prev_call) {
+    /* the look the answering replica's last pass took (seen_after reads count: a step's
+     * read is taken after the step, later than the pass's observe) */
+    (void)prev_call;
+    if (v->touched_ms < v->look_ms[r]) {
         const struct hv_hw *w = &c->op.want;
         if (!v->exists)
             sim_break(s, INV_DONE_SHOWS, "%s: done, but the VM is gone", v->name);
@@ -376,7 +388,7 @@ static void call_update(struct sim *s, int m)
                       (v->power == HV_POWER_OFF ? v->config : v->live).cpus,
                       (long long)(v->power == HV_POWER_OFF ? v->config : v->live).disk_mib,
                       v->power == HV_POWER_OFF ? "off" : "on");
-        else if (v->power == HV_POWER_OFF && v->cycling)
+        else if (v->power == HV_POWER_OFF && v->cycling && !v->operator_power)
             sim_break(s, INV_DONE_SHOWS, "%s: done while off in the middle of a power cycle",
                       v->name);
         else if (v->power == HV_POWER_ON && c->op.s.guest_check != HV_GC_OFF &&
@@ -435,7 +447,13 @@ static void caller_step(struct sim *s)
         if (c->st == C_IDLE) {
             if (!s->vms[m].exists)
                 continue;
-            start_op(s, m, pick_want(s, &c->spec), sim_chance(s, 800));
+            struct hv_hw want = pick_want(s, &c->spec);
+            if (c->n_wants > 1 && sim_chance(s, 300)) { /* a rollout rolled back: an old state */
+                want = c->wants[sim_range(s, 0, c->n_wants - 1)];
+                if (hv_hw_equal(&want, &c->spec))
+                    want = pick_want(s, &c->spec);
+            }
+            start_op(s, m, want, sim_chance(s, 800));
         } else {
             call_update(s, m);
         }
@@ -460,7 +478,9 @@ static void check_step(struct sim *s, bool calling)
         struct sim_caller *c = &s->callers[m];
         s->r.checks++;
         /* (a host that died or stalled meanwhile: issue 17 item 10 wants a bound there) */
+        const struct sim_host *h = &s->hosts[s->vms[m].host];
         if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
+            !h->down && !h->stalled &&
             s->now_ms - c->op.start_ms > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
             sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
                       s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
@@ -471,13 +491,16 @@ static void check_step(struct sim *s, bool calling)
     bool paused = false;
     for (int k = 0; k < s->n_vms; k++) {
         can += in_cycle(&s->vms[k]) && s->vms[k].power != HV_POWER_PAUSED;
-        paused |= in_cycle(&s->vms[k]) && s->vms[k].power == HV_POWER_PAUSED;
+        paused |= s->vms[k].exists && s->vms[k].power == HV_POWER_PAUSED;
     }
     for (int r = 0; r < s->n_reps; r++) {
         int ops, pcs;
         hv_engine_gauges(s->reps[r].e, &ops, &pcs);
         s->r.checks++;
-        if (pcs > can) {
+        bool hosts_up = true; /* a slot of a VM on a host that does not answer waits for it */
+        for (int h = 0; h < s->n_hosts; h++)
+            hosts_up &= !s->hosts[h].down && !s->hosts[h].stalled;
+        if (pcs > can && hosts_up) {
             if (!stuck_since[r])
                 stuck_since[r] = s->now_ms;
             else if (s->now_ms - stuck_since[r] > STUCK_MS)
@@ -485,7 +508,7 @@ static void check_step(struct sim *s, bool calling)
                           "r%d holds %d power-cycle slots for %.0f s while %d VMs can go on "
                           "with a cycle%s",
                           r, pcs, (double)(s->now_ms - stuck_since[r]) / 1000, can,
-                          paused ? " (a VM paused mid-cycle)" : "");
+                          paused ? " (a VM is paused)" : "");
         } else {
             stuck_since[r] = 0;
         }
@@ -519,12 +542,15 @@ static void check_end(struct sim *s)
         /* a VM that was off is started by an operation (docs/how-it-works.md: reconfigure,
          * then power-on): a Machine's desired state is a running VM */
         bool asked = c->n_wants > 0;
-        if (!v->operator_power && !v->halted_for_good && v->power != v->power0 &&
+        if (!v->operator_power && !v->halted_for_good && !v->halted && v->power != v->power0 &&
             !(v->power0 == HV_POWER_OFF && asked))
-            sim_break(s, INV_NO_LOSS, "%s is %s at the end, was %s (record: %s)%s", v->name,
-                      v->power == HV_POWER_OFF ? "off" : "on",
-                      v->power0 == HV_POWER_OFF ? "off" : "on", v->record,
-                      in_cycle(v) && !owner_alive(s, v) ? " (the cycle's process restarted)" : "");
+            sim_break(
+                s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
+                v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
+                in_cycle(v) && !owner_alive(s, v)          ? " (the cycle's process restarted)"
+                : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
+                                                           : "",
+                v->record);
         if (v->operator_config)
             continue;
         bool whole =
@@ -538,9 +564,11 @@ static void check_end(struct sim *s)
                       "asked for",
                       v->name, (long long)v->config.memory_mib, v->config.cpus);
     }
-    bool paused = false;
-    for (int k = 0; k < s->n_vms; k++)
-        paused |= in_cycle(&s->vms[k]) && s->vms[k].power == HV_POWER_PAUSED;
+    bool paused = false, halts = false;
+    for (int k = 0; k < s->n_vms; k++) {
+        paused |= s->vms[k].exists && s->vms[k].power == HV_POWER_PAUSED;
+        halts |= s->vms[k].exists && s->vms[k].halts < 0;
+    }
     for (int r = 0; r < s->n_reps; r++) {
         int64_t next = 0;
         hv_engine_run(s->reps[r].e, 100, &next);
@@ -551,7 +579,9 @@ static void check_end(struct sim *s)
         if (n || ops || pcs || next)
             sim_break(s, INV_IDLE, "r%d not idle: %zu entries, %d operations, %d slots, timer %s%s",
                       r, n, ops, pcs, next ? "pending" : "none",
-                      paused ? " (a VM paused mid-cycle)" : "");
+                      paused  ? " (a VM is paused)"
+                      : halts ? " (a VM halts after every power-on)"
+                              : "");
     }
 }
 

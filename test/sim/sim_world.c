@@ -159,6 +159,8 @@ bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want)
 
 /* ---- the backend -------------------------------------------------------------------------- */
 
+static struct sim_replica *rep_of(struct hv_backend *b);
+
 static struct sim *sim_of(struct hv_backend *b)
 {
     return ((struct sim_replica *)b->priv)->sim;
@@ -243,6 +245,8 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
         return HV_OK;
     }
     fill_obs(s, k, o, s->record_in_step); /* vSphere-like worlds fill the guest here */
+    if (s->in_pass)
+        s->vms[k].look_ms[rep_of(b)->idx] = s->now_ms;
     return HV_OK;
 }
 
@@ -341,6 +345,7 @@ static void power_on(struct sim *s, int k)
 {
     struct sim_vm *v = &s->vms[k];
     v->power = HV_POWER_ON;
+    v->halted = false;
     v->live = v->config;
     v->boot_at = s->now_ms + 1000 * sim_range(s, 3, 20);
     v->guest_mem = v->config.memory_mib; /* boot memory: all of it online */
@@ -445,6 +450,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     }
     struct sim_vm *v = &s->vms[k];
     if (s->now_ms < v->busy_until) {
+        v->touched_ms = s->now_ms; /* the other task shows now */
         err_set(err, HV_E_BUSY, "busy");
         return HV_E_BUSY;
     }
@@ -541,8 +547,10 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         sim_set_record(v, st->record);
         *st->record_stored = true;
     }
-    if (st->seen_after && s->record_in_step && v->exists)
+    if (st->seen_after && s->record_in_step && v->exists) {
         fill_obs(s, k, st->seen_after, true);
+        v->look_ms[rep_of(b)->idx] = s->now_ms;
+    }
     sim_note(s, "  act %d on %s by r%d: accepted", st->kind, v->name, rep_of(b)->idx);
     changed(s, k);
     if (s->timeout_permille && sim_chance(s, s->timeout_permille)) {
@@ -662,6 +670,7 @@ void sim_world_tick(struct sim *s)
                 sim_note(s, "%s: paused right after power-on", v->name);
             } else {
                 sim_note(s, "%s: halted right after power-on", v->name);
+                v->halted = true; /* the guest crashed: off is its own doing from here */
                 power_off(s, k);
             }
             changed(s, k);
@@ -798,6 +807,7 @@ void sim_world_fault(struct sim *s)
         return;
     case 19:
         sim_set_record(v, "");
+        v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
         sim_note(s, "operator: %s's record cleared", v->name);
         return;
     case 20:
