@@ -891,11 +891,13 @@ static bool one_pass(struct pass *p)
             return false;
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
-        if (!p->called && !(old_cold_inflight && !strcmp(p->rec.owner, hv_engine_owner(p->e)))) {
+        if (!p->called &&
+            !(old_cold_inflight && (!on || !strcmp(p->rec.owner, hv_engine_owner(p->e))))) {
             /* The engine's own pass, to finish a cycle of this process: the VM's record no
              * longer shows it (done, or replaced by another replica's operation). Nothing of
-             * ours is in flight; only a call begins an operation. (A cycle of ours for older
-             * hardware still in flight goes on as the new operation: the VM comes back on.) */
+             * ours is in flight; only a call begins an operation. (A VM off mid-cycle, or a
+             * cycle of ours for older hardware going on, becomes the new operation: the VM
+             * comes back on.) */
             progress(p, RETRY_COLD, HV_MSG("observing the VM"));
             return false;
         }
