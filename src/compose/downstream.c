@@ -6,7 +6,7 @@
  * the log only; answers carry fixed texts naming the downstream. */
 #include "hv_clock.h"
 #include "downstream.h"
-#include "config.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "msg.h"
@@ -96,7 +96,7 @@ static int parse_one(struct hv_downstream_cfg *d, const hj *o, const char *where
     static const char *const keys[] = {
         "name",           "url",      "caFile", "clientCertFile", "clientKeyFile",
         "timeoutSeconds", "settings", NULL};
-    if (hv_config_check_keys(o, where, keys, err, errlen) < 0)
+    if (hj_check_keys(o, where, keys, err, errlen) < 0)
         return -1;
     if (str_member(o, where, "name", true, &d->name, err, errlen) < 0 ||
         str_member(o, where, "url", true, &d->url, err, errlen) < 0 ||

@@ -828,3 +828,22 @@ char *hj_dump(const hj *v, size_t *len_out)
         *len_out = len;
     return out;
 }
+
+int hj_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
+                  size_t errlen)
+{
+    if (!o || o->type != HJ_OBJECT) {
+        snprintf(err, errlen, "%s must be an object", where);
+        return -1;
+    }
+    for (size_t k = 0; k < o->n; k++) {
+        const char *const *a;
+        for (a = allowed; *a && strcmp(*a, o->keys[k]); a++)
+            ;
+        if (!*a) {
+            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -83,4 +83,9 @@ void hj_ptr_tokens_free(char **tokens, size_t n);
 /* Append the escaped form of token to a pointer buffer; false when it would not fit. */
 bool hj_ptr_append(char *buf, size_t cap, const char *token);
 
+/* "where must be an object" / "where: unknown key" unless o is an object whose keys are all
+ * in allowed (NULL-terminated): the strict key check of the config file's sections. */
+int hj_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
+                  size_t errlen);
+
 #endif
