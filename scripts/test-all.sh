@@ -28,7 +28,7 @@ if [ "$bad" != "0" ]; then
     exit 1
 fi
 echo "clang-format: clean"
-# Every room's folder on the include path (src/rooms.txt), as the build gives each its own.
+# Every room's folder on the include path (cmake/rooms.txt), as the build gives each its own.
 cppcheck --quiet --enable=warning,portability --std=c11 --error-exitcode=1 \
     --suppress=missingIncludeSystem -I src $(printf -- '-I %s ' src/*/ backends backends/*/) \
     src backends

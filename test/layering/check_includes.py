@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""check_includes.py: the shape of the source tree stays as declared in src/rooms.txt.
+"""check_includes.py: the shape of the source tree stays as declared in cmake/rooms.txt.
 
 Reads every quoted #include of src/ and backends/ and fails on
+- a file in src/ outside a room folder (main.c excepted);
 - an include that cannot be resolved to a file there, or that names a file twice over;
 - an include circle between files (a file is its .c and .h together, so engine.c including
   reconcile.h while reconcile.c includes engine.h is a circle);
@@ -52,7 +53,7 @@ def room_of(rel):
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     top = os.path.abspath(top)
-    order, allowed = read_rooms(os.path.join(top, "src", "rooms.txt"))
+    order, allowed = read_rooms(os.path.join(top, "cmake", "rooms.txt"))
     files = []
     for base in ("src", "backends"):
         for d, _, names in os.walk(os.path.join(top, base)):
@@ -61,6 +62,10 @@ def main():
                     files.append(os.path.relpath(os.path.join(d, name), top))
     files.sort()
     errors = []
+    # src/ holds rooms (folders) and main.c, nothing else.
+    for name in sorted(os.listdir(os.path.join(top, "src"))):
+        if name != "main.c" and not os.path.isdir(os.path.join(top, "src", name)):
+            errors.append(f"src/{name}: outside every room (only main.c may stand in src/)")
     by_name = {}
     for rel in files:
         by_name.setdefault(os.path.basename(rel), []).append(rel)
@@ -68,7 +73,7 @@ def main():
         if room is None:
             errors.append(f"{rel}: outside every room (src/<room>/, backends/[<room>/])")
         elif room not in allowed:
-            errors.append(f"{rel}: room {room} is not declared in src/rooms.txt")
+            errors.append(f"{rel}: room {room} is not declared in cmake/rooms.txt")
 
     def resolve(src, inc):
         here = os.path.normpath(os.path.join(os.path.dirname(src), inc))
@@ -155,7 +160,7 @@ def main():
         print(f"check_includes: {len(errors)} problem(s) in {len(files)} files")
         return 1
     print(f"check_includes: {len(files)} files in {len(order)} rooms, no circle, every include "
-          "follows src/rooms.txt")
+          "follows cmake/rooms.txt")
     return 0
 
 
