@@ -5,10 +5,11 @@
  * pass queued, running or timed, no slot, no probe) and has not been used for
  * entry_idle_ms is evicted: what must survive is on the VM's own record, an evicted entry
  * only costs the next call an "observing the VM". */
-#include "engine_int.h"
+#include "engine.h"
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "oprecord.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -73,6 +74,7 @@ struct entry {
 
 struct hv_engine {
     struct hv_engine_cfg cfg;
+    struct hv_books books; /* what a reconcile pass borrows: slots, owner, first sight */
     struct hv_backend **bes;
     size_t n_bes;
     char owner[96];
@@ -92,6 +94,10 @@ struct hv_engine {
     pthread_cond_t probe_cond;
 };
 
+static bool slot_acquire(void *ctx, const char *key, const char *host, bool force);
+static void slot_release(void *ctx, const char *key);
+static bool first_sight(void *ctx, const char *key, int64_t op_started_at);
+
 void hv_engine_cfg_default(struct hv_engine_cfg *c)
 {
     c->workers = 4;
@@ -105,24 +111,16 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->drive = NULL;
 }
 
-const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e)
-{
-    return &e->cfg;
-}
-
-const char *hv_engine_owner(const struct hv_engine *e)
-{
-    return e->owner;
-}
-
 /* The engine's monotonic ms: the system's, or the driver's (cfg.drive). */
 static int64_t now_ms(const struct hv_engine *e)
 {
     return e->cfg.drive ? e->cfg.drive->mono_ms(e->cfg.drive->ctx) : hv_mono_ms();
 }
 
-int64_t hv_engine_unix_s(const struct hv_engine *e)
+/* hv_books.unix_s: unix seconds, the system's or the driver's. */
+static int64_t unix_s(void *ctx)
 {
+    const struct hv_engine *e = ctx;
     return e->cfg.drive ? e->cfg.drive->unix_s(e->cfg.drive->ctx) : (int64_t)time(NULL);
 }
 
@@ -356,7 +354,7 @@ static void run_head(struct hv_engine *e)
     struct hv_update_result res;
     memset(&res, 0, sizeof(res));
     int64_t began = now_ms(e);
-    hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, called, &res);
+    hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
     hv_metrics_pass();
 
     pthread_mutex_lock(&e->lock);
@@ -494,6 +492,13 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
         snprintf(e->owner, sizeof(e->owner), "%s", cfg->drive->owner);
     else
         snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    e->books = (struct hv_books){.ctx = e,
+                                 .cfg = &e->cfg,
+                                 .owner = e->owner,
+                                 .slot_acquire = slot_acquire,
+                                 .slot_release = slot_release,
+                                 .first_sight = first_sight,
+                                 .unix_s = unix_s};
     e->n_buckets = 64;
     e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
     if (!e->buckets)
@@ -556,8 +561,9 @@ struct hv_backend *hv_engine_backend(struct hv_engine *e, const char *name)
 
 /* ---- power-cycle slots --------------------------------------------------------------------- */
 
-bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *host, bool force)
+static bool slot_acquire(void *ctx, const char *key, const char *host, bool force)
 {
+    struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     bool ok = false;
@@ -589,8 +595,9 @@ bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *ho
     return ok;
 }
 
-void hv_engine_slot_release(struct hv_engine *e, const char *key)
+static void slot_release(void *ctx, const char *key)
 {
+    struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     if (x && x->slot) {
@@ -709,7 +716,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     entry_for(e, key, be, ref);
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
-    hv_engine_reconcile_key(e, key, be, ref, desired, s, true, out);
+    hv_reconcile_key(&e->books, key, be, ref, desired, s, true, out);
 }
 
 int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
@@ -718,8 +725,9 @@ int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_v
     return backend_for(ctx, p, ref, why, whylen) ? 1 : 0;
 }
 
-bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at)
+static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
 {
+    struct hv_engine *e = ctx;
     bool first = false;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
