@@ -63,6 +63,8 @@ static const struct known {
     {INV_IDLE, "(a VM is paused)", "issue 17 item 4"},
     /* a restarted process or another replica resumes a cycle without a slot (issue 17 item 5) */
     {INV_CYCLES, "(another process began one of them)", "issue 17 item 5"},
+    /* the guest's memory is compared with a formula, not with itself (issue 17 item 1) */
+    {INV_CYCLES, "(the guest reserves memory at boot)", "issue 17 item 1"},
     /* statistics older than the change are read as if fresh (issue 17 item 2) */
     {INV_DONE_SHOWS, "(stale statistics)", "issue 17 item 2"},
     /* a guest that cannot tell under Required is power-cycled, then fails (issue 17 item 3) */

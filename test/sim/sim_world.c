@@ -404,7 +404,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         if (live_op && v->power == HV_POWER_ON && sim_hw_shows(v, &r.desired) &&
             sim_guest_shows(v, &r.desired) && booted(s, v) && v->stats == 0 &&
             (r.desired.cpus < 0 || v->agent))
-            sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows", v->name);
+            sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows%s", v->name,
+                      v->reserve > 100 ? " (the guest reserves memory at boot)" : "");
     }
     if (v->cycling)
         return;
