@@ -194,6 +194,8 @@ struct pass {
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
+    /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
+    bool left_off;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -263,8 +265,10 @@ static void power_on_anyway(struct pass *p)
                          .desired = *p->desired,
                          .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     struct hv_err err = {0};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while giving up", &err);
+        p->left_off = true;
+    }
 }
 
 /* The configuration from before the operation, for the fields it changes; false when the
@@ -293,13 +297,15 @@ static void roll_back(struct pass *p)
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
             log_err(p, "reconfigure while rolling back", &err);
+            p->left_off = true;
             return;
         }
     }
     struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while rolling back", &err);
-    else
+        p->left_off = true;
+    } else
         hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
 }
 
@@ -961,7 +967,16 @@ void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
-    if (p->seen && !cycling && !p->vm_cycle)
+    /* A failed operation that left the VM off (starting it, as it is or rolled back, failed)
+     * still has it down: it keeps a slot (taken over the caps: the VM is off already), so no
+     * other VM of the host goes down meanwhile and the engine tries again by itself, for
+     * step_timeout_s after the failure. Then the slot goes: a VM that cannot start holds none
+     * (each call still tries). */
+    bool left_off = p->left_off && p->rec.phase == HV_PH_FAILED &&
+                    p->now - p->rec.step_at < b->cfg->step_timeout_s;
+    if (left_off)
+        b->slot_acquire(b->ctx, key, p->obs.host, true);
+    else if (p->seen && !cycling && !p->vm_cycle)
         b->slot_release(b->ctx, key);
     free(p);
 }
