@@ -838,6 +838,10 @@ static bool one_pass(struct pass *p)
      * off mid-cycle, the new one must still bring it back on. */
     bool old_cold_inflight =
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    /* ... also one that failed in its cycle and left the VM off (its start or its rollback's
+     * failed): that VM is not off on purpose, so "off" is no "done" for the new one. */
+    bool old_left_off =
+        had && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->obs.power == HV_POWER_OFF;
     /* ... and while another process (e.g. a replica serving a newer spec) carries one out, the
      * VM is not done, whatever it shows now: it is about to change. */
     bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
@@ -879,7 +883,8 @@ static bool one_pass(struct pass *p)
         (inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF)) ||
         old_going_down;
     p->ours = had;
-    if (matches(&p->obs.hw, desired) && !going_down && (on || !(inflight || old_cold_inflight))) {
+    if (matches(&p->obs.hw, desired) && !going_down &&
+        (on || !(inflight || old_cold_inflight || old_left_off))) {
         if (other_inflight && !inflight) {
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
             return false;
