@@ -392,7 +392,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     if (v->transient)
         sim_break(s, INV_CYCLES, "%s: power cycle of a transient domain", v->name);
     const struct hv_oprecord *rp = sim_record(v);
-    if (rp) {
+    /* (a shutdown sent again while one is under way, e.g. by an operation that took over a
+     * cycle already begun for other hardware, starts no cycle: only a new one is checked) */
+    if (rp && !v->cycling) {
         struct hv_oprecord r = *rp;
         if (!strncmp(r.policy, "Never/", 6))
             sim_break(s, INV_CYCLES, "%s: power cycle under powerCycle Never (record: %s)", v->name,
