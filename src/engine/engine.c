@@ -22,6 +22,9 @@
 
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
+/* A "done" is handed out only while it is fresh: concluded no longer before the call than
+ * CAPI was asked to wait after the previous answer, plus this. */
+#define DONE_SLACK_MS 5000
 
 /* live probe cache (CanUpdateMachine under powerCycle=Never), only for probed entries */
 struct probe {
@@ -59,7 +62,9 @@ struct entry {
      * the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
-    int64_t pass_ms; /* how long the last pass took */
+    int64_t pass_ms;   /* how long the last pass took */
+    int64_t answer_ms; /* when the last pass ended (its answer's age) */
+    int64_t expect_ms; /* how long CAPI was asked to wait after the last answer given */
     /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
      * timed to end just before CAPI's next call while a change settles) */
     bool timed;
@@ -361,6 +366,7 @@ static void run_head(struct hv_engine *e)
     x->running = false;
     x->used_ms = now_ms(e);
     x->pass_ms = x->used_ms - began;
+    x->answer_ms = x->used_ms;
     x->have_answer = true;
     x->answer_for = desired;
     x->answer_s = s;
@@ -668,7 +674,11 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
                  hv_settings_equal(&x->answer_s, s);
     bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
-    bool answered_done = done && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    /* ... and that look is not older than CAPI's wait allows: a "done" left unused (e.g. the
+     * other replica answered it) tells nothing of the VM a minute later, when CAPI comes back
+     * here for the same hardware after other states (A -> B -> A) another replica applied. */
+    bool fresh = now_ms(e) - x->answer_ms <= x->expect_ms + DONE_SLACK_MS;
+    bool answered_done = done && fresh && x->confirm_seq && x->answer_seq >= x->confirm_seq;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -687,6 +697,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         if (!x->confirm_seq)
             x->confirm_seq = x->call_seq;
     }
+    x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
     x->desired = *desired;
     x->have_desired = true;
     x->s = *s;
