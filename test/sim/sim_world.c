@@ -419,11 +419,11 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     bool other_process = false;
     for (int j = 0; j < s->n_vms; j++) {
         struct sim_vm *w = &s->vms[j];
-        /* A VM that can never run (it refuses every power-on), off after its operation failed
-         * for good: the engine gave it up (it tried its start for a bounded time), it is not a
-         * cycle in flight. Holding a slot for it would stop every cycle of its host for ever. */
-        const struct hv_oprecord *fr = w->halted_for_good ? sim_record(w) : NULL;
-        if (fr && fr->phase == HV_PH_FAILED && w->power == HV_POWER_OFF)
+        /* A VM that can never run (it refuses every power-on, or halts after each), off: not
+         * a cycle the cap can bound. The engine gives its start up after a bounded time (and a
+         * later operation for it finds it off, which no cap can undo); holding a slot for it
+         * would stop every cycle of its host for ever. */
+        if (w->halted_for_good && w->power == HV_POWER_OFF)
             continue;
         if (w->exists && w->cycling) {
             all++;
