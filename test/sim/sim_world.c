@@ -817,6 +817,7 @@ void sim_world_fault(struct sim *s)
     case 19:
         sim_set_record(v, "");
         v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
+        v->cycling = false;              /* ... so it counts as none against the cap either */
         sim_note(s, "operator: %s's record cleared", v->name);
         return;
     case 20:
