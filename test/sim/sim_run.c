@@ -553,7 +553,9 @@ static void check_end(struct sim *s)
                 : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
                                                            : "",
                 v->record);
-        if (v->operator_config)
+        /* (a VM left paused: its operation continues when it runs; a live change that was
+         * halfway, e.g. memory plugged and the vCPUs not yet, is not finished) */
+        if (v->operator_config || v->power == HV_POWER_PAUSED)
             continue;
         bool whole =
             v->config.memory_mib == v->config0.memory_mib && v->config.cpus == v->config0.cpus;
