@@ -357,6 +357,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
            rc == HV_OK ? "accepted" : "error", (char *)NULL);
     if (rc == HV_OK) {
+        if (!live && p->rec.attempts) { /* a retry got through: the record says it was sent */
+            p->rec.attempts = 0;
+            if (!store(p))
+                return false;
+        }
         p->chain =
             kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF || kind == HV_STEP_RECONFIGURE;
         if (st.record) {
@@ -619,9 +624,10 @@ static void cold_on_path(struct pass *p)
     bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
-        if (first && p->obs.can_shutdown && !p->obs.busy) {
+        if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {
             /* Recorded by a process that is gone (or another replica) and maybe never sent:
-             * ask again so the guest gets its whole graceful window. Once per process. */
+             * ask again so the guest gets its whole graceful window. Once per process; and
+             * again while the last try failed (it was not sent). */
             if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
                 going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
             return;
@@ -642,7 +648,7 @@ static void cold_on_path(struct pass *p)
             going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
         return;
     case HV_PH_POWER_OFF:
-        if (elapsed < cfg->step_timeout_s && !(first && !p->obs.busy)) {
+        if (elapsed < cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
             going_off(p, HV_MSG("waiting for the VM to power off"));
             return;
         }
