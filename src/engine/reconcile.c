@@ -765,6 +765,43 @@ static bool look_into_guest(struct pass *p)
     return false;
 }
 
+/* The VM is neither running nor off: paused, suspended, or in a transition. No step is
+ * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
+ * this operation's power cycle that is expected for a moment (a domain being started is
+ * briefly paused, seen by another replica), but the cycle cannot progress: the slot goes back
+ * at the end of the pass (see hv_engine_reconcile_key) and deadlineSeconds still applies. */
+static void neither_on_nor_off(struct pass *p)
+{
+    char pol[sizeof(p->rec.policy)];
+    policy_of(p->s, pol, sizeof(pol));
+    bool mine =
+        hv_oprecord_read(&p->rec, p->obs.record) && hv_hw_equal(&p->rec.desired, p->desired);
+    p->seen = true;
+    p->ours = mine;
+    if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
+        answer(p->out, true, 0, p->rec.message);
+        return;
+    }
+    if (!(mine && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+          p->rec.phase <= HV_PH_POWER_ON)) {
+        answer(p->out, true, 0,
+               HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
+                      "it runs or is off"));
+        return;
+    }
+    if (p->now - p->rec.started_at > p->s->deadline_s) {
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("the VM is %s in the middle of its power cycle (last step: %s) and the "
+                        "change did not complete within %d s"),
+                 p->obs.power_state[0] ? p->obs.power_state : HV_MSG("in transition"),
+                 hv_phase_name(p->rec.phase), p->s->deadline_s);
+        fail_sticky(p, m);
+        return;
+    }
+    progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+}
+
 /* One observe-decide-act round. Returns true when it took a step after which the next one
  * can follow at once (power-off, shutdown, reconfigure): those run back to back, so a VM is
  * off as briefly as possible and nothing (e.g. CAPV, which powers on VMs it finds off) gets a
@@ -803,19 +840,7 @@ static bool one_pass(struct pass *p)
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
-        /* In the middle of this operation's power cycle (e.g. a domain being started is
-         * briefly paused, seen by another replica): expected, not a failure. */
-        struct hv_oprecord r;
-        if (hv_oprecord_read(&r, p->obs.record) && hv_hw_equal(&r.desired, desired) && r.cold &&
-            r.phase >= HV_PH_SHUTDOWN && r.phase <= HV_PH_POWER_ON) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
-            return false;
-        }
-        /* Paused or suspended on purpose, or in transition: take no step until it runs or
-         * is off (resuming it is not ours to decide). */
-        answer(out, true, 0,
-               HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
-                      "it runs or is off"));
+        neither_on_nor_off(p);
         return false;
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
@@ -926,7 +951,11 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
-    if (p->seen && !cycling)
+    /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
+     * slot either: the other VMs of the host go on, and this one takes a slot again when it
+     * runs or is off. */
+    bool stalled = p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF;
+    if (p->seen && (!cycling || stalled))
         hv_engine_slot_release(e, key);
     free(p);
 }

@@ -1066,6 +1066,49 @@ static void test_paused_mid_cycle_is_in_progress(void **state)
                         "in progress: waiting for the VM to finish starting or stopping");
 }
 
+/* Issue 17 item 4: a VM paused or suspended in the middle of its power cycle (a full
+ * datastore pausing QEMU on an I/O error, a guest that suspends, an admin). The cycle cannot
+ * progress: the host's slot goes back for the other VMs at once, and deadlineSeconds ends the
+ * operation with a sticky Failure naming the state. */
+static void test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-pz-a", 2048, 2048, 1, 1);
+    define(f, "eng-pz-b", 2048, 2048, 1, 1);
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-pz-a", want);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* A holds the host's slot */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-pz-a");
+    assert_int_equal(virDomainSuspend(d), 0);
+    r = pass(f, "eng-pz-a", want);
+    assert_false(r.failure); /* before the deadline: it may resume on its own */
+    assert_string_equal(r.message,
+                        "in progress: waiting for the VM to finish starting or stopping");
+    int ops = 0, cycles = -1;
+    hv_engine_gauges(f->e, &ops, &cycles);
+    assert_int_equal(cycles, 0); /* a cycle that cannot progress holds no slot */
+    r = pass(f, "eng-pz-b", want);
+    assert_false(r.failure);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* B gets its cycle */
+    /* the cycle began longer ago than deadlineSeconds: a sticky Failure naming the state */
+    struct hv_oprecord rec = put_record(f, "eng-pz-a", want, HV_PH_SHUTDOWN, true, 100);
+    f->s.deadline_s = 60;
+    r = pass(f, "eng-pz-a", rec.desired);
+    assert_true(r.failure);
+    const char *msg = "the VM is paused in the middle of its power cycle (last step: shutdown) "
+                      "and the change did not complete within 60 s";
+    assert_string_equal(r.message, msg);
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-pz-a").record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_int_equal(virDomainResume(d), 0); /* resumed: the same answer, no step */
+    int id = dom_id(f, "eng-pz-a");
+    r = pass(f, "eng-pz-a", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message, msg);
+    assert_int_equal(dom_id(f, "eng-pz-a"), id);
+    virDomainFree(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,6 +1129,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_mid_cycle_is_in_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
