@@ -18,7 +18,10 @@ void hv_engine_slot_release(struct hv_engine *e, const char *key);
 /* True the first time this process handles the operation that started at op_started_at on
  * this VM (e.g. after a restart, or an operation another replica began). */
 bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at);
-void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
+/* One pass; true when a power cycle of the VM's operation is in flight after it (with or
+ * without a slot: waiting for one, or the VM paused), which the engine then carries on by
+ * itself. */
+bool hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
                              const struct hv_settings *s, struct hv_update_result *out);
 

@@ -604,6 +604,14 @@ static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = hv_engine_cfg(p->e);
     int64_t elapsed = p->now - p->rec.step_at;
+    if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
+        !hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+        /* A cycle this process does not hold a slot for (begun by a process that is gone or
+         * by another replica, or one that lost its slot while the VM was paused): it goes on
+         * like a new one, when a slot is free. */
+        progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return;
+    }
     bool first = hv_engine_first_sight(p->e, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
@@ -928,7 +936,7 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
-void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
+bool hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
                              const struct hv_settings *s, struct hv_update_result *out)
 {
@@ -958,4 +966,5 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
     if (p->seen && (!cycling || stalled))
         hv_engine_slot_release(e, key);
     free(p);
+    return cycling;
 }

@@ -176,6 +176,8 @@ static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memo
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
 static int n_observes; /* looks taken through the wrapper */
+/* the guest of this VM ignores the ACPI power button: a shutdown is accepted, nothing happens */
+static const char *deaf_guest;
 
 static int64_t mono_ms(void)
 {
@@ -226,6 +228,8 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
     }
+    if (st->kind == HV_STEP_SHUTDOWN && deaf_guest && !strcmp(r->name, deaf_guest))
+        return HV_OK;
     return inner_be->ops->act(inner_be, r, st, e);
 }
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
@@ -295,6 +299,7 @@ static void unwrap(struct fx *f)
     f->be = inner_be;
     guest_cap = -1;
     guest_from_ms = 0;
+    deaf_guest = NULL;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -1109,6 +1114,57 @@ static void test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline(void **s
     virDomainFree(d);
 }
 
+/* Issue 17 item 5: a process restarts (or another replica takes over) while a VM is in the
+ * shutdown phase of a cycle. The resumed cycle takes a power-cycle slot like a new one, so
+ * the host's cap holds (here B, cycling in this process, has the host's only slot), and it
+ * finishes on its own: after the one call that found it, no call comes for A again. */
+static void test_resumed_cycle_takes_a_slot_and_finishes_on_its_own(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-res-a", 2048, 2048, 1, 1);
+    define(f, "eng-res-b", 2048, 2048, 1, 1);
+    use_wrapper(f, 0, false);
+    deaf_guest = "eng-res-a"; /* A's shutdown phase lasts shutdownTimeoutSeconds */
+    struct hv_hw want = {1024, -1, -1, -1};
+    /* the gone process recorded A's shutdown */
+    put_record(f, "eng-res-a", want, HV_PH_SHUTDOWN, true, 0);
+    int id = dom_id(f, "eng-res-a");
+    struct hv_update_result r = pass(f, "eng-res-b", want);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* B holds the host's slot */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ra = ref_of("eng-res-a");
+    /* calls for A until its first pass answered (the last calls for A) */
+    hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    for (int k = 0; k < 200 && !strcmp(r.message, "in progress: observing the VM"); k++) {
+        sleep_ms(20);
+        hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    }
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: waiting for a power-cycle slot");
+    int ops = 0, cycles = 0;
+    hv_engine_gauges(f->e, &ops, &cycles);
+    assert_int_equal(cycles, 1);                  /* B's only */
+    assert_int_equal(dom_id(f, "eng-res-a"), id); /* A not cycled meanwhile */
+    assert_int_equal(observe(f, "eng-res-a").power, HV_POWER_ON);
+    r = until_end(f, "eng-res-b", want, 10, NULL); /* B done: the slot is free */
+    assert_true(is_done(&r));
+    /* no call for A: the engine takes the slot and carries A's cycle to its end itself */
+    struct hv_vm_obs o;
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    for (int k = 0; k < 300; k++) {
+        o = observe(f, "eng-res-a");
+        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
+            break;
+        sleep_ms(100);
+    }
+    assert_int_equal(rec.phase, HV_PH_DONE);
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    assert_int_not_equal(dom_id(f, "eng-res-a"), id);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1141,6 +1197,8 @@ int main(void)
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_power_cycle_finishes_on_its_own, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_resumed_cycle_takes_a_slot_and_finishes_on_its_own,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
