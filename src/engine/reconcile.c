@@ -272,28 +272,95 @@ static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
            out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
 }
 
+/* How far a rollback got. */
+enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_COUNT };
+
 /* The VM did not start with the new configuration: put the previous one back and start it
- * as it was. Best effort (errors go to the log); the record already says so (rollback), so a
- * later pass that finds the VM still off does it again. */
-static void roll_back(struct pass *p)
+ * as it was. Errors go to the log; the outcome goes into the sticky message (see
+ * rollback_note), and a later pass that finds the VM still off tries again. */
+static enum rb_outcome roll_back(struct pass *p)
 {
     struct hv_hw prev;
     if (!previous_config(&p->rec, &prev))
-        return;
+        return RB_RESTORE_FAILED;
     struct hv_err err = {0};
     int64_t tmo = hv_engine_cfg(p->e)->step_timeout_s * 1000;
     if (!matches(&p->obs.config, &prev)) {
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
             log_err(p, "reconfigure while rolling back", &err);
-            return;
+            return RB_RESTORE_FAILED;
         }
     }
     struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while rolling back", &err);
-    else
-        hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
+        return RB_START_FAILED;
+    }
+    hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
+    return RB_STARTED;
+}
+
+/* What a rollback did, for the sticky message ("<why it failed>; <this>"). */
+static void rollback_note(char *out, size_t cap, const struct hv_oprecord *r, enum rb_outcome o)
+{
+    struct hv_hw prev;
+    char was[160];
+    if (!previous_config(r, &prev))
+        memset(&prev, 0xff, sizeof(prev)); /* not kept: "no hardware fields" */
+    describe(was, sizeof(was), &prev);
+    switch (o) {
+    case RB_STARTED:
+        snprintf(out, cap,
+                 HV_MSG("its previous configuration (%s) was restored and it was started"), was);
+        return;
+    case RB_RESTORE_FAILED:
+        snprintf(out, cap,
+                 HV_MSG("restoring its previous configuration (%s) failed too, so the VM is off "
+                        "with the new configuration"),
+                 was);
+        return;
+    case RB_START_FAILED:
+    case RB_COUNT:
+        break;
+    }
+    snprintf(out, cap,
+             HV_MSG("its previous configuration (%s) was restored, but starting it failed too, "
+                    "so the VM is off"),
+             was);
+}
+
+/* Fail for good because the VM does not run with the new configuration (cause says why):
+ * roll back first, then record the Failure saying what the rollback did. */
+static void fail_rolled_back(struct pass *p, const char *cause)
+{
+    char m[sizeof(p->rec.message)], note[400];
+    p->rec.rollback = true;
+    rollback_note(note, sizeof(note), &p->rec, roll_back(p));
+    snprintf(m, sizeof(m), "%s; %s", cause, note);
+    fail_sticky(p, m);
+}
+
+/* A later pass found the rolled-back VM off and rolled back again: when that got further or
+ * less far than the stored message says, the message follows what was done. */
+static void roll_back_again(struct pass *p)
+{
+    enum rb_outcome now = roll_back(p);
+    char note[400];
+    size_t len = strlen(p->rec.message);
+    for (int o = 0; o < RB_COUNT; o++) {
+        rollback_note(note, sizeof(note), &p->rec, (enum rb_outcome)o);
+        size_t n = strlen(note);
+        if ((enum rb_outcome)o == now || n > len || strcmp(p->rec.message + len - n, note))
+            continue;
+        rollback_note(note, sizeof(note), &p->rec, now);
+        p->rec.message[len - n] = '\0';
+        char m[sizeof(p->rec.message)];
+        snprintf(m, sizeof(m), "%s%s", p->rec.message, note);
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        store(p); /* best effort: the next pass tries again */
+        return;
+    }
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -368,15 +435,9 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         struct hv_hw prev;
         if (kind == HV_STEP_POWER_ON && p->rec.cold && previous_config(&p->rec, &prev)) {
             /* It does not start with the new configuration: back to the one it ran with. */
-            char m2[sizeof(m) + 400], was[160];
-            describe(was, sizeof(was), &prev);
-            snprintf(m2, sizeof(m2),
-                     HV_MSG("the VM could not start with %s (%s); its previous configuration "
-                            "(%s) was restored and it was started"),
-                     p->what, m, was);
-            p->rec.rollback = true;
-            fail_sticky(p, m2);
-            roll_back(p);
+            char m2[sizeof(m) + 200];
+            snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
+            fail_rolled_back(p, m2);
             return false;
         }
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
@@ -874,7 +935,7 @@ static bool one_pass(struct pass *p)
     if (had && p->rec.phase == HV_PH_FAILED) {
         hv_engine_slot_release(p->e, p->key);
         if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
-            roll_back(p); /* it did not start with the new configuration: as it was */
+            roll_back_again(p); /* it did not start with the new configuration: as it was */
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */

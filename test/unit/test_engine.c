@@ -178,6 +178,13 @@ static int64_t guest_from_ms;
 static int n_observes; /* looks taken through the wrapper */
 /* the guest of this VM ignores the ACPI power button: a shutdown is accepted, nothing happens */
 static const char *deaf_guest;
+/* a second injected failure: steps of this kind towards this memory (-1: any) fail */
+static int fail2_kind = -1;
+static int64_t fail2_memory = -1;
+/* >= 0: a start towards this memory is accepted, but the VM goes off at once (a guest that
+ * panics at boot, with on_crash=destroy); starts counts those starts */
+static int64_t halt_memory = -1;
+static int halted_starts;
 
 static int64_t mono_ms(void)
 {
@@ -228,8 +235,18 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
     }
+    if ((int)st->kind == fail2_kind &&
+        (fail2_memory < 0 || st->desired.memory_mib == fail2_memory)) {
+        e->code = HV_E_RESOURCES;
+        snprintf(e->detail, sizeof(e->detail), "injected");
+        return HV_E_RESOURCES;
+    }
     if (st->kind == HV_STEP_SHUTDOWN && deaf_guest && !strcmp(r->name, deaf_guest))
         return HV_OK;
+    if (st->kind == HV_STEP_POWER_ON && halt_memory >= 0 && st->desired.memory_mib == halt_memory) {
+        halted_starts++;
+        return HV_OK; /* accepted; the VM is off again by the next look */
+    }
     return inner_be->ops->act(inner_be, r, st, e);
 }
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
@@ -300,6 +317,10 @@ static void unwrap(struct fx *f)
     guest_cap = -1;
     guest_from_ms = 0;
     deaf_guest = NULL;
+    fail2_kind = -1;
+    fail2_memory = -1;
+    halt_memory = -1;
+    halted_starts = 0;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -1165,6 +1186,63 @@ static void test_resumed_cycle_takes_a_slot_and_finishes_on_its_own(void **state
     unwrap(f);
 }
 
+/* Issue 17 item 6: the rollback's sticky message says what was done and what failed. The
+ * start with the new configuration fails 3 times; putting the previous configuration back
+ * fails too: the VM is off with the new one, and the message says so. When a later call's
+ * rollback gets further, the message follows what was done. */
+static void test_rollback_message_says_what_was_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-rbfail", 2048, 2048, 2, 2);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_memory = 1024;               /* it cannot start with the new size */
+    fail2_kind = HV_STEP_RECONFIGURE; /* and the old size cannot be written back */
+    fail2_memory = 2048;
+    struct hv_hw want = {1024, 1, -1, -1};
+    const char *cause = "the VM could not start with memory 1024 MiB, 1 vCPU (step power-on "
+                        "failed 3 times: another task is changing the VM); ";
+    char m[600];
+    struct hv_update_result r = until_end(f, "eng-rbfail", want, 10, NULL);
+    assert_true(r.failure);
+    snprintf(m, sizeof(m),
+             "%srestoring its previous configuration (memory 2048 MiB, 2 vCPUs) "
+             "failed too, so the VM is off with the new configuration",
+             cause);
+    assert_string_equal(r.message, m);
+    struct hv_vm_obs o = observe(f, "eng-rbfail");
+    assert_int_equal(o.power, HV_POWER_OFF);
+    assert_int_equal(o.config.memory_mib, 1024);
+    /* the configuration can be written now, but no start succeeds */
+    fail2_kind = -1;
+    fail_memory = -1;
+    r = pass(f, "eng-rbfail", want);
+    assert_true(r.failure);
+    snprintf(m, sizeof(m),
+             "%sits previous configuration (memory 2048 MiB, 2 vCPUs) was "
+             "restored, but starting it failed too, so the VM is off",
+             cause);
+    assert_string_equal(r.message, m);
+    o = observe(f, "eng-rbfail");
+    assert_int_equal(o.power, HV_POWER_OFF);
+    assert_int_equal(o.config.memory_mib, 2048);
+    /* and the start works again */
+    fail_kind = 0;
+    r = pass(f, "eng-rbfail", want);
+    assert_true(r.failure);
+    snprintf(m, sizeof(m),
+             "%sits previous configuration (memory 2048 MiB, 2 vCPUs) was "
+             "restored and it was started",
+             cause);
+    assert_string_equal(r.message, m);
+    o = observe(f, "eng-rbfail");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_int_equal(o.hw.cpus, 2);
+    struct hv_update_result again = pass(f, "eng-rbfail", want); /* sticky */
+    assert_string_equal(again.message, m);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1202,6 +1280,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_message_says_what_was_done, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
