@@ -14,12 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RETRY_LIVE          2
-#define RETRY_LIVE_SOON     1  /* within LIVE_SOON_S of a live step: the change shows soon */
-#define LIVE_SOON_S         30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
-#define RETRY_COLD          5
-#define RETRY_SLOT          10
-#define MAX_RECYCLES        3
+#define RETRY_LIVE      2
+#define RETRY_LIVE_SOON 1  /* within LIVE_SOON_S of a live step: the change shows soon */
+#define LIVE_SOON_S     30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
+#define RETRY_COLD      5
+#define RETRY_SLOT      10
+#define MAX_RECYCLES    3
+/* Starts with the new configuration after which a VM that went off again each time (a guest
+ * that panics at boot, with on_crash=destroy) is given up on; a cycle needs one, plus one per
+ * time the VM was started by someone else before it was reconfigured (recycles). */
+#define MAX_STARTS          3
 #define GUEST_MEM_SLACK_MIB 128
 
 const char *hv_errcode_message(enum hv_errcode c)
@@ -250,14 +254,18 @@ static void fail_sticky(struct pass *p, const char *msg)
 
 /* Best-effort start of a VM an operation is giving up on (failed steps, failure after a
  * late shutdown): no record, no retry count; the error only goes to the log. */
-static void power_on_anyway(struct pass *p)
+static bool power_on_anyway(struct pass *p)
 {
     struct hv_step on = {.kind = HV_STEP_POWER_ON,
                          .desired = *p->desired,
                          .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
     struct hv_err err = {0};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while giving up", &err);
+        return false;
+    }
+    p->rec.starts++;
+    return true;
 }
 
 /* The configuration from before the operation, for the fields it changes; false when the
@@ -297,6 +305,7 @@ static enum rb_outcome roll_back(struct pass *p)
         log_err(p, "power-on while rolling back", &err);
         return RB_START_FAILED;
     }
+    p->rec.starts++;
     hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
     return RB_STARTED;
 }
@@ -348,7 +357,8 @@ static void roll_back_again(struct pass *p)
     enum rb_outcome now = roll_back(p);
     char note[400];
     size_t len = strlen(p->rec.message);
-    for (int o = 0; o < RB_COUNT; o++) {
+    bool changed = false;
+    for (int o = 0; o < RB_COUNT && !changed; o++) {
         rollback_note(note, sizeof(note), &p->rec, (enum rb_outcome)o);
         size_t n = strlen(note);
         if ((enum rb_outcome)o == now || n > len || strcmp(p->rec.message + len - n, note))
@@ -358,9 +368,10 @@ static void roll_back_again(struct pass *p)
         char m[sizeof(p->rec.message)];
         snprintf(m, sizeof(m), "%s%s", p->rec.message, note);
         snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
-        store(p); /* best effort: the next pass tries again */
-        return;
+        changed = true;
     }
+    if (changed || now == RB_STARTED)
+        store(p); /* the message and the count of starts; best effort */
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -370,6 +381,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         p->rec.attempts = 0;
     p->rec.phase = phase;
     p->rec.step_at = p->now;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts++; /* recorded with the step; taken back below if it is refused */
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
      * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
      * the next pass sees the change. Power and configuration steps are recorded first. */
@@ -428,6 +441,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     memset(&p->after, 0, sizeof(p->after));
     log_err(p, step_name(kind), &err);
     p->rec.attempts++;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts--;
     char m[400];
     if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
@@ -643,6 +658,27 @@ static bool begin(struct pass *p)
     return true;
 }
 
+/* The VM is off and about to be started with the new configuration: false (and a sticky
+ * Failure, after a rollback when the record keeps the previous configuration) when it went
+ * off again after every start so far. A VM that halts at once is not started for ever. */
+static bool may_start(struct pass *p)
+{
+    if (p->rec.starts < MAX_STARTS + p->rec.recycles)
+        return true;
+    char m[300];
+    struct hv_hw prev;
+    snprintf(m, sizeof(m), HV_MSG("the VM did not stay on: it was started %d times with %s"),
+             p->rec.starts, p->what);
+    if (p->rec.cold && previous_config(&p->rec, &prev)) {
+        fail_rolled_back(p, m);
+    } else {
+        char m2[sizeof(m) + 64];
+        snprintf(m2, sizeof(m2), HV_MSG("%s; it is left off"), m);
+        fail_sticky(p, m2);
+    }
+    return false;
+}
+
 /* The VM is off during an operation: write the desired hardware if needed, then start it. */
 static void off_path(struct pass *p)
 {
@@ -657,7 +693,7 @@ static void off_path(struct pass *p)
         }
         return;
     }
-    if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+    if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
@@ -934,12 +970,15 @@ static bool one_pass(struct pass *p)
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         hv_engine_slot_release(p->e, p->key);
-        if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
+        /* Starts after the failure are bounded too: a VM that halts at once stays off. */
+        bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
+        if (p->rec.rollback && p->obs.power == HV_POWER_OFF && may) {
             roll_back_again(p); /* it did not start with the new configuration: as it was */
-        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
+        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            power_on_anyway(p);
+            if (power_on_anyway(p))
+                store(p); /* counted */
         }
         answer(out, true, 0, p->rec.message);
         return false;
@@ -975,7 +1014,7 @@ static bool one_pass(struct pass *p)
     }
     if (p->now - p->rec.started_at > s->deadline_s) {
         if (!on) {
-            if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+            if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
                 progress(p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
             return false;
         }

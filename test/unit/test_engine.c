@@ -1243,6 +1243,35 @@ static void test_rollback_message_says_what_was_done(void **state)
     unwrap(f);
 }
 
+/* Issue 17 item 6: a VM that goes off right after every start with the new configuration (a
+ * guest panic with on_crash=destroy) is started a bounded number of times, then rolled back
+ * to the configuration it ran with, with a sticky Failure saying so. */
+static void test_vm_halting_after_each_start_is_rolled_back(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-halt", 2048, 2048, 2, 2);
+    use_wrapper(f, 0, false);
+    halt_memory = 1024;
+    struct hv_hw want = {1024, 1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-halt", want, 30, NULL);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the VM did not stay on: it was started 3 times with memory 1024 MiB, 1 "
+                        "vCPU; its previous configuration (memory 2048 MiB, 2 vCPUs) was "
+                        "restored and it was started");
+    assert_int_equal(halted_starts, 3);
+    struct hv_vm_obs o = observe(f, "eng-halt");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_int_equal(o.config.memory_mib, 2048);
+    for (int k = 0; k < 5; k++) {
+        struct hv_update_result again = pass(f, "eng-halt", want);
+        assert_string_equal(again.message, r.message);
+    }
+    assert_int_equal(halted_starts, 3);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1281,6 +1310,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_message_says_what_was_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vm_halting_after_each_start_is_rolled_back, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
