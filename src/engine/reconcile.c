@@ -2,10 +2,12 @@
  * Observe; read the operation record on the VM; decide the next step from what is seen plus
  * the record; write the record (intent) before acting; act once; answer. Nothing here
  * remembers anything between passes except through the record and the slot table. */
-#include "engine_int.h"
+#include "reconcile.h"
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
+#include "msg.h"
+#include "oprecord.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,7 +180,7 @@ static void answer(struct hv_update_result *out, bool failure, int retry, const 
 }
 
 struct pass {
-    struct hv_engine *e;
+    const struct hv_books *b;
     struct hv_backend *be;
     const struct hv_vm_ref *ref;
     const struct hv_hw *desired;
@@ -222,7 +224,7 @@ static bool store(struct pass *p)
     char buf[HV_RECORD_MAX];
     struct hv_err err = {0};
     p->after.found = false; /* a read from before this write no longer shows the VM */
-    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", hv_engine_owner(p->e));
+    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
@@ -244,7 +246,7 @@ static void fail_sticky(struct pass *p, const char *msg)
     p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
-    hv_engine_slot_release(p->e, p->key);
+    p->b->slot_release(p->b->ctx, p->key);
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(msg);
     if (store(p))
@@ -258,7 +260,7 @@ static bool power_on_anyway(struct pass *p)
 {
     struct hv_step on = {.kind = HV_STEP_POWER_ON,
                          .desired = *p->desired,
-                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+                         .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     struct hv_err err = {0};
     if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while giving up", &err);
@@ -292,7 +294,7 @@ static enum rb_outcome roll_back(struct pass *p)
     if (!previous_config(&p->rec, &prev))
         return RB_RESTORE_FAILED;
     struct hv_err err = {0};
-    int64_t tmo = hv_engine_cfg(p->e)->step_timeout_s * 1000;
+    int64_t tmo = p->b->cfg->step_timeout_s * 1000;
     if (!matches(&p->obs.config, &prev)) {
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
@@ -390,9 +392,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
     if (!live && !store(p))
         return false;
-    struct hv_step st = {.kind = kind,
-                         .desired = *p->desired,
-                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+    struct hv_step st = {
+        .kind = kind, .desired = *p->desired, .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
     /* The last live step stores the waiting record in the same change (one hypervisor
      * call instead of two): the record then says "waiting" exactly when the step was made. */
@@ -401,7 +402,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     p->carried = false;
     if (live && p->carry && p->be->ops->record_in_step) {
         waiting.phase = HV_PH_WAIT_LIVE;
-        snprintf(waiting.owner, sizeof(waiting.owner), "%s", hv_engine_owner(p->e));
+        snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
         policy_of(p->s, waiting.policy, sizeof(waiting.policy));
         if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
             st.record = carried;
@@ -444,7 +445,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     if (kind == HV_STEP_POWER_ON)
         p->rec.starts--;
     char m[400];
-    if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
+    if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
                  p->rec.attempts, hv_errcode_message(err.code));
         struct hv_hw prev;
@@ -525,7 +526,7 @@ static void done(struct pass *p, bool had_record, const char *note)
     char m[400];
     snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
     /* Another replica may have finished what this one began: give back any slot held here. */
-    hv_engine_slot_release(p->e, p->key);
+    p->b->slot_release(p->b->ctx, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
@@ -651,7 +652,7 @@ static bool begin(struct pass *p)
         return false;
     }
     p->rec.phase = HV_PH_NONE;
-    hv_engine_first_sight(p->e, p->key, p->rec.started_at); /* ours: nothing to re-issue */
+    p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
            p->rec.cold ? "cold" : "live", (char *)NULL);
@@ -699,17 +700,17 @@ static void off_path(struct pass *p)
 
 static void cold_on_path(struct pass *p)
 {
-    const struct hv_engine_cfg *cfg = hv_engine_cfg(p->e);
+    const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-        !hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
          * by another replica, or one that lost its slot while the VM was paused): it goes on
          * like a new one, when a slot is free. */
         progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return;
     }
-    bool first = hv_engine_first_sight(p->e, p->key, p->rec.started_at);
+    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
         if (first && p->obs.can_shutdown && !p->obs.busy) {
@@ -771,7 +772,7 @@ static void cold_on_path(struct pass *p)
             fail_sticky(p, m);
             return;
         }
-        if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+        if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
             if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
                 p->rec.phase = HV_PH_PLANNED;
                 if (!store(p))
@@ -874,7 +875,7 @@ static bool look_into_guest(struct pass *p)
  * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
  * this operation's power cycle that is expected for a moment (a domain being started is
  * briefly paused, seen by another replica), but the cycle cannot progress: the slot goes back
- * at the end of the pass (see hv_engine_reconcile_key) and deadlineSeconds still applies. */
+ * at the end of the pass (see hv_reconcile_key) and deadlineSeconds still applies. */
 static void neither_on_nor_off(struct pass *p)
 {
     char pol[sizeof(p->rec.policy)];
@@ -941,7 +942,7 @@ static bool one_pass(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  ref->uuid[0] ? ref->uuid : ref->name, p->be->ops->name);
         answer(out, true, 0, m);
-        hv_engine_slot_release(p->e, p->key);
+        p->b->slot_release(p->b->ctx, p->key);
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
@@ -958,7 +959,7 @@ static bool one_pass(struct pass *p)
      * VM is not done, whatever it shows now: it is about to change. */
     bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
                           p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
-                          strcmp(p->rec.owner, hv_engine_owner(p->e)) != 0 &&
+                          strcmp(p->rec.owner, p->b->owner) != 0 &&
                           p->now - p->rec.started_at <= s->deadline_s;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
@@ -969,7 +970,7 @@ static bool one_pass(struct pass *p)
     if (had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol))
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
-        hv_engine_slot_release(p->e, p->key);
+        p->b->slot_release(p->b->ctx, p->key);
         /* Starts after the failure are bounded too: a VM that halts at once stays off. */
         bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
         if (p->rec.rollback && p->obs.power == HV_POWER_OFF && may) {
@@ -1026,7 +1027,7 @@ static bool one_pass(struct pass *p)
     }
     if (!on) {
         if (p->rec.cold)
-            hv_engine_slot_acquire(p->e, p->key, p->obs.host, true);
+            p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
         off_path(p);
     } else if (p->rec.cold) {
         cold_on_path(p);
@@ -1036,14 +1037,14 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
-bool hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
-                             const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                             const struct hv_settings *s, struct hv_update_result *out)
+bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+                      const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                      const struct hv_settings *s, struct hv_update_result *out)
 {
     struct pass *p = calloc(1, sizeof(*p));
     if (!p)
         abort();
-    p->e = e;
+    p->b = b;
     p->be = be;
     p->ref = ref;
     p->desired = desired;
@@ -1064,7 +1065,7 @@ bool hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
      * runs or is off. */
     bool stalled = p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF;
     if (p->seen && (!cycling || stalled))
-        hv_engine_slot_release(e, key);
+        b->slot_release(b->ctx, key);
     free(p);
     return cycling;
 }
