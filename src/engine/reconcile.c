@@ -16,17 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RETRY_LIVE      2
-#define RETRY_LIVE_SOON 1  /* within LIVE_SOON_S of a live step: the change shows soon */
-#define LIVE_SOON_S     30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
-#define RETRY_COLD      5
-#define RETRY_SLOT      10
-#define MAX_RECYCLES    3
+#define RETRY_LIVE          2
+#define RETRY_LIVE_SOON     1  /* within LIVE_SOON_S of a live step: the change shows soon */
+#define LIVE_SOON_S         30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
+#define RETRY_COLD          5
+#define RETRY_SLOT          10
+#define MAX_RECYCLES        3
+#define GUEST_MEM_SLACK_MIB 128
 /* Starts with the new configuration after which a VM that went off again each time (a guest
  * that panics at boot, with on_crash=destroy) is given up on; a cycle needs one, plus one per
  * time the VM was started by someone else before it was reconfigured (recycles). */
-#define MAX_STARTS          3
-#define GUEST_MEM_SLACK_MIB 128
+#define MAX_STARTS 3
 
 const char *hv_errcode_message(enum hv_errcode c)
 {
@@ -255,7 +255,8 @@ static void fail_sticky(struct pass *p, const char *msg)
 }
 
 /* Best-effort start of a VM an operation is giving up on (failed steps, failure after a
- * late shutdown): no record, no retry count; the error only goes to the log. */
+ * late shutdown): no retry count; the error only goes to the log. An accepted start counts in
+ * the record's starts (stored by the caller). */
 static bool power_on_anyway(struct pass *p)
 {
     struct hv_step on = {.kind = HV_STEP_POWER_ON,
