@@ -846,6 +846,22 @@ KILL_POINTS = [("after:power-off", False), ("before:power-on", False),
                ("before:shutdown", True), ("after:shutdown", True)]
 
 
+def call_until_killed(server, req, point):
+    """Call UpdateMachine on a server started with HV_FAILPOINT=point until it SIGKILLs
+    itself there."""
+    c = server.client()
+    deadline = time.monotonic() + 60
+    while server.alive():
+        try:
+            c.post("UpdateMachine", req)
+        except Exception:
+            if server.alive():
+                raise
+        assert time.monotonic() < deadline, "failpoint %s never reached" % point
+        time.sleep(0.1)
+    assert server.proc.returncode == -9, (point, server.proc.returncode)
+
+
 def kill_and_recover(points, engine=None):
     """For each (failpoint, tools): a VM of its own gets a cold change 4096/2 -> 8192/4 from
     a server that SIGKILLs itself at the failpoint; a restarted server (no failpoint) must
@@ -866,17 +882,7 @@ def kill_and_recover(points, engine=None):
                                         FAST)
             server = hvtest.Server(BINARY, cfg, env={"HV_FAILPOINT": point}).start()
             try:
-                c = server.client()
-                deadline = time.monotonic() + 60
-                while server.alive():
-                    try:
-                        c.post("UpdateMachine", req)
-                    except Exception:
-                        if server.alive():
-                            raise
-                    assert time.monotonic() < deadline, "failpoint %s never reached" % point
-                    time.sleep(0.1)
-                assert server.proc.returncode == -9, (point, server.proc.returncode)
+                call_until_killed(server, req, point)
                 mid = sim.vim.vm(moref)
                 server.start(env={"HV_FAILPOINT": ""})
                 t0 = time.monotonic()
@@ -1149,17 +1155,7 @@ def test_restart_mid_shutdown_finishes_on_its_own():
                                     machine("m0", "vsphere://" + sim.vm(0)["uuid"]),
                                     dict(FAST, shutdownTimeoutSeconds="60"))
         server = hvtest.Server(BINARY, cfg, env={"HV_FAILPOINT": "after:shutdown"}).start()
-        c = server.client()
-        deadline = time.monotonic() + 60
-        while server.alive():
-            try:
-                c.post("UpdateMachine", req)
-            except Exception:
-                if server.alive():
-                    raise
-            assert time.monotonic() < deadline, "failpoint after:shutdown never reached"
-            time.sleep(0.1)
-        assert server.proc.returncode == -9, server.proc.returncode
+        call_until_killed(server, req, "after:shutdown")
         mid = sim.vim.vm(moref)
         assert mid["on"] and mid["record"]["phase"] == "shutdown", mid
         server.start(env={"HV_FAILPOINT": ""})

@@ -543,6 +543,21 @@ static void test_settings_change_is_not_answered_from_the_old_conclusion(void **
     assert_int_equal(observe(f, "eng-set").hw.memory_mib, 1024);
 }
 
+/* Look at name (every 50 ms, at most ms) until it runs and its record says done; returns the
+ * last look. */
+static struct hv_vm_obs runs_and_done(struct fx *f, const char *name, int ms)
+{
+    struct hv_vm_obs o;
+    struct hv_oprecord rec;
+    for (int k = 0; k < ms / 50; k++) {
+        o = observe(f, name);
+        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
+            break;
+        sleep_ms(50);
+    }
+    return o;
+}
+
 static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
 {
     struct fx *f = *state;
@@ -567,12 +582,7 @@ static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
     assert_int_equal(rec.phase, HV_PH_POWER_ON);
     assert_int_equal(o.power, HV_POWER_OFF);
     /* no more calls for A: the engine brings it on with the desired size by itself */
-    for (int k = 0; k < 200; k++) {
-        o = observe(f, "eng-gone-a");
-        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
-            break;
-        sleep_ms(50);
-    }
+    o = runs_and_done(f, "eng-gone-a", 10000);
     assert_int_equal(o.power, HV_POWER_ON);
     assert_int_equal(o.hw.memory_mib, 1024);
     assert_true(hv_oprecord_read(&rec, o.record));
@@ -1170,20 +1180,31 @@ static void test_resumed_cycle_takes_a_slot_and_finishes_on_its_own(void **state
     r = until_end(f, "eng-res-b", want, 10, NULL); /* B done: the slot is free */
     assert_true(is_done(&r));
     /* no call for A: the engine takes the slot and carries A's cycle to its end itself */
-    struct hv_vm_obs o;
+    struct hv_vm_obs o = runs_and_done(f, "eng-res-a", 30000);
     struct hv_oprecord rec;
-    memset(&rec, 0, sizeof(rec));
-    for (int k = 0; k < 300; k++) {
-        o = observe(f, "eng-res-a");
-        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
-            break;
-        sleep_ms(100);
-    }
+    assert_true(hv_oprecord_read(&rec, o.record));
     assert_int_equal(rec.phase, HV_PH_DONE);
     assert_int_equal(o.power, HV_POWER_ON);
     assert_int_equal(o.hw.memory_mib, 1024);
     assert_int_not_equal(dom_id(f, "eng-res-a"), id);
     unwrap(f);
+}
+
+/* r is the sticky Failure of eng-rbfail's rollback ending in note; the VM is in power with
+ * memory_mib in its configuration. */
+static void rollback_shows(struct fx *f, const struct hv_update_result *r, const char *note,
+                           enum hv_power power, int64_t memory_mib)
+{
+    char m[600];
+    snprintf(m, sizeof(m),
+             "the VM could not start with memory 1024 MiB, 1 vCPU (step power-on failed 3 times: "
+             "another task is changing the VM); %s",
+             note);
+    assert_true(r->failure);
+    assert_string_equal(r->message, m);
+    struct hv_vm_obs o = observe(f, "eng-rbfail");
+    assert_int_equal(o.power, power);
+    assert_int_equal(o.config.memory_mib, memory_mib);
 }
 
 /* Issue 17 item 6: the rollback's sticky message says what was done and what failed. The
@@ -1199,47 +1220,29 @@ static void test_rollback_message_says_what_was_done(void **state)
     fail2_kind = HV_STEP_RECONFIGURE; /* and the old size cannot be written back */
     fail2_memory = 2048;
     struct hv_hw want = {1024, 1, -1, -1};
-    const char *cause = "the VM could not start with memory 1024 MiB, 1 vCPU (step power-on "
-                        "failed 3 times: another task is changing the VM); ";
-    char m[600];
     struct hv_update_result r = until_end(f, "eng-rbfail", want, 10, NULL);
-    assert_true(r.failure);
-    snprintf(m, sizeof(m),
-             "%srestoring its previous configuration (memory 2048 MiB, 2 vCPUs) "
-             "failed too, so the VM is off with the new configuration",
-             cause);
-    assert_string_equal(r.message, m);
-    struct hv_vm_obs o = observe(f, "eng-rbfail");
-    assert_int_equal(o.power, HV_POWER_OFF);
-    assert_int_equal(o.config.memory_mib, 1024);
+    rollback_shows(f, &r,
+                   "restoring its previous configuration (memory 2048 MiB, 2 vCPUs) failed "
+                   "too, so the VM is off with the new configuration",
+                   HV_POWER_OFF, 1024);
     /* the configuration can be written now, but no start succeeds */
     fail2_kind = -1;
     fail_memory = -1;
     r = pass(f, "eng-rbfail", want);
-    assert_true(r.failure);
-    snprintf(m, sizeof(m),
-             "%sits previous configuration (memory 2048 MiB, 2 vCPUs) was "
-             "restored, but starting it failed too, so the VM is off",
-             cause);
-    assert_string_equal(r.message, m);
-    o = observe(f, "eng-rbfail");
-    assert_int_equal(o.power, HV_POWER_OFF);
-    assert_int_equal(o.config.memory_mib, 2048);
+    rollback_shows(f, &r,
+                   "its previous configuration (memory 2048 MiB, 2 vCPUs) was restored, but "
+                   "starting it failed too, so the VM is off",
+                   HV_POWER_OFF, 2048);
     /* and the start works again */
     fail_kind = 0;
     r = pass(f, "eng-rbfail", want);
-    assert_true(r.failure);
-    snprintf(m, sizeof(m),
-             "%sits previous configuration (memory 2048 MiB, 2 vCPUs) was "
-             "restored and it was started",
-             cause);
-    assert_string_equal(r.message, m);
-    o = observe(f, "eng-rbfail");
-    assert_int_equal(o.power, HV_POWER_ON);
-    assert_int_equal(o.hw.memory_mib, 2048);
-    assert_int_equal(o.hw.cpus, 2);
+    rollback_shows(f, &r,
+                   "its previous configuration (memory 2048 MiB, 2 vCPUs) was restored and "
+                   "it was started",
+                   HV_POWER_ON, 2048);
+    assert_int_equal(observe(f, "eng-rbfail").hw.cpus, 2);
     struct hv_update_result again = pass(f, "eng-rbfail", want); /* sticky */
-    assert_string_equal(again.message, m);
+    assert_string_equal(again.message, r.message);
     unwrap(f);
 }
 
