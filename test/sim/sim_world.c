@@ -425,7 +425,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * would stop every cycle of its host for ever. */
         if (w->halted_for_good && w->power == HV_POWER_OFF)
             continue;
-        if (w->exists && w->cycling) {
+        /* a VM paused or suspended mid-cycle gives its slot back (its cycle cannot
+         * progress, issue 17 item 4): it does not count against the caps while it is */
+        if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
             on_host += w->host == v->host;
             const struct hv_oprecord *wr = sim_record(w);
