@@ -188,6 +188,7 @@ struct sim {
     struct sim_result r;
     bool in_pass; /* a backend call comes from an engine pass (not a hook's probe) */
     int pass_rep;
+    int64_t restart_ms[SIM_MAX_REPLICAS]; /* when each replica last restarted */
 };
 
 /* sim_world.c */
@@ -206,6 +207,9 @@ bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want);
 const struct hv_oprecord *sim_record(struct sim_vm *v);
 void sim_set_record(struct sim_vm *v, const char *text);
 int sim_vm_by_name(struct sim *s, const char *name);
+/* v's cycle was begun by process owner (replica index) in its life gen, which has ended, and
+ * no pass of any process has observed v since that replica restarted: no process knows it. */
+bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int owner, int gen);
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -52,17 +52,13 @@ static const struct known {
     {INV_COVERED, "(the VM differed from CAPI's current objects)", "issue 17 item 8"},
     /* an unreachable hypervisor is a Failure, not in progress (issue 17 item 10) */
     {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
-    /* ... and nothing finishes it when CAPI stops calling (issue 17 item 5) */
-    {INV_NO_LOSS, "(the cycle's process restarted)", "issue 17 item 5"},
-    /* a VM that halts after each power-on is started again forever (issue 17 item 6) */
-    {INV_IDLE, "(a VM halts after every power-on)", "issue 17 item 6"},
-    /* a rollback whose restore failed leaves the VM off, told otherwise (issue 17 item 6) */
-    {INV_NO_LOSS, "(a rollback that did not complete)", "issue 17 item 6"},
-    /* a paused VM mid-cycle holds its slot (issue 17 item 4) */
-    {INV_ENDS, "(a VM is paused)", "issue 17 item 4"},
-    {INV_IDLE, "(a VM is paused)", "issue 17 item 4"},
-    /* a restarted process or another replica resumes a cycle without a slot (issue 17 item 5) */
-    {INV_CYCLES, "(another process began one of them)", "issue 17 item 5"},
+    /* A restarted process learns of a cycle its previous life left in flight only when a call
+     * or its own pass reaches that VM: a VM no call reaches after the restart stays off, and
+     * other VMs of its host may begin cycles meanwhile (issue 17 item 5's last sentence; its
+     * fix resumes a cycle once the VM is seen, it does not look for such VMs) */
+    {INV_NO_LOSS, "no process has seen the VM since", "issue 17 item 5 (unseen VM)"},
+    {INV_CYCLES, "(a restarted process has not seen one of them since)",
+     "issue 17 item 5 (unseen VM)"},
     /* the guest's memory is compared with a formula, not with itself (issue 17 item 1) */
     {INV_CYCLES, "(the guest reserves memory at boot)", "issue 17 item 1"},
     /* statistics older than the change are read as if fresh (issue 17 item 2) */
@@ -162,6 +158,7 @@ static void rep_restart(struct sim *s, int r)
     hv_engine_free(s->reps[r].e);
     s->reps[r].e = NULL;
     rep_start(s, r);
+    s->restart_ms[r] = s->now_ms;
     sim_note(s, "hvupdater r%d restarts (memory lost)", r);
 }
 
@@ -529,6 +526,15 @@ static bool owner_alive(const struct sim *s, struct sim_vm *v)
     return false;
 }
 
+/* v's cycle belongs to a process that has ended and no process has observed v since. */
+static bool cycle_unseen(const struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    int rep, gen;
+    return r && sscanf(r->owner, "sim-r%d:%d", &rep, &gen) == 2 &&
+           sim_unseen_since_restart(s, v, rep, gen);
+}
+
 /* 5 and 6, at the end of a run. */
 static void check_end(struct sim *s)
 {
@@ -549,7 +555,9 @@ static void check_end(struct sim *s)
             sim_break(
                 s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
                 v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
-                in_cycle(v) && !owner_alive(s, v)          ? " (the cycle's process restarted)"
+                in_cycle(v) && cycle_unseen(s, v)
+                    ? " (the cycle's process restarted; no process has seen the VM since)"
+                : in_cycle(v) && !owner_alive(s, v)        ? " (the cycle's process restarted)"
                 : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
                                                            : "",
                 v->record);

@@ -53,6 +53,16 @@ int sim_vm_by_name(struct sim *s, const char *name)
     return -1;
 }
 
+bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int owner, int gen)
+{
+    if (owner < 0 || owner >= s->n_reps || gen == s->reps[owner].gen)
+        return false;
+    for (int r = 0; r < s->n_reps; r++)
+        if (v->look_ms[r] > s->restart_ms[owner])
+            return false;
+    return true;
+}
+
 const struct hv_oprecord *sim_record(struct sim_vm *v)
 {
     if (!v->rec_parsed) {
@@ -416,7 +426,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     v->cycle_gen = rep_of(b)->gen;
     int on_host = 0, all = 0;
     char who[200] = "";
-    bool other_process = false;
+    bool other_process = false, unseen = false;
     for (int j = 0; j < s->n_vms; j++) {
         struct sim_vm *w = &s->vms[j];
         /* A VM that can never run (it refuses every power-on, or halts after each), off: not
@@ -435,6 +445,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                      w->power == HV_POWER_OFF ? "off" : "on",
                      wr ? hv_phase_name(wr->phase) : "no record", w->cycle_owner, w->cycle_gen);
             other_process |= w->cycle_owner != v->cycle_owner || w->cycle_gen != v->cycle_gen;
+            unseen |= w != v && sim_unseen_since_restart(s, w, w->cycle_owner, w->cycle_gen);
         }
     }
     int cap_host = s->ecfg.max_power_cycles_per_host * s->n_reps;
@@ -442,7 +453,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     if (on_host > cap_host || all > cap)
         sim_break(s, INV_CYCLES, "%d power cycles at once on %s (%d overall), cap %d per host:%s%s",
                   on_host, s->hosts[v->host].name, all, cap_host, who,
-                  other_process ? " (another process began one of them)" : "");
+                  unseen          ? " (a restarted process has not seen one of them since)"
+                  : other_process ? " (another process began one of them)"
+                                  : "");
 }
 
 static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
