@@ -295,7 +295,7 @@ static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
 }
 
 /* How far a rollback got. */
-enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_COUNT };
+enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_STARTED_AS_IS, RB_COUNT };
 
 /* The VM did not start with the new configuration: put the previous one back and start it
  * as it was. Errors go to the log; the outcome goes into the sticky message (see
@@ -311,6 +311,15 @@ static enum rb_outcome roll_back(struct pass *p)
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
             log_err(p, "reconfigure while rolling back", &err);
+            /* never leave a VM off that can run: start it as it is (what kept the new
+             * configuration from starting may have passed, e.g. the host's free memory) */
+            struct hv_step as_is = {
+                .kind = HV_STEP_POWER_ON, .desired = *p->desired, .timeout_ms = tmo};
+            if (p->be->ops->act(p->be, p->ref, &as_is, &err) == HV_OK) {
+                p->rec.starts++;
+                return RB_STARTED_AS_IS;
+            }
+            log_err(p, "power-on as it is while rolling back", &err);
             p->left_off = true;
             return RB_RESTORE_FAILED;
         }
@@ -342,6 +351,12 @@ static void rollback_note(char *out, size_t cap, const struct hv_oprecord *r, en
     case RB_RESTORE_FAILED:
         snprintf(out, cap,
                  HV_MSG("restoring its previous configuration (%s) failed too, so the VM is off "
+                        "with the new configuration"),
+                 was);
+        return;
+    case RB_STARTED_AS_IS:
+        snprintf(out, cap,
+                 HV_MSG("restoring its previous configuration (%s) failed too, so it was started "
                         "with the new configuration"),
                  was);
         return;
