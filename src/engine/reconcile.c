@@ -200,6 +200,8 @@ struct pass {
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
     /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
     bool left_off;
+    /* the VM's record is another hardware's sticky Failure */
+    bool other_failed;
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */
     bool stalled;
@@ -570,6 +572,18 @@ static void done(struct pass *p, bool had_record, const char *note)
                (char *)NULL);
         if (!store(p))
             return;
+    } else if (!had_record && p->other_failed) {
+        /* The record is another hardware's sticky Failure: this state is done now, so a
+         * later return to that hardware (A -> B -> A) begins anew instead of answering the
+         * old Failure. Best effort: the done stands if the record cannot be written. */
+        memset(&p->rec, 0, sizeof(p->rec));
+        p->rec.desired = *p->desired;
+        p->rec.started_at = p->rec.step_at = p->now;
+        for (int f = 0; f < HV_F_COUNT; f++)
+            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
+        p->rec.phase = HV_PH_DONE;
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        (void)store(p);
     }
     answer(p->out, false, 0, m);
 }
@@ -1010,6 +1024,7 @@ static bool one_pass(struct pass *p)
     bool old_going_down = had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
                           (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
     enum hv_phase old_phase = p->rec.phase;
+    p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     int64_t old_step_at = p->rec.step_at;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
