@@ -478,8 +478,11 @@ static void check_step(struct sim *s, bool calling)
         s->r.checks++;
         /* (a host that died or stalled meanwhile: issue 17 item 10 wants a bound there) */
         const struct sim_host *h = &s->hosts[s->vms[m].host];
+        /* (a VM paused outside a cycle: no step is taken until it runs, and each call is told
+         * so: no bound applies while it stays paused) */
+        bool held = s->vms[m].power == HV_POWER_PAUSED && !in_cycle(&s->vms[m]);
         if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
-            !h->down && !h->stalled &&
+            !h->down && !h->stalled && !held &&
             s->now_ms - c->op.start_ms > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
             sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
                       s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
