@@ -22,7 +22,9 @@
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
 
-/* live probe cache (CanUpdateMachine under powerCycle=Never), only for probed entries */
+/* The VM's facts CanUpdateMachine asks for (the probe), cached per VM, only for probed
+ * entries: the backend's plan for the desired hardware and what decides whether the engine
+ * may power-cycle the VM. */
 struct probe {
     int64_t at_ms;
     struct hv_hw for_hw;
@@ -30,7 +32,9 @@ struct probe {
     bool gone; /* the VM was not found */
     struct hv_field_plan plan[HV_F_COUNT];
     char why[200];
-    struct hv_hw want;
+    bool on;                         /* running: a cold change power-cycles it */
+    bool can_shutdown;               /* obs.can_shutdown */
+    char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
 };
 
 struct entry {
@@ -47,8 +51,9 @@ struct entry {
     struct hv_update_result answer;
     struct probe *probe;
     bool probe_running;
-    int waiters;     /* hook calls waiting for this entry's probe (they hold a pointer) */
-    int64_t used_ms; /* last hook call or pass */
+    int64_t probe_began_ms; /* when the running probe started */
+    int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
+    int64_t used_ms;        /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
     /* "done" is only answered from an observation taken after the desired hardware was
@@ -359,6 +364,8 @@ static void *worker(void *arg)
         x->running = false;
         x->used_ms = hv_mono_ms();
         x->pass_ms = x->used_ms - began;
+        if (x->probe) /* the pass may have changed the VM: CanUpdateMachine looks again */
+            x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
         x->have_answer = true;
         x->answer_for = desired;
         x->answer_s = s;
@@ -715,6 +722,9 @@ static void *probe_thread(void *arg)
         snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
     } else {
         r->rc = 0;
+        r->on = obs->power == HV_POWER_ON;
+        r->can_shutdown = obs->can_shutdown;
+        snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -744,9 +754,42 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
     }
 }
 
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan,
+ * and, when the VM runs and may not be power-cycled under s (the rule UpdateMachine applies
+ * before it shuts a VM down: hv_cycle_refused), every change that needs a power cycle made
+ * impossible with that reason. Under powerCycle=Never the planner says "needs a power cycle
+ * and powerCycle is Never" itself. Caller holds the lock. */
+static int probe_answer(const struct probe *r, const struct hv_settings *s,
+                        struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
+{
+    memcpy(plan, r->plan, sizeof(r->plan));
+    snprintf(why, whylen, "%s", r->why);
+    if (r->gone)
+        return -3;
+    if (r->rc != 0)
+        return r->rc;
+    char refused[HV_MSG_MAX + 64];
+    if (r->on && s->power_cycle != HV_PC_NEVER &&
+        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused))) {
+        for (int f = 0; f < HV_F_COUNT; f++) {
+            if (plan[f].how != HV_HOW_COLD)
+                continue;
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", refused);
+        }
+    }
+    return 0;
+}
+
+/* The bounded wait: a hook call waits for the facts only within the first probe_wait_ms of
+ * the probe that fetches them (it runs on its own detached thread, at most MAX_PROBES at
+ * once). A call that comes while a probe has run longer than that, or when MAX_PROBES are
+ * running (a hypervisor that hangs), answers "still asking" at once: however slow the
+ * hypervisor, a server thread is held at most probe_wait_ms, and only by the calls in a
+ * probe's first probe_wait_ms. */
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                    size_t whylen)
+                    const struct hv_hw *desired, const struct hv_settings *s,
+                    struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     struct hv_engine *e = ctx;
     struct hv_backend *be = backend_for(e, p, ref, why, whylen);
@@ -758,7 +801,6 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
     x->waiters++;
-    int64_t limit = hv_mono_ms() + e->cfg.probe_wait_ms;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
@@ -766,9 +808,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
         bool fresh = r && hv_mono_ms() - r->at_ms < e->cfg.probe_cache_ms &&
                      hv_hw_equal(&r->for_hw, desired);
         if (fresh) {
-            rc = r->rc;
-            memcpy(plan, r->plan, sizeof(r->plan));
-            snprintf(why, whylen, "%s", r->why);
+            rc = probe_answer(r, s, plan, why, whylen);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
@@ -781,6 +821,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             j->x = x;
             j->want = *desired;
             x->probe_running = true;
+            x->probe_began_ms = hv_mono_ms();
             e->probes_running++;
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -791,6 +832,9 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             }
             pthread_attr_destroy(&attr);
         }
+        if (!x->probe_running)
+            break; /* none could start: no wait */
+        int64_t limit = x->probe_began_ms + e->cfg.probe_wait_ms;
         if (limit - hv_mono_ms() <= 0)
             break;
         hv_cond_wait_until(&e->probe_cond, &e->lock, limit);

@@ -18,6 +18,12 @@ void hv_engine_slot_release(struct hv_engine *e, const char *key);
 /* True the first time this process handles the operation that started at op_started_at on
  * this VM (e.g. after a restart, or an operation another replica began). */
 bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at);
+/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message):
+ * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
+ * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
+ * it shuts a VM down, and CanUpdateMachine through the probe. */
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap);
 void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
                              const struct hv_vm_ref *ref, const struct hv_hw *desired,
                              const struct hv_settings *s, struct hv_update_result *out);
