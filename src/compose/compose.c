@@ -9,6 +9,7 @@
  * whole answer being done, or the Machine's calls no longer reaching this process forget
  * them, so A -> B -> A asks every downstream again. */
 #include "compose.h"
+#include "hv_clock.h"
 #include "capipatch.h"
 #include "log.h"
 #include "msg.h"
@@ -47,7 +48,7 @@ struct hv_compose {
     bool starting;
     int start_timeout_s;
     hv_compose_call_fn call; /* hv_downstream_call, or a test's */
-    int64_t (*now_ms)(void); /* hv_now_ms, or a test's */
+    int64_t (*now_ms)(void); /* hv_mono_ms, or a test's */
 };
 
 struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
@@ -61,7 +62,7 @@ struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
     for (size_t k = 0; k < l->n && k < HV_DOWNSTREAM_MAX; k++)
         c->ds[c->n++] = hv_downstream_new(&l->items[k]);
     c->call = hv_downstream_call;
-    c->now_ms = hv_now_ms;
+    c->now_ms = hv_mono_ms;
     return c;
 }
 
@@ -69,7 +70,7 @@ void hv_compose_set_test_hooks(struct hv_compose *c, hv_compose_call_fn call,
                                int64_t (*now_ms)(void))
 {
     c->call = call ? call : hv_downstream_call;
-    c->now_ms = now_ms ? now_ms : hv_now_ms;
+    c->now_ms = now_ms ? now_ms : hv_mono_ms;
 }
 
 static void *discover_all(void *arg)
@@ -77,7 +78,7 @@ static void *discover_all(void *arg)
     struct hv_compose *c = arg;
     for (size_t k = 0; k < c->n; k++) {
         char why[300];
-        (void)hv_downstream_discover(c->ds[k], hv_now_ms() + (int64_t)c->start_timeout_s * 1000,
+        (void)hv_downstream_discover(c->ds[k], hv_mono_ms() + (int64_t)c->start_timeout_s * 1000,
                                      why, sizeof(why));
     }
     return NULL;
@@ -129,19 +130,6 @@ static hj **slot(hj *obj, const char *key)
         if (!strcmp(obj->keys[k], key))
             return &obj->items[k];
     return NULL;
-}
-
-/* "machine" + "/spec/version" -> "machine.spec.version" */
-static void dotted(char *out, size_t cap, const char *obj, const char *pointer)
-{
-    char **t;
-    size_t n;
-    snprintf(out, cap, "%s", obj);
-    if (hj_ptr_split(pointer, &t, &n) < 0)
-        return;
-    for (size_t k = 0; k < n; k++)
-        append(out, cap, ".%s", t[k]);
-    hj_ptr_tokens_free(t, n);
 }
 
 static hj *failure(enum hv_hook h, const char *msg)
@@ -207,7 +195,7 @@ static size_t remaining(bool set, const hj *work, const struct objdef o[3],
         }
         for (size_t j = 0; j < ops->n; j++) {
             char where[200];
-            dotted(where, sizeof(where), o[k].name, hj_get_str(ops->items[j], "path"));
+            hj_ptr_dotted(where, sizeof(where), o[k].name, hj_get_str(ops->items[j], "path"));
             append(out, cap, "%s%s", count ? ", " : "", where);
             for (size_t u = 0; u < own->n_uncovered; u++)
                 if (!strcmp(own->uncovered[u].where, where) &&
@@ -277,7 +265,7 @@ static int apply_answer(const struct hv_downstream *d, hj *work, const hj *answe
 static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enum hv_hook h,
                       const hj *req, const struct hv_settings *s)
 {
-    int64_t deadline = hv_now_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
+    int64_t deadline = hv_mono_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
     bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
     const char *spec_path = set ? "/spec/template/spec" : "/spec";
     struct objdef o[3];
@@ -464,7 +452,7 @@ static void done_end(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h
 static hj *update_machine(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, const hj *req,
                           const struct hv_settings *s)
 {
-    int64_t deadline = hv_now_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
+    int64_t deadline = hv_mono_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
     enum hv_hook h = HV_HOOK_UPDATE_MACHINE;
     struct hv_update_result own;
     bool no_profile;

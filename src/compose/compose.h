@@ -20,7 +20,7 @@ void hv_compose_discover_all(struct hv_compose *c, int timeout_s);
 void hv_compose_free(struct hv_compose *c);
 
 /* For tests: replace the call to a downstream and the monotonic clock (NULL: the real
- * hv_downstream_call / hv_now_ms). Call before serving. */
+ * hv_downstream_call / hv_mono_ms). Call before serving. */
 typedef enum hv_ds_result (*hv_compose_call_fn)(struct hv_downstream *d, enum hv_hook h,
                                                 const hj *req, int64_t deadline_ms, hj **answer,
                                                 char *why, size_t whylen);
