@@ -34,6 +34,7 @@ struct probe {
     struct hv_field_plan plan[HV_F_COUNT];
     char why[200];
     bool on;                         /* running: a cold change power-cycles it */
+    bool between;                    /* neither running nor off (paused, suspended, ...) */
     bool can_shutdown;               /* obs.can_shutdown */
     char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
 };
@@ -780,6 +781,7 @@ static void *probe_thread(void *arg)
     } else {
         r->rc = 0;
         r->on = obs->power == HV_POWER_ON;
+        r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
         r->can_shutdown = obs->can_shutdown;
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
     }
@@ -825,6 +827,10 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s,
         return -3;
     if (r->rc != 0)
         return r->rc;
+    if (r->between) { /* UpdateMachine takes no step until it runs or is off: ask again then */
+        snprintf(why, whylen, "%s", HV_MSG("the VM is paused, suspended or in transition"));
+        return -1;
+    }
     char refused[HV_MSG_MAX + 64];
     if (r->on && s->power_cycle != HV_PC_NEVER &&
         hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused))) {

@@ -391,6 +391,27 @@ static void test_if_needed_does_not_cover_what_the_domain_refuses(void **state)
     assert_non_null(strstr(message(r), "(the VM cannot take diskGiB as desired: " BLOCK_WHY ")"));
     hj_free(r);
 
+    /* a paused domain: UpdateMachine takes no step until it runs, so no cover now but a
+     * retryable Failure (never a replacement for a pause) */
+    define_running(f, "cov-ifn-paused", 2048, 2, 4);
+    virDomainPtr d = virDomainLookupByName(f->conn, "cov-ifn-paused");
+    assert_non_null(d);
+    assert_int_equal(virDomainSuspend(d), 0);
+    r = can_update(f, "cov-ifn-paused", "2048", "2", "2048", "3", dflt);
+    assert_true(is_failure(r));
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    assert_string_equal(message(r), "cannot check the change on this VM: the VM is paused, "
+                                    "suspended or in transition; retry");
+    hj_free(r);
+    assert_int_equal(virDomainResume(d), 0);
+    virDomainFree(d);
+    /* running again: covered (another desired value, so not the paused look, which is
+     * cached for 5 s) */
+    r = can_update(f, "cov-ifn-paused", "2048", "2", "2048", "4", dflt);
+    if (is_failure(r) || !hj_get(r, "infrastructureMachinePatch"))
+        fail_msg("not covered once running: %s", message(r));
+    hj_free(r);
+
     /* a VM that is not there: not covered */
     r = can_update(f, "cov-ifn-none", "2048", "2", "4096", "2", dflt);
     assert_false(is_failure(r));
