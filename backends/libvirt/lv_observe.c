@@ -155,6 +155,7 @@ static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, stru
             obs->guest.cpu_view = HV_GV_SEEN;
             obs->guest.cpus = n;
         } else {
+            obs->guest.cpu_view = HV_GV_PENDING; /* connected, not answering yet */
             virResetLastError();
         }
     }

@@ -532,7 +532,13 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     if (v == GV_PENDING && !in_time)
         v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
     if (v == GV_UNKNOWN && checked && p->s->guest_check == HV_GC_REQUIRED) {
-        /* no waiting and no power cycle: neither makes a silent guest report */
+        /* It reported before the step (else begin() failed): give it the live timeout (a
+         * guest booting after the power cycle, an agent reconnecting), then fail; never a
+         * power cycle, which cannot make a silent guest report. */
+        if (in_time) {
+            settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+            return true;
+        }
         char m[300];
         snprintf(m, sizeof(m),
                  HV_MSG("guestVerification is Required but the guest did not report its %s "

@@ -1287,6 +1287,27 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     unwrap(f);
 }
 
+/* ... and a guest that reported before the step but not after it (its statistics stay as
+ * they were): under Required a Failure once liveTimeoutSeconds has passed, never the power
+ * cycle IfNeeded would otherwise try. */
+static void test_required_guest_silent_after_the_step_is_not_power_cycled(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-req-silent", 4096, 1024, 1, 4);
+    int id = dom_id(f, "eng-req-silent");
+    use_wrapper(f, 0, false);
+    guest_mem_at = (int64_t)time(NULL) - 3600; /* it shows its memory, as of an hour ago */
+    f->s.guest_check = HV_GC_REQUIRED;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, 1, -1, -1};
+    struct hv_update_result r = until_end_slow(f, "eng-req-silent", want, 12);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "guestVerification is Required but the guest did not report "
+                                   "its memory after the change");
+    assert_int_equal(dom_id(f, "eng-req-silent"), id);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1346,6 +1367,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_required_unverifiable_change_fails_at_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_required_guest_silent_after_the_step_is_not_power_cycled, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
