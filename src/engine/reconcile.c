@@ -194,8 +194,12 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
         return p->now - since <= GUEST_REPORT_S ? GV_PENDING : GV_UNKNOWN;
     }
     const struct hv_guest_base *b = &p->rec.base;
-    if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0)
-        return GV_UNKNOWN; /* its view before the change is not known: nothing to compare */
+    if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0) {
+        /* its view before the change is not known. After the power cycle all its memory is
+         * boot memory, which a guest that reports (newer than the power-on) has online. */
+        bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+        return cycled && g->mem_at != 0 ? GV_SHOWS : GV_UNKNOWN;
+    }
     int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
     int64_t grown = g->memory_mib - b->guest_memory_mib;
     int64_t slack = GUEST_MEM_BLOCK_MIB + (delta < 0 ? -delta : delta) / 32;
@@ -609,25 +613,33 @@ static bool take_base(struct pass *p, bool on)
 }
 
 /* guestVerification Required: a change of a field the guest cannot show is a Failure before
- * any step (waiting or a power cycle would not make the guest report it). */
+ * any step (waiting or a power cycle would not make the guest report it). Sticky, except
+ * when the guest may still report by itself (it has the device or agent channel but has not
+ * reported since it started: booting): then the next call begins anew. */
 static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT])
 {
     if (p->s->guest_check != HV_GC_REQUIRED)
         return true;
-    bool mem, cpus;
+    bool mem, cpus, sticky = false;
     guest_fields(&p->rec, p->desired, &mem, &cpus);
     const char *why[4];
     int n = 0;
-    if (mem && p->rec.base.guest_memory_mib < 0)
+    bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
+    if (mem && on && p->rec.base.guest_memory_mib < 0) {
         why[n++] = HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
-    if (cpus && p->rec.base.guest_cpus < 0)
+        sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
+    }
+    if (cpus && on && p->rec.base.guest_cpus < 0) {
         why[n++] = HV_MSG("vCPUs (no guest agent, or the VM is off)");
+        sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
+    }
     if (fp[HV_F_CORES].how != HV_HOW_NONE)
         why[n++] = HV_MSG("cores per socket");
     if (fp[HV_F_DISK].how != HV_HOW_NONE)
         why[n++] = HV_MSG("the disk size");
     if (!n)
         return true;
+    sticky |= fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
     char list[300] = "", m[400];
     for (int k = 0; k < n; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
@@ -637,7 +649,12 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
                  why[k]);
     snprintf(m, sizeof(m), HV_MSG("guestVerification is Required but the guest cannot show %s"),
              list);
-    fail_sticky(p, m);
+    if (sticky) {
+        fail_sticky(p, m);
+    } else {
+        answer(p->out, true, 0, m);
+        hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", m, (char *)NULL);
+    }
     return false;
 }
 
@@ -851,6 +868,14 @@ static void live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE) {
+        /* the record, with the guest's view from before, is on the VM before the first step:
+         * a restart or another replica that sees the change sees what to compare it with */
+        p->rec.phase = HV_PH_LIVE;
+        p->rec.step_at = p->now;
+        if (!store(p))
+            return;
+    }
     p->carry = mem && !cpus && !disk;
     if (mem && !step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
         return;
