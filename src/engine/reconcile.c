@@ -672,6 +672,12 @@ static bool begin(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
+    struct hv_guest_base inherit = p->rec.base;
+    bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
+                     p->rec.phase <= HV_PH_POWER_ON &&
+                     p->now - p->rec.started_at <= p->s->deadline_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -682,6 +688,8 @@ static bool begin(struct pass *p)
     bool on = p->obs.power == HV_POWER_ON;
     if (!take_base(p, on))
         return false;
+    if (inherited)
+        p->rec.base = inherit;
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {
