@@ -337,6 +337,9 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         else if ((f == HV_F_MEMORY || f == HV_F_CPUS) &&
                  in->settings->guest_check == HV_GC_REQUIRED && !strcmp(p->backend, "vsphere"))
             reason = HV_MSG("guestVerification is Required and vSphere gives no guest view");
+        if (!reason && (f == HV_F_DISK || f == HV_F_CORES) &&
+            in->settings->guest_check == HV_GC_REQUIRED)
+            reason = HV_MSG("guestVerification is Required and no guest shows this field");
         if (reason) {
             r->cls = HV_CLASS_NO;
         } else if (f == HV_F_DISK) {

@@ -1295,6 +1295,29 @@ static void test_guest_required_on_vsphere_uncovers_memory_and_cpus(void **state
     env_free(&e);
 }
 
+/* Issue 17.3: no backend has a guest view of a disk, so under guestVerification Required a
+ * disk change (here vSphere's disk-only change) is never covered: UpdateMachine would fail
+ * it, and a power cycle would not make the guest report it. */
+static void test_guest_required_uncovers_a_disk_change(void **state)
+{
+    (void)state;
+    struct env e;
+    struct hv_coverage c;
+    env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
+    hj *req = tu_fixture("vsm-disk.json");
+    plan_req(&e, req, &c);
+    assert_non_null(c.infra_patch); /* IfAvailable: covered */
+    hv_coverage_free(&c);
+    e.s.guest_check = HV_GC_REQUIRED;
+    plan_req(&e, req, &c);
+    assert_null(c.infra_patch);
+    assert_non_null(strstr(c.message, "(guestVerification is Required and no guest shows this "
+                                      "field)"));
+    hv_coverage_free(&c);
+    hj_free(req);
+    env_free(&e);
+}
+
 static void test_backend_static_rules_uncover(void **state)
 {
     struct env e;
@@ -1576,6 +1599,7 @@ int main(void)
         cmocka_unit_test(test_if_needed_applies_the_vms_own_rules),
         cmocka_unit_test(test_backend_static_rules_uncover),
         cmocka_unit_test(test_guest_required_on_vsphere_uncovers_memory_and_cpus),
+        cmocka_unit_test(test_guest_required_uncovers_a_disk_change),
         cmocka_unit_test(test_deterministic_messages),
         cmocka_unit_test(test_identity_rules),
         cmocka_unit_test(test_desired_hw),
