@@ -81,8 +81,8 @@ static inline bool hv_disk_set(int64_t disk_mib)
  * struct means "the guest cannot tell", so backends without a guest channel need do nothing. */
 enum hv_guest_view {
     HV_GV_NONE = 0, /* no way to ask (no device or agent, VM off) */
-    HV_GV_PENDING,  /* the VM has the device but the guest has not reported yet (booting,
-                       statistics just turned on) */
+    HV_GV_PENDING,  /* the VM has the device but the guest has not reported since it
+                       started (booting, or no driver or agent in it) */
     HV_GV_SEEN,     /* the value below is what the guest reports */
 };
 
@@ -90,6 +90,10 @@ struct hv_guest_obs {
     enum hv_guest_view mem_view, cpu_view;
     int64_t memory_mib; /* the guest kernel's memory total (MemTotal), when mem_view is SEEN */
     int32_t cpus;       /* vCPUs online in the guest, when cpu_view is SEEN */
+    /* When the guest reported memory_mib (unix seconds; libvirt: the balloon statistics'
+     * last-update): a report not newer than a step says nothing about that step. 0: read
+     * from the guest just now. */
+    int64_t mem_at;
 };
 
 /* What a backend sees of one VM right now. */

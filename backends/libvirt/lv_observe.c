@@ -81,15 +81,60 @@ static void lv_stats_on(struct lv_dom *d, const struct lv_dominfo *li)
         virResetLastError(); /* e.g. a driver without statistics: the guest cannot tell */
 }
 
+/* libvirt's test driver runs no guest: its balloon statistics are its own (the balloon
+ * target as "available", a fixed last-update of 1989), so its guest cannot tell. */
+static bool lv_no_guest(struct lv_dom *d)
+{
+    const char *type = virConnectGetType(d->conn);
+    if (!type) {
+        virResetLastError();
+        return false;
+    }
+    return strcmp(type, "TEST") == 0;
+}
+
+/* The guest's memory total from the virtio-balloon statistics: "available" (the guest
+ * kernel's MemTotal) as of "last-update" (obs->guest.mem_at: the engine takes a report not
+ * newer than its step as no evidence of it). A guest that has never reported (no
+ * "available", or a last-update of 0: no balloon driver in it, or not loaded yet) is
+ * "pending": the engine waits for it only right after a power cycle. */
+static void lv_guest_mem(struct lv_dom *d, struct hv_vm_obs *obs)
+{
+    virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
+    int n = virDomainMemoryStats(d->dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+    if (n < 0) {
+        obs->guest.mem_view = HV_GV_NONE;
+        virResetLastError();
+        return;
+    }
+    bool avail = false, stamped = false;
+    unsigned long long kib = 0, at = 0;
+    for (int i = 0; i < n; i++) {
+        if (st[i].tag == VIR_DOMAIN_MEMORY_STAT_AVAILABLE && st[i].val > 0) {
+            avail = true;
+            kib = st[i].val;
+        } else if (st[i].tag == VIR_DOMAIN_MEMORY_STAT_LAST_UPDATE) {
+            stamped = true;
+            at = st[i].val;
+        }
+    }
+    if (!avail || (stamped && at == 0))
+        return; /* pending: it has not reported since it started */
+    obs->guest.mem_view = HV_GV_SEEN;
+    obs->guest.memory_mib = (int64_t)(kib / 1024);
+    obs->guest.mem_at = stamped ? (int64_t)at : 0;
+}
+
 /* The guest's own view (ops->observe_guest, asked only when the engine needs it: it costs a
- * round trip into the guest). Memory: the virtio-balloon statistics' "available" (the guest
- * kernel's MemTotal); "pending" while no period is set yet (set now) or the guest has not
- * reported. vCPUs: the guest agent's count of online vCPUs, asked only when its channel shows
- * an agent connected; "pending" while the channel exists but no agent is connected (a booting
- * guest, or one without an agent: the engine decides how long to wait). Failures here only
- * mean "cannot tell". */
+ * round trip into the guest). Memory: see lv_guest_mem; "pending" while no period is set yet
+ * (set now). vCPUs: the guest agent's count of online vCPUs, asked only when its channel
+ * shows an agent connected; "pending" while the channel exists but no agent is connected (a
+ * booting guest, or one without an agent: the engine decides how long to wait). Failures
+ * here only mean "cannot tell". */
 static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, struct hv_vm_obs *obs)
 {
+    if (lv_no_guest(d))
+        return;
     if (li->balloon_virtio) {
         obs->guest.mem_view = HV_GV_PENDING;
         if (li->balloon_period <= 0) {
@@ -99,18 +144,7 @@ static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, stru
                 virResetLastError();
             }
         } else {
-            virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
-            int n = virDomainMemoryStats(d->dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
-            if (n < 0) {
-                obs->guest.mem_view = HV_GV_NONE;
-                virResetLastError();
-            }
-            for (int i = 0; i < n; i++) {
-                if (st[i].tag == VIR_DOMAIN_MEMORY_STAT_AVAILABLE && st[i].val > 0) {
-                    obs->guest.mem_view = HV_GV_SEEN;
-                    obs->guest.memory_mib = (int64_t)(st[i].val / 1024);
-                }
-            }
+            lv_guest_mem(d, obs);
         }
     }
     if (li->agent_channel && !li->agent_connected) {
@@ -121,6 +155,7 @@ static void lv_observe_guest(struct lv_dom *d, const struct lv_dominfo *li, stru
             obs->guest.cpu_view = HV_GV_SEEN;
             obs->guest.cpus = n;
         } else {
+            obs->guest.cpu_view = HV_GV_PENDING; /* connected, not answering yet */
             virResetLastError();
         }
     }

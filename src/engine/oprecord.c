@@ -43,6 +43,14 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
         hj_obj_set_take(pv, "coresPerSocket", hj_new_int(r->prev.cores_per_socket));
         hj_obj_set_take(o, "previous", pv);
     }
+    if (r->has_base) { /* absent: a record as older versions wrote it (they ignore it) */
+        hj *b = hj_new_object();
+        hj_obj_set_take(b, "memoryMiB", hj_new_int(r->base.hv_memory_mib));
+        hj_obj_set_take(b, "cpus", hj_new_int(r->base.hv_cpus));
+        hj_obj_set_take(b, "guestMemoryMiB", hj_new_int(r->base.guest_memory_mib));
+        hj_obj_set_take(b, "guestCpus", hj_new_int(r->base.guest_cpus));
+        hj_obj_set_take(o, "before", b);
+    }
     hj_obj_set_take(o, "phase", hj_new_string(hv_phase_name(r->phase)));
     hj_obj_set_take(o, "cold", hj_new_bool(r->cold));
     if (r->rollback)
@@ -101,6 +109,12 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->prev.memory_mib = pv_ok ? int_at(pv, "memoryMiB", -1) : -1;
         r->prev.cpus = pv_ok ? (int32_t)int_at(pv, "cpus", -1) : -1;
         r->prev.cores_per_socket = pv_ok ? (int32_t)int_at(pv, "coresPerSocket", -1) : -1;
+        const hj *b = hj_get(o, "before");
+        r->has_base = b && b->type == HJ_OBJECT;
+        r->base.hv_memory_mib = r->has_base ? int_at(b, "memoryMiB", -1) : -1;
+        r->base.hv_cpus = r->has_base ? (int32_t)int_at(b, "cpus", -1) : -1;
+        r->base.guest_memory_mib = r->has_base ? int_at(b, "guestMemoryMiB", -1) : -1;
+        r->base.guest_cpus = r->has_base ? (int32_t)int_at(b, "guestCpus", -1) : -1;
         const hj *rb = hj_get(o, "rollback");
         r->rollback = rb && rb->type == HJ_BOOL && rb->b;
         r->prev.disk_mib = -1; /* disks only grow: a rollback leaves them as they are */

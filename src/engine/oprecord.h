@@ -23,10 +23,22 @@ enum hv_phase {
     HV_PH_COUNT
 };
 
+/* What the VM had before an operation's first step, for guest verification: "the guest shows
+ * the change" means its own view moved from guest_* by what the hypervisor's moved from hv_*
+ * (the guest is compared with itself, whatever its kernel keeps for itself at boot). */
+struct hv_guest_base {
+    int64_t hv_memory_mib;    /* the hypervisor's live memory then (-1: unknown) */
+    int32_t hv_cpus;          /* the hypervisor's live vCPUs then (-1: unknown) */
+    int64_t guest_memory_mib; /* the guest's memory total then (-1: it could not tell) */
+    int32_t guest_cpus;       /* vCPUs online in the guest then (-1: it could not tell) */
+};
+
 struct hv_oprecord {
     struct hv_hw desired;
     struct hv_hw prev; /* the configuration before the operation, for the fields it changes
                           (-1 = not changed or not known), restored when the VM cannot start */
+    bool has_base;     /* base was taken (records of older versions have none) */
+    struct hv_guest_base base;
     enum hv_phase phase;
     bool cold;                   /* the operation goes through a power cycle */
     bool rollback;               /* failed: the VM did not start with the new configuration,

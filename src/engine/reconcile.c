@@ -120,56 +120,34 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
            (!hv_disk_set(want->disk_mib) || have->disk_mib >= want->disk_mib); /* disks only grow */
 }
 
-/* The guest's memory total is the hypervisor's size minus what its kernel reserved at boot
- * (kernel image, page tables of boot memory, firmware areas): a few percent. Memory that is
- * plugged but not onlined is missing in whole memory blocks (128 MiB and more on x86-64). */
-static bool guest_mem_shows(int64_t seen_mib, int64_t want_mib)
+/* Guest verification compares the guest with itself: its own view before the first step
+ * (the record's base) and after. What its kernel keeps for itself (its image, page tables,
+ * a kdump crashkernel= reservation of 192 MiB or more) is in both, so only the change counts.
+ * A guest shows a memory change when its total moved by it, less what one memory block can
+ * hide (a block left offline: 128 MiB on x86-64) and the page structures of the memory added
+ * (1/64 of it; 1/32 allowed). */
+#define GUEST_MEM_BLOCK_MIB 128
+/* A guest that reports statistics on a period (libvirt: 2 s) has a report newer than a step
+ * within a few periods; one whose last report is older than this, counted from the later of
+ * that report and the operation's start, has stopped reporting (or never did: a driver with
+ * no guest): it cannot tell. */
+#define GUEST_REPORT_S 6
+
+/* The fields of desired the guest can show that the operation changes (the others are not
+ * verified in the guest): against the record's base, or for a record of an older version,
+ * against the configuration it recorded as previous. */
+static void guest_fields(const struct hv_oprecord *r, const struct hv_hw *want, bool *mem,
+                         bool *cpus)
 {
-    return seen_mib >= want_mib - (GUEST_MEM_SLACK_MIB + want_mib / 32);
+    int64_t m = r->has_base ? r->base.hv_memory_mib : r->prev.memory_mib;
+    int32_t c = r->has_base ? r->base.hv_cpus : r->prev.cpus;
+    *mem = want->memory_mib >= 0 && want->memory_mib != m;
+    *cpus = want->cpus >= 0 && want->cpus != c;
 }
 
-/* What the guest's own view says of the desired memory and vCPUs (cores per socket: the
- * guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
+/* What the guest's own view says of the desired memory and vCPUs (cores per socket and disks:
+ * the guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
 enum gverdict { GV_SHOWS = 0, GV_UNKNOWN, GV_PENDING, GV_NOT_YET };
-
-static enum gverdict guest_field(enum hv_guest_view v, bool shows)
-{
-    switch (v) {
-    case HV_GV_SEEN:
-        return shows ? GV_SHOWS : GV_NOT_YET;
-    case HV_GV_PENDING:
-        return GV_PENDING;
-    case HV_GV_NONE:
-        break;
-    }
-    return GV_UNKNOWN;
-}
-
-/* Also fills unverified (the fields the guest cannot tell, " and "-joined), "" when none.
- * booting: right after a power cycle, when a guest agent that is not connected yet may still
- * come (at other times a missing agent stays missing). */
-static enum gverdict guest_verdict(const struct hv_vm_obs *o, const struct hv_hw *want,
-                                   bool booting, char *unverified, size_t cap)
-{
-    enum gverdict worst = GV_SHOWS, v;
-    unverified[0] = '\0';
-    if (want->memory_mib >= 0) {
-        v = guest_field(o->guest.mem_view, guest_mem_shows(o->guest.memory_mib, want->memory_mib));
-        if (v == GV_UNKNOWN || v == GV_PENDING)
-            snprintf(unverified, cap, "memory");
-        worst = v > worst ? v : worst;
-    }
-    if (want->cpus >= 0) {
-        v = guest_field(o->guest.cpu_view, o->guest.cpus == want->cpus);
-        if (v == GV_PENDING && !booting)
-            v = GV_UNKNOWN;
-        if (v == GV_UNKNOWN || v == GV_PENDING)
-            snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
-                     unverified[0] ? " and " : "");
-        worst = v > worst ? v : worst;
-    }
-    return worst;
-}
 
 static void answer(struct hv_update_result *out, bool failure, int retry, const char *msg)
 {
@@ -212,6 +190,76 @@ struct pass {
      * round's observation, a look taken after that step. */
     struct hv_vm_obs after;
 };
+
+static enum gverdict guest_mem(const struct pass *p, bool booting)
+{
+    const struct hv_guest_obs *g = &p->obs.guest;
+    if (g->mem_view == HV_GV_PENDING) /* it has not reported since it started */
+        return booting ? GV_PENDING : GV_UNKNOWN;
+    if (g->mem_view != HV_GV_SEEN)
+        return GV_UNKNOWN;
+    if (g->mem_at > 0 && g->mem_at <= p->rec.step_at) {
+        /* a report from before the step says nothing of it: wait for the next one while the
+         * guest reports */
+        int64_t since = g->mem_at > p->rec.started_at ? g->mem_at : p->rec.started_at;
+        return p->now - since <= GUEST_REPORT_S ? GV_PENDING : GV_UNKNOWN;
+    }
+    const struct hv_guest_base *b = &p->rec.base;
+    if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0) {
+        /* its view before the change is not known. After the power cycle all its memory is
+         * boot memory, which a guest that reports (newer than the power-on) has online. */
+        bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+        return cycled && g->mem_at != 0 ? GV_SHOWS : GV_UNKNOWN;
+    }
+    int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
+    int64_t grown = g->memory_mib - b->guest_memory_mib;
+    int64_t slack = GUEST_MEM_BLOCK_MIB + (delta < 0 ? -delta : delta) / 32;
+    bool shows = delta > 0   ? grown > 0 && grown >= delta - slack
+                 : delta < 0 ? grown < 0 && grown <= delta + slack
+                             : grown <= slack && grown >= -slack;
+    return shows ? GV_SHOWS : GV_NOT_YET;
+}
+
+static enum gverdict guest_cpus(const struct pass *p, bool booting)
+{
+    const struct hv_guest_obs *g = &p->obs.guest;
+    if (g->cpu_view == HV_GV_PENDING) /* an agent channel, no agent connected */
+        return booting ? GV_PENDING : GV_UNKNOWN;
+    if (g->cpu_view != HV_GV_SEEN)
+        return GV_UNKNOWN;
+    const struct hv_guest_base *b = &p->rec.base;
+    bool shows = p->rec.has_base && b->guest_cpus >= 0 && b->hv_cpus >= 0
+                     ? g->cpus - b->guest_cpus == p->desired->cpus - b->hv_cpus
+                     : g->cpus == p->desired->cpus; /* online vCPUs are an exact count */
+    return shows ? GV_SHOWS : GV_NOT_YET;
+}
+
+/* Also fills unverified (the checked fields the guest cannot tell, " and "-joined), "" when
+ * none, and *checked (how many fields were checked). booting: right after a power cycle, when
+ * a guest that has not reported since it started may still (at other times it stays silent). */
+static enum gverdict guest_verdict(const struct pass *p, bool booting, char *unverified, size_t cap,
+                                   int *checked)
+{
+    enum gverdict worst = GV_SHOWS, v;
+    bool mem, cpus;
+    guest_fields(&p->rec, p->desired, &mem, &cpus);
+    unverified[0] = '\0';
+    *checked = mem + cpus;
+    if (mem) {
+        v = guest_mem(p, booting);
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified, cap, "memory");
+        worst = v > worst ? v : worst;
+    }
+    if (cpus) {
+        v = guest_cpus(p, booting);
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
+                     unverified[0] ? " and " : "");
+        worst = v > worst ? v : worst;
+    }
+    return worst;
+}
 
 static void log_err(const struct pass *p, const char *what, const struct hv_err *err)
 {
@@ -595,26 +643,45 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
 {
     char unv[32], note[120];
     enum gverdict v = GV_UNKNOWN;
+    int checked = 0;
     unv[0] = '\0';
+    if (!had) { /* no operation of this spec: the VM had it already, nothing changed to verify */
+        done(p, false, HV_MSG("not verified in the guest"));
+        return true;
+    }
     /* the hardware step is taken: a live change waits, a power cycle is over */
     bool cycled =
         p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
     bool waiting = inflight && (p->rec.phase == HV_PH_WAIT_LIVE || cycled);
-    if (p->s->guest_check != HV_GC_OFF && (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
-        v = guest_verdict(&p->obs, p->desired, waiting && cycled, unv, sizeof(unv));
+    if (p->s->guest_check != HV_GC_OFF)
+        v = guest_verdict(p, waiting && cycled, unv, sizeof(unv), &checked);
+    if (!checked)
+        v = GV_UNKNOWN; /* nothing the guest can show changed */
     bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
     if (v == GV_PENDING && !in_time)
         v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
-    if (v == GV_UNKNOWN && p->s->guest_check == HV_GC_REQUIRED &&
-        (p->desired->memory_mib >= 0 || p->desired->cpus >= 0))
-        v = GV_NOT_YET;
+    if (v == GV_UNKNOWN && checked && p->s->guest_check == HV_GC_REQUIRED) {
+        /* It reported before the step (else begin() failed): give it the live timeout (a
+         * guest booting after the power cycle, an agent reconnecting), then fail; never a
+         * power cycle, which cannot make a silent guest report. */
+        if (in_time) {
+            settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+            return true;
+        }
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("guestVerification is Required but the guest did not report its %s "
+                        "after the change"),
+                 unv);
+        fail_sticky(p, m);
+        return true;
+    }
     switch (v) {
     case GV_SHOWS:
         done(p, had, HV_MSG("the guest shows it"));
         return true;
     case GV_UNKNOWN:
-        if (!unv[0] || (p->desired->memory_mib >= 0) + (p->desired->cpus >= 0) < 2 ||
-            strchr(unv, ' '))
+        if (!unv[0] || checked < 2 || strchr(unv, ' '))
             snprintf(note, sizeof(note), HV_MSG("not verified in the guest"));
         else
             snprintf(note, sizeof(note), HV_MSG("%s not verified in the guest"), unv);
@@ -642,6 +709,74 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
     return false; /* WAIT_LIVE past its time: live_path falls back or fails */
 }
 
+static bool look_into_guest(struct pass *p, bool had);
+
+/* The record's base: what the VM and its guest show before the first step (the guest's view
+ * only while it runs). False (with a Failure for this call) when the VM cannot be read. */
+static bool take_base(struct pass *p, bool on)
+{
+    struct hv_guest_base *b = &p->rec.base;
+    p->rec.has_base = true;
+    b->hv_memory_mib = p->obs.hw.memory_mib;
+    b->hv_cpus = p->obs.hw.cpus;
+    b->guest_memory_mib = b->guest_cpus = -1;
+    if (!on)
+        return true;
+    if (!look_into_guest(p, true))
+        return false;
+    if (p->obs.guest.mem_view == HV_GV_SEEN)
+        b->guest_memory_mib = p->obs.guest.memory_mib;
+    if (p->obs.guest.cpu_view == HV_GV_SEEN)
+        b->guest_cpus = p->obs.guest.cpus;
+    return true;
+}
+
+/* guestVerification Required: a change of a field the guest cannot show is a Failure before
+ * any step (waiting or a power cycle would not make the guest report it). Sticky, except
+ * when the guest may still report by itself (it has the device or agent channel but has not
+ * reported since it started: booting): then the next call begins anew. */
+static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT])
+{
+    if (p->s->guest_check != HV_GC_REQUIRED)
+        return true;
+    bool mem, cpus, sticky = false;
+    guest_fields(&p->rec, p->desired, &mem, &cpus);
+    const char *why[4];
+    int n = 0;
+    bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
+    if (mem && on && p->rec.base.guest_memory_mib < 0) {
+        why[n++] = HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+        sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
+    }
+    if (cpus && on && p->rec.base.guest_cpus < 0) {
+        why[n++] = HV_MSG("vCPUs (no guest agent, or the VM is off)");
+        sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
+    }
+    if (fp[HV_F_CORES].how != HV_HOW_NONE)
+        why[n++] = HV_MSG("cores per socket");
+    if (fp[HV_F_DISK].how != HV_HOW_NONE)
+        why[n++] = HV_MSG("the disk size");
+    if (!n)
+        return true;
+    sticky |= fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
+    char list[300] = "", m[400];
+    for (int k = 0; k < n; k++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                 k == 0       ? ""
+                 : k == n - 1 ? " and "
+                              : ", ",
+                 why[k]);
+    snprintf(m, sizeof(m), HV_MSG("guestVerification is Required but the guest cannot show %s"),
+             list);
+    if (sticky) {
+        fail_sticky(p, m);
+    } else {
+        answer(p->out, true, 0, m);
+        hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", m, (char *)NULL);
+    }
+    return false;
+}
+
 /* A new operation: ask the backend how each field can change on this VM now. */
 static bool begin(struct pass *p)
 {
@@ -656,6 +791,12 @@ static bool begin(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
+    struct hv_guest_base inherit = p->rec.base;
+    bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
+                     p->rec.phase <= HV_PH_POWER_ON &&
+                     p->now - p->rec.started_at <= p->s->deadline_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -664,6 +805,10 @@ static bool begin(struct pass *p)
         p->desired->cores_per_socket >= 0 ? p->obs.config.cores_per_socket : -1;
     p->rec.started_at = p->rec.step_at = p->now;
     bool on = p->obs.power == HV_POWER_ON;
+    if (!take_base(p, on))
+        return false;
+    if (inherited)
+        p->rec.base = inherit;
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {
@@ -689,6 +834,8 @@ static bool begin(struct pass *p)
         }
         }
     }
+    if (!required_ok(p, fp))
+        return false;
     if (!on)
         p->rec.cold = true; /* an off VM is simply reconfigured */
     if (p->rec.cold && on && p->s->power_cycle == HV_PC_NEVER) {
@@ -744,6 +891,22 @@ static void off_path(struct pass *p)
     }
     if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
+}
+
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap)
+{
+    if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+        snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
+        return true;
+    }
+    if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
+        snprintf(m, cap, "%s",
+                 HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
+                        "powerOffMode is Soft"));
+        return true;
+    }
+    return false;
 }
 
 static void cold_on_path(struct pass *p)
@@ -815,10 +978,10 @@ static void cold_on_path(struct pass *p)
         /* shut it down again */
         __attribute__((fallthrough));
     default:
-        if (p->obs.no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
-            char m[HV_MSG_MAX + 64];
-            snprintf(m, sizeof(m), HV_MSG("cannot power-cycle the VM: %s"), p->obs.no_power_cycle);
-            fail_sticky(p, m);
+        char refused[HV_MSG_MAX + 64];
+        if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
+                             sizeof(refused))) {
+            fail_sticky(p, refused);
             return;
         }
         if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
@@ -830,10 +993,7 @@ static void cold_on_path(struct pass *p)
             progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return;
         }
-        if (!p->obs.can_shutdown && p->s->power_off_mode == HV_POM_SOFT) {
-            fail_sticky(p, HV_MSG("the guest cannot be asked to shut down (no guest tools running) "
-                                  "and powerOffMode is Soft"));
-        } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+        if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
                 going_off(p, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
@@ -878,6 +1038,15 @@ static void live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE && !p->be->ops->record_in_step) {
+        /* the record, with the guest's view from before, is on the VM before the first step:
+         * a restart or another replica that sees the change sees what to compare it with
+         * (a backend that stores the record with the step needs no separate write) */
+        p->rec.phase = HV_PH_LIVE;
+        p->rec.step_at = p->now;
+        if (!store(p))
+            return;
+    }
     p->carry = mem && !cpus && !disk;
     if (mem && !step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
         return;
@@ -905,10 +1074,12 @@ static void live_path(struct pass *p)
  * that give it only on request (it costs a round trip into the guest, which a pass that has
  * a step to take does not need). False (with a Failure for this call) when the VM cannot be
  * read, as for observe. */
-static bool look_into_guest(struct pass *p)
+static bool look_into_guest(struct pass *p, bool had)
 {
-    if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF ||
-        (p->desired->memory_mib < 0 && p->desired->cpus < 0))
+    bool mem = false, cpus = false;
+    if (had)
+        guest_fields(&p->rec, p->desired, &mem, &cpus);
+    if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF || !(mem || cpus))
         return true;
     struct hv_err err = {0};
     if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
@@ -1070,7 +1241,7 @@ static bool one_pass(struct pass *p)
             done(p, had, HV_MSG("not verified in the guest: the VM is off"));
             return false;
         }
-        if (!look_into_guest(p))
+        if (!look_into_guest(p, had))
             return false;
         if (done_in_guest(p, had, inflight))
             return false;

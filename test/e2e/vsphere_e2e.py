@@ -334,14 +334,14 @@ class Scenario:
         with self.lock:
             self.max_ms = max(self.max_ms, ms)
 
-    def post(self, hook, req, client=None):
-        resp, ms = (client or self.client).post(hook, req)
+    def post(self, hook, req, client=None, **kw):
+        resp, ms = (client or self.client).post(hook, req, **kw)
         self.check(resp, ms)
         return resp
 
-    def can_update(self, i, cur, des, settings=None):
+    def can_update(self, i, cur, des, settings=None, **kw):
         return self.post("CanUpdateMachine", hvtest.can_update_request(
-            self.infra(i, *cur), self.infra(i, *des), self.mach(i), settings))
+            self.infra(i, *cur), self.infra(i, *des), self.mach(i), settings), **kw)
 
     def update_req(self, i, des, settings=None):
         return hvtest.update_request(self.infra(i, *des), self.mach(i), settings)
@@ -774,6 +774,33 @@ def test_disk_grows_live_25_to_40():
         s.close()
 
 
+def test_disk_only_change_under_required_fails_at_once():
+    """Issue 17.3: no guest shows a disk's size, so under guestVerification Required a
+    disk-only change is not covered, and UpdateMachine (asked anyway) fails it at once with a
+    stable reason: no step, no wait, no power cycle (one would not make the guest tell)."""
+    s = Scenario("-vm", "0:memory=4096,cpus=2,tools", vms=1)
+    try:
+        s.mark(0)
+        req = {"guestVerification": "Required"}
+        resp = s.can_update(0, (4096, 2, None, 25), (4096, 2, None, 40), req)
+        assert resp["status"] == "Success", resp
+        assert patched(resp) == {}, resp
+        assert ("diskGiB (guestVerification is Required and no guest shows this field)"
+                in resp["message"]), resp
+        t0 = time.monotonic()
+        last, msgs, _ = s.update(0, (4096, 2, None, 40), dict(FAST, **req))
+        took = time.monotonic() - t0
+        assert last["status"] == "Failure", msgs
+        assert last["message"] == ("guestVerification is Required but the guest cannot show "
+                                   "the disk size"), msgs
+        assert took < 5, (took, msgs)
+        st = s.state(0)
+        assert st["on"] and st["disk_mib"] == 25 * 1024, st
+        assert s.events(0) == [], "power events: %s" % s.events(0)
+    finally:
+        s.close()
+
+
 def test_disk_shrink_declined_and_blocked():
     s = Scenario("-vm", "0:memory=4096,cpus=2,tools", vms=1)
     try:
@@ -995,7 +1022,8 @@ def test_slow_vcenter_can_update_never_probe():
         # would make CAPI replace the Machine); CAPI retries and gets the probe's result.
         answers = []
         for _ in range(20):
-            resp = s.can_update(0, (4096, 2), (8192, 4), {"powerCycle": "Never"})
+            resp = s.can_update(0, (4096, 2), (8192, 4), {"powerCycle": "Never"},
+                                retry_asking=False)
             answers.append(resp)
             if resp["status"] == "Success":
                 break
@@ -1212,7 +1240,8 @@ CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_
          test_no_hot_add_power_cycle_without_tools_powers_off,
          test_soft_power_off_mode_without_tools_fails_and_keeps_vm_running,
          test_shrink_is_cold, test_3072_rule_goes_cold, test_hot_add_increment_and_limit_go_cold,
-         test_disk_grows_live_25_to_40, test_disk_shrink_declined_and_blocked,
+         test_disk_grows_live_25_to_40, test_disk_only_change_under_required_fails_at_once,
+         test_disk_shrink_declined_and_blocked,
          test_disk_refused_with_snapshots_and_on_full_datastore,
          test_ide_disk_grows_with_a_power_cycle,
          test_wrong_thumbprint_fails_without_login,

@@ -194,6 +194,26 @@ static void test_vcpu_growth_via_act(void **state)
     be->ops->free(be);
 }
 
+/* Issue 17.2: the test driver runs no guest. Its balloon statistics report its own target as
+ * "available" (with a last-update of 1989); they are not a guest's view of anything. */
+static void test_test_driver_has_no_guest_view(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", "test");
+    for (int k = 0; k < 2; k++) { /* the second look: with the statistics period set */
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_int_equal(obs.power, HV_POWER_ON);
+        assert_int_equal(be->ops->observe_guest(be, &ref, &obs, &err), HV_OK);
+        assert_int_equal(obs.guest.mem_view, HV_GV_NONE);
+        assert_int_equal(obs.guest.cpu_view, HV_GV_NONE);
+    }
+    be->ops->free(be);
+}
+
 static void test_balloon_growth_via_act(void **state)
 {
     (void)state;
@@ -559,6 +579,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_find_by_name_and_uuid, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_missing_domain, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_record_round_trip, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_test_driver_has_no_guest_view, lvt_setup,
+                                        lvt_teardown),
         cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_balloon_growth_via_act, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_dimm_plan_and_driver_refusal, lvt_setup, lvt_teardown),

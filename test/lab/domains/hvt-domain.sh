@@ -3,7 +3,9 @@
 # (dimm, vmem, plain or disk) under NAME (must start with hvt- so libvirt-down.sh removes it).
 # dimm, vmem and plain boot the lab guest (built by test/lab/libvirt-up.sh); its serial
 # console goes to /var/log/libvirt/qemu/NAME.console.log. SWITCHES (e.g. hvguest.noonline)
-# are appended to the guest's kernel command line (see test/lab/guest/init). The disk style
+# are appended to the guest's kernel command line (see test/lab/guest/init); so is
+# crashkernel=SIZE (e.g. crashkernel=192M: the guest kernel reserves that much for kdump at
+# boot and reports a MemTotal that much lower, as RHEL/Rocky and Ubuntu guests do). The disk style
 # gets a fresh qcow2 image of DISK_GIB (default 1) GiB from ../disk-image.sh.
 # Usage: hvt-domain.sh STYLE NAME [SWITCH...]     (needs the lab daemon: test/lab/libvirt-up.sh)
 #        hvt-domain.sh disk NAME [DISK_GIB]
@@ -20,7 +22,10 @@ if [ "$style" = disk ]; then
     [ $# -gt 0 ] && shift
 fi
 for s in "$@"; do
-    case "$s" in hvguest.[a-z]*) ;; *) echo "hvt-domain: not a guest switch: $s" >&2; exit 2 ;; esac
+    case "$s" in
+    hvguest.[a-z]* | crashkernel=[0-9]*[MG]) ;; # crashkernel=: the guest reserves memory at boot
+    *) echo "hvt-domain: not a guest switch: $s" >&2; exit 2 ;;
+    esac
 done
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
