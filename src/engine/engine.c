@@ -465,9 +465,16 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
     int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
-    for (int k = 0; k < nw; k++)
-        if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
-            e->n_workers++;
+    for (int k = 0; k < nw; k++) {
+        if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) != 0) {
+            /* fail at start: fewer workers than configured would be a silent slowdown, none
+             * an engine that answers "in progress" forever */
+            hv_log(HV_LOG_ERROR, "engine", "detail", "cannot start a worker thread", (char *)NULL);
+            hv_engine_free(e);
+            return NULL;
+        }
+        e->n_workers++;
+    }
     for (size_t k = 0; k < n; k++)
         if (e->bes[k]->ops->watch)
             e->bes[k]->ops->watch(e->bes[k], vm_changed, e);

@@ -19,10 +19,24 @@
 #include <unistd.h>
 #include <time.h>
 
+#include <pthread.h>
+
 #include "engine.h"
 #include "libvirt_backend.h"
 #include "log.h"
 #include "oprecord.h"
+
+/* Linked with -Wl,--wrap=pthread_create (test/CMakeLists.txt): the engine's threads can be
+ * made not to start. fail_thread_at counts calls down; the call that takes it to 0 fails. */
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+static int fail_thread_at;
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    if (fail_thread_at > 0 && --fail_thread_at == 0)
+        return 11; /* EAGAIN: no thread */
+    return __real_pthread_create(t, a, fn, arg);
+}
 
 struct fx {
     virConnectPtr conn; /* keeps the shared test:///default state alive */
@@ -1089,10 +1103,31 @@ static void test_paused_mid_cycle_is_in_progress(void **state)
                         "in progress: waiting for the VM to finish starting or stopping");
 }
 
+/* A worker that cannot be started fails the engine's start (with none, every UpdateMachine
+ * would answer "in progress" forever), whichever of them it is. */
+static void test_engine_fails_to_start_without_its_workers(void **state)
+{
+    struct fx *f = *state;
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 3;
+    for (int at = 1; at <= 3; at++) {
+        fail_thread_at = at;
+        struct hv_engine *e = hv_engine_new(&c, &f->be, 1);
+        fail_thread_at = 0;
+        assert_null(e);
+    }
+    struct hv_engine *e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(e);
+    hv_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
