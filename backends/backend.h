@@ -41,6 +41,7 @@ enum hv_errcode {
     HV_E_TIMEOUT,       /* a call or a wait ran out of time */
     HV_E_TLS,           /* the server certificate does not match the pinned thumbprint / CA */
     HV_E_INTERNAL,      /* anything else */
+    HV_E_AMBIGUOUS,     /* the VM's name is on several hosts (detail: the hosts, comma-separated) */
 };
 
 struct hv_err {

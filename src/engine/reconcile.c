@@ -46,6 +46,8 @@ const char *hv_errcode_message(enum hv_errcode c)
     case HV_E_TLS:
         return HV_MSG("the hypervisor's certificate does not match the configured thumbprint or "
                       "CA");
+    case HV_E_AMBIGUOUS:
+        return HV_MSG("its name is on several configured hosts");
     case HV_E_INTERNAL:
         break;
     }
@@ -789,8 +791,15 @@ static bool one_pass(struct pass *p)
     }
     if (orc != HV_OK) {
         log_err(p, "observe", &err);
-        char m[300];
-        snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+        char m[400];
+        if (err.code == HV_E_AMBIGUOUS) /* detail: the configured hosts that hold the name */
+            snprintf(m, sizeof(m),
+                     HV_MSG("VM %s is on several configured %s hosts (%s): name its server or "
+                            "give its UUID"),
+                     ref->name, p->be->ops->name, err.detail);
+        else
+            snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"),
+                     hv_errcode_message(err.code));
         answer(out, true, 0, m);
         return false;
     }
