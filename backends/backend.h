@@ -76,6 +76,10 @@ static inline bool hv_disk_set(int64_t disk_mib)
 
 /* The one reason a smaller disk is refused, in CanUpdate* and in UpdateMachine alike. */
 #define HV_REASON_DISK_SHRINK HV_MSG("disks cannot shrink")
+/* The largest disk size in MiB whose size in bytes fits the hypervisors' 64 bits; above it
+ * the one reason, in ops->check (so CanUpdate*), the plans and the steps alike. */
+#define HV_DISK_MAX_MIB    (INT64_MAX >> 20)
+#define HV_REASON_DISK_MAX HV_MSG("disk size above what a hypervisor can express")
 /* What the guest itself shows, independently of the hypervisor's view (libvirt: the memory
  * total from virtio-balloon statistics, online vCPUs from the QEMU guest agent). A zeroed
  * struct means "the guest cannot tell", so backends without a guest channel need do nothing. */

@@ -415,6 +415,34 @@ static void test_ambiguous_name_names_the_hosts(void **state)
     unlink(path);
 }
 
+/* A disk size whose bytes do not fit 64 bits: refused by ops->check and by the plan with the
+ * same reason, never multiplied into a negative size (which read as a shrink). */
+static void test_disk_size_past_64_bits(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_hw want = {-1, -1, -1, (INT64_MAX >> 20) + 1};
+    be->ops->check(be, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", "test");
+    snprintf(ref.disk, sizeof(ref.disk), "vda");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    struct hv_step step = {.kind = HV_STEP_LIVE_DISK, .desired = want};
+    assert_int_not_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    want.disk_mib = INT64_MAX >> 20; /* the largest that fits */
+    be->ops->check(be, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE);
+    be->ops->free(be);
+}
+
 static void test_constructor_errors(void **state)
 {
     (void)state;
@@ -611,6 +639,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_domain, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_ambiguous_name_names_the_hosts, lvt_setup,
                                         lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_disk_size_past_64_bits, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_record_round_trip, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_balloon_growth_via_act, lvt_setup, lvt_teardown),
