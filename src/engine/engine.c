@@ -51,6 +51,9 @@ struct entry {
     int64_t used_ms; /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
+    /* when the hypervisor was first found unreachable in the current run of failed looks
+     * (seconds, 0: it answered last time) */
+    int64_t unreach_since;
     /* "done" is only answered from an observation taken after the desired hardware was
      * asked for: calls are numbered (call_seq); a pass remembers the number current when it
      * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
@@ -687,6 +690,24 @@ bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_star
     }
     pthread_mutex_unlock(&e->lock);
     return first;
+}
+
+int64_t hv_engine_unreachable_since(struct hv_engine *e, const char *key, int64_t now,
+                                    bool unreachable)
+{
+    int64_t since = now;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = find(e, key);
+    if (x) {
+        if (!unreachable)
+            x->unreach_since = 0;
+        else if (!x->unreach_since)
+            x->unreach_since = now;
+        if (x->unreach_since)
+            since = x->unreach_since;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return since;
 }
 
 struct probe_job {

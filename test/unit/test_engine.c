@@ -1103,6 +1103,42 @@ static void test_paused_mid_cycle_is_in_progress(void **state)
                         "in progress: waiting for the VM to finish starting or stopping");
 }
 
+/* A hypervisor that cannot be reached (libvirtd restarting, a network cut) is not a Failure
+ * at once: in progress with a short retry, until deadlineSeconds after it was first found
+ * unreachable; then the stable Failure. Reachable again, the bound starts over. */
+static void test_unreachable_hypervisor_is_in_progress_until_the_deadline(void **state)
+{
+    struct fx *f = *state;
+    const char *uris[] = {"qemu+unix:///system?socket=/nonexistent/hvt-engine.sock"};
+    struct hv_libvirt_opts o = {.uris = uris, .n_uris = 1, .connect_timeout_ms = 500};
+    char err[256];
+    struct hv_backend *dead = hv_libvirt_new(&o, err, sizeof(err));
+    assert_non_null(dead);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    struct hv_engine *e = hv_engine_new(&c, &dead, 1);
+    assert_non_null(e);
+    struct hv_settings s = f->s;
+    s.deadline_s = 2;
+    struct hv_vm_ref ref = ref_of("eng-unreachable");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_reconcile(e, dead, &ref, &want, &s, &r);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
+    assert_string_equal(r.message, "in progress: the hypervisor cannot be reached; trying again");
+    /* past deadlineSeconds: the stable Failure (bounded: at most 5 s of 200 ms passes) */
+    for (int k = 0; k < 25 && !r.failure; k++) {
+        sleep_ms(200);
+        hv_engine_reconcile(e, dead, &ref, &want, &s, &r);
+    }
+    assert_true(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message, "cannot observe the VM: the hypervisor cannot be reached");
+    hv_engine_free(e);
+    dead->ops->free(dead);
+}
+
 /* A worker that cannot be started fails the engine's start (with none, every UpdateMachine
  * would answer "in progress" forever), whichever of them it is. */
 static void test_engine_fails_to_start_without_its_workers(void **state)
@@ -1128,6 +1164,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unreachable_hypervisor_is_in_progress_until_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
