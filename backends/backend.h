@@ -101,6 +101,9 @@ struct hv_guest_obs {
 struct hv_vm_obs {
     bool found;
     enum hv_power power;
+    /* the hypervisor's word for a state that is neither on nor off ("paused", "suspended");
+       "" when it has none (a transition) */
+    char power_state[24];
     struct hv_hw hw;            /* what the hypervisor reports as live (running) values */
     struct hv_hw config;        /* persistent/next-boot values (== hw when the backend has one) */
     char id[64];                /* hypervisor's run identity (libvirt domain ID, vSphere moref) */

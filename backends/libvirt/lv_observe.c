@@ -172,6 +172,9 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
     if (rc != HV_OK)
         return rc;
     obs->power = lv_power(state, active);
+    if (obs->power == HV_POWER_PAUSED)
+        snprintf(obs->power_state, sizeof(obs->power_state), "%s",
+                 state == VIR_DOMAIN_PMSUSPENDED ? "suspended" : "paused");
     unsigned int id = virDomainGetID(d->dom);
     if (active && id != (unsigned int)-1)
         snprintf(obs->id, sizeof(obs->id), "%u", id);

@@ -209,6 +209,8 @@ static void fill_obs(const struct vs_server *s, const struct vs_vm *vm, struct h
     memset(obs, 0, sizeof(*obs));
     obs->found = true;
     obs->power = vm->power;
+    if (vm->power == HV_POWER_PAUSED)
+        snprintf(obs->power_state, sizeof(obs->power_state), "suspended");
     obs->hw = (struct hv_hw){vm->memory_mb, vm->cpus, vm->cores_per_socket, vs_disk_mib(vm)};
     obs->config = obs->hw;
     snprintf(obs->id, sizeof(obs->id), "%s", vm->moref);

@@ -358,7 +358,7 @@ static void run_head(struct hv_engine *e)
     struct hv_update_result res;
     memset(&res, 0, sizeof(res));
     int64_t began = now_ms(e);
-    hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
+    bool cycling = hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
     hv_metrics_pass();
 
     pthread_mutex_lock(&e->lock);
@@ -384,12 +384,14 @@ static void run_head(struct hv_engine *e)
     }
     /* A look timed for a settling wait that this pass ended (done, failed, or a step to
      * take next) would only look again after CAPI was answered: dropped. */
-    if (x->timed && !x->slot && !res.settling)
+    if (x->timed && !x->slot && !cycling && !res.settling)
         unschedule(e, x);
-    /* A power cycle is in flight (this process holds its slot): the engine carries it
-     * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
-     * calling for still ends with the VM on. The slot goes when the cycle ends. */
-    if (x->slot && !x->queued) {
+    /* A power cycle is in flight (this process holds its slot, or the VM's record shows
+     * one this process has met: begun by a process that is gone or another replica, and
+     * waiting for a slot, or the VM paused): the engine carries it on by itself at the
+     * pace it would ask CAPI to call, so a cycle that CAPI stops calling for still ends
+     * with the VM on. The slot goes when the cycle ends. */
+    if ((x->slot || cycling) && !x->queued) {
         int retry = res.failure ? 5 : res.retry_after_s;
         schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
     }

@@ -56,6 +56,8 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     hj_obj_set_take(o, "plan", p);
     hj_obj_set_take(o, "attempts", hj_new_int(r->attempts));
     hj_obj_set_take(o, "recycles", hj_new_int(r->recycles));
+    if (r->starts)
+        hj_obj_set_take(o, "starts", hj_new_int(r->starts));
     hj_obj_set_take(o, "startedAt", hj_new_int(r->started_at));
     hj_obj_set_take(o, "stepAt", hj_new_int(r->step_at));
     hj_obj_set_take(o, "owner", hj_new_string(r->owner));
@@ -115,6 +117,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         }
         r->attempts = (int)int_at(o, "attempts", 0);
         r->recycles = (int)int_at(o, "recycles", 0);
+        r->starts = (int)int_at(o, "starts", 0);
         r->started_at = int_at(o, "startedAt", 0);
         r->step_at = int_at(o, "stepAt", 0);
         const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");

@@ -34,6 +34,7 @@ struct hv_oprecord {
     char plan[HV_F_COUNT][48];   /* per field: "none", "live:dimm", "cold", ... */
     int attempts;                /* transient failures of the current step */
     int recycles;                /* times the VM came back on before it was reconfigured */
+    int starts;                  /* power-ons of this operation the hypervisor accepted */
     int64_t started_at, step_at; /* unix seconds */
     char owner[96];              /* host:pid of the process that wrote it */
     char policy[96];             /* settings the outcome depends on (see reconcile.c) */

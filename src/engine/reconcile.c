@@ -24,6 +24,10 @@
 #define RETRY_UNREACHABLE   3 /* a restarting daemon or vCenter is back in seconds */
 #define MAX_RECYCLES        3
 #define GUEST_MEM_SLACK_MIB 128
+/* Starts with the new configuration after which a VM that went off again each time (a guest
+ * that panics at boot, with on_crash=destroy) is given up on; a cycle needs one, plus one per
+ * time the VM was started by someone else before it was reconfigured (recycles). */
+#define MAX_STARTS 3
 
 const char *hv_errcode_message(enum hv_errcode c)
 {
@@ -197,6 +201,9 @@ struct pass {
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
+    /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
+     * cannot progress, its slot goes back */
+    bool stalled;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -259,15 +266,20 @@ static void fail_sticky(struct pass *p, const char *msg)
 }
 
 /* Best-effort start of a VM an operation is giving up on (failed steps, failure after a
- * late shutdown): no record, no retry count; the error only goes to the log. */
-static void power_on_anyway(struct pass *p)
+ * late shutdown): no retry count; the error only goes to the log. An accepted start counts in
+ * the record's starts (stored by the caller). */
+static bool power_on_anyway(struct pass *p)
 {
     struct hv_step on = {.kind = HV_STEP_POWER_ON,
                          .desired = *p->desired,
                          .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     struct hv_err err = {0};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while giving up", &err);
+        return false;
+    }
+    p->rec.starts++;
+    return true;
 }
 
 /* The configuration from before the operation, for the fields it changes; false when the
@@ -282,28 +294,98 @@ static bool previous_config(const struct hv_oprecord *r, struct hv_hw *out)
            out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
 }
 
+/* How far a rollback got. */
+enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_COUNT };
+
 /* The VM did not start with the new configuration: put the previous one back and start it
- * as it was. Best effort (errors go to the log); the record already says so (rollback), so a
- * later pass that finds the VM still off does it again. */
-static void roll_back(struct pass *p)
+ * as it was. Errors go to the log; the outcome goes into the sticky message (see
+ * rollback_note), and a later pass that finds the VM still off tries again. */
+static enum rb_outcome roll_back(struct pass *p)
 {
     struct hv_hw prev;
     if (!previous_config(&p->rec, &prev))
-        return;
+        return RB_RESTORE_FAILED;
     struct hv_err err = {0};
     int64_t tmo = p->b->cfg->step_timeout_s * 1000;
     if (!matches(&p->obs.config, &prev)) {
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
             log_err(p, "reconfigure while rolling back", &err);
-            return;
+            return RB_RESTORE_FAILED;
         }
     }
     struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
-    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
         log_err(p, "power-on while rolling back", &err);
-    else
-        hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
+        return RB_START_FAILED;
+    }
+    p->rec.starts++;
+    hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
+    return RB_STARTED;
+}
+
+/* What a rollback did, for the sticky message ("<why it failed>; <this>"). */
+static void rollback_note(char *out, size_t cap, const struct hv_oprecord *r, enum rb_outcome o)
+{
+    struct hv_hw prev;
+    char was[160];
+    if (!previous_config(r, &prev))
+        memset(&prev, 0xff, sizeof(prev)); /* not kept: "no hardware fields" */
+    describe(was, sizeof(was), &prev);
+    switch (o) {
+    case RB_STARTED:
+        snprintf(out, cap,
+                 HV_MSG("its previous configuration (%s) was restored and it was started"), was);
+        return;
+    case RB_RESTORE_FAILED:
+        snprintf(out, cap,
+                 HV_MSG("restoring its previous configuration (%s) failed too, so the VM is off "
+                        "with the new configuration"),
+                 was);
+        return;
+    case RB_START_FAILED:
+    case RB_COUNT:
+        break;
+    }
+    snprintf(out, cap,
+             HV_MSG("its previous configuration (%s) was restored, but starting it failed too, "
+                    "so the VM is off"),
+             was);
+}
+
+/* Fail for good because the VM does not run with the new configuration (cause says why):
+ * roll back first, then record the Failure saying what the rollback did. */
+static void fail_rolled_back(struct pass *p, const char *cause)
+{
+    char m[sizeof(p->rec.message)], note[400];
+    p->rec.rollback = true;
+    rollback_note(note, sizeof(note), &p->rec, roll_back(p));
+    snprintf(m, sizeof(m), "%s; %s", cause, note);
+    fail_sticky(p, m);
+}
+
+/* A later pass found the rolled-back VM off and rolled back again: when that got further or
+ * less far than the stored message says, the message follows what was done. */
+static void roll_back_again(struct pass *p)
+{
+    enum rb_outcome now = roll_back(p);
+    char note[400];
+    size_t len = strlen(p->rec.message);
+    bool changed = false;
+    for (int o = 0; o < RB_COUNT && !changed; o++) {
+        rollback_note(note, sizeof(note), &p->rec, (enum rb_outcome)o);
+        size_t n = strlen(note);
+        if ((enum rb_outcome)o == now || n > len || strcmp(p->rec.message + len - n, note))
+            continue;
+        rollback_note(note, sizeof(note), &p->rec, now);
+        p->rec.message[len - n] = '\0';
+        char m[sizeof(p->rec.message)];
+        snprintf(m, sizeof(m), "%s%s", p->rec.message, note);
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        changed = true;
+    }
+    if (changed || now == RB_STARTED)
+        store(p); /* the message and the count of starts; best effort */
 }
 
 /* Record the phase, then act. Returns true when the step was accepted. */
@@ -313,6 +395,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         p->rec.attempts = 0;
     p->rec.phase = phase;
     p->rec.step_at = p->now;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts++; /* recorded with the step; taken back below if it is refused */
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
      * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
      * the next pass sees the change. Power and configuration steps are recorded first. */
@@ -370,6 +454,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     memset(&p->after, 0, sizeof(p->after));
     log_err(p, step_name(kind), &err);
     p->rec.attempts++;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts--;
     char m[400];
     if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
@@ -377,15 +463,9 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         struct hv_hw prev;
         if (kind == HV_STEP_POWER_ON && p->rec.cold && previous_config(&p->rec, &prev)) {
             /* It does not start with the new configuration: back to the one it ran with. */
-            char m2[sizeof(m) + 400], was[160];
-            describe(was, sizeof(was), &prev);
-            snprintf(m2, sizeof(m2),
-                     HV_MSG("the VM could not start with %s (%s); its previous configuration "
-                            "(%s) was restored and it was started"),
-                     p->what, m, was);
-            p->rec.rollback = true;
-            fail_sticky(p, m2);
-            roll_back(p);
+            char m2[sizeof(m) + 200];
+            snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
+            fail_rolled_back(p, m2);
             return false;
         }
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
@@ -608,6 +688,27 @@ static bool begin(struct pass *p)
     return true;
 }
 
+/* The VM is off and about to be started with the new configuration: false (and a sticky
+ * Failure, after a rollback when the record keeps the previous configuration) when it went
+ * off again after every start so far. A VM that halts at once is not started for ever. */
+static bool may_start(struct pass *p)
+{
+    if (p->rec.starts < MAX_STARTS + p->rec.recycles)
+        return true;
+    char m[300];
+    struct hv_hw prev;
+    snprintf(m, sizeof(m), HV_MSG("the VM did not stay on: it was started %d times with %s"),
+             p->rec.starts, p->what);
+    if (p->rec.cold && previous_config(&p->rec, &prev)) {
+        fail_rolled_back(p, m);
+    } else {
+        char m2[sizeof(m) + 64];
+        snprintf(m2, sizeof(m2), HV_MSG("%s; it is left off"), m);
+        fail_sticky(p, m2);
+    }
+    return false;
+}
+
 /* The VM is off during an operation: write the desired hardware if needed, then start it. */
 static void off_path(struct pass *p)
 {
@@ -622,7 +723,7 @@ static void off_path(struct pass *p)
         }
         return;
     }
-    if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+    if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
@@ -630,6 +731,14 @@ static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
+    if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
+        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+        /* A cycle this process does not hold a slot for (begun by a process that is gone or
+         * by another replica, or one that lost its slot while the VM was paused): it goes on
+         * like a new one, when a slot is free. */
+        progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return;
+    }
     bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
@@ -793,6 +902,44 @@ static bool look_into_guest(struct pass *p)
     return false;
 }
 
+/* The VM is neither running nor off: paused, suspended, or in a transition. No step is
+ * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
+ * this operation's power cycle that is expected for a moment (a domain being started is
+ * briefly paused, seen by another replica), but the cycle cannot progress: the slot goes back
+ * at the end of the pass (see hv_reconcile_key) and deadlineSeconds still applies. */
+static void neither_on_nor_off(struct pass *p)
+{
+    char pol[sizeof(p->rec.policy)];
+    policy_of(p->s, pol, sizeof(pol));
+    bool mine =
+        hv_oprecord_read(&p->rec, p->obs.record) && hv_hw_equal(&p->rec.desired, p->desired);
+    p->seen = true;
+    p->ours = mine;
+    if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
+        answer(p->out, true, 0, p->rec.message);
+        return;
+    }
+    if (!(mine && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+          p->rec.phase <= HV_PH_POWER_ON)) {
+        answer(p->out, true, 0,
+               HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
+                      "it runs or is off"));
+        return;
+    }
+    if (p->now - p->rec.started_at > p->s->deadline_s) {
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("the VM is %s in the middle of its power cycle (last step: %s) and the "
+                        "change did not complete within %d s"),
+                 p->obs.power_state[0] ? p->obs.power_state : HV_MSG("in transition"),
+                 hv_phase_name(p->rec.phase), p->s->deadline_s);
+        fail_sticky(p, m);
+        return;
+    }
+    p->stalled = true;
+    progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+}
+
 /* One observe-decide-act round. Returns true when it took a step after which the next one
  * can follow at once (power-off, shutdown, reconfigure): those run back to back, so a VM is
  * off as briefly as possible and nothing (e.g. CAPV, which powers on VMs it finds off) gets a
@@ -841,19 +988,7 @@ static bool one_pass(struct pass *p)
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
-        /* In the middle of this operation's power cycle (e.g. a domain being started is
-         * briefly paused, seen by another replica): expected, not a failure. */
-        struct hv_oprecord r;
-        if (hv_oprecord_read(&r, p->obs.record) && hv_hw_equal(&r.desired, desired) && r.cold &&
-            r.phase >= HV_PH_SHUTDOWN && r.phase <= HV_PH_POWER_ON) {
-            progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
-            return false;
-        }
-        /* Paused or suspended on purpose, or in transition: take no step until it runs or
-         * is off (resuming it is not ours to decide). */
-        answer(out, true, 0,
-               HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
-                      "it runs or is off"));
+        neither_on_nor_off(p);
         return false;
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
@@ -888,12 +1023,15 @@ static bool one_pass(struct pass *p)
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         p->b->slot_release(p->b->ctx, p->key);
-        if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
-            roll_back(p); /* it did not start with the new configuration: as it was */
-        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
+        /* Starts after the failure are bounded too: a VM that halts at once stays off. */
+        bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
+        if (p->rec.rollback && p->obs.power == HV_POWER_OFF && may) {
+            roll_back_again(p); /* it did not start with the new configuration: as it was */
+        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            power_on_anyway(p);
+            if (power_on_anyway(p))
+                store(p); /* counted */
         }
         answer(out, true, 0, p->rec.message);
         return false;
@@ -947,7 +1085,7 @@ static bool one_pass(struct pass *p)
     }
     if (p->now - p->rec.started_at > s->deadline_s) {
         if (!on) {
-            if (step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+            if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
                 progress(p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
             return false;
         }
@@ -969,7 +1107,7 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
-void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out)
 {
@@ -993,7 +1131,11 @@ void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
-    if (p->seen && !cycling && !p->vm_cycle)
+    /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
+     * slot either: the other VMs of the host go on, and this one takes a slot again when it
+     * runs or is off. */
+    if (p->seen && ((!cycling && !p->vm_cycle) || p->stalled))
         b->slot_release(b->ctx, key);
     free(p);
+    return cycling;
 }

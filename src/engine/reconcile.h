@@ -56,8 +56,10 @@ struct hv_books {
 /* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called: a hook
  * call asked for it; false for the passes the engine runs by itself to finish a power cycle,
  * which continue this process's operation but never begin one (the desired hardware they
- * carry may be outdated). */
-void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+ * carry may be outdated). True when a power cycle of the VM's operation is in flight after
+ * it (with or without a slot: waiting for one, or the VM paused), which the caller then
+ * carries on by itself. */
+bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out);
 

@@ -44,6 +44,9 @@ static const struct {
     {"no_guest_tools", "the guest cannot be asked to shut down"},
     {"live_change_not_seen", "the live change to "},
     {"deadline", "the change did not complete within "},
+    {"paused_mid_cycle", "the VM is "}, /* "... paused in the middle of its power cycle ..." */
+    {"start_failed", "the VM could not start with "},
+    {"did_not_stay_on", "the VM did not stay on"},
     {"power_cycle_not_allowed", NULL}, /* "... needs a power cycle (...) and powerCycle is Never" */
     {"other", NULL},
 };

@@ -754,6 +754,71 @@ def test_abandoned_power_cycle_finishes_and_frees_the_slot():
         s.close()
 
 
+def first_answer(client, req, timeout=30):
+    """Call UpdateMachine until the answer is not "observing the VM" (a pass has looked);
+    returns that answer. These are the last calls of the caller for that VM."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp, _ = client.post("UpdateMachine", req)
+        if resp["message"] != "in progress: observing the VM":
+            return resp
+        assert time.monotonic() < deadline, resp
+        time.sleep(0.2)
+
+
+def test_restart_mid_cycle_takes_a_slot_and_finishes_on_its_own():
+    # Issue 17 item 5. hvupdater dies while VM A is in the shutdown phase of its cycle (A
+    # has no OS and ignores ACPI). The restarted process is first asked for B, which takes
+    # the host's only slot; then once for A, and never again. A's resumed cycle must wait
+    # for the slot (not cycle beside B), then finish on its own.
+    cfg = dict(CONFIG, engine={"workers": 2, "maxConcurrentPowerCycles": 4,
+                               "maxPowerCyclesPerHost": 1})
+    settings = dict(FAST, shutdownTimeoutSeconds="6")
+    a, b = "hvt-e2e-resume-a", "hvt-e2e-resume-b"
+    new_domain("plain", a, guest=False)
+    new_domain("plain", b, guest=False)
+    server = hvtest.Server(BINARY, cfg).start()
+    try:
+        a0, b0 = state(a), state(b)
+        req_a = hvtest.update_request(hvtest.libvirt_machine(a, 768, 2), hvtest.machine(a),
+                                      settings)
+        req_b = hvtest.update_request(hvtest.libvirt_machine(b, 768, 2), hvtest.machine(b),
+                                      settings)
+        c = server.client()
+        deadline = time.monotonic() + 30
+        while True:  # until A's guest was asked to shut down
+            resp, _ = c.post("UpdateMachine", req_a)
+            if "shut" in resp["message"]:
+                break
+            assert time.monotonic() < deadline, resp
+            time.sleep(0.2)
+        server.kill()
+        assert (record(a) or {}).get("phase") == "shutdown", record(a)
+        assert state(a)["id"] == a0["id"]
+        server.start()
+        c = server.client()
+        rb = first_answer(c, req_b)
+        assert "shut" in rb["message"], rb  # B is in its cycle, holding the host's slot
+        ra = first_answer(c, req_a)  # the last call for A
+        assert ra["status"] == "Success", ra
+        assert ra["message"] == "in progress: waiting for a power-cycle slot", ra
+        # B finishes (called as CAPI would); A is not cycled beside it
+        last, bmsgs, _ = hvtest.drive(c, req_b, timeout=90)
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, bmsgs
+        assert state(b)["id"] != b0["id"] and state(b)["memory"] == 768
+        # no call for A: the engine carries its cycle to the end by itself
+        after = wait_for("A to come back on with the desired size, uncalled",
+                         lambda: (lambda st: st if st["running"] and st["memory"] == 768
+                                  and st["id"] != a0["id"] else None)(state(a)))
+        assert after["vcpus"] == 2 and after["config_memory"] == 768, after
+        wait_for("A's record to say done", lambda: (record(a) or {}).get("phase") == "done")
+        print("     A after the restart: %r; B: %s" % (ra["message"], bmsgs[-1]))
+    finally:
+        stop(server)
+        remove_domain(a)
+        remove_domain(b)
+
+
 def host_refusable_mib():
     """A memory size QEMU cannot allocate on this host (3x its RAM: the kernel's overcommit
     heuristic refuses it), so the start with it really fails."""
@@ -1099,6 +1164,7 @@ CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_two_concurrent_calls_and_two_replicas_one_power_cycle, test_lab_cli_apply_live,
          test_two_replicas_never_answer_a_stale_done,
          test_abandoned_power_cycle_finishes_and_frees_the_slot,
+         test_restart_mid_cycle_takes_a_slot_and_finishes_on_its_own,
          test_failed_power_on_is_rolled_back,
          test_transient_domain_is_never_power_cycled,
          test_transient_domain_live_change_that_does_not_show_is_not_power_cycled,

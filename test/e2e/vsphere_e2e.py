@@ -851,6 +851,22 @@ KILL_POINTS = [("after:power-off", False), ("before:power-on", False),
                ("before:shutdown", True), ("after:shutdown", True)]
 
 
+def call_until_killed(server, req, point):
+    """Call UpdateMachine on a server started with HV_FAILPOINT=point until it SIGKILLs
+    itself there."""
+    c = server.client()
+    deadline = time.monotonic() + 60
+    while server.alive():
+        try:
+            c.post("UpdateMachine", req)
+        except Exception:
+            if server.alive():
+                raise
+        assert time.monotonic() < deadline, "failpoint %s never reached" % point
+        time.sleep(0.1)
+    assert server.proc.returncode == -9, (point, server.proc.returncode)
+
+
 def kill_and_recover(points, engine=None):
     """For each (failpoint, tools): a VM of its own gets a cold change 4096/2 -> 8192/4 from
     a server that SIGKILLs itself at the failpoint; a restarted server (no failpoint) must
@@ -871,17 +887,7 @@ def kill_and_recover(points, engine=None):
                                         FAST)
             server = hvtest.Server(BINARY, cfg, env={"HV_FAILPOINT": point}).start()
             try:
-                c = server.client()
-                deadline = time.monotonic() + 60
-                while server.alive():
-                    try:
-                        c.post("UpdateMachine", req)
-                    except Exception:
-                        if server.alive():
-                            raise
-                    assert time.monotonic() < deadline, "failpoint %s never reached" % point
-                    time.sleep(0.1)
-                assert server.proc.returncode == -9, (point, server.proc.returncode)
+                call_until_killed(server, req, point)
                 mid = sim.vim.vm(moref)
                 server.start(env={"HV_FAILPOINT": ""})
                 t0 = time.monotonic()
@@ -1140,6 +1146,49 @@ def test_abandoned_power_cycle_finishes_and_frees_the_slot():
         s.close()
 
 
+def test_restart_mid_shutdown_finishes_on_its_own():
+    # Issue 17 item 5 on vSphere. hvupdater dies right after asking VM 0's guest to shut down
+    # (its guest takes 8 s to go off). The restarted process gets calls for VM 0 only until a
+    # pass has looked, then none (CAPI stopped calling): the guest goes off after that, and
+    # the resumed cycle must still reconfigure and start the VM, on its own.
+    sim = Launcher("-vm", "0:memory=4096,cpus=2,tools,shutdowndelay=8", vms=1)
+    server = None
+    try:
+        cfg = server_config(sim, engine={"maxPowerCyclesPerHost": 1})
+        moref = sim.vm(0)["moref"]
+        req = hvtest.update_request(vsphere_machine("m0", 8192, 4),
+                                    machine("m0", "vsphere://" + sim.vm(0)["uuid"]),
+                                    dict(FAST, shutdownTimeoutSeconds="60"))
+        server = hvtest.Server(BINARY, cfg, env={"HV_FAILPOINT": "after:shutdown"}).start()
+        call_until_killed(server, req, "after:shutdown")
+        mid = sim.vim.vm(moref)
+        assert mid["on"] and mid["record"]["phase"] == "shutdown", mid
+        server.start(env={"HV_FAILPOINT": ""})
+        c = server.client()
+        deadline = time.monotonic() + 30
+        while True:  # the last calls for VM 0
+            resp, _ = c.post("UpdateMachine", req)
+            if resp["message"] != "in progress: observing the VM":
+                break
+            assert time.monotonic() < deadline, resp
+            time.sleep(0.2)
+        assert resp["status"] == "Success" and resp["retryAfterSeconds"] > 0, resp
+        assert sim.vim.vm(moref)["on"], "the guest went off before the restarted process looked"
+        deadline = time.monotonic() + 60
+        while True:
+            st = sim.vim.vm(moref)
+            if st["on"] and (st["record"] or {}).get("phase") == "done":
+                break
+            assert time.monotonic() < deadline, "resumed cycle not finished: %s" % st
+            time.sleep(0.2)
+        assert st["memory"] == 8192 and st["cpus"] == 4, st
+        print("     after the restart: %r, then no call" % resp["message"])
+    finally:
+        if server:
+            stop_server(server)
+        sim.stop()
+
+
 def test_failed_power_on_is_rolled_back():
     s = Scenario("-vm", "0:memory=4096,cpus=2,tools",
                  "-fail", "PowerOnVM_Task=3:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=1)
@@ -1180,6 +1229,7 @@ CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_
          test_slow_vcenter_hooks_stay_fast, test_slow_vcenter_can_update_never_probe,
          test_lab_cli_plan_and_apply, test_two_replicas_never_answer_a_stale_done,
          test_abandoned_power_cycle_finishes_and_frees_the_slot,
+         test_restart_mid_shutdown_finishes_on_its_own,
          test_failed_power_on_is_rolled_back]
 
 if __name__ == "__main__":

@@ -417,7 +417,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     bool other_process = false;
     for (int j = 0; j < s->n_vms; j++) {
         struct sim_vm *w = &s->vms[j];
-        if (w->exists && w->cycling) {
+        /* a VM paused or suspended mid-cycle gives its slot back (its cycle cannot
+         * progress, issue 17 item 4): it does not count against the caps while it is */
+        if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
             on_host += w->host == v->host;
             const struct hv_oprecord *wr = sim_record(w);

@@ -191,6 +191,15 @@ static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memo
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
 static int n_observes; /* looks taken through the wrapper */
+/* the guest of this VM ignores the ACPI power button: a shutdown is accepted, nothing happens */
+static const char *deaf_guest;
+/* a second injected failure: steps of this kind towards this memory (-1: any) fail */
+static int fail2_kind = -1;
+static int64_t fail2_memory = -1;
+/* >= 0: a start towards this memory is accepted, but the VM goes off at once (a guest that
+ * panics at boot, with on_crash=destroy); starts counts those starts */
+static int64_t halt_memory = -1;
+static int halted_starts;
 
 static int64_t mono_ms(void)
 {
@@ -240,6 +249,18 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         e->code = HV_E_BUSY;
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
+    }
+    if ((int)st->kind == fail2_kind &&
+        (fail2_memory < 0 || st->desired.memory_mib == fail2_memory)) {
+        e->code = HV_E_RESOURCES;
+        snprintf(e->detail, sizeof(e->detail), "injected");
+        return HV_E_RESOURCES;
+    }
+    if (st->kind == HV_STEP_SHUTDOWN && deaf_guest && !strcmp(r->name, deaf_guest))
+        return HV_OK;
+    if (st->kind == HV_STEP_POWER_ON && halt_memory >= 0 && st->desired.memory_mib == halt_memory) {
+        halted_starts++;
+        return HV_OK; /* accepted; the VM is off again by the next look */
     }
     return inner_be->ops->act(inner_be, r, st, e);
 }
@@ -310,6 +331,11 @@ static void unwrap(struct fx *f)
     f->be = inner_be;
     guest_cap = -1;
     guest_from_ms = 0;
+    deaf_guest = NULL;
+    fail2_kind = -1;
+    fail2_memory = -1;
+    halt_memory = -1;
+    halted_starts = 0;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -554,6 +580,21 @@ static void test_settings_change_is_not_answered_from_the_old_conclusion(void **
     assert_int_equal(observe(f, "eng-set").hw.memory_mib, 1024);
 }
 
+/* Look at name (every 50 ms, at most ms) until it runs and its record says done; returns the
+ * last look. */
+static struct hv_vm_obs runs_and_done(struct fx *f, const char *name, int ms)
+{
+    struct hv_vm_obs o;
+    struct hv_oprecord rec;
+    for (int k = 0; k < ms / 50; k++) {
+        o = observe(f, name);
+        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
+            break;
+        sleep_ms(50);
+    }
+    return o;
+}
+
 static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
 {
     struct fx *f = *state;
@@ -578,12 +619,7 @@ static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
     assert_int_equal(rec.phase, HV_PH_POWER_ON);
     assert_int_equal(o.power, HV_POWER_OFF);
     /* no more calls for A: the engine brings it on with the desired size by itself */
-    for (int k = 0; k < 200; k++) {
-        o = observe(f, "eng-gone-a");
-        if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
-            break;
-        sleep_ms(50);
-    }
+    o = runs_and_done(f, "eng-gone-a", 10000);
     assert_int_equal(o.power, HV_POWER_ON);
     assert_int_equal(o.hw.memory_mib, 1024);
     assert_true(hv_oprecord_read(&rec, o.record));
@@ -1158,6 +1194,179 @@ static void test_engine_fails_to_start_without_its_workers(void **state)
     hv_engine_free(e);
 }
 
+/* Issue 17 item 4: a VM paused or suspended in the middle of its power cycle (a full
+ * datastore pausing QEMU on an I/O error, a guest that suspends, an admin). The cycle cannot
+ * progress: the host's slot goes back for the other VMs at once, and deadlineSeconds ends the
+ * operation with a sticky Failure naming the state. */
+static void test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-pz-a", 2048, 2048, 1, 1);
+    define(f, "eng-pz-b", 2048, 2048, 1, 1);
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-pz-a", want);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* A holds the host's slot */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-pz-a");
+    assert_int_equal(virDomainSuspend(d), 0);
+    r = pass(f, "eng-pz-a", want);
+    assert_false(r.failure); /* before the deadline: it may resume on its own */
+    assert_string_equal(r.message,
+                        "in progress: waiting for the VM to finish starting or stopping");
+    int ops = 0, cycles = -1;
+    hv_engine_gauges(f->e, &ops, &cycles);
+    assert_int_equal(cycles, 0); /* a cycle that cannot progress holds no slot */
+    r = pass(f, "eng-pz-b", want);
+    assert_false(r.failure);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* B gets its cycle */
+    /* the cycle began longer ago than deadlineSeconds: a sticky Failure naming the state */
+    struct hv_oprecord rec = put_record(f, "eng-pz-a", want, HV_PH_SHUTDOWN, true, 100);
+    f->s.deadline_s = 60;
+    r = pass(f, "eng-pz-a", rec.desired);
+    assert_true(r.failure);
+    const char *msg = "the VM is paused in the middle of its power cycle (last step: shutdown) "
+                      "and the change did not complete within 60 s";
+    assert_string_equal(r.message, msg);
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-pz-a").record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_int_equal(virDomainResume(d), 0); /* resumed: the same answer, no step */
+    int id = dom_id(f, "eng-pz-a");
+    r = pass(f, "eng-pz-a", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message, msg);
+    assert_int_equal(dom_id(f, "eng-pz-a"), id);
+    virDomainFree(d);
+}
+
+/* Issue 17 item 5: a process restarts (or another replica takes over) while a VM is in the
+ * shutdown phase of a cycle. The resumed cycle takes a power-cycle slot like a new one, so
+ * the host's cap holds (here B, cycling in this process, has the host's only slot), and it
+ * finishes on its own: after the one call that found it, no call comes for A again. */
+static void test_resumed_cycle_takes_a_slot_and_finishes_on_its_own(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-res-a", 2048, 2048, 1, 1);
+    define(f, "eng-res-b", 2048, 2048, 1, 1);
+    use_wrapper(f, 0, false);
+    deaf_guest = "eng-res-a"; /* A's shutdown phase lasts shutdownTimeoutSeconds */
+    struct hv_hw want = {1024, -1, -1, -1};
+    /* the gone process recorded A's shutdown */
+    put_record(f, "eng-res-a", want, HV_PH_SHUTDOWN, true, 0);
+    int id = dom_id(f, "eng-res-a");
+    struct hv_update_result r = pass(f, "eng-res-b", want);
+    assert_non_null(strstr(r.message, "powering the VM on")); /* B holds the host's slot */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ra = ref_of("eng-res-a");
+    /* calls for A until its first pass answered (the last calls for A) */
+    hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    for (int k = 0; k < 200 && !strcmp(r.message, "in progress: observing the VM"); k++) {
+        sleep_ms(20);
+        hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    }
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: waiting for a power-cycle slot");
+    int ops = 0, cycles = 0;
+    hv_engine_gauges(f->e, &ops, &cycles);
+    assert_int_equal(cycles, 1);                  /* B's only */
+    assert_int_equal(dom_id(f, "eng-res-a"), id); /* A not cycled meanwhile */
+    assert_int_equal(observe(f, "eng-res-a").power, HV_POWER_ON);
+    r = until_end(f, "eng-res-b", want, 10, NULL); /* B done: the slot is free */
+    assert_true(is_done(&r));
+    /* no call for A: the engine takes the slot and carries A's cycle to its end itself */
+    struct hv_vm_obs o = runs_and_done(f, "eng-res-a", 30000);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    assert_int_not_equal(dom_id(f, "eng-res-a"), id);
+    unwrap(f);
+}
+
+/* r is the sticky Failure of eng-rbfail's rollback ending in note; the VM is in power with
+ * memory_mib in its configuration. */
+static void rollback_shows(struct fx *f, const struct hv_update_result *r, const char *note,
+                           enum hv_power power, int64_t memory_mib)
+{
+    char m[600];
+    snprintf(m, sizeof(m),
+             "the VM could not start with memory 1024 MiB, 1 vCPU (step power-on failed 3 times: "
+             "another task is changing the VM); %s",
+             note);
+    assert_true(r->failure);
+    assert_string_equal(r->message, m);
+    struct hv_vm_obs o = observe(f, "eng-rbfail");
+    assert_int_equal(o.power, power);
+    assert_int_equal(o.config.memory_mib, memory_mib);
+}
+
+/* Issue 17 item 6: the rollback's sticky message says what was done and what failed. The
+ * start with the new configuration fails 3 times; putting the previous configuration back
+ * fails too: the VM is off with the new one, and the message says so. When a later call's
+ * rollback gets further, the message follows what was done. */
+static void test_rollback_message_says_what_was_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-rbfail", 2048, 2048, 2, 2);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_memory = 1024;               /* it cannot start with the new size */
+    fail2_kind = HV_STEP_RECONFIGURE; /* and the old size cannot be written back */
+    fail2_memory = 2048;
+    struct hv_hw want = {1024, 1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-rbfail", want, 10, NULL);
+    rollback_shows(f, &r,
+                   "restoring its previous configuration (memory 2048 MiB, 2 vCPUs) failed "
+                   "too, so the VM is off with the new configuration",
+                   HV_POWER_OFF, 1024);
+    /* the configuration can be written now, but no start succeeds */
+    fail2_kind = -1;
+    fail_memory = -1;
+    r = pass(f, "eng-rbfail", want);
+    rollback_shows(f, &r,
+                   "its previous configuration (memory 2048 MiB, 2 vCPUs) was restored, but "
+                   "starting it failed too, so the VM is off",
+                   HV_POWER_OFF, 2048);
+    /* and the start works again */
+    fail_kind = 0;
+    r = pass(f, "eng-rbfail", want);
+    rollback_shows(f, &r,
+                   "its previous configuration (memory 2048 MiB, 2 vCPUs) was restored and "
+                   "it was started",
+                   HV_POWER_ON, 2048);
+    assert_int_equal(observe(f, "eng-rbfail").hw.cpus, 2);
+    struct hv_update_result again = pass(f, "eng-rbfail", want); /* sticky */
+    assert_string_equal(again.message, r.message);
+    unwrap(f);
+}
+
+/* Issue 17 item 6: a VM that goes off right after every start with the new configuration (a
+ * guest panic with on_crash=destroy) is started a bounded number of times, then rolled back
+ * to the configuration it ran with, with a sticky Failure saying so. */
+static void test_vm_halting_after_each_start_is_rolled_back(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-halt", 2048, 2048, 2, 2);
+    use_wrapper(f, 0, false);
+    halt_memory = 1024;
+    struct hv_hw want = {1024, 1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-halt", want, 30, NULL);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the VM did not stay on: it was started 3 times with memory 1024 MiB, 1 "
+                        "vCPU; its previous configuration (memory 2048 MiB, 2 vCPUs) was "
+                        "restored and it was started");
+    assert_int_equal(halted_starts, 3);
+    struct hv_vm_obs o = observe(f, "eng-halt");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_int_equal(o.config.memory_mib, 2048);
+    for (int k = 0; k < 5; k++) {
+        struct hv_update_result again = pass(f, "eng-halt", want);
+        assert_string_equal(again.message, r.message);
+    }
+    assert_int_equal(halted_starts, 3);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1182,6 +1391,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_paused_vm_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_mid_cycle_is_in_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
@@ -1192,9 +1403,14 @@ int main(void)
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_power_cycle_finishes_on_its_own, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_resumed_cycle_takes_a_slot_and_finishes_on_its_own,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_released_when_the_record_is_cleared, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_message_says_what_was_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vm_halting_after_each_start_is_rolled_back, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),

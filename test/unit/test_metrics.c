@@ -49,6 +49,16 @@ static void test_failure_reasons(void **state)
         {"the live change to vcpus 4 did not show within 120 s (the guest did not take it); ...",
          "live_change_not_seen"},
         {"the change did not complete within 1800 s (last step: power-on)", "deadline"},
+        {"the VM is paused in the middle of its power cycle (last step: shutdown) and the change "
+         "did not complete within 1800 s",
+         "paused_mid_cycle"},
+        {"the VM could not start with memory 8192 MiB (step power-on failed 3 times: the host "
+         "lacks the resources); its previous configuration (memory 4096 MiB) was restored and it "
+         "was started",
+         "start_failed"},
+        {"the VM did not stay on: it was started 3 times with memory 8192 MiB; its previous "
+         "configuration (memory 4096 MiB) was restored and it was started",
+         "did_not_stay_on"},
         {"something new", "other"},
     };
     char *before = render();

@@ -98,6 +98,11 @@ type front struct {
 	changeVersion bool
 	reconfigMu    sync.Mutex // serialises ReconfigVM_Task while changeVersion is checked
 
+	// VM moref value -> how long its guest takes to go off after ShutdownGuest (0.24 powers
+	// off at once; a real guest takes its time, and vCenter answers the call at once). Set
+	// before serving, read-only after.
+	shutdownDelay map[string]time.Duration
+
 	mu       sync.Mutex // guards everything below
 	fails    []*failRule
 	busy     map[string]bool // VM moref value -> holds a running task
@@ -135,7 +140,8 @@ func main() {
 		"selector: all | N | N-M | name; keys: memory, cpus, cores, memhotadd, cpuhotadd, "+
 		"cpuhotremove, limit, increment, tools, busy, off, disk (GiB of the first disk), "+
 		"thick (that disk thick-provisioned), idedisk (that disk on the IDE controller), "+
-		"snapshot (the VM has a snapshot)")
+		"snapshot (the VM has a snapshot), shutdowndelay (seconds its guest takes to go off "+
+		"after ShutdownGuest)")
 	flag.Parse()
 	log.SetPrefix("vcsim: ")
 	log.SetFlags(0)
@@ -171,6 +177,7 @@ func main() {
 	f := &front{
 		changeVersion: *cv,
 		busy:          map[string]bool{},
+		shutdownDelay: map[string]time.Duration{},
 		revoked:       map[string]bool{},
 		seen:          map[string]bool{},
 		calls:         map[string]int{},
@@ -313,7 +320,30 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.reconfigure(w, r, method, vm)
 		return
 	}
+	if vm != nil && method.Name == "ShutdownGuest" && f.shutdownDelay[vm.Self.Value] > 0 {
+		f.slowShutdown(w, r, body, f.shutdownDelay[vm.Self.Value])
+		return
+	}
 	f.sdk.ServeHTTP(w, r)
+}
+
+// slowShutdown answers ShutdownGuest at once, as vCenter does, and lets the guest go off
+// only after delay: the same call is handed to the simulator then (it fails harmlessly if
+// the VM is off by that time).
+func (f *front) slowShutdown(w http.ResponseWriter, r *http.Request, body []byte,
+	delay time.Duration) {
+	later := httptest.NewRequest(http.MethodPost, r.URL.String(), bytes.NewReader(body))
+	later.Header = r.Header.Clone()
+	go func() {
+		time.Sleep(delay)
+		f.sdk.ServeHTTP(httptest.NewRecorder(), later)
+	}()
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?>`+
+		`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">`+
+		`<soapenv:Body><ShutdownGuestResponse xmlns="urn:vim25"></ShutdownGuestResponse>`+
+		`</soapenv:Body></soapenv:Envelope>`)
 }
 
 // injected returns the fault this call must fail with, or "".
@@ -527,6 +557,8 @@ func applyVMSpec(f *front, all []*simulator.VirtualMachine, spec string) {
 				vm.Guest.ToolsRunningStatus = string(status)
 			case "busy":
 				setBusy(f, vm, on)
+			case "shutdowndelay":
+				f.shutdownDelay[vm.Self.Value] = time.Duration(n) * time.Second
 			case "disk":
 				d := firstDisk(vm)
 				d.CapacityInKB = int64(n) * 1024 * 1024
