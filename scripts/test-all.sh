@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-all.sh: set everything up on a fresh Debian 12 (as root) and run the whole test suite:
 # build with warnings as errors, unit + schema + integration tests, the same unit tests under
-# ASan+UBSan and valgrind, the QEMU lab (its own libvirtd) and the vCenter simulator scenarios,
+# ASan+UBSan and valgrind, the QEMU lab (its own libvirtd), Cluster API's own controllers
+# driving hvupdater on it (test/capi) and the vCenter simulator scenarios,
 # a short fuzz run of every parser of untrusted input, and a format check. Starts every daemon it needs and stops them on exit.
 # Usage: scripts/test-all.sh [--quick]   (--quick: skip valgrind, fuzzing and the labs)
 set -euo pipefail
@@ -63,6 +64,7 @@ echo "valgrind: clean"
 
 section "QEMU lab: libvirtd + TCG domains"
 cleanup() {
+    test/capi/down.sh >/dev/null 2>&1 || true
     test/lab/libvirt-down.sh >/dev/null 2>&1 || true
     [ -n "${VCSIM_PID:-}" ] && kill "$VCSIM_PID" 2>/dev/null || true
 }
@@ -71,6 +73,14 @@ eval "$(test/lab/libvirt-up.sh)"
 export HV_LIBVIRT_LAB_URI
 (cd build && ctest --no-tests=error --output-on-failure -L libvirt)
 /usr/bin/python3 test/e2e/libvirt_e2e.py --build build
+
+section "Cluster API lab: CAPI's own controllers drive hvupdater (test/capi)"
+# etcd, kube-apiserver, CAPI's manager and clusterctl from Go modules, built once per pinned
+# version and cached under /var/cache/hvupdater-lab (a cold build takes most of this stage)
+test/capi/build.sh >/dev/null
+eval "$(HV_BUILD=build test/capi/up.sh)"
+/usr/bin/python3 test/capi/capi_e2e.py
+test/capi/down.sh
 test/lab/libvirt-down.sh
 
 section "vCenter simulator (Debian's govmomi, built in GOPATH mode)"

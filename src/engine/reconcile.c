@@ -554,8 +554,9 @@ static void done(struct pass *p, bool had_record, const char *note)
 
 /* A call to the hypervisor failed. When it cannot be reached (a daemon or vCenter restarting,
  * a network cut, a connection being reopened), that is not the operation's failure: in
- * progress with a short retry, until deadlineSeconds after it was first found unreachable
- * (true: answered). Past that bound, or for any other error, false: the caller's Failure. */
+ * progress with a short retry, until the operation's deadline (deadlineSeconds from the start
+ * of the operation in flight, or from the first failed look when none is): true, answered.
+ * Past that bound, or for any other error, false: the caller's Failure. */
 static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err)
 {
     if (err->code != HV_E_UNREACHABLE)
@@ -727,6 +728,22 @@ static void off_path(struct pass *p)
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap)
+{
+    if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+        snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
+        return true;
+    }
+    if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
+        snprintf(m, cap, "%s",
+                 HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
+                        "powerOffMode is Soft"));
+        return true;
+    }
+    return false;
+}
+
 static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
@@ -795,10 +812,10 @@ static void cold_on_path(struct pass *p)
         /* shut it down again */
         __attribute__((fallthrough));
     default:
-        if (p->obs.no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
-            char m[HV_MSG_MAX + 64];
-            snprintf(m, sizeof(m), HV_MSG("cannot power-cycle the VM: %s"), p->obs.no_power_cycle);
-            fail_sticky(p, m);
+        char refused[HV_MSG_MAX + 64];
+        if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
+                             sizeof(refused))) {
+            fail_sticky(p, refused);
             return;
         }
         if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
@@ -810,10 +827,7 @@ static void cold_on_path(struct pass *p)
             progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return;
         }
-        if (!p->obs.can_shutdown && p->s->power_off_mode == HV_POM_SOFT) {
-            fail_sticky(p, HV_MSG("the guest cannot be asked to shut down (no guest tools running) "
-                                  "and powerOffMode is Soft"));
-        } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+        if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
                 going_off(p, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {

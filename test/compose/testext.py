@@ -12,7 +12,8 @@ certificate, optionally demanding a client certificate.
              [--log FILE] [--calls N] [--retry S] [--covers version,failureDomain,files,imageTag]
              [--patch-type JSONPatch|JSONMergePatch]
 
-POST /control {"mode": "ok"|"fail"|"http500"|"garbage"|"badpatch"|"stringpatch", "delay": seconds, "prefix": "..."}
+POST /control {"mode": "ok"|"fail"|"http500"|"garbage"|"badpatch"|"stringpatch", "delay": seconds, "prefix": "...",
+               "affects": true|false|null (CanUpdate* affectsAvailability; null: not sent)}
 changes its behaviour at run time (a test's fault injection). Every hook request is appended
 to --log as one JSON line {"ext": name, "hook": ..., "body": ...}.
 """
@@ -89,7 +90,8 @@ class State:
         self.mode = "ok"
         self.delay = 0.0
         self.prefix = args.prefix
-        self.progress = {}  # machine key -> calls so far
+        self.affects = None
+        self.progress = {}  # machine key -> (desired hash, calls for it so far)
         self.lock = threading.Lock()
 
     def handler_names(self):
@@ -136,18 +138,24 @@ def can_update(st, hook, req):
                        "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
     resp["message"] = ("%s covers %s" % (a.name, ", ".join(covered)) if covered
                        else "%s: nothing to cover" % a.name)
+    if st.affects is not None:
+        resp["affectsAvailability"] = st.affects
     return resp
 
 
 def update_machine(st, req):
+    """Like a real updater, the work is about the Machine's state, not the request: a desired
+    state other than the last one seen for this Machine starts the work over (A -> B -> A
+    takes the node back from B to A), the same one goes on or stays done."""
     a = st.args
     des = req.get("desired") or {}
     m = des.get("machine") or {}
-    key = "%s/%s/%s" % (dig(m, "metadata", "namespace"), dig(m, "metadata", "name"),
-                        hashlib.sha256(json.dumps(des, sort_keys=True).encode()).hexdigest())
+    key = "%s/%s" % (dig(m, "metadata", "namespace"), dig(m, "metadata", "name"))
+    want = hashlib.sha256(json.dumps(des, sort_keys=True).encode()).hexdigest()
     with st.lock:
-        n = st.progress.get(key, 0) + 1
-        st.progress[key] = n
+        seen, n = st.progress.get(key, (None, 0))
+        n = n + 1 if seen == want else 1
+        st.progress[key] = (want, n)
     resp = {"apiVersion": API, "kind": "UpdateMachineResponse", "status": "Success"}
     if n >= a.calls:
         resp.update(message="Extension completed updating Machine", retryAfterSeconds=0)
@@ -183,6 +191,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 st.mode = c.get("mode", st.mode)
                 st.delay = float(c.get("delay", st.delay))
                 st.prefix = c.get("prefix", st.prefix)
+                if "affects" in c:
+                    st.affects = c["affects"]
             return self.send(200, {"ok": True})
         base = "/" + API + "/"
         if not path.startswith(base):
