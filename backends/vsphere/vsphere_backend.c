@@ -305,6 +305,8 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
                 step->kind == HV_STEP_LIVE_DISK;
     if (step->record && strlen(step->record) >= HV_RECORD_MAX)
         return vs_err(err, HV_E_INTERNAL, "record longer than %d bytes", HV_RECORD_MAX - 1);
+    if (d->disk_mib > HV_DISK_MAX_MIB) /* its bytes would not fit 64 bits */
+        return vs_err(err, HV_E_UNSUPPORTED, "%s", HV_REASON_DISK_MAX);
     struct vs_spec spec = {vm->change_version, -1, -1, -1, live ? step->record : NULL, NULL, 0};
     /* The disk grows (never shrinks: plan() refuses that) with the same reconfiguration. */
     bool grow_disk = hv_disk_set(d->disk_mib) && vm->disk.found &&

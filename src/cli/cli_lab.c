@@ -371,6 +371,10 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
     hv_engine_cfg_default(&ec);
     ec.workers = 1;
     struct hv_engine *e = hv_engine_new(&ec, &be, 1);
+    if (!e) {
+        fprintf(stderr, "hvupdater: cannot start the engine\n");
+        return 1;
+    }
     struct hv_update_result r;
     char last[1024] = "";
     double t0 = mono();

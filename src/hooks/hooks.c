@@ -99,17 +99,22 @@ static const hj *opt_obj(const hj *req, const char *side, const char *name)
     return o && o->type == HJ_OBJECT ? o : NULL;
 }
 
-void hv_hook_put_patch(hj *r, const char *field, const hj *ops)
+bool hv_hook_put_patch(hj *r, const char *field, const hj *ops)
 {
-    size_t len;
+    size_t len = 0;
     char *text = hj_dump(ops, &len);
-    char *b64 = hv_b64_encode(text, len);
+    char *b64 = text ? hv_b64_encode(text, len) : NULL;
+    if (!b64) { /* out of memory: no patch rather than a broken one */
+        free(text);
+        return false;
+    }
     hj *p = hj_new_object();
     hj_obj_set_take(p, "patchType", hj_new_string("JSONPatch"));
     hj_obj_set_take(p, "patch", hj_new_string(b64));
     hj_obj_set_take(r, field, p);
     free(b64);
     free(text);
+    return true;
 }
 
 bool hv_affects_availability(const struct hv_settings *s)
@@ -163,10 +168,14 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
         return hv_hook_response(h, true, buf);
     hj *r = hv_hook_response(h, c.failure, c.message);
     if (c.infra_patch) {
-        hv_hook_put_patch(r,
-                          set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
-                          c.infra_patch);
-        hv_hook_put_affects(r, hv_affects_availability(s));
+        if (!hv_hook_put_patch(
+                r, set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
+                c.infra_patch)) {
+            hj_free(r); /* covered without its patch would be a lie */
+            r = hv_hook_response(h, true, HV_MSG("out of memory"));
+        } else {
+            hv_hook_put_affects(r, hv_affects_availability(s));
+        }
     }
     hv_coverage_free(&c);
     return r;

@@ -68,8 +68,9 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
                          struct hv_hook_who *who);
 /* Pieces compose.c builds its answers from. */
 hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
-/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */
-void hv_hook_put_patch(hj *r, const char *field, const hj *ops);
+/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}; false (and
+ * no field) when memory runs out. */
+bool hv_hook_put_patch(hj *r, const char *field, const hj *ops);
 /* Whether a change hvupdater covers under these settings may take the Machine down (a power
  * cycle can happen): CanUpdateMachine(Set)'s affectsAvailability, put with the patch. */
 bool hv_affects_availability(const struct hv_settings *s);

@@ -213,8 +213,8 @@ static const char *disk_rule(int64_t from_mib, int64_t to_mib)
         return HV_MSG("the current spec has no disk size to grow from");
     if (to_mib < from_mib)
         return HV_REASON_DISK_SHRINK;
-    if (to_mib > (INT64_MAX >> 20)) /* its size in bytes must fit the hypervisors' 64 bits */
-        return HV_MSG("disk size above what a hypervisor can express");
+    if (to_mib > HV_DISK_MAX_MIB) /* its size in bytes must fit the hypervisors' 64 bits */
+        return HV_REASON_DISK_MAX;
     return NULL;
 }
 

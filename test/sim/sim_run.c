@@ -54,6 +54,8 @@ static const struct known {
     {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
     /* ... and nothing finishes it when CAPI stops calling (issue 17 item 5) */
     {INV_NO_LOSS, "(the cycle's process restarted)", "issue 17 item 5"},
+    /* ... or another replica resumed it without taking a slot, so no process carries it */
+    {INV_NO_LOSS, "(no process holds a power-cycle slot)", "issue 17 item 5"},
     /* a VM that halts after each power-on is started again forever (issue 17 item 6) */
     {INV_IDLE, "(a VM halts after every power-on)", "issue 17 item 6"},
     /* a rollback whose restore failed leaves the VM off, told otherwise (issue 17 item 6) */
@@ -534,6 +536,13 @@ static bool owner_alive(const struct sim *s, struct sim_vm *v)
 /* 5 and 6, at the end of a run. */
 static void check_end(struct sim *s)
 {
+    int slots = 0; /* power-cycle slots held by the replicas: a cycle nobody holds one for is
+                      carried by no process (issue 17 item 5) */
+    for (int r = 0; r < s->n_reps; r++) {
+        int ops = 0, cycles = 0;
+        hv_engine_gauges(s->reps[r].e, &ops, &cycles);
+        slots += cycles;
+    }
     for (int k = 0; k < s->n_vms; k++) {
         struct sim_vm *v = &s->vms[k];
         struct sim_caller *c = &s->callers[k];
@@ -551,7 +560,8 @@ static void check_end(struct sim *s)
             sim_break(
                 s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
                 v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
-                in_cycle(v) && !owner_alive(s, v)          ? " (the cycle's process restarted)"
+                in_cycle(v) && !owner_alive(s, v) ? " (the cycle's process restarted)"
+                : in_cycle(v) && !slots           ? " (no process holds a power-cycle slot)"
                 : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
                                                            : "",
                 v->record);
