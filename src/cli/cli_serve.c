@@ -44,6 +44,8 @@ static void serve_usage(FILE *out)
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
+            "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
             "                         /metrics, verified against the CAs in FILE (PEM)\n"
             "  --metrics-listen ADDR:PORT\n"
@@ -122,6 +124,7 @@ int hv_cmd_serve(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
+        {"log-format", required_argument, NULL, 'F'},
         {"check-config", no_argument, NULL, 'C'},
         {"client-ca", required_argument, NULL, 'A'},
         {"metrics-listen", required_argument, NULL, 'M'},
@@ -187,6 +190,10 @@ int hv_cmd_serve(int argc, char **argv)
         case 'v':
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
+            break;
+        case 'F':
+            if (hv_log_set_format_name(optarg) < 0)
+                return serve_error(2, "--log-format must be hvupdater|capi");
             break;
         case 'C':
             check_only = true;

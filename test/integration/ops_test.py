@@ -10,6 +10,7 @@ for what an operator relies on:
   drain         SIGTERM with --drain-seconds 3: /readyz turns 503 at once, hook calls keep
                 being answered during the drain, the process exits 0 after it
   logs          every stderr line is JSON; 4xx answers are logged at warn
+  capi-logs     --log-format capi: CAPI's JSON logs (msg; Machine, MachineSet, Cluster objects)
 
 Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
 Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
@@ -80,7 +81,7 @@ class Server:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.info is None and self.p.poll() is None:
             for ln in self.lines():
-                if ln.get("event") == "listening":
+                if "listening" in (ln.get("event"), ln.get("msg")):  # either log format
                     self.info = ln
             time.sleep(0.05)
         if self.info is None:
@@ -191,7 +192,49 @@ def group_client_certs(binary, tmp):
           "refused at start", p.stderr[:300])
 
 
+def check_process_metrics(srv, body, t_start):
+    """The standard process_* metrics (Prometheus' process collector), against /proc."""
+    import re
+    vals, types = {}, {}
+    for m in re.finditer(r"^(process_[a-z_]+) (\S+)$", body, re.M):
+        vals[m.group(1)] = float(m.group(2))
+    for m in re.finditer(r"^# TYPE (process_[a-z_]+) (\S+)$", body, re.M):
+        types[m.group(1)] = m.group(2)
+    want = {"process_cpu_seconds_total": "counter", "process_open_fds": "gauge",
+            "process_max_fds": "gauge", "process_virtual_memory_bytes": "gauge",
+            "process_virtual_memory_max_bytes": "gauge",
+            "process_resident_memory_bytes": "gauge", "process_start_time_seconds": "gauge"}
+    for name, typ in want.items():
+        check(name in vals and types.get(name) == typ, f"/metrics has {name} ({typ})",
+              f"{vals.get(name)} {types.get(name)}")
+    pid = srv.p.pid
+    limits = open(f"/proc/{pid}/limits").read()
+    soft = re.search(r"^Max open files\s+(\d+)", limits, re.M)
+    check(soft and vals.get("process_max_fds") == float(soft.group(1)),
+          "process_max_fds is the server's open file limit", f"{vals.get('process_max_fds')}")
+    nfd = len(os.listdir(f"/proc/{pid}/fd"))
+    check(0 < vals.get("process_open_fds", 0) <= nfd + 4 and
+          vals.get("process_open_fds", 0) >= nfd - 4,
+          "process_open_fds is about the server's open descriptors",
+          f"{vals.get('process_open_fds')} vs {nfd}")
+    status = open(f"/proc/{pid}/status").read()
+    rss = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1)) * 1024
+    vsz = int(re.search(r"^VmSize:\s+(\d+) kB", status, re.M).group(1)) * 1024
+    r = vals.get("process_resident_memory_bytes", 0)
+    check(rss / 2 <= r <= rss * 2, "process_resident_memory_bytes is about VmRSS", f"{r} vs {rss}")
+    v = vals.get("process_virtual_memory_bytes", 0)
+    check(vsz / 2 <= v <= vsz * 2, "process_virtual_memory_bytes is about VmSize",
+          f"{v} vs {vsz}")
+    st = vals.get("process_start_time_seconds", 0)
+    check(abs(st - t_start) < 5, "process_start_time_seconds is when the server started",
+          f"{st} vs {t_start}")
+    cpu = vals.get("process_cpu_seconds_total", -1)
+    check(0 <= cpu <= (time.time() - t_start + 1) * (os.cpu_count() or 1),
+          "process_cpu_seconds_total is within the run time", f"{cpu}")
+
+
 def group_metrics(binary, tmp):
+    t_start = time.time()
     srv = Server(binary, tmp, "--metrics-listen", "127.0.0.1:0")
     try:
         check(srv.mport > 0, "the listening line names the metrics port", repr(srv.info))
@@ -205,6 +248,7 @@ def group_metrics(binary, tmp):
                      'hvupdater_backend_errors_total{backend="libvirt",server="test:///default"}'
                      ' 0\n'):
             check(line in body, f"/metrics has {line.strip()}")
+        check_process_metrics(srv, body, t_start)
         import re
         m = re.search(r"^hvupdater_tls_certificate_expiry_timestamp_seconds (\d+)$", body, re.M)
         leaf = os.path.join(os.path.dirname(srv.ca), "tls.crt")
@@ -303,7 +347,54 @@ def group_logs(binary, tmp):
     logs_are_json(srv, "logs")
 
 
-GROUPS = {"logs": group_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
+def group_capi_logs(binary, tmp):
+    """--log-format capi: Cluster API's JSON log lines (component-base): ts in epoch
+    seconds, msg, v, and the Machine / MachineSet / Cluster as {name, namespace} objects,
+    so one query (Machine.name == "cp-abc12") finds a Machine in both logs."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(src, "test", "fixtures", "lvm-grow.json")) as f:
+        req = json.load(f)
+    req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind="CanUpdateMachineRequest")
+    with open(os.path.join(src, "test", "fixtures", "vsmt-memory-cpu-grow.json")) as f:
+        sreq = json.load(f)
+    sreq.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1",
+                kind="CanUpdateMachineSetRequest")
+    srv = Server(binary, tmp, "--log-format", "capi")
+    try:
+        code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine",
+                           body=json.dumps(req))
+        check(code == 200, "capi format: CanUpdateMachine answered", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", API + "canupdatemachineset/can-update-machine-set",
+                           body=json.dumps(sreq))
+        check(code == 200, "capi format: CanUpdateMachineSet answered", f"{code} {body[:200]}")
+    finally:
+        srv.stop()
+    lines = srv.lines()
+    check(lines and all(isinstance(ln.get("ts"), float) and isinstance(ln.get("msg"), str) and
+                        ln.get("v") in (0, 4) and "event" not in ln for ln in lines),
+          "capi format: every line has ts (epoch seconds), msg and v, no event",
+          repr([ln for ln in lines if not isinstance(ln.get("ts"), float)][:2]))
+    hooks = [ln for ln in lines if ln.get("msg") == "hook"]
+    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
+    check(cum and cum[0].get("Machine") == {"name": "cp-abc12", "namespace": "default"}
+          and cum[0].get("Cluster") == {"name": "c1", "namespace": "default"}
+          and "machine" not in cum[0] and cum[0].get("vm") == "test:///default name hvt-dimm",
+          "capi format: the hook line names Machine and Cluster as {name, namespace}",
+          repr(cum[:1]))
+    cums = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachineSet"]
+    check(cums and cums[0].get("MachineSet") == {"name": "md-0-x", "namespace": "default"}
+          and cums[0].get("Cluster") == {"name": "c1", "namespace": "default"}
+          and "Machine" not in cums[0],
+          "capi format: the CanUpdateMachineSet line names the MachineSet and Cluster",
+          repr(cums[:1]))
+    logs_are_json(srv, "capi-logs")
+    p = subprocess.run([binary, "serve", "--log-format", "klog"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 2 and "--log-format must be hvupdater|capi" in p.stderr,
+          "an unknown --log-format is a usage error (exit 2)", p.stderr[-300:])
+
+
+GROUPS = {"logs": group_logs, "capi-logs": group_capi_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
 
 
 def main():
