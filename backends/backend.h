@@ -2,7 +2,8 @@
  *
  * A backend observes a VM, says which of its hardware fields can change live, performs one
  * step at a time, and stores hvupdater's operation record on the VM itself. It never parses
- * a CAPI request and never decides policy: src/engine.c does that from what backends report.
+ * a CAPI request and never decides policy: src/engine/engine.c does that from what backends
+ * report.
  *
  * Ownership: a backend instance is created by its constructor (see the backend's own header)
  * and freed with ops->free. Every out-struct here is caller-owned plain data (fixed arrays,

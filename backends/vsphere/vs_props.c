@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vsphere_backend.h"
+#include "vs_config.h"
 
 static const char *const vm_paths[] = {
     "runtime.powerState",

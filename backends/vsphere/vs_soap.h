@@ -13,7 +13,7 @@
 #include <libxml/tree.h>
 
 #include "backend.h"
-#include "vsphere_backend.h"
+#include "vs_config.h"
 #include "vs_xml.h"
 
 /* What RetrieveServiceContent told us; stable once known. */

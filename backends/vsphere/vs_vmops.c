@@ -5,7 +5,7 @@
 #include "vs_vmops.h"
 
 #include "vs_task.h"
-#include "vsphere_backend.h"
+#include "vs_config.h"
 
 void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec)
 {

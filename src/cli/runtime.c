@@ -137,6 +137,7 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
         rt->compose = hv_compose_new(&cfg->downstream);
         hv_compose_discover_all(rt->compose, cfg->handler_timeout_s);
         rt->hooks.compose = rt->compose;
+        rt->hooks.chain = hv_compose_handle;
     }
     return rt;
 }

@@ -6,6 +6,7 @@
  * UpdateMachine goes to hvupdater's engine and then to each downstream that is not done yet
  * for these desired objects; those done are remembered (bounded, in memory). */
 #include "compose.h"
+#include "hv_clock.h"
 #include "capipatch.h"
 #include "log.h"
 #include "msg.h"
@@ -53,7 +54,7 @@ static void *discover_all(void *arg)
     struct hv_compose *c = arg;
     for (size_t k = 0; k < c->n; k++) {
         char why[300];
-        (void)hv_downstream_discover(c->ds[k], hv_now_ms() + (int64_t)c->start_timeout_s * 1000,
+        (void)hv_downstream_discover(c->ds[k], hv_mono_ms() + (int64_t)c->start_timeout_s * 1000,
                                      why, sizeof(why));
     }
     return NULL;
@@ -105,19 +106,6 @@ static hj **slot(hj *obj, const char *key)
         if (!strcmp(obj->keys[k], key))
             return &obj->items[k];
     return NULL;
-}
-
-/* "machine" + "/spec/version" -> "machine.spec.version" */
-static void dotted(char *out, size_t cap, const char *obj, const char *pointer)
-{
-    char **t;
-    size_t n;
-    snprintf(out, cap, "%s", obj);
-    if (hj_ptr_split(pointer, &t, &n) < 0)
-        return;
-    for (size_t k = 0; k < n; k++)
-        append(out, cap, ".%s", t[k]);
-    hj_ptr_tokens_free(t, n);
 }
 
 static hj *failure(enum hv_hook h, const char *msg)
@@ -183,7 +171,7 @@ static size_t remaining(bool set, const hj *work, const struct objdef o[3],
         }
         for (size_t j = 0; j < ops->n; j++) {
             char where[200];
-            dotted(where, sizeof(where), o[k].name, hj_get_str(ops->items[j], "path"));
+            hj_ptr_dotted(where, sizeof(where), o[k].name, hj_get_str(ops->items[j], "path"));
             append(out, cap, "%s%s", count ? ", " : "", where);
             for (size_t u = 0; u < own->n_uncovered; u++)
                 if (!strcmp(own->uncovered[u].where, where) &&
@@ -253,7 +241,7 @@ static int apply_answer(const struct hv_downstream *d, hj *work, const hj *answe
 static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enum hv_hook h,
                       const hj *req, const struct hv_settings *s)
 {
-    int64_t deadline = hv_now_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
+    int64_t deadline = hv_mono_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
     bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
     const char *spec_path = set ? "/spec/template/spec" : "/spec";
     struct objdef o[3];
@@ -392,7 +380,7 @@ static void done_put(struct hv_compose *cp, uint64_t h1, uint64_t h2, const char
 static hj *update_machine(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, const hj *req,
                           const struct hv_settings *s)
 {
-    int64_t deadline = hv_now_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
+    int64_t deadline = hv_mono_ms() + (int64_t)ctx->timeout_s * 1000 - 500;
     enum hv_hook h = HV_HOOK_UPDATE_MACHINE;
     struct hv_update_result own;
     bool no_profile;

@@ -6,7 +6,7 @@
  * the log only; answers carry fixed texts naming the downstream. */
 #include "hv_clock.h"
 #include "downstream.h"
-#include "config.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "msg.h"
@@ -39,11 +39,6 @@ static char *xstrdup(const char *s)
     if (!d)
         abort();
     return d;
-}
-
-int64_t hv_now_ms(void)
-{
-    return hv_mono_ms();
 }
 
 /* ---- config ------------------------------------------------------------------------------ */
@@ -96,7 +91,7 @@ static int parse_one(struct hv_downstream_cfg *d, const hj *o, const char *where
     static const char *const keys[] = {
         "name",           "url",      "caFile", "clientCertFile", "clientKeyFile",
         "timeoutSeconds", "settings", NULL};
-    if (hv_config_check_keys(o, where, keys, err, errlen) < 0)
+    if (hj_check_keys(o, where, keys, err, errlen) < 0)
         return -1;
     if (str_member(o, where, "name", true, &d->name, err, errlen) < 0 ||
         str_member(o, where, "url", true, &d->url, err, errlen) < 0 ||
@@ -305,7 +300,7 @@ static int post(struct hv_downstream *d, enum hv_hook h, const char *handler, co
 {
     char url[2048], seg[32];
     hook_segment(h, seg, sizeof(seg));
-    int left = (int)(deadline_ms - hv_now_ms());
+    int left = (int)(deadline_ms - hv_mono_ms());
     int budget = d->c.timeout_s * 1000;
     if (left < budget)
         budget = left;
@@ -413,7 +408,7 @@ int hv_downstream_discover(struct hv_downstream *d, int64_t deadline_ms, char *w
     static const char req[] = "{\"apiVersion\":\"" HV_HOOKS_API "\",\"kind\":\"DiscoveryRequest\"}";
     hj *a = NULL;
     const char *kind = NULL;
-    int64_t t0 = hv_now_ms();
+    int64_t t0 = hv_mono_ms();
     char names[HV_HOOK_COUNT][HANDLER_MAX];
     memset(names, 0, sizeof(names));
     long http = 0;
@@ -449,7 +444,7 @@ int hv_downstream_discover(struct hv_downstream *d, int64_t deadline_ms, char *w
     }
     hj_free(a);
     count(d, HV_HOOK_DISCOVERY, rc == 0 ? "Success" : "Error", rc == 0 ? NULL : kind,
-          (double)(hv_now_ms() - t0) / 1e3);
+          (double)(hv_mono_ms() - t0) / 1e3);
     pthread_mutex_lock(&d->mu);
     if (rc == 0) {
         memcpy(d->handler, names, sizeof(names));
@@ -474,7 +469,7 @@ enum hv_ds_result hv_downstream_call(struct hv_downstream *d, enum hv_hook h, co
     char handler[HANDLER_MAX];
     *answer = NULL;
     /* One bound for everything this downstream costs the call: discovery, the call, a retry. */
-    int64_t own = hv_now_ms() + (int64_t)d->c.timeout_s * 1000;
+    int64_t own = hv_mono_ms() + (int64_t)d->c.timeout_s * 1000;
     if (own < deadline_ms)
         deadline_ms = own;
     pthread_mutex_lock(&d->mu);
@@ -504,9 +499,9 @@ enum hv_ds_result hv_downstream_call(struct hv_downstream *d, enum hv_hook h, co
             return HV_DS_SKIP;
         }
         long http = 0;
-        int64_t t0 = hv_now_ms();
+        int64_t t0 = hv_mono_ms();
         rc = post(d, h, handler, text, len, deadline_ms, &a, &kind, &http, why, whylen);
-        secs = (double)(hv_now_ms() - t0) / 1e3;
+        secs = (double)(hv_mono_ms() - t0) / 1e3;
         /* 404 on names from an earlier discovery: the downstream renamed its handlers (a new
          * version); discover again and retry once. */
         if (rc == 0 || http != 404 || !known || attempt)

@@ -38,8 +38,7 @@ void hv_downstream_free(struct hv_downstream *d);
 const char *hv_downstream_name(const struct hv_downstream *d);
 int hv_downstream_timeout_s(const struct hv_downstream *d);
 
-/* Milliseconds on the monotonic clock. */
-int64_t hv_now_ms(void);
+/* Deadlines are milliseconds of hv_mono_ms() (hv_clock.h). */
 
 /* Run discovery now (bounded by deadline_ms and the downstream's timeout) and keep the
  * handler names. Returns 0, or -1 with a stable reason in why. */

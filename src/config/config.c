@@ -61,25 +61,6 @@ void hv_config_free(struct hv_config *c)
     memset(c, 0, sizeof(*c));
 }
 
-int hv_config_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
-                         size_t errlen)
-{
-    if (!o || o->type != HJ_OBJECT) {
-        snprintf(err, errlen, "%s must be an object", where);
-        return -1;
-    }
-    for (size_t k = 0; k < o->n; k++) {
-        const char *const *a;
-        for (a = allowed; *a && strcmp(*a, o->keys[k]); a++)
-            ;
-        if (!*a) {
-            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int int_member(const hj *o, const char *where, const char *key, long lo, long hi, long *out,
                       char *err, size_t errlen)
 {
@@ -124,7 +105,7 @@ static int parse_defaults(struct hv_config *c, const hj *d, char *err, size_t er
 {
     static const char *const keys[] = {"powerCycle", "onUncoverable", "powerOffMode",
                                        "guestVerification", NULL};
-    if (hv_config_check_keys(d, "defaults", keys, err, errlen) < 0)
+    if (hj_check_keys(d, "defaults", keys, err, errlen) < 0)
         return -1;
     char e[256];
     if (hv_settings_apply(&c->defaults, d, e, sizeof(e)) < 0) {
@@ -144,7 +125,7 @@ static int parse_engine(struct hv_config *c, const hj *e, char *err, size_t errl
                                        "shutdownTimeoutSeconds",
                                        "deadlineSeconds",
                                        NULL};
-    if (hv_config_check_keys(e, "engine", keys, err, errlen) < 0)
+    if (hj_check_keys(e, "engine", keys, err, errlen) < 0)
         return -1;
     return int_into(e, "engine", "workers", 1, 64, &c->engine.workers, err, errlen) < 0 ||
                    int_into(e, "engine", "maxConcurrentPowerCycles", 1, 1000,
@@ -167,7 +148,7 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
 {
     static const char *const keys[] = {"uris", "keepaliveIntervalSeconds", "keepaliveCount",
                                        "connectTimeoutSeconds", NULL};
-    if (hv_config_check_keys(l, "libvirt", keys, err, errlen) < 0)
+    if (hj_check_keys(l, "libvirt", keys, err, errlen) < 0)
         return -1;
     const hj *uris = hj_get(l, "uris");
     if (uris) {
@@ -229,7 +210,7 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
     static const char *const skeys[] = {
         "name",       "url",    "usernameFile",       "passwordFile",
         "thumbprint", "caFile", "insecureSkipVerify", NULL};
-    if (hv_config_check_keys(v, "vsphere", keys, err, errlen) < 0)
+    if (hj_check_keys(v, "vsphere", keys, err, errlen) < 0)
         return -1;
     const hj *servers = hj_get(v, "servers");
     if (!servers)
@@ -247,7 +228,7 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
         char where[64];
         snprintf(where, sizeof(where), "vsphere.servers[%zu]", k);
         c->n_vsphere = k + 1;
-        if (hv_config_check_keys(s, where, skeys, err, errlen) < 0 ||
+        if (hj_check_keys(s, where, skeys, err, errlen) < 0 ||
             str_dup_member(s, where, "name", true, &d->name, err, errlen) < 0 ||
             str_dup_member(s, where, "url", true, &d->url, err, errlen) < 0 ||
             str_dup_member(s, where, "usernameFile", true, &d->username_file, err, errlen) < 0 ||
@@ -320,7 +301,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     for (size_t k = 0; k < c->n_libvirt_uris; k++)
         free(c->libvirt_uris[k]);
     c->n_libvirt_uris = 0;
-    if (hv_config_check_keys(doc, "config", keys, err, errlen) < 0 ||
+    if (hj_check_keys(doc, "config", keys, err, errlen) < 0 ||
         str_dup_member(doc, "config", "listen", false, &c->listen, err, errlen) < 0 ||
         str_dup_member(doc, "config", "metricsListen", false, &c->metrics_listen, err, errlen) <
             0 ||

@@ -49,9 +49,4 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);
 
-/* "where must be an object" / "where: unknown key" unless o is an object whose keys are all
- * in allowed (NULL-terminated). */
-int hv_config_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
-                         size_t errlen);
-
 #endif

@@ -5,10 +5,11 @@
  * pass queued, running or timed, no slot, no probe) and has not been used for
  * entry_idle_ms is evicted: what must survive is on the VM's own record, an evicted entry
  * only costs the next call an "observing the VM". */
-#include "engine_int.h"
+#include "engine.h"
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "oprecord.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -71,6 +72,7 @@ struct entry {
 
 struct hv_engine {
     struct hv_engine_cfg cfg;
+    struct hv_books books; /* what a reconcile pass borrows: slots, owner, first sight */
     struct hv_backend **bes;
     size_t n_bes;
     char owner[96];
@@ -90,6 +92,10 @@ struct hv_engine {
     pthread_cond_t probe_cond;
 };
 
+static bool slot_acquire(void *ctx, const char *key, const char *host, bool force);
+static void slot_release(void *ctx, const char *key);
+static bool first_sight(void *ctx, const char *key, int64_t op_started_at);
+
 void hv_engine_cfg_default(struct hv_engine_cfg *c)
 {
     c->workers = 4;
@@ -100,16 +106,6 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->probe_cache_ms = 5000;
     c->probe_wait_ms = 300;
     c->entry_idle_ms = 600000;
-}
-
-const struct hv_engine_cfg *hv_engine_cfg(const struct hv_engine *e)
-{
-    return &e->cfg;
-}
-
-const char *hv_engine_owner(const struct hv_engine *e)
-{
-    return e->owner;
 }
 
 static void make_key(char *out, size_t cap, const struct hv_backend *be,
@@ -352,7 +348,7 @@ static void *worker(void *arg)
         struct hv_update_result res;
         memset(&res, 0, sizeof(res));
         int64_t began = hv_mono_ms();
-        hv_engine_reconcile_key(e, x->key, x->be, &ref, &desired, &s, &res);
+        hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, &res);
         hv_metrics_pass();
 
         pthread_mutex_lock(&e->lock);
@@ -455,6 +451,12 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
     snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    e->books = (struct hv_books){.ctx = e,
+                                 .cfg = &e->cfg,
+                                 .owner = e->owner,
+                                 .slot_acquire = slot_acquire,
+                                 .slot_release = slot_release,
+                                 .first_sight = first_sight};
     e->n_buckets = 64;
     e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
     if (!e->buckets)
@@ -515,8 +517,9 @@ struct hv_backend *hv_engine_backend(struct hv_engine *e, const char *name)
 
 /* ---- power-cycle slots --------------------------------------------------------------------- */
 
-bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *host, bool force)
+static bool slot_acquire(void *ctx, const char *key, const char *host, bool force)
 {
+    struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     bool ok = false;
@@ -542,8 +545,9 @@ bool hv_engine_slot_acquire(struct hv_engine *e, const char *key, const char *ho
     return ok;
 }
 
-void hv_engine_slot_release(struct hv_engine *e, const char *key)
+static void slot_release(void *ctx, const char *key)
 {
+    struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     if (x && x->slot) {
@@ -660,7 +664,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     entry_for(e, key, be, ref);
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
-    hv_engine_reconcile_key(e, key, be, ref, desired, s, out);
+    hv_reconcile_key(&e->books, key, be, ref, desired, s, out);
 }
 
 int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
@@ -669,8 +673,9 @@ int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_v
     return backend_for(ctx, p, ref, why, whylen) ? 1 : 0;
 }
 
-bool hv_engine_first_sight(struct hv_engine *e, const char *key, int64_t op_started_at)
+static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
 {
+    struct hv_engine *e = ctx;
     bool first = false;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);

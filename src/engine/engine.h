@@ -9,18 +9,8 @@
 #include "backend.h"
 #include "hooks.h"
 #include "profile.h"
+#include "reconcile.h"
 #include "settings.h"
-
-struct hv_engine_cfg {
-    int workers;          /* reconcile threads */
-    int max_power_cycles; /* VMs in a power cycle at once, overall */
-    int max_power_cycles_per_host;
-    int step_timeout_s;    /* bound for one hypervisor call */
-    int max_step_attempts; /* transient failures of one step before a Failure */
-    int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
-    int probe_wait_ms;     /* a hook waits at most this long for a probe */
-    int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
-};
 
 struct hv_engine;
 
@@ -57,9 +47,6 @@ size_t hv_engine_entries(struct hv_engine *e);
 /* Passes queued so far because a backend reported a change of a VM with an operation in
  * flight (ops->watch), over the entries held now (tests, benchmarks). */
 uint64_t hv_engine_woken(struct hv_engine *e);
-
-/* Stable text for a backend error code (never the raw hypervisor text). */
-const char *hv_errcode_message(enum hv_errcode c);
 
 /* For /metrics (hv_metrics_gauge_fn): VMs whose latest answer is in progress or that are
  * queued or being worked on, and power-cycle slots held, in this process. */

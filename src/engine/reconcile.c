@@ -2,10 +2,12 @@
  * Observe; read the operation record on the VM; decide the next step from what is seen plus
  * the record; write the record (intent) before acting; act once; answer. Nothing here
  * remembers anything between passes except through the record and the slot table. */
-#include "engine_int.h"
+#include "reconcile.h"
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
+#include "msg.h"
+#include "oprecord.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -174,7 +176,7 @@ static void answer(struct hv_update_result *out, bool failure, int retry, const 
 }
 
 struct pass {
-    struct hv_engine *e;
+    const struct hv_books *b;
     struct hv_backend *be;
     const struct hv_vm_ref *ref;
     const struct hv_hw *desired;
@@ -218,7 +220,7 @@ static bool store(struct pass *p)
     char buf[HV_RECORD_MAX];
     struct hv_err err = {0};
     p->after.found = false; /* a read from before this write no longer shows the VM */
-    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", hv_engine_owner(p->e));
+    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
@@ -240,7 +242,7 @@ static void fail_sticky(struct pass *p, const char *msg)
     p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
-    hv_engine_slot_release(p->e, p->key);
+    p->b->slot_release(p->b->ctx, p->key);
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(msg);
     if (store(p))
@@ -254,7 +256,7 @@ static void power_on_anyway(struct pass *p)
 {
     struct hv_step on = {.kind = HV_STEP_POWER_ON,
                          .desired = *p->desired,
-                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+                         .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     struct hv_err err = {0};
     if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK)
         log_err(p, "power-on while giving up", &err);
@@ -281,7 +283,7 @@ static void roll_back(struct pass *p)
     if (!previous_config(&p->rec, &prev))
         return;
     struct hv_err err = {0};
-    int64_t tmo = hv_engine_cfg(p->e)->step_timeout_s * 1000;
+    int64_t tmo = p->b->cfg->step_timeout_s * 1000;
     if (!matches(&p->obs.config, &prev)) {
         struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
         if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
@@ -310,9 +312,8 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
     if (!live && !store(p))
         return false;
-    struct hv_step st = {.kind = kind,
-                         .desired = *p->desired,
-                         .timeout_ms = hv_engine_cfg(p->e)->step_timeout_s * 1000};
+    struct hv_step st = {
+        .kind = kind, .desired = *p->desired, .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
     /* The last live step stores the waiting record in the same change (one hypervisor
      * call instead of two): the record then says "waiting" exactly when the step was made. */
@@ -321,7 +322,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     p->carried = false;
     if (live && p->carry && p->be->ops->record_in_step) {
         waiting.phase = HV_PH_WAIT_LIVE;
-        snprintf(waiting.owner, sizeof(waiting.owner), "%s", hv_engine_owner(p->e));
+        snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
         policy_of(p->s, waiting.policy, sizeof(waiting.policy));
         if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
             st.record = carried;
@@ -362,7 +363,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     log_err(p, step_name(kind), &err);
     p->rec.attempts++;
     char m[400];
-    if (p->rec.attempts >= hv_engine_cfg(p->e)->max_step_attempts) {
+    if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
                  p->rec.attempts, hv_errcode_message(err.code));
         struct hv_hw prev;
@@ -449,7 +450,7 @@ static void done(struct pass *p, bool had_record, const char *note)
     char m[400];
     snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
     /* Another replica may have finished what this one began: give back any slot held here. */
-    hv_engine_slot_release(p->e, p->key);
+    p->b->slot_release(p->b->ctx, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         p->rec.phase = HV_PH_DONE;
         p->rec.step_at = p->now;
@@ -575,7 +576,7 @@ static bool begin(struct pass *p)
         return false;
     }
     p->rec.phase = HV_PH_NONE;
-    hv_engine_first_sight(p->e, p->key, p->rec.started_at); /* ours: nothing to re-issue */
+    p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
            p->rec.cold ? "cold" : "live", (char *)NULL);
@@ -602,9 +603,9 @@ static void off_path(struct pass *p)
 
 static void cold_on_path(struct pass *p)
 {
-    const struct hv_engine_cfg *cfg = hv_engine_cfg(p->e);
+    const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
-    bool first = hv_engine_first_sight(p->e, p->key, p->rec.started_at);
+    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
         if (first && p->obs.can_shutdown && !p->obs.busy) {
@@ -666,7 +667,7 @@ static void cold_on_path(struct pass *p)
             fail_sticky(p, m);
             return;
         }
-        if (!hv_engine_slot_acquire(p->e, p->key, p->obs.host, false)) {
+        if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
             if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
                 p->rec.phase = HV_PH_PLANNED;
                 if (!store(p))
@@ -799,7 +800,7 @@ static bool one_pass(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  ref->uuid[0] ? ref->uuid : ref->name, p->be->ops->name);
         answer(out, true, 0, m);
-        hv_engine_slot_release(p->e, p->key);
+        p->b->slot_release(p->b->ctx, p->key);
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
@@ -828,7 +829,7 @@ static bool one_pass(struct pass *p)
      * VM is not done, whatever it shows now: it is about to change. */
     bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
                           p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
-                          strcmp(p->rec.owner, hv_engine_owner(p->e)) != 0 &&
+                          strcmp(p->rec.owner, p->b->owner) != 0 &&
                           p->now - p->rec.started_at <= s->deadline_s;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
@@ -839,7 +840,7 @@ static bool one_pass(struct pass *p)
     if (had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol))
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
-        hv_engine_slot_release(p->e, p->key);
+        p->b->slot_release(p->b->ctx, p->key);
         if (p->rec.rollback && p->obs.power == HV_POWER_OFF) {
             roll_back(p); /* it did not start with the new configuration: as it was */
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF) {
@@ -893,7 +894,7 @@ static bool one_pass(struct pass *p)
     }
     if (!on) {
         if (p->rec.cold)
-            hv_engine_slot_acquire(p->e, p->key, p->obs.host, true);
+            p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
         off_path(p);
     } else if (p->rec.cold) {
         cold_on_path(p);
@@ -903,14 +904,14 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
-void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_backend *be,
-                             const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                             const struct hv_settings *s, struct hv_update_result *out)
+void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+                      const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                      const struct hv_settings *s, struct hv_update_result *out)
 {
     struct pass *p = calloc(1, sizeof(*p));
     if (!p)
         abort();
-    p->e = e;
+    p->b = b;
     p->be = be;
     p->ref = ref;
     p->desired = desired;
@@ -927,6 +928,6 @@ void hv_engine_reconcile_key(struct hv_engine *e, const char *key, struct hv_bac
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
     if (p->seen && !cycling)
-        hv_engine_slot_release(e, key);
+        b->slot_release(b->ctx, key);
     free(p);
 }

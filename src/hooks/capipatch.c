@@ -142,11 +142,6 @@ int hv_capi_apply(hj **obj, const hj *field, const char *spec_path, char *err, s
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 void hv_json_diff(const hj *a, const hj *b, const char *path, hj *ops)
 {
     if (!a && !b)
@@ -164,16 +159,8 @@ void hv_json_diff(const hj *a, const hj *b, const char *path, hj *ops)
             hv_jsonpatch_add_op(ops, "replace", path, b);
         return;
     }
-    size_t n = 0;
-    const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
-    if (!keys)
-        abort();
-    for (size_t k = 0; k < a->n; k++)
-        keys[n++] = a->keys[k];
-    for (size_t k = 0; k < b->n; k++)
-        if (!hj_get(a, b->keys[k]))
-            keys[n++] = b->keys[k];
-    qsort(keys, n, sizeof(char *), cmp_str);
+    size_t n;
+    const char **keys = hj_keys_union(a, b, &n);
     for (size_t k = 0; k < n; k++) {
         const hj *x = hj_get(a, keys[k]), *y = hj_get(b, keys[k]);
         if (hj_equal(x, y))

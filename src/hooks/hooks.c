@@ -3,32 +3,16 @@
  * same condition on every retry. Patches go out as base64 of their JSON text (Go []byte). */
 #include "hooks.h"
 #include "base64.h"
-#include "compose.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const hook_names[] = {"Discovery", "CanUpdateMachine", "CanUpdateMachineSet",
-                                         "UpdateMachine"};
-static const char *const handler_names[] = {"", "can-update-machine", "can-update-machine-set",
-                                            "update-machine"};
-
-const char *hv_hook_name(enum hv_hook h)
-{
-    return hook_names[h];
-}
-
-const char *hv_hook_handler_name(enum hv_hook h)
-{
-    return handler_names[h];
-}
-
 hj *hv_hook_response(enum hv_hook h, bool failure, const char *message)
 {
     char kind[64];
     hj *r = hj_new_object();
-    snprintf(kind, sizeof(kind), "%sResponse", hook_names[h]);
+    snprintf(kind, sizeof(kind), "%sResponse", hv_hook_name(h));
     hj_obj_set_take(r, "apiVersion", hj_new_string(HV_HOOKS_API));
     hj_obj_set_take(r, "kind", hj_new_string(kind));
     hj_obj_set_take(r, "status", hj_new_string(failure ? "Failure" : "Success"));
@@ -43,9 +27,9 @@ static hj *discovery(const struct hv_hooks_ctx *ctx)
     hj *hs = hj_new_array();
     for (int h = HV_HOOK_CAN_UPDATE_MACHINE; h < HV_HOOK_COUNT; h++) {
         hj *e = hj_new_object(), *rh = hj_new_object();
-        hj_obj_set_take(e, "name", hj_new_string(handler_names[h]));
+        hj_obj_set_take(e, "name", hj_new_string(hv_hook_handler_name(h)));
         hj_obj_set_take(rh, "apiVersion", hj_new_string(HV_HOOKS_API));
-        hj_obj_set_take(rh, "hook", hj_new_string(hook_names[h]));
+        hj_obj_set_take(rh, "hook", hj_new_string(hv_hook_name(h)));
         hj_obj_set_take(e, "requestHook", rh);
         hj_obj_set_take(e, "timeoutSeconds", hj_new_int(ctx->timeout_s));
         hj_obj_set_take(e, "failurePolicy", hj_new_string("Fail"));
@@ -60,7 +44,7 @@ static const char *check_envelope(enum hv_hook h, const hj *req, char *buf, size
 {
     const char *av = hj_get_str(req, "apiVersion"), *kind = hj_get_str(req, "kind");
     char want[64];
-    snprintf(want, sizeof(want), "%sRequest", hook_names[h]);
+    snprintf(want, sizeof(want), "%sRequest", hv_hook_name(h));
     if (!kind) {
         snprintf(buf, cap, HV_MSG("request has no kind (want %s)"), want);
         return buf;
@@ -306,7 +290,7 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
     } else if (ctx->compose) {
-        r = hv_compose_handle(ctx, h, req, &s);
+        r = ctx->chain(ctx, h, req, &s);
     } else if (h == HV_HOOK_UPDATE_MACHINE) {
         r = update_machine(ctx, req, &s);
     } else {

@@ -4,20 +4,11 @@
 #ifndef HV_HOOKS_H
 #define HV_HOOKS_H
 
+#include "hookname.h"
 #include "json.h"
 #include "plan.h"
 #include "profile.h"
 #include "settings.h"
-
-#define HV_HOOKS_API "hooks.runtime.cluster.x-k8s.io/v1alpha1"
-
-enum hv_hook {
-    HV_HOOK_DISCOVERY = 0,
-    HV_HOOK_CAN_UPDATE_MACHINE,
-    HV_HOOK_CAN_UPDATE_MACHINE_SET,
-    HV_HOOK_UPDATE_MACHINE,
-    HV_HOOK_COUNT
-};
 
 struct hv_update_result {
     bool failure;
@@ -35,6 +26,11 @@ typedef void (*hv_update_fn)(void *ctx, const struct hv_profile *p, const struct
                              struct hv_update_result *out);
 
 struct hv_compose;
+struct hv_hooks_ctx;
+/* Compose mode's answer to CanUpdateMachine(Set) and UpdateMachine (compose.h's
+ * hv_compose_handle): the hooks call composition through this, never by name. */
+typedef hj *(*hv_chain_fn)(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                           const struct hv_settings *s);
 
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
@@ -49,10 +45,8 @@ struct hv_hooks_ctx {
     size_t n_libvirt_uris;
     const char *only_vcenter;   /* the vCenter's name when exactly one is configured */
     struct hv_compose *compose; /* NULL: no downstream extensions (compose.h) */
+    hv_chain_fn chain;          /* answers when compose is set (hv_compose_handle) */
 };
-
-const char *hv_hook_name(enum hv_hook h);         /* "CanUpdateMachine" */
-const char *hv_hook_handler_name(enum hv_hook h); /* "can-update-machine" ("" for discovery) */
 
 /* Answer one hook call. failure_out says whether the answer's status is Failure; msg (may be
  * NULL) receives the answer's message for logs. */

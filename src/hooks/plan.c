@@ -41,26 +41,6 @@ static void add_uncovered(struct hv_coverage *c, const char *where, const char *
     snprintf(it->reason, sizeof(it->reason), "%s", reason ? reason : "");
 }
 
-/* "machine" + "/spec/version" -> "machine.spec.version" */
-static void dotted(char *out, size_t cap, const char *obj, const char *pointer)
-{
-    char **t;
-    size_t n;
-    snprintf(out, cap, "%s", obj);
-    if (hj_ptr_split(pointer, &t, &n) < 0)
-        return;
-    for (size_t k = 0; k < n; k++) {
-        size_t at = strlen(out);
-        snprintf(out + at, cap - at, ".%s", t[k]);
-    }
-    hj_ptr_tokens_free(t, n);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 typedef void (*diff_fn)(void *ctx, const char *pointer, const hj *a, const hj *b);
 
 /* Walk a and b together; call fn for each pointer where they differ (objects recurse, in
@@ -72,16 +52,8 @@ static void diff(const char *prefix, const hj *a, const hj *b, diff_fn fn, void 
     if (hj_equal(a, b))
         return;
     if (a && b && a->type == HJ_OBJECT && b->type == HJ_OBJECT) {
-        size_t n = 0;
-        const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
-        if (!keys)
-            abort();
-        for (size_t k = 0; k < a->n; k++)
-            keys[n++] = a->keys[k];
-        for (size_t k = 0; k < b->n; k++)
-            if (!hj_get(a, b->keys[k]))
-                keys[n++] = b->keys[k];
-        qsort(keys, n, sizeof(char *), cmp_str);
+        size_t n;
+        const char **keys = hj_keys_union(a, b, &n);
         char sub[512];
         size_t plen = strlen(prefix);
         if (plen >= sizeof(sub))
@@ -117,7 +89,7 @@ static void other_diff(void *vctx, const char *pointer, const hj *a, const hj *b
 {
     struct other_ctx *o = vctx;
     char where[160];
-    dotted(where, sizeof(where), o->obj, pointer);
+    hj_ptr_dotted(where, sizeof(where), o->obj, pointer);
     add_uncovered(o->c, where, REASON_NOT_HARDWARE);
 }
 
@@ -195,7 +167,7 @@ static void infra_diff(void *vctx, const char *pointer, const hj *a, const hj *b
         }
     }
     char where[160];
-    dotted(where, sizeof(where), x->obj, pointer);
+    hj_ptr_dotted(where, sizeof(where), x->obj, pointer);
     add_uncovered(x->c, where, REASON_NOT_A_FIELD);
 }
 
@@ -387,7 +359,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         if (r->cls != HV_CLASS_NO || !reason)
             continue;
         char where[160];
-        dotted(where, sizeof(where), obj, path);
+        hj_ptr_dotted(where, sizeof(where), obj, path);
         add_uncovered(c, where, reason);
     }
     /* powerCycle=Never: only what this VM can take live now, or already has, is covered. */
@@ -437,7 +409,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
             r->cls = HV_CLASS_NO;
             char where[160], path[300];
             snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
-            dotted(where, sizeof(where), obj, path);
+            hj_ptr_dotted(where, sizeof(where), obj, path);
             add_uncovered(c, where, reason);
         }
     }

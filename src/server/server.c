@@ -16,6 +16,7 @@
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "respond.h"
 #include "tls.h"
 
 #include <arpa/inet.h>
@@ -122,19 +123,11 @@ static enum route match(const char *url, enum hv_hook *hook)
 static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int code, const char *type,
                              char *body_take, size_t len, const char *allow)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body_take, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body_take);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    if (r->close)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)code, resp);
-    MHD_destroy_response(resp);
+    bool made;
+    enum MHD_Result rc =
+        hv_respond(c, (unsigned)code, type, body_take, len, allow, r->close, &made);
+    if (!made)
+        return rc;
     r->answered = true;
     hv_metrics_http(code);
     return rc;
@@ -552,16 +545,9 @@ static void *reaper_main(void *arg)
     struct hv_server *srv = arg;
     pthread_mutex_lock(&srv->conns_lock);
     while (!srv->reaper_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += 250000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
-        int rc = 0;
-        while (!srv->reaper_stop && rc != ETIMEDOUT)
-            rc = pthread_cond_timedwait(&srv->reaper_cv, &srv->conns_lock, &until);
+        int64_t until = hv_mono_ms() + 250;
+        while (!srv->reaper_stop && hv_mono_ms() < until)
+            hv_cond_wait_until(&srv->reaper_cv, &srv->conns_lock, until);
         long long now = hv_mono_ms();
         size_t idle = 0;
         for (struct conn *cs = srv->conns; cs; cs = cs->next) {
@@ -706,11 +692,7 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     if (limit < threads)
         limit = threads;
     pthread_mutex_init(&s->conns_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->reaper_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&s->reaper_cv, NULL); /* waited on with hv_cond_wait_until */
     unsigned flags =
         MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)

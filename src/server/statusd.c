@@ -3,6 +3,7 @@
 #include "statusd.h"
 #include "log.h"
 #include "msg.h"
+#include "respond.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -15,28 +16,12 @@ struct hv_statusd {
     unsigned port;
 };
 
-static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const char *type,
-                              char *body_take, size_t len, const char *allow)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body_take, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body_take);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result rc = MHD_queue_response(c, code, resp);
-    MHD_destroy_response(resp);
-    return rc;
-}
-
 static enum MHD_Result text(struct MHD_Connection *c, unsigned code, const char *s,
                             const char *allow)
 {
     char *b = strdup(s);
-    return b ? answer(c, code, "text/plain; charset=utf-8", b, strlen(b), allow) : MHD_NO;
+    return b ? hv_respond(c, code, "text/plain; charset=utf-8", b, strlen(b), allow, false, NULL)
+             : MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -64,7 +49,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                        : text(c, 503, "not ready\n", NULL);
     size_t len;
     char *m = hv_server_metrics(s->srv, &len);
-    return m ? answer(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, len, NULL) : MHD_NO;
+    return m ? hv_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, len, NULL, false,
+                          NULL)
+             : MHD_NO;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)

@@ -828,3 +828,57 @@ char *hj_dump(const hj *v, size_t *len_out)
         *len_out = len;
     return out;
 }
+
+int hj_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
+                  size_t errlen)
+{
+    if (!o || o->type != HJ_OBJECT) {
+        snprintf(err, errlen, "%s must be an object", where);
+        return -1;
+    }
+    for (size_t k = 0; k < o->n; k++) {
+        const char *const *a;
+        for (a = allowed; *a && strcmp(*a, o->keys[k]); a++)
+            ;
+        if (!*a) {
+            snprintf(err, errlen, "%s: unknown key \"%s\"", where, o->keys[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void hj_ptr_dotted(char *out, size_t cap, const char *obj, const char *pointer)
+{
+    char **t;
+    size_t n;
+    snprintf(out, cap, "%s", obj);
+    if (hj_ptr_split(pointer, &t, &n) < 0)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        size_t at = strlen(out);
+        snprintf(out + at, cap - at, ".%s", t[k]);
+    }
+    hj_ptr_tokens_free(t, n);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+const char **hj_keys_union(const hj *a, const hj *b, size_t *n_out)
+{
+    size_t n = 0;
+    const char **keys = malloc((a->n + b->n + 1) * sizeof(char *));
+    if (!keys)
+        abort();
+    for (size_t k = 0; k < a->n; k++)
+        keys[n++] = a->keys[k];
+    for (size_t k = 0; k < b->n; k++)
+        if (!hj_get(a, b->keys[k]))
+            keys[n++] = b->keys[k];
+    qsort(keys, n, sizeof(char *), cmp_str);
+    *n_out = n;
+    return keys;
+}

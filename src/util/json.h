@@ -82,5 +82,16 @@ int hj_ptr_split(const char *pointer, char ***tokens_out, size_t *n_out);
 void hj_ptr_tokens_free(char **tokens, size_t n);
 /* Append the escaped form of token to a pointer buffer; false when it would not fit. */
 bool hj_ptr_append(char *buf, size_t cap, const char *token);
+/* obj and the pointer's tokens joined by dots: "machine" + "/spec/version" ->
+ * "machine.spec.version" (truncated to cap; just obj when the pointer is malformed). */
+void hj_ptr_dotted(char *out, size_t cap, const char *obj, const char *pointer);
+/* The keys of objects a and b, each once, in strcmp order: a malloc'd array (free it) of
+ * strings borrowed from a and b; *n_out is its length. */
+const char **hj_keys_union(const hj *a, const hj *b, size_t *n_out);
+
+/* "where must be an object" / "where: unknown key" unless o is an object whose keys are all
+ * in allowed (NULL-terminated): the strict key check of the config file's sections. */
+int hj_check_keys(const hj *o, const char *where, const char *const *allowed, char *err,
+                  size_t errlen);
 
 #endif

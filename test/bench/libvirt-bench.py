@@ -52,7 +52,7 @@ DIMM = ("<memory model='dimm'><target><size unit='MiB'>512</size><node>0</node><
 STATS_PERIOD_S = 2  # hvupdater's own period for domains that have none (LV_BALLOON_PERIOD_S)
 POLL_S = 0.1
 WORKERS = 20  # engine.workers: as many passes at once as the direct side has threads
-SLACK_MIB = 128  # src/reconcile.c GUEST_MEM_SLACK_MIB: the same guest criterion as hvupdater
+SLACK_MIB = 128  # src/engine/reconcile.c GUEST_MEM_SLACK_MIB: the same guest criterion as hvupdater
 
 
 def guest_view(d):

@@ -1,5 +1,5 @@
 /* test_compose.c: cmocka tests for the pieces of compose mode that need no network:
- * CAPI's patch rules (src/capipatch.c: apply to a copy, copy back only the spec, merge
+ * CAPI's patch rules (src/hooks/capipatch.c: apply to a copy, copy back only the spec, merge
  * patches, the diff that becomes one patch per object) and the `downstream` config. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* test_config.c: cmocka tests for src/config.c and the profile loading in src/profile.c: the
- * embedded default, a full valid config, strict rejection of unknown keys and bad values with
- * messages naming the key, and profiles overriding or adding infra kinds. */
+/* test_config.c: cmocka tests for src/config/config.c and the profile loading in
+ * src/hooks/profile.c: the embedded default, a full valid config, strict rejection of unknown keys
+ * and bad values with messages naming the key, and profiles overriding or adding infra kinds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -343,7 +343,7 @@ static void test_unknown_keys_rejected(void **state)
  * the fields object: {"fields":{"gpus":...}} gives `profiles[0]: unknown key "gpus"`, which
  * reads as a top-level profile key (every other level names its full path, e.g.
  * `profiles[0].fields.memory: ...`, `profiles[0].identity: ...`).
- * Fix (src/profile.c, load_one): build `char fwhere[128]; snprintf(fwhere, sizeof(fwhere),
+ * Fix (src/hooks/profile.c, load_one): build `char fwhere[128]; snprintf(fwhere, sizeof(fwhere),
  * "%s.fields", where);` and call `only_keys(fields, fkeys, fwhere, err, errlen)`. Kept out of
  * the run list until fixed. */
 static void test_unknown_field_key_names_fields_path(void **state)
@@ -362,8 +362,8 @@ static void test_unknown_field_key_names_fields_path(void **state)
  * accepted as *strings* (through hv_settings_apply), so {"defaults":{"liveTimeoutSeconds":"60"}}
  * loads although the schema rejects it, and the integer spelling the schema uses elsewhere
  * fails with "defaults: setting liveTimeoutSeconds must be a string".
- * Fix (src/config.c, parse_defaults): drop the three *Seconds names from `keys[]` so they are
- * rejected as `defaults: unknown key "liveTimeoutSeconds"` (or, if they are meant to be there,
+ * Fix (src/config/config.c, parse_defaults): drop the three *Seconds names from `keys[]` so they
+ * are rejected as `defaults: unknown key "liveTimeoutSeconds"` (or, if they are meant to be there,
  * add them to schemas/config.json). Kept out of the run list until decided. */
 static void test_defaults_only_schema_keys(void **state)
 {

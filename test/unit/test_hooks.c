@@ -1,4 +1,4 @@
-/* test_hooks.c: cmocka tests for src/hooks.c: discovery, request checks with their exact
+/* test_hooks.c: cmocka tests for src/hooks/hooks.c: discovery, request checks with their exact
  * Failure messages, settings, CanUpdateMachine(Set) responses with base64 JSON patches, and
  * UpdateMachine routing to the engine entry point (a stub here). */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_json.c: cmocka tests for src/json.c: parsing, printing, Kubernetes number semantics,
+/* test_json.c: cmocka tests for src/util/json.c: parsing, printing, Kubernetes number semantics,
  * limits, malformed input and RFC 6901 pointers. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -598,7 +598,7 @@ static long error_offset(const char *text, char *err, size_t errlen)
  * one-byte completion chunk, not in the input: "[1,2" gives "invalid JSON at byte 1: premature
  * EOF", "{\"a\":\"x" also byte 1, "12 34" gives byte 0. Errors found while parsing name the
  * right byte ("[1]x" -> byte 4).
- * Fix (src/json.c, hj_parse): remember the offset per phase, e.g.
+ * Fix (src/util/json.c, hj_parse): remember the offset per phase, e.g.
  *     size_t at;
  *     yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
  *     at = yajl_get_bytes_consumed(h);
@@ -620,7 +620,7 @@ static void test_error_offset_of_truncated_input(void **state)
 /* BUG: hj_ptr_append writes part of the token before finding that it does not fit and then
  * returns false without restoring the terminator, so buf is left changed and, when the bytes
  * after the old end are not NUL, unterminated within cap (a later strlen reads past it).
- * Fix (src/json.c, hj_ptr_append): remember `size_t start = strlen(buf);` and on every
+ * Fix (src/util/json.c, hj_ptr_append): remember `size_t start = strlen(buf);` and on every
  * `return false` after writing do `buf[start] = '\0';` (or compute the escaped length first and
  * return false before writing anything). Kept out of the run list until fixed. */
 static void test_ptr_append_failure_leaves_buffer_unchanged(void **state)

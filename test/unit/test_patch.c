@@ -1,4 +1,4 @@
-/* test_patch.c: cmocka tests for src/jsonpatch.c (RFC 6902) and src/base64.c, and the round
+/* test_patch.c: cmocka tests for src/hooks/jsonpatch.c (RFC 6902) and src/base64.c, and the round
  * trip CAPI performs with hvupdater's patches: apply to a copy of current, copy back only the
  * spec, compare with desired. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_plan.c: cmocka tests for src/plan.c: which differences hvupdater covers, how (live or
+/* test_plan.c: cmocka tests for src/hooks/plan.c: which differences hvupdater covers, how (live or
  * with a power cycle), the JSON Patch it builds and the exact, deterministic messages, per
  * setting and with test doubles for the backend's availability and live-change probe. */
 #include <stdarg.h>
@@ -1439,7 +1439,7 @@ static void test_unit_conversion(void **state)
  * number of MiB", and plan.c reports exactly that reason, but it rejects every non-whole value
  * in the field's own unit: 8.5 GiB (= 8704 MiB) and 0.5 GiB (= 512 MiB) come back -1, so a
  * GiB-unit profile calls a valid size "not a whole positive number of MiB".
- * Fix (src/profile.c, hv_unit_to_mib): for HJ_FLOAT in HV_UNIT_GIB compute `double m = x *
+ * Fix (src/hooks/profile.c, hv_unit_to_mib): for HJ_FLOAT in HV_UNIT_GIB compute `double m = x *
  * 1024.0;` and accept when `m > 0 && m == floor(m) && m <= 9.0e15` (return (int64_t)m); keep the
  * integer paths for HJ_INT. (Or, if whole values of the unit are intended, say so in profile.h
  * and give plan.c a reason naming the unit.) Kept out of the run list until decided. */

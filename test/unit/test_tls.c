@@ -1,4 +1,5 @@
-/* test_tls.c: cmocka tests for src/tls.c (serving certificate, rotation, self-signed bootstrap).
+/* test_tls.c: cmocka tests for src/server/tls.c (serving certificate, rotation, self-signed
+ * bootstrap).
  *
  * Every test works in its own mkdtemp() directory under /tmp and removes it. The rotation tests
  * run a real libmicrohttpd HTTPS daemon (GnuTLS) on an ephemeral loopback port and talk to it

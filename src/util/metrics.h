@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "hooks.h"
+#include "hookname.h"
 
 enum hv_call_status { HV_CALL_SUCCESS = 0, HV_CALL_FAILURE, HV_CALL_ERROR, HV_CALL_STATUS_COUNT };
 

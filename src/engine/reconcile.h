@@ -1,0 +1,48 @@
+/* reconcile.h: one level-triggered pass of the UpdateMachine engine for one VM (reconcile.c),
+ * and the bookkeeping it borrows from whoever runs it (the engine, engine.c) through struct
+ * hv_books, so the pass never calls back into the engine by name. */
+#ifndef HV_RECONCILE_H
+#define HV_RECONCILE_H
+
+#include "backend.h"
+#include "hooks.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HV_KEY_MAX 600
+
+struct hv_engine_cfg {
+    int workers;          /* reconcile threads */
+    int max_power_cycles; /* VMs in a power cycle at once, overall */
+    int max_power_cycles_per_host;
+    int step_timeout_s;    /* bound for one hypervisor call */
+    int max_step_attempts; /* transient failures of one step before a Failure */
+    int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
+    int probe_wait_ms;     /* a hook waits at most this long for a probe */
+    int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
+};
+
+/* The engine's slot and owner bookkeeping as a pass sees it; ctx is the engine. */
+struct hv_books {
+    void *ctx;
+    const struct hv_engine_cfg *cfg;
+    const char *owner; /* "hostname:pid" of this process, written into records */
+    /* Take a power-cycle slot for key on host (true if held now). force: take it even over
+     * the caps (a VM already mid-cycle must finish). */
+    bool (*slot_acquire)(void *ctx, const char *key, const char *host, bool force);
+    void (*slot_release)(void *ctx, const char *key);
+    /* True the first time this process handles the operation that started at op_started_at
+     * on this VM (e.g. after a restart, or an operation another replica began). */
+    bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
+};
+
+/* One pass (up to four rounds of observe, decide, act) for the VM keyed key. */
+void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+                      const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                      const struct hv_settings *s, struct hv_update_result *out);
+
+/* Stable text for a backend error code (never the raw hypervisor text). */
+const char *hv_errcode_message(enum hv_errcode c);
+
+#endif
