@@ -50,6 +50,7 @@ KUSTOMIZE_COMPONENT_FILES = {
                           {"clientCerts": {"enabled": True}}),
     "priorityclass.yaml": ("components/priority-class/priorityclass.yaml",
                            {"priorityClass": {"enabled": True}}),
+    "events-rbac.yaml": ("components/events/rbac.yaml", {"events": {"enabled": True}}),
 }
 
 # clusterctl variables: (variable, default or None for required, values path)

@@ -117,7 +117,8 @@ class Checker:
 def lint(c):
     variants = {"default values": {},
                 "all options on": {"clientCerts": {"enabled": True},
-                                   "priorityClass": {"enabled": True}},
+                                   "priorityClass": {"enabled": True},
+                                   "events": {"enabled": True}},
                 "metrics listener off": {"metrics": {"enabled": False}}}
     for what, vals in variants.items():
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -160,11 +161,12 @@ def kustomize_vs_helm(c):
         with open(os.path.join(k, "kustomization.yaml"), "w") as f:
             f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                     "resources: [base, extension]\n"
-                    "components: [components/client-certs, components/priority-class]\n")
+                    "components: [components/client-certs, components/priority-class, "
+                    "components/events]\n")
         full = c.helm_template({"clientCerts": {"enabled": True},
-                                "priorityClass": {"enabled": True}})
+                                "priorityClass": {"enabled": True}, "events": {"enabled": True}})
         c.same(c.kustomize_build(k), full,
-               "kustomize with both components vs helm template with both options")
+               "kustomize with all components vs helm template with all options")
 
 
 def clusterctl(c):
@@ -250,6 +252,30 @@ def clusterctl(c):
               meta.get("releaseSeries"))
 
 
+def events(c):
+    """Off by default: no token; on: the token, --kube-events, and RBAC for Events only."""
+    def pod(objs):
+        dep = [o for o in objs if o["kind"] == "Deployment"][0]
+        return dep["spec"]["template"]["spec"]
+    off = c.helm_template({})
+    c.r.eq(pod(off).get("automountServiceAccountToken"), False, "events off: no token mounted")
+    c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
+              "events off: no --kube-events")
+    c.r.check(not [o for o in off if o["kind"].startswith("ClusterRole")], "events off: no RBAC")
+    on = c.helm_template({"events": {"enabled": True}})
+    c.r.eq(pod(on).get("automountServiceAccountToken"), True, "events on: the token is mounted")
+    c.r.check("--kube-events" in pod(on)["containers"][0]["args"], "events on: --kube-events")
+    roles = [o for o in on if o["kind"] == "ClusterRole"]
+    c.r.eq([r["rules"] for r in roles], [[{"apiGroups": [""], "resources": ["events"],
+                                           "verbs": ["create"]}]],
+           "events on: one ClusterRole, allowed only to create Events")
+    binds = [o for o in on if o["kind"] == "ClusterRoleBinding"]
+    c.r.check(len(binds) == 1 and binds[0]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}] and
+        binds[0]["roleRef"]["name"] == "hvupdater-events",
+        "events on: bound to hvupdater's service account only")
+
+
 def metrics_off(c):
     objs = {(o["kind"], o["metadata"]["name"]): o
             for o in c.helm_template({"metrics": {"enabled": False}})}
@@ -277,7 +303,7 @@ def main():
             print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
             return 1
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
-                     (clusterctl, (c,)), (metrics_off, (c,))):
+                     (clusterctl, (c,)), (events, (c,)), (metrics_off, (c,))):
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - one broken part must not hide the rest

@@ -10,6 +10,7 @@ for what an operator relies on:
   drain         SIGTERM with --drain-seconds 3: /readyz turns 503 at once, hook calls keep
                 being answered during the drain, the process exits 0 after it
   logs          every stderr line is JSON; 4xx answers are logged at warn
+  kube-events   --kube-events: Warning Events to a stand-in Kubernetes API
   capi-logs     --log-format capi: CAPI's JSON logs (msg; Machine, MachineSet, Cluster objects)
 
 Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
@@ -18,6 +19,7 @@ Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -70,13 +72,13 @@ def make_client(d, name, ca_key, ca_crt):
 
 
 class Server:
-    def __init__(self, binary, tmp, *args):
+    def __init__(self, binary, tmp, *args, env=None):
         self.stderr_path = os.path.join(tmp, f"stderr-{time.monotonic_ns()}")
         self.err = open(self.stderr_path, "w+")
         self.p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
                                    os.path.join(tmp, "tls"), *args],
                                   stdout=subprocess.DEVNULL, stderr=self.err,
-                                  env=dict(os.environ, HOME=tmp))
+                                  env=dict(os.environ, HOME=tmp, **(env or {})))
         self.info = None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.info is None and self.p.poll() is None:
@@ -394,7 +396,134 @@ def group_capi_logs(binary, tmp):
           "an unknown --log-format is a usage error (exit 2)", p.stderr[-300:])
 
 
-GROUPS = {"logs": group_logs, "capi-logs": group_capi_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
+class FakeKubeAPI:
+    """An HTTPS server standing for the Kubernetes API: records every request, answers 201."""
+
+    def __init__(self, tmp):
+        import http.server
+        import threading
+        self.crt, self.key = os.path.join(tmp, "api.crt"), os.path.join(tmp, "api.key")
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", self.key, "-out", self.crt, "-days", "2", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+                "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,digitalSignature,keyCertSign")
+        self.got = []
+        self.cv = threading.Condition()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer.cv:
+                    outer.got.append((self.path, self.headers.get("Authorization"),
+                                      json.loads(body)))
+                    outer.cv.notify_all()
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.crt, self.key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.t.start()
+
+    def wait_for(self, n, timeout=30):
+        with self.cv:
+            self.cv.wait_for(lambda: len(self.got) >= n, timeout)
+            return list(self.got)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def group_kube_events(binary, tmp):
+    """--kube-events: a Warning Event on the Machine for settings that do not parse and for a
+    Block, posted to the API server with the service account's token; the same event once;
+    nothing without the flag; the flag outside a pod is a startup error."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def fixture(name, kind, settings):
+        with open(os.path.join(src, "test", "fixtures", name)) as f:
+            req = json.load(f)
+        req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind=kind,
+                   settings=settings)
+        return json.dumps(req)
+    bad = fixture("lvm-grow.json", "UpdateMachineRequest", {"powerCycle": "Sometimes"})
+    block = fixture("vsm-version-and-memory.json", "CanUpdateMachineRequest",
+                    {"onUncoverable": "Block"})
+    api = FakeKubeAPI(tmp)
+    sa = os.path.join(tmp, "sa")
+    os.makedirs(sa)
+    with open(os.path.join(sa, "token"), "w") as f:
+        f.write("t0ken-" + "x" * 1200 + "\n")  # service account tokens are ~1 KB JWTs
+    shutil.copy(api.crt, os.path.join(sa, "ca.crt"))
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(api.port),
+           "HVUPDATER_SERVICEACCOUNT_DIR": sa}
+    try:
+        srv = Server(binary, tmp, "--kube-events", env=env)
+        try:
+            answers = []
+            for body, route in ((bad, "updatemachine/update-machine"),
+                                (bad, "updatemachine/update-machine"),
+                                (block, "canupdatemachine/can-update-machine")):
+                code, text = https(srv, "POST", API + route, body=body)
+                answers.append(json.loads(text) if code == 200 else {})
+            check(all(a.get("status") == "Failure" for a in answers),
+                  "kube-events: the three calls answer Failure", repr(answers)[:300])
+            api.wait_for(2)
+        finally:
+            srv.stop()  # the worker posts what is queued before it stops
+        got = api.got
+        check(len(got) == 2, "kube-events: two Events (the repeated failure posted once)",
+              repr([g[2].get("reason") for g in got]))
+        want = [("InvalidSettings", answers[0].get("message")),
+                ("UpdateBlocked", answers[2].get("message"))]
+        for (path, auth, ev), (reason, message) in zip(got, want):
+            check(path == "/api/v1/namespaces/default/events",
+                  f"kube-events: {reason} posted to the Machine's namespace", path)
+            check(auth == "Bearer t0ken-" + "x" * 1200,
+                  f"kube-events: {reason} carries the whole service account token",
+                  (auth or "")[:40])
+            inv = ev.get("involvedObject", {})
+            check(ev.get("type") == "Warning" and ev.get("reason") == reason and
+                  ev.get("message") == message and inv.get("kind") == "Machine" and
+                  inv.get("name") == "cp-abc12" and inv.get("namespace") == "default" and
+                  ev.get("source", {}).get("component") == "hvupdater" and
+                  ev.get("metadata", {}).get("generateName") == "cp-abc12.",
+                  f"kube-events: a Warning {reason} on Machine default/cp-abc12 with the answer's "
+                  "message", repr(ev)[:400])
+        logs_are_json(srv, "kube-events")
+
+        n = len(api.got)
+        srv = Server(binary, tmp, env=env)
+        try:
+            https(srv, "POST", API + "updatemachine/update-machine", body=bad)
+        finally:
+            srv.stop()
+        check(len(api.got) == n, "kube-events: nothing posted without --kube-events")
+    finally:
+        api.close()
+    p = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
+                        os.path.join(tmp, "tls2"), "--kube-events"], capture_output=True,
+                       text=True, timeout=30,
+                       env={k: v for k, v in os.environ.items()
+                            if not k.startswith("KUBERNETES_SERVICE")})
+    check(p.returncode == 1 and "needs KUBERNETES_SERVICE_HOST" in p.stderr,
+          "kube-events: outside a pod --kube-events is a startup error (exit 1)",
+          p.stderr[-300:])
+
+
+GROUPS = {"logs": group_logs, "kube-events": group_kube_events, "capi-logs": group_capi_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
 
 
 def main():
