@@ -250,6 +250,13 @@ static double rlimit_value(int resource)
     return rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur;
 }
 
+/* One process_* series with its HELP and TYPE lines; %.17g keeps integers exact. */
+static void process_metric(struct buf *b, const char *name, const char *type, const char *help,
+                           double v)
+{
+    bprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
 /* The standard process_* metrics (Prometheus' process collector, which controller-runtime
  * and CAPI's controllers export too), from /proc/self. A value that cannot be read is left
  * out rather than reported wrong. */
@@ -273,59 +280,40 @@ static void render_process(struct buf *b)
                               "%*d %*d %*d %llu %llu %lld",
                               &utime, &stime, &start, &vsize, &rss) == 5;
     }
-    if (stat_ok && tick > 0) {
-        bprintf(b,
-                "# HELP process_cpu_seconds_total Total user and system CPU time spent in "
-                "seconds.\n# TYPE process_cpu_seconds_total counter\n"
-                "process_cpu_seconds_total %.2f\n",
-                (double)(utime + stime) / (double)tick);
-    }
-    long open_fds = 0;
+    if (stat_ok && tick > 0)
+        process_metric(b, "process_cpu_seconds_total", "counter",
+                       "Total user and system CPU time spent in seconds.",
+                       (double)(utime + stime) / (double)tick);
     DIR *d = opendir("/proc/self/fd");
     if (d) {
+        long open_fds = 0;
         struct dirent *e;
         while ((e = readdir(d)) != NULL)
             if (e->d_name[0] != '.')
                 open_fds++;
         closedir(d);
-        open_fds--; /* the descriptor opendir itself holds */
-        bprintf(b,
-                "# HELP process_open_fds Number of open file descriptors.\n"
-                "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n",
-                open_fds);
+        process_metric(b, "process_open_fds", "gauge", "Number of open file descriptors.",
+                       (double)(open_fds - 1)); /* less the one opendir itself held */
     }
-    double max_fds = rlimit_value(RLIMIT_NOFILE);
+    double max_fds = rlimit_value(RLIMIT_NOFILE), max_vm = rlimit_value(RLIMIT_AS);
     if (max_fds >= 0)
-        bprintf(b,
-                "# HELP process_max_fds Maximum number of open file descriptors.\n"
-                "# TYPE process_max_fds gauge\nprocess_max_fds %.17g\n",
-                max_fds);
-    if (stat_ok) {
-        bprintf(b,
-                "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-                "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n",
-                vsize);
-        double max_vm = rlimit_value(RLIMIT_AS);
-        if (max_vm >= 0)
-            bprintf(b,
-                    "# HELP process_virtual_memory_max_bytes Maximum amount of virtual memory "
-                    "available in bytes.\n# TYPE process_virtual_memory_max_bytes gauge\n"
-                    "process_virtual_memory_max_bytes %.17g\n",
-                    max_vm);
-        if (page > 0)
-            bprintf(b,
-                    "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-                    "# TYPE process_resident_memory_bytes gauge\n"
-                    "process_resident_memory_bytes %lld\n",
-                    rss * page);
-        long long bt = boot_time();
-        if (bt >= 0 && tick > 0)
-            bprintf(b,
-                    "# HELP process_start_time_seconds Start time of the process since unix "
-                    "epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
-                    "process_start_time_seconds %.2f\n",
-                    (double)bt + (double)start / (double)tick);
-    }
+        process_metric(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+                       max_fds);
+    if (!stat_ok)
+        return;
+    process_metric(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+                   (double)vsize);
+    if (max_vm >= 0)
+        process_metric(b, "process_virtual_memory_max_bytes", "gauge",
+                       "Maximum amount of virtual memory available in bytes.", max_vm);
+    if (page > 0)
+        process_metric(b, "process_resident_memory_bytes", "gauge",
+                       "Resident memory size in bytes.", (double)rss * (double)page);
+    long long bt = boot_time();
+    if (bt >= 0 && tick > 0)
+        process_metric(b, "process_start_time_seconds", "gauge",
+                       "Start time of the process since unix epoch in seconds.",
+                       (double)bt + (double)start / (double)tick);
 }
 
 char *hv_metrics_render(const char *extra, size_t *len_out)

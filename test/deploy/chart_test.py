@@ -87,13 +87,17 @@ class Checker:
     def run(self, cmd):
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
-    def helm_template(self, values):
+    def helm_with(self, args, values):
+        """helm ARGS... -f VALUES (written to a scratch file)."""
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             yaml.safe_dump(values, f)
         try:
-            p = self.run([self.helm, "template", "hvupdater", self.chart, "-f", f.name])
+            return self.run([self.helm, *args, "-f", f.name])
         finally:
             os.unlink(f.name)
+
+    def helm_template(self, values):
+        p = self.helm_with(["template", "hvupdater", self.chart], values)
         if p.returncode != 0:
             raise RuntimeError(f"helm template {values}: {p.stderr.strip()}")
         return docs(p.stdout)
@@ -121,12 +125,7 @@ def lint(c):
                                    "events": {"enabled": True}},
                 "metrics listener off": {"metrics": {"enabled": False}}}
     for what, vals in variants.items():
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            yaml.safe_dump(vals, f)
-        try:
-            p = c.run([c.helm, "lint", "--strict", c.chart, "-f", f.name])
-        finally:
-            os.unlink(f.name)
+        p = c.helm_with(["lint", "--strict", c.chart], vals)
         c.r.check(p.returncode == 0 and "0 chart(s) failed" in p.stdout,
                   f"helm lint --strict ({what})", (p.stdout + p.stderr)[-800:])
     with open(os.path.join(c.chart, "Chart.yaml"), encoding="utf-8") as f:
