@@ -113,6 +113,19 @@ void hv_hook_put_patch(hj *r, const char *field, const hj *ops)
     free(text);
 }
 
+bool hv_affects_availability(const struct hv_settings *s)
+{
+    /* Under powerCycle: Never, UpdateMachine never powers a running VM off: a change is live
+     * or fails with the VM running. Under IfNeeded any covered change may take a power cycle
+     * (a shrink, a VM without room, a live change that does not show in time). */
+    return s->power_cycle != HV_PC_NEVER;
+}
+
+void hv_hook_put_affects(hj *r, bool affects)
+{
+    hj_obj_set_take(r, "affectsAvailability", hj_new_bool(affects));
+}
+
 int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                       const struct hv_settings *s, struct hv_coverage *c, char *buf, size_t cap)
 {
@@ -150,10 +163,12 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
     if (hv_hooks_own_plan(ctx, h, req, s, &c, buf, sizeof(buf)) < 0)
         return hv_hook_response(h, true, buf);
     hj *r = hv_hook_response(h, c.failure, c.message);
-    if (c.infra_patch)
+    if (c.infra_patch) {
         hv_hook_put_patch(r,
                           set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
                           c.infra_patch);
+        hv_hook_put_affects(r, hv_affects_availability(s));
+    }
     hv_coverage_free(&c);
     return r;
 }
