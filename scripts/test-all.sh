@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-all.sh: set everything up on a fresh Debian 12 (as root) and run the whole test suite:
 # build with warnings as errors, unit + schema + integration tests, the same unit tests under
-# ASan+UBSan and valgrind, the QEMU lab (its own libvirtd) and the vCenter simulator scenarios,
+# ASan+UBSan and valgrind, the QEMU lab (its own libvirtd), the CAPI lab (clusterctl installs
+# and removes the hvupdater provider on its API server), the vCenter simulator scenarios,
 # a short fuzz run of every parser of untrusted input, and a format check. Starts every daemon it needs and stops them on exit.
 # Usage: scripts/test-all.sh [--quick]   (--quick: skip valgrind, fuzzing and the labs)
 set -euo pipefail
@@ -71,6 +72,17 @@ eval "$(test/lab/libvirt-up.sh)"
 export HV_LIBVIRT_LAB_URI
 (cd build && ctest --no-tests=error --output-on-failure -L libvirt)
 /usr/bin/python3 test/e2e/libvirt_e2e.py --build build
+test/lab/libvirt-down.sh
+
+section "CAPI lab: the hvupdater clusterctl provider (init, upgrade plan, delete)"
+cleanup() {
+    test/capi/down.sh >/dev/null 2>&1 || true
+    test/lab/libvirt-down.sh >/dev/null 2>&1 || true
+    [ -n "${VCSIM_PID:-}" ] && kill "$VCSIM_PID" 2>/dev/null || true
+}
+eval "$(test/capi/up.sh)" # starts the QEMU lab too (idempotent)
+/usr/bin/python3 test/deploy/clusterctl_test.py --source .
+test/capi/down.sh
 test/lab/libvirt-down.sh
 
 section "vCenter simulator (Debian's govmomi, built in GOPATH mode)"

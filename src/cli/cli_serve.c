@@ -1,6 +1,7 @@
 /* cli_serve.c: `hvupdater serve`: flags, config, TLS material, and the server's lifetime
  * (SIGINT/SIGTERM stop it cleanly). Owns the config and every object it starts. */
 #include "cli.h"
+#include "kevents.h"
 #include "config.h"
 #include "log.h"
 #include "runtime.h"
@@ -44,6 +45,11 @@ static void serve_usage(FILE *out)
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --kube-events          post a Warning Event on the Machine (MachineSet) for\n"
+            "                         bad settings, a Block or an UpdateMachine Failure, with\n"
+            "                         the pod's service account (in a pod only)\n"
+            "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
+            "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
             "                         /metrics, verified against the CAs in FILE (PEM)\n"
             "  --metrics-listen ADDR:PORT\n"
@@ -122,6 +128,8 @@ int hv_cmd_serve(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
+        {"log-format", required_argument, NULL, 'F'},
+        {"kube-events", no_argument, NULL, 'E'},
         {"check-config", no_argument, NULL, 'C'},
         {"client-ca", required_argument, NULL, 'A'},
         {"metrics-listen", required_argument, NULL, 'M'},
@@ -137,7 +145,7 @@ int hv_cmd_serve(int argc, char **argv)
     size_t n_sans = 0;
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
-    bool check_only = false;
+    bool check_only = false, kube_events = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
     int c;
@@ -187,6 +195,13 @@ int hv_cmd_serve(int argc, char **argv)
         case 'v':
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
+            break;
+        case 'E':
+            kube_events = true;
+            break;
+        case 'F':
+            if (hv_log_set_format_name(optarg) < 0)
+                return serve_error(2, "--log-format must be hvupdater|capi");
             break;
         case 'C':
             check_only = true;
@@ -289,8 +304,15 @@ int hv_cmd_serve(int argc, char **argv)
         .client_ca_file = client_ca,
         .metrics_elsewhere = metrics_listen != NULL,
     };
+    struct hv_kevents *events = NULL;
+    if (kube_events && !(events = hv_kevents_start(err, sizeof(err)))) {
+        hv_runtime_free(rt);
+        hv_config_free(&cfg);
+        return serve_error(1, "%s", err);
+    }
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));
     if (!srv) {
+        hv_kevents_stop(events);
         hv_runtime_free(rt);
         hv_config_free(&cfg);
         return serve_error(1, "%s", err);
@@ -300,6 +322,7 @@ int hv_cmd_serve(int argc, char **argv)
         status = hv_statusd_start(metrics_listen, srv, err, sizeof(err));
         if (!status) {
             hv_server_stop(srv);
+            hv_kevents_stop(events);
             hv_runtime_free(rt);
             hv_config_free(&cfg);
             return serve_error(1, "%s", err);
@@ -356,6 +379,7 @@ int hv_cmd_serve(int argc, char **argv)
     hv_log(HV_LOG_INFO, "stopping", (char *)NULL);
     hv_statusd_stop(status);
     hv_server_stop(srv);
+    hv_kevents_stop(events); /* no hook thread left to report */
     hv_runtime_free(rt);
     hv_config_free(&cfg);
     return 0;

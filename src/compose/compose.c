@@ -269,6 +269,7 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
                    (char *)NULL);
         hj_free(tmp);
     }
+    bool affects = c.infra_patch && hv_affects_availability(s);
     own_summary(&c, part, sizeof(part));
     append(msg, sizeof(msg), "%s", part);
     for (size_t k = 0; k < cp->n && !r; k++) {
@@ -288,6 +289,10 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
                 0) {
                 r = failure(h, buf);
             } else {
+                /* a downstream's change counts as disruptive unless it says false */
+                const hj *av = hj_get(a, "affectsAvailability");
+                if (patched[0] && !(av && av->type == HJ_BOOL && !av->b))
+                    affects = true;
                 their(a, t, sizeof(t));
                 if (t[0])
                     append(msg, sizeof(msg), "; downstream %s: %s", hv_downstream_name(d), t);
@@ -314,6 +319,7 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
             if (left)
                 append(msg, sizeof(msg), HV_MSG("; not covered, left to CAPI: %s"), rest);
             r = hv_hook_response(h, false, msg);
+            bool patch = false;
             for (int k = 0; k < 3; k++) {
                 const hj *before = hj_get(hj_get(req, "current"), o[k].name);
                 const hj *after = hj_get(hj_get(work, "current"), o[k].name);
@@ -321,10 +327,14 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
                     continue;
                 hj *ops = hj_new_array();
                 hv_json_diff(hj_ptr(before, spec_path), hj_ptr(after, spec_path), spec_path, ops);
-                if (ops->n)
+                if (ops->n) {
                     hv_hook_put_patch(r, o[k].patch_field, ops);
+                    patch = true;
+                }
                 hj_free(ops);
             }
+            if (patch)
+                hv_hook_put_affects(r, affects);
         }
     }
     hj_free(work);

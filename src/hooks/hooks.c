@@ -2,6 +2,7 @@
  * Every Failure message here is fixed text plus names from the request, so CAPI shows the
  * same condition on every retry. Patches go out as base64 of their JSON text (Go []byte). */
 #include "hooks.h"
+#include "kevent.h"
 #include "base64.h"
 
 #include <stdio.h>
@@ -112,6 +113,19 @@ void hv_hook_put_patch(hj *r, const char *field, const hj *ops)
     free(text);
 }
 
+bool hv_affects_availability(const struct hv_settings *s)
+{
+    /* Under powerCycle: Never, UpdateMachine never powers a running VM off: a change is live
+     * or fails with the VM running. Under IfNeeded any covered change may take a power cycle
+     * (a shrink, a VM without room, a live change that does not show in time). */
+    return s->power_cycle != HV_PC_NEVER;
+}
+
+void hv_hook_put_affects(hj *r, bool affects)
+{
+    hj_obj_set_take(r, "affectsAvailability", hj_new_bool(affects));
+}
+
 int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                       const struct hv_settings *s, struct hv_coverage *c, char *buf, size_t cap)
 {
@@ -149,10 +163,12 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
     if (hv_hooks_own_plan(ctx, h, req, s, &c, buf, sizeof(buf)) < 0)
         return hv_hook_response(h, true, buf);
     hj *r = hv_hook_response(h, c.failure, c.message);
-    if (c.infra_patch)
+    if (c.infra_patch) {
         hv_hook_put_patch(r,
                           set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
                           c.infra_patch);
+        hv_hook_put_affects(r, hv_affects_availability(s));
+    }
     hv_coverage_free(&c);
     return r;
 }
@@ -266,6 +282,33 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
              ref.uuid[0] ? ref.uuid : ref.name);
 }
 
+/* A Warning Event for an operator (kevent.h) when a call answers Failure for a reason that
+ * stays until someone acts: settings that do not parse, onUncoverable=Block, an UpdateMachine
+ * Failure (sticky: CAPI keeps showing it). On the Machine, or the MachineSet. */
+static void report_failure(enum hv_hook h, const hj *req, bool bad_settings, const char *message)
+{
+    bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
+    const char *reason = bad_settings                             ? "InvalidSettings"
+                         : h == HV_HOOK_UPDATE_MACHINE            ? "UpdateFailed"
+                         : strstr(message, "onUncoverable=Block") ? "UpdateBlocked"
+                                                                  : NULL;
+    const hj *m = hj_get(hj_get(req, "desired"), set ? "machineSet" : "machine");
+    if (!reason || !m || m->type != HJ_OBJECT || !meta_str(m, "name")[0])
+        return;
+    struct hv_kevent e;
+    memset(&e, 0, sizeof(e));
+    snprintf(e.kind, sizeof(e.kind), "%s", set ? "MachineSet" : "Machine");
+    const char *av = hj_get_str(m, "apiVersion");
+    snprintf(e.api_version, sizeof(e.api_version), "%s", av ? av : "cluster.x-k8s.io/v1beta2");
+    snprintf(e.ns, sizeof(e.ns), "%s",
+             meta_str(m, "namespace")[0] ? meta_str(m, "namespace") : "default");
+    snprintf(e.name, sizeof(e.name), "%s", meta_str(m, "name"));
+    snprintf(e.uid, sizeof(e.uid), "%s", meta_str(m, "uid"));
+    snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    hv_kevent_report(&e);
+}
+
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
 {
@@ -282,10 +325,12 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;
     hj *r;
+    bool bad_settings = false;
     if (h == HV_HOOK_DISCOVERY) {
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
-               hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0) {
+               (bad_settings =
+                    hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0)) {
         r = hv_hook_response(h, true, msg ? msg : buf);
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
@@ -298,6 +343,9 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     }
     const char *st = hj_get_str(r, "status");
     *failure_out = st && !strcmp(st, "Failure");
+    if (*failure_out && h != HV_HOOK_DISCOVERY && !msg && hv_kevent_enabled())
+        report_failure(h, req, bad_settings,
+                       hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
     if (msg_out && msglen)
         snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
     char *out = hj_dump(r, len_out);

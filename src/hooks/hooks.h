@@ -70,6 +70,10 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
 hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
 /* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */
 void hv_hook_put_patch(hj *r, const char *field, const hj *ops);
+/* Whether a change hvupdater covers under these settings may take the Machine down (a power
+ * cycle can happen): CanUpdateMachine(Set)'s affectsAvailability, put with the patch. */
+bool hv_affects_availability(const struct hv_settings *s);
+void hv_hook_put_affects(hj *r, bool affects);
 /* hvupdater's own coverage for CanUpdateMachine(Set): 0 with *c filled (free it), or -1 when
  * the request lacks an object the hook needs (the Failure message in buf). */
 int hv_hooks_own_plan(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,

@@ -263,6 +263,29 @@ def test_each_part_alone(ext, srv, c):
 
 
 @with_ext
+def test_affects_availability_of_the_composition(ext, srv, c):
+    """false only when hvupdater's part can take no power cycle (powerCycle Never) and every
+    downstream that patched something said false; absent (true) from a downstream counts."""
+    never = {"powerCycle": "Never"}
+    mem = cus_request("md", {"memory": 2048}, {"memory": 4096})
+    mem_ver = cus_request("md", {"memory": 2048}, {"memory": 4096, "version": "v1.32.0"})
+    for req, settings, affects, want in (
+            (mem, None, None, True),           # IfNeeded: a growth may fall back to a cycle
+            (mem, never, None, False),         # the downstream patched nothing
+            (mem_ver, never, None, True),      # the downstream's version change, no answer
+            (mem_ver, never, True, True),
+            (mem_ver, never, False, False),
+            (mem_ver, None, False, True)):
+        ext.control(affects=affects)
+        r = dict(req)
+        if settings:
+            r["settings"] = settings
+        resp, left = covered(c, r, machine_set=True)
+        assert left == [], (left, resp)
+        assert resp.get("affectsAvailability") is want, (settings, affects, resp)
+
+
+@with_ext
 def test_machine_set_version_memory_and_files(ext, srv, c):
     req = cus_request("md", {"memory": 2048}, {"memory": 4096, "version": "v1.32.0",
                                                "files": FILES})
@@ -547,7 +570,7 @@ def test_update_machine_smallest_retry_and_first_failure_stops():
 
 
 CASES = [test_version_and_memory_covered_by_the_composition, test_each_part_alone,
-         test_machine_set_version_memory_and_files,
+         test_affects_availability_of_the_composition, test_machine_set_version_memory_and_files,
          test_what_nobody_covers_is_left_to_capi_or_blocks, test_downstream_failure_names_it,
          test_downstream_down_then_back, test_renamed_handlers_are_rediscovered_within_the_call,
          test_slow_downstream_is_a_bounded_failure, test_order_settings_and_two_downstreams,

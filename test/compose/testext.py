@@ -12,7 +12,8 @@ certificate, optionally demanding a client certificate.
              [--log FILE] [--calls N] [--retry S] [--covers version,failureDomain,files,imageTag]
              [--patch-type JSONPatch|JSONMergePatch]
 
-POST /control {"mode": "ok"|"fail"|"http500"|"garbage"|"badpatch"|"stringpatch", "delay": seconds, "prefix": "..."}
+POST /control {"mode": "ok"|"fail"|"http500"|"garbage"|"badpatch"|"stringpatch", "delay": seconds, "prefix": "...",
+               "affects": true|false|null (CanUpdate* affectsAvailability; null: not sent)}
 changes its behaviour at run time (a test's fault injection). Every hook request is appended
 to --log as one JSON line {"ext": name, "hook": ..., "body": ...}.
 """
@@ -89,6 +90,7 @@ class State:
         self.mode = "ok"
         self.delay = 0.0
         self.prefix = args.prefix
+        self.affects = None
         self.progress = {}  # machine key -> calls so far
         self.lock = threading.Lock()
 
@@ -136,6 +138,8 @@ def can_update(st, hook, req):
                        "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
     resp["message"] = ("%s covers %s" % (a.name, ", ".join(covered)) if covered
                        else "%s: nothing to cover" % a.name)
+    if st.affects is not None:
+        resp["affectsAvailability"] = st.affects
     return resp
 
 
@@ -183,6 +187,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 st.mode = c.get("mode", st.mode)
                 st.delay = float(c.get("delay", st.delay))
                 st.prefix = c.get("prefix", st.prefix)
+                if "affects" in c:
+                    st.affects = c["affects"]
             return self.send(200, {"ok": True})
         base = "/" + API + "/"
         if not path.startswith(base):

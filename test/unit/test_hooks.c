@@ -500,8 +500,9 @@ static void test_can_update_machine_response(void **state)
     call(&f->ctx, HV_HOOK_CAN_UPDATE_MACHINE, req, &a);
     assert_false(a.failure);
     assert_string_equal(a.msg, "memoryMiB 4096->8192 live");
-    /* exactly these members: no machine or bootstrap patch */
-    assert_int_equal(a.r->n, 5);
+    /* exactly these members: no machine or bootstrap patch; affectsAvailability with it */
+    assert_int_equal(a.r->n, 6);
+    assert_true(hj_get(a.r, "affectsAvailability")->b);
     assert_non_null(hj_get(a.r, "infrastructureMachinePatch"));
     assert_null(hj_get(a.r, "machinePatch"));
     assert_null(hj_get(a.r, "bootstrapConfigPatch"));
@@ -575,6 +576,48 @@ static void test_can_update_declined_and_uncovered(void **state)
     assert_null(hj_get(a.r, "infrastructureMachineTemplatePatch"));
     hj_free(a.r);
     hj_free(req);
+}
+
+/* affectsAvailability accompanies every covering patch: false only under powerCycle: Never,
+ * where no power cycle can happen (CAPI then starts the update without a buffer Machine),
+ * true otherwise (a live growth may fall back to a power cycle). No patch, no field. */
+static void expect_affects(const struct hv_hooks_ctx *ctx, enum hv_hook h, hj *req,
+                           const char *settings, int want)
+{
+    struct answer a;
+    if (settings)
+        hj_obj_set_take(req, "settings", tu_json(settings));
+    call(ctx, h, req, &a);
+    const hj *v = hj_get(a.r, "affectsAvailability");
+    if (want < 0) {
+        if (v)
+            fail_msg("affectsAvailability present without a patch: %s", a.msg);
+    } else {
+        if (!v || v->type != HJ_BOOL)
+            fail_msg("no boolean affectsAvailability in the answer \"%s\"", a.msg);
+        assert_int_equal(v->b, want);
+    }
+    hj_free(a.r);
+    hj_free(req);
+}
+
+static void test_affects_availability(void **state)
+{
+    struct fx *f = *state;
+    enum hv_hook m = HV_HOOK_CAN_UPDATE_MACHINE, ms = HV_HOOK_CAN_UPDATE_MACHINE_SET;
+    expect_affects(&f->ctx, ms, request("vsmt-memory-cpu-grow.json", ms), NULL, 1);
+    expect_affects(&f->ctx, ms, request("vsmt-memory-cpu-grow.json", ms),
+                   "{\"powerCycle\":\"Never\"}", 0);
+    expect_affects(&f->ctx, m, request("vsm-memory-grow.json", m), NULL, 1);
+    expect_affects(&f->ctx, m, request("vsm-memory-grow.json", m), "{\"powerCycle\":\"Never\"}", 0);
+    /* a shrink: a power cycle under IfNeeded, nothing covered under Never */
+    expect_affects(&f->ctx, ms, request("vsmt-shrink.json", ms), NULL, 1);
+    expect_affects(&f->ctx, ms, request("vsmt-shrink.json", ms), "{\"powerCycle\":\"Never\"}", -1);
+    /* nothing covered, declined, Failure: no field */
+    expect_affects(&f->ctx, ms, request("vsmt-version.json", ms), NULL, -1);
+    expect_affects(&f->ctx, m, request("unknown-kind.json", m), NULL, -1);
+    expect_affects(&f->ctx, m, request("vsm-version-and-memory.json", m),
+                   "{\"onUncoverable\":\"Block\"}", -1);
 }
 
 static void test_every_fixture_answers_well_formed(void **state)
@@ -858,6 +901,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_can_update_machine_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_can_update_machine_set_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_can_update_declined_and_uncovered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_affects_availability, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_fixture_answers_well_formed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_who, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_without_backend, setup, teardown),

@@ -1,0 +1,320 @@
+// Command provider is the CAPI lab's stand-in infrastructure provider for the kinds of
+// hvupdater's built-in libvirt profile (infrastructure.cluster.x-k8s.io/v1alpha1
+// LibvirtCluster, LibvirtMachine; LibvirtMachineTemplate needs no controller).
+//
+// A level-triggered loop over the API server (every -interval):
+//   - LibvirtCluster: marks status.initialization.provisioned (CAPI's v1beta2 contract).
+//   - LibvirtMachine owned by a Machine whose bootstrap data Secret exists: defines and starts
+//     a QEMU domain (test/lab/domains/<spec.style>.xml, memory and vCPUs from the spec,
+//     booting the lab guest), sets spec.providerID to libvirt://<domain UUID>, marks
+//     status.initialization.provisioned, and keeps a Node of the same name with that
+//     providerID and Ready=True in the "workload cluster" (the same API server: no kubelet
+//     runs in the lab, so the provider writes what a kubelet would).
+//   - A deleted LibvirtMachine: its domain is destroyed and undefined, its Node deleted, its
+//     finalizer removed.
+//
+// Once a domain exists, spec changes of memoryMiB and vcpu are not applied by the provider:
+// in-place changes are hvupdater's job, which is what the lab tests.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const finalizer = "lab.hvupdater.io/domain"
+
+var (
+	gvLab      = schema.GroupVersion{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1"}
+	lmGVR      = gvLab.WithResource("libvirtmachines")
+	lcGVR      = gvLab.WithResource("libvirtclusters")
+	machineGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+)
+
+type provider struct {
+	dyn        dynamic.Interface
+	kube       kubernetes.Interface
+	uri        string
+	domainsDir string
+	prefix     string
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the management cluster")
+	uri := flag.String("uri", "qemu:///system", "libvirt URI the domains are defined on")
+	domainsDir := flag.String("domains", "", "test/lab/domains: the domain XML styles")
+	prefix := flag.String("prefix", "hvt-capi-", "domain name prefix (hvt- so the lab's down script removes leftovers)")
+	interval := flag.Duration("interval", 300*time.Millisecond, "pause between two passes")
+	flag.Parse()
+	if *domainsDir == "" {
+		log.Fatal("provider: -domains is required")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		log.Fatalf("provider: kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	p := &provider{uri: *uri, domainsDir: *domainsDir, prefix: *prefix}
+	if p.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		log.Fatal(err)
+	}
+	if p.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("provider: started (uri %s, prefix %s)", p.uri, p.prefix)
+	ctx := context.Background()
+	for {
+		p.pass(ctx)
+		time.Sleep(*interval)
+	}
+}
+
+func (p *provider) pass(ctx context.Context) {
+	lcs, err := p.dyn.Resource(lcGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		log.Printf("provider: list LibvirtClusters: %v", err)
+		return
+	}
+	for i := range lcs.Items {
+		lc := &lcs.Items[i]
+		if ok, _, _ := unstructured.NestedBool(lc.Object, "status", "initialization", "provisioned"); !ok {
+			p.patchStatus(ctx, lcGVR, lc, map[string]any{"initialization": map[string]any{"provisioned": true}})
+		}
+	}
+	lms, err := p.dyn.Resource(lmGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		log.Printf("provider: list LibvirtMachines: %v", err)
+		return
+	}
+	for i := range lms.Items {
+		if err := p.reconcileMachine(ctx, &lms.Items[i]); err != nil {
+			log.Printf("provider: LibvirtMachine %s/%s: %v", lms.Items[i].GetNamespace(), lms.Items[i].GetName(), err)
+		}
+	}
+}
+
+func (p *provider) domainName(lm *unstructured.Unstructured) string { return p.prefix + lm.GetName() }
+
+func (p *provider) reconcileMachine(ctx context.Context, lm *unstructured.Unstructured) error {
+	name := p.domainName(lm)
+	if lm.GetDeletionTimestamp() != nil {
+		if p.domainExists(name) {
+			_ = p.virsh("destroy", name) // may already be off
+			if err := p.virsh("undefine", name); err != nil {
+				return err
+			}
+			log.Printf("provider: domain %s removed", name)
+		}
+		if err := p.kube.CoreV1().Nodes().Delete(ctx, lm.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return p.setFinalizer(ctx, lm, false)
+	}
+	if !hasString(lm.GetFinalizers(), finalizer) {
+		return p.setFinalizer(ctx, lm, true)
+	}
+	owner := ""
+	for _, o := range lm.GetOwnerReferences() {
+		if o.Kind == "Machine" {
+			owner = o.Name
+		}
+	}
+	if owner == "" {
+		return nil // CAPI sets the owner reference first
+	}
+	m, err := p.dyn.Resource(machineGVR).Namespace(lm.GetNamespace()).Get(ctx, owner, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	secret, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "dataSecretName")
+	if secret == "" {
+		return nil
+	}
+	if _, err := p.kube.CoreV1().Secrets(lm.GetNamespace()).Get(ctx, secret, metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("bootstrap data secret %s: %w", secret, err)
+	}
+	pid, _, _ := unstructured.NestedString(lm.Object, "spec", "providerID")
+	if pid == "" {
+		if !p.domainExists(name) {
+			if err := p.boot(lm, name); err != nil {
+				return err
+			}
+		}
+		uuid, err := p.virshOut("domuuid", name)
+		if err != nil {
+			return err
+		}
+		pid = "libvirt://" + strings.TrimSpace(uuid)
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": pid}})
+		if _, err := p.dyn.Resource(lmGVR).Namespace(lm.GetNamespace()).Patch(ctx, lm.GetName(),
+			types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		log.Printf("provider: %s/%s is %s (domain %s)", lm.GetNamespace(), lm.GetName(), pid, name)
+	}
+	if err := p.ensureNode(ctx, lm.GetName(), pid); err != nil {
+		return err
+	}
+	if ok, _, _ := unstructured.NestedBool(lm.Object, "status", "initialization", "provisioned"); !ok {
+		p.patchStatus(ctx, lmGVR, lm, map[string]any{
+			"initialization": map[string]any{"provisioned": true},
+			"addresses":      []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}},
+		})
+	}
+	return nil
+}
+
+var styleName = regexp.MustCompile(`^[a-z]+$`)
+
+// boot defines and starts the domain from the style's XML with the spec's memory and vCPUs.
+func (p *provider) boot(lm *unstructured.Unstructured, name string) error {
+	style, _, _ := unstructured.NestedString(lm.Object, "spec", "style")
+	if style == "" {
+		style = "dimm"
+	}
+	if !styleName.MatchString(style) {
+		return fmt.Errorf("bad style %q", style)
+	}
+	mem, _, _ := unstructured.NestedInt64(lm.Object, "spec", "memoryMiB")
+	vcpu, _, _ := unstructured.NestedInt64(lm.Object, "spec", "vcpu")
+	if mem <= 0 || vcpu <= 0 {
+		return fmt.Errorf("spec.memoryMiB and spec.vcpu must be positive")
+	}
+	raw, err := os.ReadFile(filepath.Join(p.domainsDir, style+".xml"))
+	if err != nil {
+		return err
+	}
+	x := regexp.MustCompile(`hvt-`+style+`([<.])`).ReplaceAllString(string(raw), name+"$1")
+	x = regexp.MustCompile(`<memory unit='MiB'>\d+</memory>`).ReplaceAllString(x, fmt.Sprintf("<memory unit='MiB'>%d</memory>", mem))
+	x = regexp.MustCompile(`<currentMemory unit='MiB'>\d+</currentMemory>`).ReplaceAllString(x, fmt.Sprintf("<currentMemory unit='MiB'>%d</currentMemory>", mem))
+	x = regexp.MustCompile(`(<cell id='0' cpus='[^']*' memory=')\d+(')`).ReplaceAllString(x, fmt.Sprintf("${1}%d${2}", mem))
+	if strings.Contains(x, "current='") {
+		x = regexp.MustCompile(`(<vcpu placement='static' current=')\d+(')`).ReplaceAllString(x, fmt.Sprintf("${1}%d${2}", vcpu))
+	} else {
+		x = regexp.MustCompile(`<vcpu placement='static'>\d+</vcpu>`).ReplaceAllString(x, fmt.Sprintf("<vcpu placement='static'>%d</vcpu>", vcpu))
+	}
+	if args, _, _ := unstructured.NestedString(lm.Object, "spec", "guestArgs"); args != "" {
+		x = strings.Replace(x, "</cmdline>", " "+args+"</cmdline>", 1)
+	}
+	for _, f := range []string{name + ".console.log", name + ".log"} {
+		_ = os.Remove(filepath.Join("/var/log/libvirt/qemu", f))
+	}
+	tmp, err := os.CreateTemp("", "provider-*.xml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(x); err != nil {
+		return err
+	}
+	tmp.Close()
+	if err := p.virsh("define", tmp.Name()); err != nil {
+		return err
+	}
+	if err := p.virsh("start", name); err != nil {
+		return err
+	}
+	log.Printf("provider: domain %s started (%s, %d MiB, %d vCPUs)", name, style, mem, vcpu)
+	return nil
+}
+
+// ensureNode keeps the Node a kubelet would register: providerID and Ready=True.
+func (p *provider) ensureNode(ctx context.Context, name, providerID string) error {
+	nodes := p.kube.CoreV1().Nodes()
+	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		n, err = nodes.Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"lab.hvupdater.io/stand-in": "true"}},
+			Spec:       corev1.NodeSpec{ProviderID: providerID},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	now := metav1.Now()
+	n.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
+		Message: "written by the CAPI lab's stand-in provider (no kubelet)", LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func (p *provider) patchStatus(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured, status map[string]any) {
+	patch, _ := json.Marshal(map[string]any{"status": status})
+	if _, err := p.dyn.Resource(gvr).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType,
+		patch, metav1.PatchOptions{}, "status"); err != nil {
+		log.Printf("provider: status of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+}
+
+func (p *provider) setFinalizer(ctx context.Context, lm *unstructured.Unstructured, on bool) error {
+	var fins []string
+	for _, f := range lm.GetFinalizers() {
+		if f != finalizer {
+			fins = append(fins, f)
+		}
+	}
+	if on {
+		fins = append(fins, finalizer)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": fins, "resourceVersion": lm.GetResourceVersion()}})
+	_, err := p.dyn.Resource(lmGVR).Namespace(lm.GetNamespace()).Patch(ctx, lm.GetName(), types.MergePatchType,
+		patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (p *provider) domainExists(name string) bool {
+	return exec.Command("virsh", "-q", "-c", p.uri, "domuuid", name).Run() == nil
+}
+
+func (p *provider) virsh(args ...string) error {
+	_, err := p.virshOut(args...)
+	return err
+}
+
+func (p *provider) virshOut(args ...string) (string, error) {
+	out, err := exec.Command("virsh", append([]string{"-q", "-c", p.uri}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("virsh %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+func hasString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
