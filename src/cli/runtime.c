@@ -4,6 +4,7 @@
 #include "runtime.h"
 #include "capv.h"
 #include "compose.h"
+#include "events.h"
 #include "engine.h"
 #include "log.h"
 #include "metrics.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef HV_HAVE_BACKEND_libvirt
 #include "libvirt_backend.h"
@@ -27,9 +29,24 @@ struct hv_runtime {
     struct hv_compose *compose;
     struct hv_backend *bes[2];
     size_t n_bes;
-    struct hv_kube *kube; /* only when something needs the API server (capv, events) */
-    const char *capv_ns;  /* borrowed from the config */
+    struct hv_kube *kube;     /* only when something needs the API server (capv, events) */
+    const char *capv_ns;      /* borrowed from the config */
+    struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
 };
+
+/* hv_event_fn: queue a Warning Event about the request's object (never blocks). */
+static void post_event(void *ctx, const hj *obj, const char *reason, const char *message)
+{
+    const hj *md = hj_get(obj, "metadata");
+    struct hv_event_obj o = {
+        .api_version = hj_get_str(obj, "apiVersion"),
+        .kind = hj_get_str(obj, "kind"),
+        .namespace_ = hj_get_str(md, "namespace"),
+        .name = hj_get_str(md, "name"),
+        .uid = hj_get_str(md, "uid"),
+    };
+    hv_events_post(ctx, &o, reason, message);
+}
 
 #ifdef HV_HAVE_BACKEND_vsphere
 /* hv_vs_creds_fn for identityFrom capv: CAPV's identity of the machine's cluster, read at each
@@ -151,6 +168,20 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
         }
         rt->capv_ns = cfg->kube.capv_namespace ? cfg->kube.capv_namespace : "capv-system";
     }
+    if (cfg->kube.events) {
+        char host[128] = "";
+        const char *pod = getenv("POD_NAME");
+        if (!pod || !*pod)
+            pod = gethostname(host, sizeof(host) - 1) == 0 ? host : "hvupdater";
+        rt->events = hv_events_new(rt->kube, pod);
+        if (!rt->events) {
+            snprintf(err, errlen, "cannot start the Event thread");
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->hooks.event = post_event;
+        rt->hooks.event_ctx = rt->events;
+    }
     if (add_backends(rt, cfg, err, errlen) < 0) {
         hv_runtime_free(rt);
         return NULL;
@@ -206,6 +237,7 @@ void hv_runtime_free(struct hv_runtime *rt)
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);
+    hv_events_free(rt->events);
     if (rt->kube) {
         hv_kube_free(rt->kube);
         curl_global_cleanup();

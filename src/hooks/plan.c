@@ -470,7 +470,7 @@ static void build_message(struct hv_coverage *c)
     size_t cap = sizeof(c->message);
     m[0] = '\0';
     if (c->failure) {
-        append(m, cap, HV_MSG("cannot update in place (onUncoverable=Block):"), (char *)NULL);
+        append(m, cap, HV_MSG_BLOCKED, (char *)NULL);
         for (size_t k = 0; k < c->n_uncovered; k++)
             append(m, cap, k ? "; " : " ", c->uncovered[k].where, " (", c->uncovered[k].reason, ")",
                    (char *)NULL);

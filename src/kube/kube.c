@@ -225,8 +225,15 @@ int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int time
 {
     struct body b = {0};
     int st = request(k, "POST", path, body, timeout_ms, &b, err, errlen);
-    if (st > 0 && (st < 200 || st > 299))
-        snprintf(err, errlen, "kubernetes POST %s: HTTP %d", path, st);
+    if (st > 0 && (st < 200 || st > 299)) {
+        /* the API server's Status says why (e.g. which field failed validation) */
+        char e[64];
+        hj *status = b.p ? hj_parse(b.p, b.n, e, sizeof(e)) : NULL;
+        const char *why = hj_get_str(status, "message");
+        snprintf(err, errlen, "kubernetes POST %s: HTTP %d%s%.300s", path, st, why ? ": " : "",
+                 why ? why : "");
+        hj_free(status);
+    }
     free(b.p);
     return st;
 }

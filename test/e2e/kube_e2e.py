@@ -83,7 +83,7 @@ def cluster(namespace, name, identity_ref):
 class Lab:
     """API server + vcsim + hvupdater (identityFrom capv, no thumbprint in its config)."""
 
-    def __init__(self, events=False, capv=True, extra_rbac=()):
+    def __init__(self, events=False, capv=True, events_rbac=True):
         self.api = kubeapi.ApiServer(KUBE_BIN).start()
         self.sim = None
         self.server = None
@@ -97,10 +97,10 @@ class Lab:
                        {"apiVersion": "v1", "kind": "ServiceAccount",
                         "metadata": {"name": "hvupdater", "namespace": "hvupdater-system"},
                         "automountServiceAccountToken": False}])
-            for comp in (["capv-identity"] if capv else []) + (["events"] if events else []):
+            comps = (["capv-identity"] if capv else []) + (
+                ["events"] if events and events_rbac else [])
+            for comp in comps:
                 api.kubectl("apply", "-f", os.path.join(COMPONENTS, comp, "rbac.yaml"))
-            for doc in extra_rbac:
-                api.apply(doc)
             token = api.token("hvupdater-system", "hvupdater",
                               os.path.join(api.dir, "hv-token"))
             srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv"}
@@ -247,8 +247,95 @@ def test_capv_without_rbac_fails_with_the_credentials_message():
         lab.close()
 
 
+def machine_events(api, namespace):
+    return [e for e in api.get("events.events.k8s.io", "-n", namespace)["items"]
+            if e.get("reportingController") == "hvupdater"]
+
+
+def wait_events(api, namespace, n, timeout=30):
+    """Poll until n hvupdater Events are in namespace (the poster thread is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        evs = machine_events(api, namespace)
+        if len(evs) >= n or time.monotonic() > deadline:
+            return evs
+        time.sleep(0.2)
+
+
+def test_events_on_machines():
+    """kubernetes.events with components/events' create-only role: a Warning Event on the
+    Machine for settings that fail to parse, a Block and a failed UpdateMachine, each once
+    however often CAPI repeats the call; hook answers stay fast meanwhile."""
+    lab = Lab(events=True)
+    try:
+        api = lab.api
+        api.apply([ns("team-e")])
+        # settings that fail to parse
+        bad = lab.request(0, "team-e", "e", 8192)
+        bad["settings"] = {"powerCycle": "Sometimes"}
+        for _ in range(3):
+            resp, ms = lab.client.post("UpdateMachine", bad)
+            assert resp["status"] == "Failure" and ms < 500, (resp, ms)
+        # a Block: a disk shrink under onUncoverable=Block
+        v = lab.sim.vm(1)
+        cur = vse.vsphere_machine("m1", 4096, 2, disk_gib=25)
+        des = vse.vsphere_machine("m1", 4096, 2, disk_gib=20)
+        mach = vse.machine("m1", "vsphere://" + v["uuid"])
+        for o in (cur, des, mach):
+            o["metadata"]["namespace"] = "team-e"
+        mach["spec"]["clusterName"] = "e"
+        mach["metadata"]["uid"] = "0b7f4c2e-1111-4222-8333-944445555666"
+        blk = hvtest.can_update_request(cur, des, mach, {"onUncoverable": "Block"})
+        for _ in range(2):
+            resp, ms = lab.client.post("CanUpdateMachine", blk)
+            assert resp["status"] == "Failure", resp
+        # a failed UpdateMachine: cluster e has no Cluster object, so no credentials
+        last, msgs = lab.update(lab.request(2, "team-e", "e", 8192))
+        assert last["status"] == "Failure" and CREDS_MSG in last["message"], last
+        evs = wait_events(api, "team-e", 3)
+        got = sorted((e["reason"], e["regarding"]["name"], e["type"]) for e in evs)
+        assert got == [("InvalidSettings", "m0", "Warning"), ("UpdateBlocked", "m1", "Warning"),
+                       ("UpdateFailed", "m2", "Warning")], got
+        for e in evs:
+            assert e["regarding"]["kind"] == "Machine", e
+            assert e["regarding"]["namespace"] == "team-e", e
+            assert lab.sim.password not in e["note"], e
+        blocked = [e for e in evs if e["reason"] == "UpdateBlocked"][0]
+        assert blocked["regarding"]["uid"] == mach["metadata"]["uid"], blocked
+        assert blocked["note"].startswith("cannot update in place (onUncoverable=Block):"), blocked
+        failed = [e for e in evs if e["reason"] == "UpdateFailed"][0]
+        assert CREDS_MSG in failed["note"], failed
+        # repeats were posted once: still three after the poster has had time for more
+        lab.client.post("UpdateMachine", bad)
+        assert len(wait_events(api, "team-e", 4, timeout=3)) == 3
+        for e in evs:
+            print("     %s %s: %s" % (e["reason"], e["regarding"]["name"], e["note"][:90]))
+    finally:
+        lab.close()
+
+
+def test_events_without_rbac_are_logged_and_answers_unchanged():
+    """kubernetes.events on but no role to create Events: the answer is the same Failure,
+    the Event's refusal (403) is in the log, nothing is created."""
+    lab = Lab(events=True, events_rbac=False)
+    try:
+        lab.api.apply([ns("team-f")])
+        bad = lab.request(0, "team-f", "f", 8192)
+        bad["settings"] = {"powerCycle": "Sometimes"}
+        resp, _ = lab.client.post("UpdateMachine", bad)
+        assert resp["status"] == "Failure", resp
+        deadline = time.monotonic() + 30
+        while "event-error" not in lab.log() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "HTTP 403" in lab.log(), lab.server.tail()
+        assert machine_events(lab.api, "team-f") == []
+    finally:
+        lab.close()
+
+
 CASES = [test_capv_identities_per_cluster, test_capv_thumbprint_from_request_and_missing_objects,
-         test_capv_without_rbac_fails_with_the_credentials_message]
+         test_capv_without_rbac_fails_with_the_credentials_message, test_events_on_machines,
+         test_events_without_rbac_are_logged_and_answers_unchanged]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
