@@ -42,6 +42,7 @@ struct entry {
     struct hv_hw desired;
     struct hv_settings s;
     bool queued, running, again;
+    bool called; /* the next pass follows a hook call (not only the engine's own timer) */
     bool have_answer;
     struct hv_hw answer_for;
     struct hv_settings answer_s; /* the settings answer_for was concluded under */
@@ -66,6 +67,7 @@ struct entry {
     uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* power-cycle slot */
     bool slot;
+    bool slot_forced; /* taken over the caps (force): only to finish a cycle under way */
     char slot_host[HV_NAME_MAX];
     struct entry *hnext, *next_q, *next_t, *next_slot;
 };
@@ -106,6 +108,20 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->probe_cache_ms = 5000;
     c->probe_wait_ms = 300;
     c->entry_idle_ms = 600000;
+    c->drive = NULL;
+}
+
+/* The engine's monotonic ms: the system's, or the driver's (cfg.drive). */
+static int64_t now_ms(const struct hv_engine *e)
+{
+    return e->cfg.drive ? e->cfg.drive->mono_ms(e->cfg.drive->ctx) : hv_mono_ms();
+}
+
+/* hv_books.unix_s: unix seconds, the system's or the driver's. */
+static int64_t unix_s(void *ctx)
+{
+    const struct hv_engine *e = ctx;
+    return e->cfg.drive ? e->cfg.drive->unix_s(e->cfg.drive->ctx) : (int64_t)time(NULL);
 }
 
 static void make_key(char *out, size_t cap, const struct hv_backend *be,
@@ -162,7 +178,7 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
 {
     struct entry *x = find(e, key);
     if (x) {
-        x->used_ms = hv_mono_ms();
+        x->used_ms = now_ms(e);
         /* whose credentials and which certificate: as the latest request says (workers copy
          * the ref under the lock) */
         memcpy(x->ref.cluster, ref->cluster, sizeof(x->ref.cluster));
@@ -175,7 +191,7 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
     x->hash = hash_key(key);
     x->be = be;
     x->ref = *ref;
-    x->used_ms = hv_mono_ms();
+    x->used_ms = now_ms(e);
     if (e->n_entries + 1 > e->n_buckets * 2)
         rehash(e, e->n_buckets * 2);
     x->hnext = e->buckets[x->hash & (e->n_buckets - 1)];
@@ -205,7 +221,7 @@ static void unlink_entry(struct hv_engine *e, struct entry *x)
  * holds the lock. */
 static void sweep(struct hv_engine *e, bool force)
 {
-    int64_t now = hv_mono_ms();
+    int64_t now = now_ms(e);
     if (!force && now - e->swept_ms < 1000)
         return;
     e->swept_ms = now;
@@ -260,7 +276,7 @@ static void enqueue(struct hv_engine *e, struct entry *x)
  * finish on its own); caller holds the lock. */
 static void schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms)
 {
-    int64_t at = hv_mono_ms() + delay_ms;
+    int64_t at = now_ms(e) + delay_ms;
     if (x->timed) {
         if (x->wake_ms > at)
             x->wake_ms = at;
@@ -291,7 +307,7 @@ static void unschedule(struct hv_engine *e, struct entry *x)
  * holds the lock. */
 static int64_t run_timers(struct hv_engine *e)
 {
-    int64_t now = hv_mono_ms(), next = 0;
+    int64_t now = now_ms(e), next = 0;
     for (struct entry **pp = &e->timed; *pp;) {
         struct entry *x = *pp;
         if (x->wake_ms <= now) {
@@ -320,6 +336,65 @@ static bool concludes(const struct entry *x)
            x->answer.retry_after_s == 0 && x->confirm_seq && x->answer_seq >= x->confirm_seq;
 }
 
+/* Run the pass at the head of the queue (there is one); caller holds the lock, which is
+ * released during the pass. */
+static void run_head(struct hv_engine *e)
+{
+    struct entry *x = e->q_head;
+    e->q_head = x->next_q;
+    if (!e->q_head)
+        e->q_tail = NULL;
+    x->queued = false;
+    x->running = true;
+    x->again = false;
+    struct hv_hw desired = x->desired;
+    struct hv_settings s = x->s;
+    struct hv_vm_ref ref = x->ref;
+    uint64_t seq = x->call_seq;
+    bool called = x->called;
+    x->called = false;
+    pthread_mutex_unlock(&e->lock);
+
+    struct hv_update_result res;
+    memset(&res, 0, sizeof(res));
+    int64_t began = now_ms(e);
+    hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
+    hv_metrics_pass();
+
+    pthread_mutex_lock(&e->lock);
+    x->running = false;
+    x->used_ms = now_ms(e);
+    x->pass_ms = x->used_ms - began;
+    x->have_answer = true;
+    x->answer_for = desired;
+    x->answer_s = s;
+    x->answer = res;
+    x->answer_seq = seq;
+    if (x->again && concludes(x)) {
+        /* The pass answered "done" for what was asked since, from a look that began
+         * after the call that asked: the next call uses it, one more pass adds nothing. */
+        x->again = false;
+    }
+    if (x->again && !x->queued) {
+        x->running = true; /* still pending: enqueue must not count it twice */
+        enqueue(e, x);
+        x->running = false;
+    } else {
+        hv_metrics_passes_pending(-1);
+    }
+    /* A look timed for a settling wait that this pass ended (done, failed, or a step to
+     * take next) would only look again after CAPI was answered: dropped. */
+    if (x->timed && !x->slot && !res.settling)
+        unschedule(e, x);
+    /* A power cycle is in flight (this process holds its slot): the engine carries it
+     * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
+     * calling for still ends with the VM on. The slot goes when the cycle ends. */
+    if (x->slot && !x->queued) {
+        int retry = res.failure ? 5 : res.retry_after_s;
+        schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
+    }
+}
+
 static void *worker(void *arg)
 {
     struct hv_engine *e = arg;
@@ -336,60 +411,23 @@ static void *worker(void *arg)
         }
         if (e->stopping)
             break;
-        struct entry *x = e->q_head;
-        e->q_head = x->next_q;
-        if (!e->q_head)
-            e->q_tail = NULL;
-        x->queued = false;
-        x->running = true;
-        x->again = false;
-        struct hv_hw desired = x->desired;
-        struct hv_settings s = x->s;
-        struct hv_vm_ref ref = x->ref;
-        uint64_t seq = x->call_seq;
-        pthread_mutex_unlock(&e->lock);
-
-        struct hv_update_result res;
-        memset(&res, 0, sizeof(res));
-        int64_t began = hv_mono_ms();
-        hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, &res);
-        hv_metrics_pass();
-
-        pthread_mutex_lock(&e->lock);
-        x->running = false;
-        x->used_ms = hv_mono_ms();
-        x->pass_ms = x->used_ms - began;
-        x->have_answer = true;
-        x->answer_for = desired;
-        x->answer_s = s;
-        x->answer = res;
-        x->answer_seq = seq;
-        if (x->again && concludes(x)) {
-            /* The pass answered "done" for what was asked since, from a look that began
-             * after the call that asked: the next call uses it, one more pass adds nothing. */
-            x->again = false;
-        }
-        if (x->again && !x->queued) {
-            x->running = true; /* still pending: enqueue must not count it twice */
-            enqueue(e, x);
-            x->running = false;
-        } else {
-            hv_metrics_passes_pending(-1);
-        }
-        /* A look timed for a settling wait that this pass ended (done, failed, or a step to
-         * take next) would only look again after CAPI was answered: dropped. */
-        if (x->timed && !x->slot && !res.settling)
-            unschedule(e, x);
-        /* A power cycle is in flight (this process holds its slot): the engine carries it
-         * on by itself at the pace it would ask CAPI to call, so a cycle that CAPI stops
-         * calling for still ends with the VM on. The slot goes when the cycle ends. */
-        if (x->slot && !x->queued) {
-            int retry = res.failure ? 5 : res.retry_after_s;
-            schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
-        }
+        run_head(e);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
+}
+
+int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms)
+{
+    int n = 0;
+    pthread_mutex_lock(&e->lock);
+    int64_t next = run_timers(e);
+    for (; n < max && e->q_head; n++)
+        run_head(e);
+    if (next_ms)
+        *next_ms = n ? run_timers(e) : next;
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }
 
 /* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
@@ -454,13 +492,17 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     e->n_bes = n;
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
-    snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    if (cfg->drive && cfg->drive->owner)
+        snprintf(e->owner, sizeof(e->owner), "%s", cfg->drive->owner);
+    else
+        snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
     e->books = (struct hv_books){.ctx = e,
                                  .cfg = &e->cfg,
                                  .owner = e->owner,
                                  .slot_acquire = slot_acquire,
                                  .slot_release = slot_release,
-                                 .first_sight = first_sight};
+                                 .first_sight = first_sight,
+                                 .unix_s = unix_s};
     e->n_buckets = 64;
     e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
     if (!e->buckets)
@@ -471,6 +513,8 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
     int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
+    if (cfg->drive)
+        nw = 0; /* the driver runs the passes (hv_engine_run) */
     for (int k = 0; k < nw; k++)
         if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
             e->n_workers++;
@@ -527,19 +571,25 @@ static bool slot_acquire(void *ctx, const char *key, const char *host, bool forc
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
     bool ok = false;
-    if (x && x->slot) {
+    if (x && x->slot && (force || !x->slot_forced)) {
         ok = true;
     } else if (x) {
+        /* the caps, counting the others (a slot forced over them to finish a cycle does not
+         * start another cycle unless the caps allow it now) */
         int on_host = 0;
         for (struct entry *y = e->slots; y; y = y->next_slot)
-            on_host += !strcmp(y->slot_host, host);
-        if (force || (e->slots_used < e->cfg.max_power_cycles &&
-                      on_host < e->cfg.max_power_cycles_per_host)) {
-            x->slot = true;
-            snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
-            x->next_slot = e->slots;
-            e->slots = x;
-            e->slots_used++;
+            on_host += y != x && !strcmp(y->slot_host, host);
+        bool within = e->slots_used - (x->slot ? 1 : 0) < e->cfg.max_power_cycles &&
+                      on_host < e->cfg.max_power_cycles_per_host;
+        if (force || within) {
+            if (!x->slot) {
+                x->slot = true;
+                snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
+                x->next_slot = e->slots;
+                e->slots = x;
+                e->slots_used++;
+            }
+            x->slot_forced = !within;
             ok = true;
         }
     } else {
@@ -645,6 +695,8 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->have_desired = true;
     x->s = *s;
     x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
+    if (!answered_done)
+        x->called = true;
     /* After a "done" no pass is queued: its answer could not be used, as the next call
      * (confirm_seq is 0 again) asks for a new look anyway and queues that one. */
     if (!answered_done && x->running)
@@ -668,7 +720,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     entry_for(e, key, be, ref);
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
-    hv_reconcile_key(&e->books, key, be, ref, desired, s, out);
+    hv_reconcile_key(&e->books, key, be, ref, desired, s, true, out);
 }
 
 int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
@@ -730,7 +782,7 @@ static void *probe_thread(void *arg)
         hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
     pthread_mutex_lock(&e->lock);
-    r->at_ms = hv_mono_ms();
+    r->at_ms = now_ms(e);
     r->for_hw = want;
     free(x->probe);
     x->probe = r;
@@ -767,13 +819,13 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
     x->waiters++;
-    int64_t limit = hv_mono_ms() + e->cfg.probe_wait_ms;
+    int64_t limit = now_ms(e) + e->cfg.probe_wait_ms;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
         struct probe *r = x->probe;
-        bool fresh = r && hv_mono_ms() - r->at_ms < e->cfg.probe_cache_ms &&
-                     hv_hw_equal(&r->for_hw, desired);
+        bool fresh =
+            r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
         if (fresh) {
             rc = r->rc;
             memcpy(plan, r->plan, sizeof(r->plan));
@@ -793,6 +845,13 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             e->probes_running++;
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (e->cfg.drive) { /* driven: on this thread, now */
+                pthread_mutex_unlock(&e->lock);
+                probe_thread(j);
+                pthread_mutex_lock(&e->lock);
+                pthread_attr_destroy(&attr);
+                continue;
+            }
             if (pthread_create(&t, &attr, probe_thread, j) != 0) {
                 x->probe_running = false;
                 e->probes_running--;
@@ -800,7 +859,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             }
             pthread_attr_destroy(&attr);
         }
-        if (limit - hv_mono_ms() <= 0)
+        if (limit - now_ms(e) <= 0 || e->cfg.drive) /* driven: the probe ran inline */
             break;
         hv_cond_wait_until(&e->probe_cond, &e->lock, limit);
     }

@@ -41,6 +41,11 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
                     const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
                     size_t whylen);
 
+/* Driven engine only (cfg.drive): move the timed passes now due to the queue, then run up to
+ * max queued passes on the calling thread, as the workers would. Returns the passes run;
+ * *next_ms (may be NULL) receives the earliest timed pass still waiting (0: none). */
+int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
+
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
 

@@ -189,9 +189,13 @@ struct pass {
     char what[160]; /* describe(desired) */
     int64_t now;
     struct hv_update_result *out;
-    bool chain; /* the step just taken can be followed at once */
-    bool seen;  /* the last round read the VM's record */
-    bool ours;  /* p->rec is this operation's record (for these desired hardware) */
+    bool called; /* a hook call asked for this pass (else: the engine's own carry-on) */
+    bool chain;  /* the step just taken can be followed at once */
+    bool seen;   /* the last round read the VM's record */
+    /* the VM's record, as read or last stored, shows a power cycle of this process in flight
+     * (for any hardware): its slot stays, whatever else failed in this pass */
+    bool vm_cycle;
+    bool ours; /* p->rec is this operation's record (for these desired hardware) */
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -234,6 +238,7 @@ static bool store(struct pass *p)
         return false;
     }
     hv_metrics_record_write();
+    p->vm_cycle = p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     return true;
 }
 
@@ -781,7 +786,7 @@ static bool one_pass(struct pass *p)
     struct hv_err err = {0};
     p->chain = false;
     p->carried = false; /* only a step of this round carries the record */
-    p->now = (int64_t)time(NULL);
+    p->now = p->b->unix_s(p->b->ctx);
     int orc = HV_OK;
     if (p->after.found) { /* read when the last step finished: no second look needed */
         p->obs = p->after;
@@ -823,6 +828,8 @@ static bool one_pass(struct pass *p)
     }
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
     p->seen = true;
+    p->vm_cycle = had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+                  p->rec.phase <= HV_PH_POWER_ON && !strcmp(p->rec.owner, p->b->owner);
     /* A record for other hardware belongs to an older operation. If that one left the VM
      * off mid-cycle, the new one must still bring it back on. */
     bool old_cold_inflight =
@@ -833,6 +840,14 @@ static bool one_pass(struct pass *p)
                           p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
                           strcmp(p->rec.owner, p->b->owner) != 0 &&
                           p->now - p->rec.started_at <= s->deadline_s;
+    /* ... and a shutdown or power-off such an older operation sent may still take the VM
+     * down (a rollout that changed, or went back, mid-shutdown): the new operation takes that
+     * cycle over instead of answering done or stepping live on a VM about to go off. */
+    bool on_now = p->obs.power == HV_POWER_ON;
+    bool old_going_down = had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
+                          (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    enum hv_phase old_phase = p->rec.phase;
+    int64_t old_step_at = p->rec.step_at;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -857,7 +872,8 @@ static bool one_pass(struct pass *p)
     bool inflight = had && p->rec.phase != HV_PH_DONE;
     /* A shutdown or power-off we sent may still take the VM down: not done while it can. */
     bool going_down =
-        inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+        (inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF)) ||
+        old_going_down;
     p->ours = had;
     if (matches(&p->obs.hw, desired) && !going_down && (on || !(inflight || old_cold_inflight))) {
         if (other_inflight && !inflight) {
@@ -878,9 +894,26 @@ static bool one_pass(struct pass *p)
             return false;
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
+        if (!p->called && !(old_cold_inflight && (!on || !strcmp(p->rec.owner, p->b->owner)))) {
+            /* The engine's own pass, to finish a cycle of this process: the VM's record no
+             * longer shows it (done, or replaced by another replica's operation). Nothing of
+             * ours is in flight; only a call begins an operation. (A VM off mid-cycle, or a
+             * cycle of ours for older hardware going on, becomes the new operation: the VM
+             * comes back on.) */
+            progress(p, RETRY_COLD, HV_MSG("observing the VM"));
+            return false;
+        }
         if (!begin(p))
             return false;
         p->ours = true;
+        if (old_going_down) { /* the cycle already under way is this operation's now */
+            p->rec.cold = true;
+            p->rec.phase = old_phase;
+            p->rec.step_at = old_step_at;
+            p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
+            if (!store(p))
+                return false;
+        }
     }
     if (p->now - p->rec.started_at > s->deadline_s) {
         if (!on) {
@@ -908,7 +941,7 @@ static bool one_pass(struct pass *p)
 
 void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                      const struct hv_settings *s, struct hv_update_result *out)
+                      const struct hv_settings *s, bool called, struct hv_update_result *out)
 {
     struct pass *p = calloc(1, sizeof(*p));
     if (!p)
@@ -919,6 +952,7 @@ void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     p->desired = desired;
     p->s = s;
     p->out = out;
+    p->called = called;
     snprintf(p->key, sizeof(p->key), "%s", key);
     describe(p->what, sizeof(p->what), desired);
     for (int round = 0; round < 4 && one_pass(p); round++)
@@ -929,7 +963,7 @@ void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
-    if (p->seen && !cycling)
+    if (p->seen && !cycling && !p->vm_cycle)
         b->slot_release(b->ctx, key);
     free(p);
 }

@@ -12,6 +12,16 @@
 
 #define HV_KEY_MAX 600
 
+/* A driven engine (the deterministic simulation, test/sim): time comes from these functions
+ * instead of the system clocks, no worker thread starts, and the driver runs the engine's
+ * passes itself with hv_engine_run. Production leaves hv_engine_cfg.drive NULL. */
+struct hv_engine_drive {
+    int64_t (*mono_ms)(void *ctx); /* replaces CLOCK_MONOTONIC, in ms */
+    int64_t (*unix_s)(void *ctx);  /* replaces time(NULL), in the records */
+    void *ctx;
+    const char *owner; /* written into records instead of "hostname:pid" (NULL: that) */
+};
+
 struct hv_engine_cfg {
     int workers;          /* reconcile threads */
     int max_power_cycles; /* VMs in a power cycle at once, overall */
@@ -21,6 +31,7 @@ struct hv_engine_cfg {
     int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
     int probe_wait_ms;     /* a hook waits at most this long for a probe */
     int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
+    const struct hv_engine_drive *drive; /* NULL (production): system clocks, worker threads */
 };
 
 /* The engine's slot and owner bookkeeping as a pass sees it; ctx is the engine. */
@@ -35,12 +46,17 @@ struct hv_books {
     /* True the first time this process handles the operation that started at op_started_at
      * on this VM (e.g. after a restart, or an operation another replica began). */
     bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
+    /* Unix seconds now (the driver's clock when the engine is driven). */
+    int64_t (*unix_s)(void *ctx);
 };
 
-/* One pass (up to four rounds of observe, decide, act) for the VM keyed key. */
+/* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called: a hook
+ * call asked for it; false for the passes the engine runs by itself to finish a power cycle,
+ * which continue this process's operation but never begin one (the desired hardware they
+ * carry may be outdated). */
 void hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                      const struct hv_settings *s, struct hv_update_result *out);
+                      const struct hv_settings *s, bool called, struct hv_update_result *out);
 
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);

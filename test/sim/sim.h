@@ -1,0 +1,217 @@
+/* sim.h: the deterministic simulation of hvupdater's engine (issue 18).
+ *
+ * The REAL engine (src/engine) and hook/planning code (src/hooks) run against a simulated
+ * hypervisor (a backend behind backends/backend.h, sim_world.c), simulated CAPI callers and a
+ * simulated clock (sim_run.c). The engine is driven (hv_engine_cfg.drive): no worker thread,
+ * no sleep; the run loop decides, from one seeded generator, which call, pass, fault or
+ * passage of time comes next, so a run is reproducible from its seed. Six invariants are
+ * checked after every step; a broken one prints the seed and the run's step history.
+ * Nothing here is shared between runs: one struct sim per run, freed at its end. */
+#ifndef HV_SIM_H
+#define HV_SIM_H
+
+#include "backend.h"
+#include "engine.h"
+#include "hooks.h"
+#include "oprecord.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SIM_MAX_VMS      8
+#define SIM_MAX_HOSTS    3
+#define SIM_MAX_REPLICAS 2
+#define SIM_HIST         64 /* steps of history kept for a report */
+
+enum sim_inv {
+    INV_DONE_SHOWS = 1, /* 1: "done" only when the VM (and the guest, when it can tell) shows it */
+    INV_CYCLES,         /* 2: power cycles within the cap; none under Never, of a transient
+                           domain, or when the live change shows */
+    INV_ENDS,           /* 3: every operation ends within its deadline plus a bound; no slot
+                           held by an operation that cannot progress */
+    INV_COVERED,        /* 4: a change CanUpdateMachine covered ends done, or fails for a reason
+                           that arose after the CanUpdate */
+    INV_NO_LOSS,        /* 5: every VM exists at the end, powered as before, old or new
+                           configuration, never a mix */
+    INV_IDLE,           /* 6: the engine's memory (entries, slots, timers) returns to idle */
+    INV_COUNT
+};
+
+const char *sim_inv_name(enum sim_inv i);
+
+/* A VM as the simulated hypervisor holds it. */
+struct sim_vm {
+    char name[32];
+    int host;
+    bool exists, transient;
+    enum hv_power power; /* HV_POWER_PAUSED also stands for suspended */
+    struct hv_hw config; /* next boot */
+    struct hv_hw live;   /* running values (== config while off) */
+    char record[HV_RECORD_MAX];
+    bool rec_parsed; /* rec holds record parsed (cleared whenever record changes) */
+    bool rec_ok;
+    struct hv_oprecord *rec;
+    int64_t max_live_mem; /* hot-plug room: live memory may grow up to this */
+    int max_live_cpus;
+    bool disk_grows; /* false: the disk cannot grow (live or off) */
+    /* the guest */
+    bool agent;                /* guest agent present (vCPUs online visible) */
+    int stats;                 /* 0 fresh balloon statistics, 1 stale, 2 absent */
+    struct hv_guest_obs stale; /* what stale statistics keep reporting */
+    int64_t boot_at;           /* guest boot completes at this ms (0: booted) */
+    int64_t guest_mem;         /* memory the guest kernel has online (MiB, before its reserve) */
+    int guest_cpus;            /* vCPUs online in the guest */
+    int64_t reserve;           /* what the guest kernel keeps at boot (MiB) */
+    bool onlines;              /* false: hot-plugged memory is never onlined */
+    int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
+    bool ignores_acpi;
+    int64_t off_at;  /* a shutdown the guest accepted completes at this ms (0: none) */
+    int halts;       /* power-ons left that halt right after (-1: every one) */
+    int pauses;      /* power-ons left that pause right after */
+    int refuses;     /* power-ons left that the hypervisor refuses (-1: every one) */
+    int64_t halt_at; /* a halt or pause after power-on happens at this ms */
+    bool halt_pauses;
+    bool restore_fails; /* a reconfigure back to the configuration it had fails */
+    int64_t busy_until;
+    /* bookkeeping for the invariants (not visible to the engine) */
+    bool cycling;          /* off (or going off) because of the engine's shutdown/power-off */
+    int cycle_owner;       /* replica that issued it */
+    int cycle_gen;         /* ... in its life (restarts count up) */
+    int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
+    int64_t host_fault_ms; /* last time its host died, stalled or came back */
+    int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
+    bool operator_power;  /* the operator set its power at some time: end power exempt */
+    bool operator_config; /* the operator changed its configuration: end config exempt */
+    bool halted_for_good; /* a fault keeps it from running */
+    bool halted;          /* off because its guest halted after a power-on */
+    enum hv_power power0;
+    struct hv_hw config0;
+};
+
+struct sim_host {
+    char name[32];
+    bool down;
+    bool stalled;
+};
+
+/* One simulated CAPI caller: the Machine of one VM. */
+enum sim_cstate { C_IDLE = 0, C_UPDATING, C_STOPPED };
+
+struct sim_op {
+    struct hv_hw want;
+    struct hv_settings s;
+    char settings_json[256];
+    bool covered;     /* CanUpdateMachine covered every changed field */
+    bool vm_differed; /* ... while the VM did not show CAPI's current objects */
+    int64_t can_ms;   /* when CanUpdateMachine covered it */
+    int64_t start_ms; /* first UpdateMachine call */
+    int64_t last_ms;  /* last UpdateMachine call */
+    int calls;
+    bool failed; /* the last answer was a Failure */
+    int backoff; /* CAPI's back-off after a Failure, s */
+};
+
+struct sim_caller {
+    enum sim_cstate st;
+    struct hv_hw spec; /* the infra machine's spec as CAPI last saw it done */
+    struct sim_op op, prev_op;
+    bool have_prev;
+    int64_t next_ms;
+    int replica;      /* -1: any */
+    bool stopped_mid; /* stopped calling with an operation in flight */
+    int64_t stopped_ms;
+    struct hv_hw wants[64]; /* every desired state asked so far (for invariant 5) */
+    int n_wants;
+};
+
+struct sim_replica {
+    struct hv_engine *e;
+    struct hv_backend be;
+    struct hv_plan_hooks ph;
+    struct hv_hooks_ctx hooks;
+    char owner[64];
+    int gen;
+    hv_vm_changed_fn watch_fn;
+    void *watch_ctx;
+    struct sim *sim;
+    int idx;
+};
+
+struct sim_opts {
+    uint64_t seed;
+    int steps;    /* steps per run */
+    bool quiet;   /* no report on stdout when an invariant breaks */
+    FILE *report; /* where a broken invariant is printed (stderr when NULL) */
+    bool trace;   /* print every step as it happens */
+    bool strict;  /* breaks an open issue already names count as failures too */
+};
+
+struct sim_result {
+    int steps;
+    long checks;         /* invariant checks made */
+    enum sim_inv broken; /* 0: none */
+    int broken_step;
+    char why[512];
+    int known; /* breaks an open issue names (see knowns in sim_run.c) */
+    char known_what[600];
+    long calls, passes, faults, dones, failures;
+};
+
+struct sim {
+    struct sim_opts o;
+    uint64_t rng;
+    int64_t now_ms;
+    int64_t unix0;
+    int step;
+    /* the world */
+    struct sim_host hosts[SIM_MAX_HOSTS];
+    int n_hosts;
+    struct sim_vm vms[SIM_MAX_VMS];
+    int n_vms;
+    int fail_permille;    /* a backend call fails */
+    int timeout_permille; /* a step is taken but its call reports a timeout */
+    bool record_in_step;
+    int events[32]; /* VMs changed since the last delivery (ops->watch) */
+    int n_events;
+    /* the service */
+    struct sim_replica reps[SIM_MAX_REPLICAS];
+    int n_reps;
+    struct hv_profiles profiles;
+    struct hv_engine_drive drive[SIM_MAX_REPLICAS];
+    struct hv_engine_cfg ecfg;
+    /* the callers */
+    struct sim_caller callers[SIM_MAX_VMS];
+    /* history and result */
+    char hist[SIM_HIST][200];
+    int n_hist;
+    struct sim_result r;
+    bool in_pass; /* a backend call comes from an engine pass (not a hook's probe) */
+    int pass_rep;
+};
+
+/* sim_world.c */
+uint64_t sim_rand(struct sim *s);
+int sim_range(struct sim *s, int lo, int hi); /* lo..hi inclusive */
+bool sim_chance(struct sim *s, int permille);
+void sim_note(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_world_init(struct sim *s);
+void sim_world_tick(struct sim *s);     /* VM transitions now due */
+void sim_world_fault(struct sim *s);    /* inject one random fault or operator change */
+void sim_deliver_events(struct sim *s); /* ops->watch reports */
+void sim_backend_init(struct sim *s, struct sim_replica *r);
+bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);
+bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want);
+/* v's record, parsed (NULL when it holds none); cached until the record changes */
+const struct hv_oprecord *sim_record(struct sim_vm *v);
+void sim_set_record(struct sim_vm *v, const char *text);
+int sim_vm_by_name(struct sim *s, const char *name);
+void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* sim_run.c */
+void sim_opts_default(struct sim_opts *o);
+/* One run from o->seed; returns true when every invariant held. */
+bool sim_run(const struct sim_opts *o, struct sim_result *out);
+
+#endif

@@ -1,0 +1,136 @@
+/* sim_main.c: run the simulation over a range of seeds (the CI runner, ctest sim.seeds) or
+ * one seed with its trace. Exit status 1 when any run breaks an invariant; every broken run
+ * prints its seed, the invariant and its step history.
+ *   sim_main [--from N] [--seeds COUNT] [--steps N] [--seed N --trace] [--quiet] */
+#include "sim.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Seeds that break an invariant on today's code for a reason not fixed yet (each listed with
+ * the invariant and the finding in the file): the CI runner skips them, and fails when one of
+ * them no longer breaks (then it comes off the list). */
+static uint64_t skips[4096];
+static size_t n_skips;
+
+static int load_skips(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "sim_main: cannot read %s\n", path);
+        return -1;
+    }
+    char line[1024];
+    while (fgets(line, sizeof(line), f) && n_skips < sizeof(skips) / sizeof(skips[0])) {
+        char *end;
+        unsigned long long v = strtoull(line, &end, 10);
+        if (end != line)
+            skips[n_skips++] = v;
+    }
+    fclose(f);
+    return 0;
+}
+
+static bool skipped(uint64_t seed)
+{
+    for (size_t k = 0; k < n_skips; k++)
+        if (skips[k] == seed)
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    struct sim_opts o;
+    sim_opts_default(&o);
+    uint64_t from = 1, count = 100;
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
+        if (!strcmp(a, "--from") && v) {
+            from = strtoull(v, NULL, 10);
+            k++;
+        } else if (!strcmp(a, "--seeds") && v) {
+            count = strtoull(v, NULL, 10);
+            k++;
+        } else if (!strcmp(a, "--seed") && v) {
+            from = strtoull(v, NULL, 10);
+            count = 1;
+            k++;
+        } else if (!strcmp(a, "--steps") && v) {
+            o.steps = atoi(v);
+            k++;
+        } else if (!strcmp(a, "--trace")) {
+            o.trace = true;
+        } else if (!strcmp(a, "--skip-file") && v) {
+            if (load_skips(v) < 0)
+                return 2;
+            k++;
+        } else if (!strcmp(a, "--strict")) {
+            o.strict = true;
+        } else if (!strcmp(a, "--quiet")) {
+            o.quiet = true;
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
+                    "[--strict] [--trace] [--quiet]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    double t0 = now_s();
+    long steps = 0, checks = 0, calls = 0, passes = 0, faults = 0, dones = 0, fails = 0;
+    int broken = 0, known_runs = 0, skipped_runs = 0, stale_skips = 0;
+    for (uint64_t seed = from; seed < from + count; seed++) {
+        struct sim_result r;
+        o.seed = seed;
+        bool skip = skipped(seed);
+        bool quiet = o.quiet;
+        o.quiet |= skip;
+        bool ok = sim_run(&o, &r);
+        o.quiet = quiet;
+        if (skip && ok) {
+            stale_skips++;
+            printf("seed %llu: listed as open but no invariant breaks now: take it off the list\n",
+                   (unsigned long long)seed);
+        } else if (skip) {
+            skipped_runs++;
+        } else if (!ok) {
+            broken++;
+            printf("seed %llu: %s broken at step %d: %s\n", (unsigned long long)seed,
+                   sim_inv_name(r.broken), r.broken_step, r.why);
+        }
+        if (r.known) {
+            known_runs++;
+            if (o.trace || count <= 20)
+                printf("seed %llu: known: %s\n", (unsigned long long)seed, r.known_what);
+        }
+        steps += r.steps;
+        checks += r.checks;
+        calls += r.calls;
+        passes += r.passes;
+        faults += r.faults;
+        dones += r.dones;
+        fails += r.failures;
+    }
+    double dt = now_s() - t0;
+    printf(
+        "sim: %llu runs, %ld steps, %ld invariant checks, %ld hook calls (%ld done, %ld "
+        "Failure), %ld engine passes, %ld faults; %d runs broke an invariant, %d runs met a known "
+        "open issue; %.2f s (%.0f steps/s)\n",
+        (unsigned long long)count, steps, checks, calls, dones, fails, passes, faults, broken,
+        known_runs, dt, dt > 0 ? (double)steps / dt : 0.0);
+    if (n_skips)
+        printf("sim: %d listed open seeds still break (skipped), %d no longer do\n", skipped_runs,
+               stale_skips);
+    return broken || stale_skips ? 1 : 0;
+}

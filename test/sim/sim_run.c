@@ -1,0 +1,733 @@
+/* sim_run.c: one seeded run of the simulation: the replicas (real engines, driven), the
+ * simulated CAPI callers (through the real hook code: hv_hooks_own_plan for
+ * CanUpdateMachine, hv_hooks_own_update for UpdateMachine, on requests parsed from JSON), the
+ * step loop on the simulated clock, and the six invariants. */
+#include "sim.h"
+#include "engine.h"
+#include "json.h"
+#include "log.h"
+#include "oprecord.h"
+#include "plan.h"
+#include "profile.h"
+#include "settings.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOUND_MS   (180 * 1000) /* an operation ends within its deadline plus this */
+#define STUCK_MS   (90 * 1000)  /* a slot may be held this long for a VM that cannot go on */
+#define QUIESCE_MS (3600 * 1000)
+#define IDLE_MS    (120 * 1000) /* the engine's entry_idle_ms in the simulation */
+
+static const char *const inv_names[INV_COUNT] = {
+    "none",         "1-done-shows", "2-power-cycles", "3-operations-end", "4-covered-ends-done",
+    "5-no-vm-lost", "6-engine-idle"};
+
+const char *sim_inv_name(enum sim_inv i)
+{
+    return i > 0 && i < INV_COUNT ? inv_names[i] : "none";
+}
+
+void sim_opts_default(struct sim_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->seed = 1;
+    o->steps = 400;
+}
+
+/* Breaks of an invariant that an open issue already names, recognised by their invariant
+ * and text: counted and reported as known (the run goes on), not failures, unless --strict.
+ * Remove an entry when its fix lands: the seeds that found it then fail until it holds. */
+static const struct known {
+    enum sim_inv inv;
+    const char *text;
+    const char *issue;
+} knowns[] = {
+    /* CanUpdateMachine under IfNeeded does not read the VM (issue 17 item 8) */
+    {INV_COVERED, "transient domain", "issue 17 item 8"},
+    {INV_COVERED, "disks cannot shrink", "issue 17 item 8"},
+    {INV_COVERED, "paused, suspended", "issue 17 item 8"},
+    {INV_COVERED, "(the VM differed from CAPI's current objects)", "issue 17 item 8"},
+    /* an unreachable hypervisor is a Failure, not in progress (issue 17 item 10) */
+    {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
+    /* ... and nothing finishes it when CAPI stops calling (issue 17 item 5) */
+    {INV_NO_LOSS, "(the cycle's process restarted)", "issue 17 item 5"},
+    /* a VM that halts after each power-on is started again forever (issue 17 item 6) */
+    {INV_IDLE, "(a VM halts after every power-on)", "issue 17 item 6"},
+    /* a rollback whose restore failed leaves the VM off, told otherwise (issue 17 item 6) */
+    {INV_NO_LOSS, "(a rollback that did not complete)", "issue 17 item 6"},
+    /* a paused VM mid-cycle holds its slot (issue 17 item 4) */
+    {INV_ENDS, "(a VM is paused)", "issue 17 item 4"},
+    {INV_IDLE, "(a VM is paused)", "issue 17 item 4"},
+    /* a restarted process or another replica resumes a cycle without a slot (issue 17 item 5) */
+    {INV_CYCLES, "(another process began one of them)", "issue 17 item 5"},
+    /* the guest's memory is compared with a formula, not with itself (issue 17 item 1) */
+    {INV_CYCLES, "(the guest reserves memory at boot)", "issue 17 item 1"},
+    /* statistics older than the change are read as if fresh (issue 17 item 2) */
+    {INV_DONE_SHOWS, "(stale statistics)", "issue 17 item 2"},
+    /* a guest that cannot tell under Required is power-cycled, then fails (issue 17 item 3) */
+    {INV_COVERED, "(the guest cannot tell)", "issue 17 item 3"},
+};
+
+void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
+{
+    if (s->r.broken)
+        return;
+    char why[sizeof(s->r.why)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    for (size_t k = 0; !s->o.strict && k < sizeof(knowns) / sizeof(knowns[0]); k++) {
+        if (knowns[k].inv == inv && strstr(why, knowns[k].text)) {
+            if (!s->r.known)
+                snprintf(s->r.known_what, sizeof(s->r.known_what), "%s (%s) at step %d: %s",
+                         sim_inv_name(inv), knowns[k].issue, s->step, why);
+            s->r.known++;
+            return;
+        }
+    }
+    s->r.broken = inv;
+    s->r.broken_step = s->step;
+    snprintf(s->r.why, sizeof(s->r.why), "%s", why);
+    if (s->o.quiet)
+        return;
+    FILE *f = s->o.report ? s->o.report : stderr;
+    fprintf(f, "INVARIANT BROKEN: %s at step %d, seed %llu\n  %s\n  history (last %d):\n",
+            sim_inv_name(inv), s->step, (unsigned long long)s->o.seed, s->r.why,
+            s->n_hist < SIM_HIST ? s->n_hist : SIM_HIST);
+    int from = s->n_hist > SIM_HIST ? s->n_hist - SIM_HIST : 0;
+    for (int k = from; k < s->n_hist; k++)
+        fprintf(f, "    %s\n", s->hist[k % SIM_HIST]);
+    fprintf(f, "  replay: sim_main --seed %llu --steps %d --trace\n", (unsigned long long)s->o.seed,
+            s->o.steps);
+}
+
+/* ---- the clock the engines run on ------------------------------------------------------- */
+
+static int64_t clk_mono(void *ctx)
+{
+    return ((struct sim *)ctx)->now_ms;
+}
+
+static int64_t clk_unix(void *ctx)
+{
+    struct sim *s = ctx;
+    return s->unix0 + s->now_ms / 1000;
+}
+
+/* ---- replicas ------------------------------------------------------------------------------ */
+
+static void check_rules(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    struct hv_backend *be = hv_engine_backend(ctx, p->backend);
+    memset(plan, 0, sizeof(plan[0]) * HV_F_COUNT);
+    if (be && be->ops->check)
+        be->ops->check(be, desired, plan);
+}
+
+static void rep_start(struct sim *s, int r)
+{
+    struct sim_replica *rep = &s->reps[r];
+    rep->idx = r;
+    rep->gen++;
+    snprintf(rep->owner, sizeof(rep->owner), "sim-r%d:%d", r, rep->gen);
+    s->drive[r] = (struct hv_engine_drive){
+        .mono_ms = clk_mono, .unix_s = clk_unix, .ctx = s, .owner = rep->owner};
+    struct hv_engine_cfg c = s->ecfg;
+    c.drive = &s->drive[r];
+    sim_backend_init(s, rep);
+    struct hv_backend *bp = &rep->be;
+    rep->e = hv_engine_new(&c, &bp, 1);
+    if (!rep->e)
+        abort();
+    rep->ph = (struct hv_plan_hooks){.ctx = rep->e,
+                                     .available = hv_engine_available,
+                                     .probe = hv_engine_probe,
+                                     .check = check_rules};
+    memset(&rep->hooks, 0, sizeof(rep->hooks));
+    rep->hooks.profiles = &s->profiles;
+    hv_settings_default(&rep->hooks.defaults);
+    rep->hooks.plan_hooks = &rep->ph;
+    rep->hooks.update = hv_engine_update;
+    rep->hooks.update_ctx = rep->e;
+    rep->hooks.timeout_s = 10;
+}
+
+static void rep_restart(struct sim *s, int r)
+{
+    hv_engine_free(s->reps[r].e);
+    s->reps[r].e = NULL;
+    rep_start(s, r);
+    sim_note(s, "hvupdater r%d restarts (memory lost)", r);
+}
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+static int infra_json(char *out, size_t cap, const char *name, const struct hv_hw *h)
+{
+    return snprintf(out, cap,
+                    "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1alpha1\","
+                    "\"kind\":\"LibvirtMachine\",\"metadata\":{\"name\":\"%s\","
+                    "\"namespace\":\"default\"},\"spec\":{\"memoryMiB\":%lld,\"vcpu\":%d,"
+                    "\"diskGiB\":%lld}}",
+                    name, (long long)h->memory_mib, h->cpus, (long long)(h->disk_mib / 1024));
+}
+
+static int machine_json(char *out, size_t cap, const char *name)
+{
+    return snprintf(out, cap,
+                    "{\"apiVersion\":\"cluster.x-k8s.io/v1beta2\",\"kind\":\"Machine\","
+                    "\"metadata\":{\"name\":\"m-%s\",\"namespace\":\"default\"},\"spec\":{"
+                    "\"clusterName\":\"c1\",\"version\":\"v1.31.0\",\"infrastructureRef\":{"
+                    "\"apiGroup\":\"infrastructure.cluster.x-k8s.io\",\"kind\":\"LibvirtMachine\","
+                    "\"name\":\"%s\"}}}",
+                    name, name);
+}
+
+static hj *request(const char *kind, const char *settings, const char *name,
+                   const struct hv_hw *cur, const struct hv_hw *want)
+{
+    char m[512], ic[512], id[512], buf[2600];
+    machine_json(m, sizeof(m), name);
+    infra_json(id, sizeof(id), name, want);
+    if (cur) {
+        infra_json(ic, sizeof(ic), name, cur);
+        snprintf(buf, sizeof(buf),
+                 "{\"apiVersion\":\"" HV_HOOKS_API "\",\"kind\":\"%s\",\"settings\":%s,"
+                 "\"current\":{\"machine\":%s,\"infrastructureMachine\":%s},"
+                 "\"desired\":{\"machine\":%s,\"infrastructureMachine\":%s}}",
+                 kind, settings, m, ic, m, id);
+    } else {
+        snprintf(buf, sizeof(buf),
+                 "{\"apiVersion\":\"" HV_HOOKS_API "\",\"kind\":\"%s\",\"settings\":%s,"
+                 "\"desired\":{\"machine\":%s,\"infrastructureMachine\":%s}}",
+                 kind, settings, m, id);
+    }
+    char err[200];
+    hj *r = hj_parse(buf, strlen(buf), err, sizeof(err));
+    if (!r) {
+        fprintf(stderr, "sim: bad request JSON (%s): %s\n", err, buf);
+        abort();
+    }
+    return r;
+}
+
+/* ---- callers -------------------------------------------------------------------------------- */
+
+static void pick_settings(struct sim *s, struct sim_op *op)
+{
+    static const char *const pc[] = {"IfNeeded", "IfNeeded", "IfNeeded", "Never"};
+    static const char *const pom[] = {"TrySoft", "TrySoft", "Soft", "Hard"};
+    static const char *const gc[] = {"IfAvailable", "IfAvailable", "Required", "Off"};
+    const char *p = pc[sim_rand(s) % 4], *m = pom[sim_rand(s) % 4], *g = gc[sim_rand(s) % 4];
+    int live = sim_range(s, 30, 150), shut = sim_range(s, 20, 120), dl = sim_range(s, 300, 1200);
+    snprintf(op->settings_json, sizeof(op->settings_json),
+             "{\"powerCycle\":\"%s\",\"powerOffMode\":\"%s\",\"guestVerification\":\"%s\","
+             "\"liveTimeoutSeconds\":\"%d\",\"shutdownTimeoutSeconds\":\"%d\","
+             "\"deadlineSeconds\":\"%d\"}",
+             p, m, g, live, shut, dl);
+}
+
+static struct hv_hw pick_want(struct sim *s, const struct hv_hw *spec)
+{
+    struct hv_hw w = *spec;
+    w.cores_per_socket = -1; /* the libvirt profile has no such field */
+    do {
+        if (sim_chance(s, 600))
+            w.memory_mib = spec->memory_mib + 512 * sim_range(s, -2, 6);
+        if (w.memory_mib < 512)
+            w.memory_mib = 512;
+        if (sim_chance(s, 500))
+            w.cpus = spec->cpus + sim_range(s, -1, 3);
+        if (w.cpus < 1)
+            w.cpus = 1;
+        if (sim_chance(s, 200))
+            w.disk_mib = spec->disk_mib + 1024 * sim_range(s, -1, 2);
+    } while (w.memory_mib == spec->memory_mib && w.cpus == spec->cpus &&
+             w.disk_mib == spec->disk_mib);
+    return w;
+}
+
+static int pick_rep(struct sim *s, struct sim_caller *c)
+{
+    return c->replica >= 0 ? c->replica : sim_range(s, 0, s->n_reps - 1);
+}
+
+static void remember_want(struct sim_caller *c, const struct hv_hw *w)
+{
+    for (int k = 0; k < c->n_wants; k++)
+        if (hv_hw_equal(&c->wants[k], w))
+            return;
+    if (c->n_wants < (int)(sizeof(c->wants) / sizeof(c->wants[0])))
+        c->wants[c->n_wants++] = *w;
+}
+
+/* CanUpdateMachine for want; when every change is covered, UpdateMachine calls begin. */
+static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings)
+{
+    struct sim_caller *c = &s->callers[m];
+    struct sim_vm *v = &s->vms[m];
+    if (!v->exists) /* the Machine of a deleted VM is replaced, not updated */
+        return;
+    if (c->st == C_UPDATING) {
+        c->prev_op = c->op;
+        c->have_prev = true;
+    }
+    struct sim_op op;
+    memset(&op, 0, sizeof(op));
+    op.want = want;
+    if (same_settings && c->op.settings_json[0])
+        snprintf(op.settings_json, sizeof(op.settings_json), "%s", c->op.settings_json);
+    else
+        pick_settings(s, &op);
+    hj *req = request("CanUpdateMachineRequest", op.settings_json, v->name, &c->spec, &want);
+    hv_settings_default(&op.s);
+    char err[300];
+    if (hv_settings_apply(&op.s, hj_get(req, "settings"), err, sizeof(err)) < 0)
+        abort();
+    int r = pick_rep(s, c);
+    struct hv_coverage cov;
+    char buf[300];
+    s->r.calls++;
+    int rc = hv_hooks_own_plan(&s->reps[r].hooks, HV_HOOK_CAN_UPDATE_MACHINE, req, &op.s, &cov, buf,
+                               sizeof(buf));
+    hj_free(req);
+    bool covered = rc == 0 && !cov.failure && !cov.pending && !cov.declined &&
+                   cov.n_uncovered_all == 0 && cov.infra_patch;
+    sim_note(s, "capi %s: CanUpdateMachine(r%d) %lld MiB %d vCPUs %lld GiB [%s]: %s", v->name, r,
+             (long long)want.memory_mib, want.cpus, (long long)(want.disk_mib / 1024),
+             op.settings_json + 15,
+             covered ? "covered"
+             : rc    ? buf
+                     : cov.message);
+    if (rc == 0)
+        hv_coverage_free(&cov);
+    if (!covered) {                /* CAPI rolls out a new Machine instead: not ours */
+        if (c->st == C_UPDATING) { /* the rollout changed to something we do not cover */
+            c->st = C_STOPPED;
+            c->stopped_mid = true;
+            c->stopped_ms = s->now_ms;
+        } else {
+            c->next_ms = s->now_ms + 1000 * sim_range(s, 5, 120);
+        }
+        return;
+    }
+    op.covered = true;
+    op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
+    op.can_ms = op.start_ms = op.last_ms = s->now_ms;
+    c->spec = want; /* CAPI writes the desired objects, then calls UpdateMachine */
+    c->op = op;
+    c->st = C_UPDATING;
+    c->next_ms = s->now_ms;
+    remember_want(c, &want);
+}
+
+static void call_update(struct sim *s, int m)
+{
+    struct sim_caller *c = &s->callers[m];
+    struct sim_vm *v = &s->vms[m];
+    int r = pick_rep(s, c);
+    hj *req = request("UpdateMachineRequest", c->op.settings_json, v->name, NULL, &c->op.want);
+    struct hv_update_result res;
+    bool np;
+    s->r.calls++;
+    hv_hooks_own_update(&s->reps[r].hooks, req, &c->op.s, &res, &np);
+    hj_free(req);
+    int64_t prev_call = c->op.calls ? c->op.last_ms : c->op.can_ms;
+    c->op.calls++;
+    c->op.last_ms = s->now_ms;
+    sim_note(s, "capi %s: UpdateMachine(r%d) -> %s %d \"%.90s\"", v->name, r,
+             res.failure ? "Failure" : "Success", res.retry_after_s, res.message);
+    if (res.failure) {
+        s->r.failures++;
+        s->r.checks++;
+        /* Invariant 4: a covered change fails only for a reason that arose since */
+        bool blind =
+            c->op.s.guest_check == HV_GC_REQUIRED &&
+            ((c->op.want.memory_mib >= 0 && v->stats != 0) || (c->op.want.cpus >= 0 && !v->agent));
+        if (c->op.covered && v->touched_ms < c->op.can_ms)
+            sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
+                      v->name, res.message, blind ? " (the guest cannot tell)" : "",
+                      c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
+        /* CAPI keeps calling with back-off; some callers give up (a new rollout instead) */
+        c->op.failed = true;
+        if (sim_chance(s, 400)) {
+            c->st = C_IDLE;
+            c->next_ms = s->now_ms + 1000 * sim_range(s, 10, 300);
+        } else {
+            c->op.backoff = c->op.backoff ? c->op.backoff * 2 : 10;
+            c->next_ms = s->now_ms + 1000 * (int64_t)c->op.backoff;
+        }
+        return;
+    }
+    c->op.failed = false;
+    if (res.retry_after_s > 0) {
+        c->next_ms = s->now_ms + 1000 * (int64_t)res.retry_after_s;
+        return;
+    }
+    /* Invariant 1: done only when the VM (and the guest, where it can tell) shows it now */
+    s->r.dones++;
+    s->r.checks++;
+    /* the look the answering replica's last pass took (seen_after reads count: a step's
+     * read is taken after the step, later than the pass's observe) */
+    (void)prev_call;
+    if (v->touched_ms < v->look_ms[r]) {
+        const struct hv_hw *w = &c->op.want;
+        if (!v->exists)
+            sim_break(s, INV_DONE_SHOWS, "%s: done, but the VM is gone", v->name);
+        else if (v->power == HV_POWER_PAUSED)
+            sim_break(s, INV_DONE_SHOWS, "%s: done while paused", v->name);
+        else if (!sim_hw_shows(v, w))
+            sim_break(s, INV_DONE_SHOWS,
+                      "%s: done for %lld MiB %d vCPUs %lld MiB disk; the VM shows %lld MiB %d "
+                      "vCPUs %lld MiB disk (%s)",
+                      v->name, (long long)w->memory_mib, w->cpus, (long long)w->disk_mib,
+                      (long long)(v->power == HV_POWER_OFF ? v->config : v->live).memory_mib,
+                      (v->power == HV_POWER_OFF ? v->config : v->live).cpus,
+                      (long long)(v->power == HV_POWER_OFF ? v->config : v->live).disk_mib,
+                      v->power == HV_POWER_OFF ? "off" : "on");
+        else if (v->power == HV_POWER_OFF && v->cycling && !v->operator_power)
+            sim_break(s, INV_DONE_SHOWS, "%s: done while off in the middle of a power cycle",
+                      v->name);
+        else if (v->power == HV_POWER_ON && c->op.s.guest_check != HV_GC_OFF &&
+                 (!v->boot_at || v->boot_at <= s->now_ms)) {
+            /* stale statistics tell what the guest had when they stopped */
+            bool mem_tells = v->stats == 0 || (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
+            bool cpu_tells = v->agent;
+            struct hv_hw g = *w;
+            if (!mem_tells)
+                g.memory_mib = -1;
+            if (!cpu_tells)
+                g.cpus = -1;
+            if (!sim_guest_shows(v, &g))
+                sim_break(s, INV_DONE_SHOWS,
+                          "%s: done but the guest has %lld MiB online and %d vCPUs, want %lld "
+                          "MiB %d vCPUs%s",
+                          v->name, (long long)v->guest_mem, v->guest_cpus, (long long)w->memory_mib,
+                          w->cpus, v->stats == 1 ? " (stale statistics)" : "");
+        }
+    }
+    c->st = C_IDLE;
+    c->next_ms = s->now_ms + 1000 * sim_range(s, 5, 200);
+}
+
+/* CAPI's other behaviours: stop calling, change the desired state, go back to the old one. */
+static void caller_whim(struct sim *s)
+{
+    int m = sim_range(s, 0, s->n_vms - 1);
+    struct sim_caller *c = &s->callers[m];
+    if (c->st != C_UPDATING)
+        return;
+    int w = sim_range(s, 0, 2);
+    if (w == 0) {
+        c->st = C_STOPPED;
+        c->stopped_mid = true;
+        c->stopped_ms = s->now_ms;
+        sim_note(s, "capi %s: stops calling (Machine deleted)", s->vms[m].name);
+    } else if (w == 1 || !c->have_prev) {
+        struct hv_hw want = pick_want(s, &c->spec);
+        sim_note(s, "capi %s: the rollout changes (A -> B)", s->vms[m].name);
+        start_op(s, m, want, sim_chance(s, 800));
+    } else if (!hv_hw_equal(&c->prev_op.want, &c->op.want)) {
+        sim_note(s, "capi %s: the rollout goes back (A -> B -> A)", s->vms[m].name);
+        start_op(s, m, c->prev_op.want, true);
+    }
+}
+
+static void caller_step(struct sim *s)
+{
+    int start = sim_range(s, 0, s->n_vms - 1);
+    for (int j = 0; j < s->n_vms; j++) {
+        int m = (start + j) % s->n_vms;
+        struct sim_caller *c = &s->callers[m];
+        if (c->st == C_STOPPED || c->next_ms > s->now_ms)
+            continue;
+        if (c->st == C_IDLE) {
+            if (!s->vms[m].exists)
+                continue;
+            struct hv_hw want = pick_want(s, &c->spec);
+            if (c->n_wants > 1 && sim_chance(s, 300)) { /* a rollout rolled back: an old state */
+                want = c->wants[sim_range(s, 0, c->n_wants - 1)];
+                if (hv_hw_equal(&want, &c->spec))
+                    want = pick_want(s, &c->spec);
+            }
+            start_op(s, m, want, sim_chance(s, 800));
+        } else {
+            call_update(s, m);
+        }
+        return;
+    }
+}
+
+/* ---- invariants checked every step ---------------------------------------------------------- */
+
+static bool in_cycle(struct sim_vm *v)
+{
+    const struct hv_oprecord *r = v->exists ? sim_record(v) : NULL;
+    return r && r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+}
+
+static int64_t stuck_since[SIM_MAX_REPLICAS];
+
+static void check_step(struct sim *s, bool calling)
+{
+    /* 3: operations end within deadline + bound */
+    for (int m = 0; calling && m < s->n_vms; m++) {
+        struct sim_caller *c = &s->callers[m];
+        s->r.checks++;
+        /* (a host that died or stalled meanwhile: issue 17 item 10 wants a bound there) */
+        const struct sim_host *h = &s->hosts[s->vms[m].host];
+        if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
+            !h->down && !h->stalled &&
+            s->now_ms - c->op.start_ms > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
+            sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
+                      s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
+                      c->op.s.deadline_s, c->op.calls);
+    }
+    /* 3: no slot held for an operation that cannot progress */
+    int can = 0;
+    bool paused = false;
+    for (int k = 0; k < s->n_vms; k++) {
+        can += in_cycle(&s->vms[k]) && s->vms[k].power != HV_POWER_PAUSED;
+        paused |= s->vms[k].exists && s->vms[k].power == HV_POWER_PAUSED;
+    }
+    for (int r = 0; r < s->n_reps; r++) {
+        int ops, pcs;
+        hv_engine_gauges(s->reps[r].e, &ops, &pcs);
+        s->r.checks++;
+        bool hosts_up = true; /* a slot of a VM on a host that does not answer waits for it */
+        for (int h = 0; h < s->n_hosts; h++)
+            hosts_up &= !s->hosts[h].down && !s->hosts[h].stalled;
+        if (pcs > can && hosts_up) {
+            if (!stuck_since[r])
+                stuck_since[r] = s->now_ms;
+            else if (s->now_ms - stuck_since[r] > STUCK_MS)
+                sim_break(s, INV_ENDS,
+                          "r%d holds %d power-cycle slots for %.0f s while %d VMs can go on "
+                          "with a cycle%s",
+                          r, pcs, (double)(s->now_ms - stuck_since[r]) / 1000, can,
+                          paused ? " (a VM is paused)" : "");
+        } else {
+            stuck_since[r] = 0;
+        }
+    }
+}
+
+/* The process that wrote v's record still runs (no restart since). */
+static bool owner_alive(const struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    if (!r)
+        return true;
+    for (int k = 0; k < s->n_reps; k++)
+        if (!strcmp(r->owner, s->reps[k].owner))
+            return true;
+    return false;
+}
+
+/* 5 and 6, at the end of a run. */
+static void check_end(struct sim *s)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        struct sim_caller *c = &s->callers[k];
+        s->r.checks++;
+        if (!v->exists) {
+            if (!v->operator_power)
+                sim_break(s, INV_NO_LOSS, "%s no longer exists", v->name);
+            continue;
+        }
+        /* a VM that was off is started by an operation (docs/how-it-works.md: reconfigure,
+         * then power-on): a Machine's desired state is a running VM */
+        bool asked = c->n_wants > 0;
+        if (!v->operator_power && !v->halted_for_good && !v->halted && v->power != v->power0 &&
+            !(v->power0 == HV_POWER_OFF && asked))
+            sim_break(
+                s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
+                v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
+                in_cycle(v) && !owner_alive(s, v)          ? " (the cycle's process restarted)"
+                : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
+                                                           : "",
+                v->record);
+        if (v->operator_config)
+            continue;
+        bool whole =
+            v->config.memory_mib == v->config0.memory_mib && v->config.cpus == v->config0.cpus;
+        for (int j = 0; j < c->n_wants; j++)
+            whole |= v->config.memory_mib == c->wants[j].memory_mib &&
+                     v->config.cpus == c->wants[j].cpus;
+        if (!whole)
+            sim_break(s, INV_NO_LOSS,
+                      "%s's configuration (%lld MiB, %d vCPUs) is neither the old one nor one "
+                      "asked for",
+                      v->name, (long long)v->config.memory_mib, v->config.cpus);
+    }
+    bool paused = false, halts = false;
+    for (int k = 0; k < s->n_vms; k++) {
+        paused |= s->vms[k].exists && s->vms[k].power == HV_POWER_PAUSED;
+        halts |= s->vms[k].exists && s->vms[k].halts < 0;
+    }
+    for (int r = 0; r < s->n_reps; r++) {
+        int64_t next = 0;
+        hv_engine_run(s->reps[r].e, 100, &next);
+        size_t n = hv_engine_entries(s->reps[r].e);
+        int ops, pcs;
+        hv_engine_gauges(s->reps[r].e, &ops, &pcs);
+        s->r.checks++;
+        if (n || ops || pcs || next)
+            sim_break(s, INV_IDLE, "r%d not idle: %zu entries, %d operations, %d slots, timer %s%s",
+                      r, n, ops, pcs, next ? "pending" : "none",
+                      paused  ? " (a VM is paused)"
+                      : halts ? " (a VM halts after every power-on)"
+                              : "");
+    }
+}
+
+/* ---- the run -----------------------------------------------------------------------------------
+ */
+
+static int64_t next_event(struct sim *s, bool calling)
+{
+    int64_t t = 0;
+#define CAND(x)                                                                                    \
+    do {                                                                                           \
+        int64_t _x = (x);                                                                          \
+        if (_x > s->now_ms && (!t || _x < t))                                                      \
+            t = _x;                                                                                \
+    } while (0)
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        CAND(v->off_at);
+        CAND(v->halt_at);
+        CAND(v->online_at);
+        CAND(v->boot_at);
+        if (calling && s->callers[k].st != C_STOPPED)
+            CAND(s->callers[k].next_ms);
+    }
+    for (int r = 0; r < s->n_reps; r++) {
+        int64_t n = 0;
+        hv_engine_run(s->reps[r].e, 0, &n);
+        CAND(n);
+    }
+#undef CAND
+    return t;
+}
+
+static void run_engines(struct sim *s, int max_each)
+{
+    for (int r = 0; r < s->n_reps; r++) {
+        s->in_pass = true;
+        s->pass_rep = r;
+        s->r.passes += hv_engine_run(s->reps[r].e, max_each, NULL);
+        s->in_pass = false;
+    }
+}
+
+bool sim_run(const struct sim_opts *o, struct sim_result *out)
+{
+    struct sim *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->o = *o;
+    s->rng = o->seed * 0x2545F4914F6CDD1DULL + 7;
+    s->unix0 = 1800000000;
+    hv_log_set_level(o->trace && getenv("HV_SIM_LOG") ? HV_LOG_INFO
+                                                      : (enum hv_log_level)(HV_LOG_ERROR + 1));
+    memset(stuck_since, 0, sizeof(stuck_since));
+    sim_world_init(s);
+    hv_profiles_builtin(&s->profiles);
+    hv_engine_cfg_default(&s->ecfg);
+    s->ecfg.max_power_cycles = sim_range(s, 1, 3);
+    s->ecfg.max_power_cycles_per_host = 1;
+    s->ecfg.step_timeout_s = 30;
+    s->ecfg.entry_idle_ms = IDLE_MS;
+    s->n_reps = sim_chance(s, 300) ? 2 : 1;
+    for (int r = 0; r < s->n_reps; r++)
+        rep_start(s, r);
+    int fault_permille = sim_range(s, 0, 60);
+    for (int m = 0; m < s->n_vms; m++) {
+        struct sim_caller *c = &s->callers[m];
+        c->spec = s->vms[m].config;
+        c->spec.cores_per_socket = -1;
+        c->replica = s->n_reps > 1 && sim_chance(s, 300) ? sim_range(s, 0, s->n_reps - 1) : -1;
+        c->next_ms = 1000 * sim_range(s, 0, 30);
+    }
+    sim_note(s,
+             "seed %llu: %d hosts, %d VMs, %d replicas, cap %d/%d, fail %d, lost answers %d, "
+             "record in step %d, faults %d permille",
+             (unsigned long long)o->seed, s->n_hosts, s->n_vms, s->n_reps, s->ecfg.max_power_cycles,
+             s->ecfg.max_power_cycles_per_host, s->fail_permille, s->timeout_permille,
+             s->record_in_step, fault_permille);
+
+    for (s->step = 0; s->step < o->steps && !s->r.broken; s->step++) {
+        bool due = false;
+        for (int m = 0; m < s->n_vms; m++)
+            due |= s->callers[m].st != C_STOPPED && s->callers[m].next_ms <= s->now_ms;
+        if (due || sim_chance(s, 600)) {
+            s->now_ms += sim_range(s, 0, due ? 200 : 500);
+        } else {
+            int64_t t = next_event(s, true);
+            if (t > s->now_ms + 30000)
+                t = s->now_ms + 30000;
+            s->now_ms = t > s->now_ms ? t : s->now_ms + 1000;
+        }
+        sim_world_tick(s);
+        int a = sim_range(s, 0, 99);
+        if (a < 10) {
+            sim_deliver_events(s);
+        } else if (a < 50) {
+            run_engines(s, sim_range(s, 1, 4)); /* as the engine's workers would */
+        } else if (a < 90) {
+            caller_step(s);
+        } else if (sim_chance(s, fault_permille * 10)) {
+            sim_world_fault(s);
+        } else if (a < 96) {
+            caller_whim(s);
+        } else if (a == 96 && sim_chance(s, 200)) {
+            rep_restart(s, sim_range(s, 0, s->n_reps - 1));
+        }
+        check_step(s, true);
+    }
+    int run_steps = s->step;
+    /* The end: CAPI stops calling, the faults heal (hosts back, calls answer); the engines
+     * carry on by themselves until nothing is left to do, then sit idle. */
+    if (!s->r.broken) {
+        for (int m = 0; m < s->n_vms; m++)
+            s->callers[m].st = C_STOPPED;
+        for (int h = 0; h < s->n_hosts; h++)
+            s->hosts[h].down = s->hosts[h].stalled = false;
+        s->fail_permille = s->timeout_permille = 0;
+        int64_t end = s->now_ms + QUIESCE_MS;
+        for (int n = 0; n < 2000 && !s->r.broken; n++) {
+            sim_deliver_events(s);
+            run_engines(s, 50);
+            check_step(s, false);
+            int64_t t = next_event(s, false);
+            if (!t || t > end)
+                break;
+            s->now_ms = t;
+            s->step++;
+            sim_world_tick(s);
+        }
+    }
+    if (!s->r.broken) {
+        s->now_ms += IDLE_MS + 1000;
+        sim_world_tick(s);
+        check_end(s);
+    }
+    s->r.steps = run_steps;
+    for (int r = 0; r < s->n_reps; r++)
+        hv_engine_free(s->reps[r].e);
+    hv_profiles_free(&s->profiles);
+    for (int k = 0; k < s->n_vms; k++)
+        free(s->vms[k].rec);
+    bool ok = !s->r.broken;
+    if (out)
+        *out = s->r;
+    free(s);
+    return ok;
+}

@@ -1,0 +1,823 @@
+/* sim_world.c: the simulated hypervisor of the deterministic simulation. Hosts and VMs
+ * (persistent and transient) with their guests and the operation record stored on the VM,
+ * behind the backend.h vtable (one backend instance per replica, all on the same world, as
+ * two hvupdater processes talking to one libvirt or vCenter). It models the hypervisor, not
+ * a backend's own guards: a transient domain that is shut down is gone. Faults and operator
+ * changes come from sim_world_fault; everything is driven by the run's seed and clock. */
+#include "sim.h"
+#include "oprecord.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRANSIENT_REASON "transient domain: a power cycle would delete it"
+
+uint64_t sim_rand(struct sim *s)
+{
+    uint64_t z = (s->rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int sim_range(struct sim *s, int lo, int hi)
+{
+    return lo + (int)(sim_rand(s) % (uint64_t)(hi - lo + 1));
+}
+
+bool sim_chance(struct sim *s, int permille)
+{
+    return (int)(sim_rand(s) % 1000) < permille;
+}
+
+void sim_note(struct sim *s, const char *fmt, ...)
+{
+    char *h = s->hist[s->n_hist % SIM_HIST];
+    int n = snprintf(h, sizeof(s->hist[0]), "%5d t=%7.1fs ", s->step, (double)s->now_ms / 1000);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h + n, sizeof(s->hist[0]) - (size_t)n, fmt, ap);
+    va_end(ap);
+    s->n_hist++;
+    if (s->o.trace)
+        fprintf(stderr, "%s\n", h);
+}
+
+int sim_vm_by_name(struct sim *s, const char *name)
+{
+    for (int k = 0; k < s->n_vms; k++)
+        if (!strcmp(s->vms[k].name, name))
+            return k;
+    return -1;
+}
+
+const struct hv_oprecord *sim_record(struct sim_vm *v)
+{
+    if (!v->rec_parsed) {
+        if (!v->rec && !(v->rec = malloc(sizeof(*v->rec))))
+            abort();
+        v->rec_ok = hv_oprecord_read(v->rec, v->record);
+        v->rec_parsed = true;
+    }
+    return v->rec_ok ? v->rec : NULL;
+}
+
+void sim_set_record(struct sim_vm *v, const char *text)
+{
+    snprintf(v->record, sizeof(v->record), "%s", text);
+    v->rec_parsed = false;
+}
+
+static void changed(struct sim *s, int vm)
+{
+    if (s->n_events < (int)(sizeof(s->events) / sizeof(s->events[0])))
+        s->events[s->n_events++] = vm;
+}
+
+void sim_world_init(struct sim *s)
+{
+    s->n_hosts = sim_range(s, 1, SIM_MAX_HOSTS);
+    for (int h = 0; h < s->n_hosts; h++)
+        snprintf(s->hosts[h].name, sizeof(s->hosts[h].name), "host%d", h);
+    s->n_vms = sim_range(s, 1, SIM_MAX_VMS);
+    s->fail_permille = sim_chance(s, 500) ? 0 : sim_range(s, 1, 60);
+    s->timeout_permille = sim_chance(s, 500) ? 0 : sim_range(s, 1, 20);
+    s->record_in_step = sim_chance(s, 300);
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        snprintf(v->name, sizeof(v->name), "vm%d", k);
+        v->host = sim_range(s, 0, s->n_hosts - 1);
+        v->exists = true;
+        v->transient = sim_chance(s, 120);
+        v->power = sim_chance(s, 150) ? HV_POWER_OFF : HV_POWER_ON;
+        v->config.memory_mib = 1024 * sim_range(s, 1, 4);
+        v->config.cpus = sim_range(s, 1, 4);
+        v->config.cores_per_socket = 1;
+        v->config.disk_mib = 1024 * sim_range(s, 8, 12);
+        v->live = v->config;
+        v->max_live_mem = sim_chance(s, 700) ? v->config.memory_mib + 1024 * sim_range(s, 0, 4) : 0;
+        v->max_live_cpus = sim_chance(s, 700) ? v->config.cpus + sim_range(s, 0, 4) : 0;
+        v->disk_grows = true;
+        v->agent = sim_chance(s, 600);
+        v->stats = sim_chance(s, 800) ? 0 : 2;
+        v->guest_mem = v->config.memory_mib;
+        v->guest_cpus = v->config.cpus;
+        v->reserve = 40 + sim_range(s, 0, 40);
+        v->onlines = true;
+        v->power0 = v->power;
+        v->config0 = v->config;
+    }
+}
+
+/* ---- what the guest shows --------------------------------------------------------------- */
+
+static bool booted(const struct sim *s, const struct sim_vm *v)
+{
+    return v->power == HV_POWER_ON && (!v->boot_at || v->boot_at <= s->now_ms);
+}
+
+static void fill_guest(const struct sim *s, const struct sim_vm *v, struct hv_vm_obs *o)
+{
+    memset(&o->guest, 0, sizeof(o->guest));
+    if (v->power != HV_POWER_ON)
+        return;
+    if (!booted(s, v)) {
+        o->guest.mem_view = v->stats == 2 ? HV_GV_NONE : HV_GV_PENDING;
+        o->guest.cpu_view = v->agent ? HV_GV_PENDING : HV_GV_NONE;
+        return;
+    }
+    if (v->stats == 0) {
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib = v->guest_mem - v->reserve;
+    } else if (v->stats == 1) {
+        o->guest.mem_view = v->stale.mem_view;
+        o->guest.memory_mib = v->stale.memory_mib;
+    }
+    if (v->agent) {
+        o->guest.cpu_view = HV_GV_SEEN;
+        o->guest.cpus = v->guest_cpus;
+    }
+}
+
+/* The hypervisor shows want (disks only grow). */
+bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want)
+{
+    const struct hv_hw *h = v->power == HV_POWER_OFF ? &v->config : &v->live;
+    return (want->memory_mib < 0 || h->memory_mib == want->memory_mib) &&
+           (want->cpus < 0 || h->cpus == want->cpus) &&
+           (!hv_disk_set(want->disk_mib) || h->disk_mib >= want->disk_mib);
+}
+
+/* The guest has all of want's memory online and its vCPUs (the truth, not the view). */
+bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want)
+{
+    return (want->memory_mib < 0 || v->guest_mem >= want->memory_mib) &&
+           (want->cpus < 0 || v->guest_cpus == want->cpus);
+}
+
+/* ---- the backend -------------------------------------------------------------------------- */
+
+static struct sim_replica *rep_of(struct hv_backend *b);
+
+static struct sim *sim_of(struct hv_backend *b)
+{
+    return ((struct sim_replica *)b->priv)->sim;
+}
+
+static void err_set(struct hv_err *err, enum hv_errcode c, const char *d)
+{
+    err->code = c;
+    snprintf(err->detail, sizeof(err->detail), "sim: %s", d);
+}
+
+/* A call to vm's host: fails when the host is down or stalled, or by chance. */
+static int call_fault(struct sim *s, int vm, struct hv_err *err)
+{
+    if (vm >= 0) {
+        struct sim_host *h = &s->hosts[s->vms[vm].host];
+        if (h->down) {
+            err_set(err, HV_E_UNREACHABLE, "host down");
+            return HV_E_UNREACHABLE;
+        }
+        if (h->stalled) {
+            s->now_ms += 3000; /* the call waits for its timeout */
+            err_set(err, HV_E_TIMEOUT, "host stalled");
+            return HV_E_TIMEOUT;
+        }
+    }
+    if (s->fail_permille && sim_chance(s, s->fail_permille)) {
+        static const enum hv_errcode codes[] = {HV_E_BUSY, HV_E_TIMEOUT, HV_E_UNREACHABLE,
+                                                HV_E_INTERNAL};
+        enum hv_errcode c = codes[sim_rand(s) % 4];
+        if (vm >= 0)
+            s->vms[vm].touched_ms = s->now_ms; /* a reason that arose now */
+        err_set(err, c, "injected call failure");
+        return c;
+    }
+    return HV_OK;
+}
+
+static int find(struct sim *s, const struct hv_vm_ref *ref)
+{
+    int k = sim_vm_by_name(s, ref->name);
+    return k >= 0 && s->vms[k].exists ? k : -1;
+}
+
+static bool b_serves(struct hv_backend *b, const struct hv_vm_ref *ref)
+{
+    (void)b;
+    return !ref->server[0];
+}
+
+static void fill_obs(struct sim *s, int k, struct hv_vm_obs *o, bool guest)
+{
+    struct sim_vm *v = &s->vms[k];
+    memset(o, 0, sizeof(*o));
+    o->found = true;
+    o->power = v->power;
+    o->hw = v->power == HV_POWER_OFF ? v->config : v->live;
+    o->config = v->config;
+    snprintf(o->id, sizeof(o->id), "%d", k);
+    snprintf(o->host, sizeof(o->host), "%s", s->hosts[v->host].name);
+    snprintf(o->record, sizeof(o->record), "%s", v->record);
+    o->tools_running = v->agent && booted(s, v);
+    o->can_shutdown = v->power == HV_POWER_ON;
+    o->busy = s->now_ms < v->busy_until;
+    if (v->transient)
+        snprintf(o->no_power_cycle, sizeof(o->no_power_cycle), TRANSIENT_REASON);
+    if (guest)
+        fill_guest(s, v, o);
+}
+
+static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *o,
+                     struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int k = sim_vm_by_name(s, ref->name);
+    int rc = call_fault(s, k, err);
+    if (rc != HV_OK)
+        return rc;
+    k = find(s, ref);
+    if (k < 0) {
+        memset(o, 0, sizeof(*o));
+        return HV_OK;
+    }
+    fill_obs(s, k, o, s->record_in_step); /* vSphere-like worlds fill the guest here */
+    if (s->in_pass)
+        s->vms[k].look_ms[rep_of(b)->idx] = s->now_ms;
+    return HV_OK;
+}
+
+static int b_observe_guest(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *o,
+                           struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int k = sim_vm_by_name(s, ref->name);
+    int rc = call_fault(s, k, err);
+    if (rc != HV_OK)
+        return rc;
+    k = find(s, ref);
+    if (k < 0) {
+        err_set(err, HV_E_NOT_FOUND, "gone");
+        return HV_E_NOT_FOUND;
+    }
+    fill_guest(s, &s->vms[k], o);
+    return HV_OK;
+}
+
+static void set_plan(struct hv_field_plan *p, enum hv_how how, const char *method,
+                     const char *reason)
+{
+    p->how = how;
+    snprintf(p->method, sizeof(p->method), "%s", method ? method : "");
+    snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
+}
+
+static void b_check(struct hv_backend *b, const struct hv_hw *d,
+                    struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    if (d->memory_mib >= 0 && d->memory_mib < 1)
+        set_plan(&plan[HV_F_MEMORY], HV_HOW_IMPOSSIBLE, NULL, "memory must be positive");
+    if (d->cpus >= 0 && (d->cpus < 1 || d->cpus > 64))
+        set_plan(&plan[HV_F_CPUS], HV_HOW_IMPOSSIBLE, NULL, "vCPUs out of range");
+    if (d->cores_per_socket >= 0 && d->cores_per_socket < 1)
+        set_plan(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, NULL, "cores per socket out of range");
+}
+
+static int b_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *o,
+                  const struct hv_hw *d, struct hv_field_plan plan[HV_F_COUNT], struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int k = sim_vm_by_name(s, ref->name);
+    int rc = call_fault(s, k, err);
+    if (rc != HV_OK)
+        return rc;
+    if ((k = find(s, ref)) < 0) {
+        err_set(err, HV_E_NOT_FOUND, "gone");
+        return HV_E_NOT_FOUND;
+    }
+    struct sim_vm *v = &s->vms[k];
+    memset(plan, 0, sizeof(plan[0]) * HV_F_COUNT);
+    bool on = o->power == HV_POWER_ON;
+    const char *off = "domain is off";
+    if (d->memory_mib >= 0 && d->memory_mib != o->hw.memory_mib) {
+        if (!on)
+            set_plan(&plan[HV_F_MEMORY], HV_HOW_COLD, NULL, off);
+        else if (d->memory_mib < o->hw.memory_mib)
+            set_plan(&plan[HV_F_MEMORY], HV_HOW_COLD, NULL, "memory shrink needs a restart");
+        else if (d->memory_mib <= v->max_live_mem)
+            set_plan(&plan[HV_F_MEMORY], HV_HOW_LIVE, "dimm", NULL);
+        else
+            set_plan(&plan[HV_F_MEMORY], HV_HOW_COLD, NULL, "above maxMemory");
+    }
+    if (d->cpus >= 0 && d->cpus != o->hw.cpus) {
+        if (!on)
+            set_plan(&plan[HV_F_CPUS], HV_HOW_COLD, NULL, off);
+        else if (d->cpus < o->hw.cpus)
+            set_plan(&plan[HV_F_CPUS], HV_HOW_COLD, NULL, "vCPU shrink needs a restart");
+        else if (d->cpus <= v->max_live_cpus)
+            set_plan(&plan[HV_F_CPUS], HV_HOW_LIVE, "vcpu hot-plug", NULL);
+        else
+            set_plan(&plan[HV_F_CPUS], HV_HOW_COLD, NULL, "above maximum vCPUs");
+    }
+    if (d->cores_per_socket >= 0 && d->cores_per_socket != o->hw.cores_per_socket)
+        set_plan(&plan[HV_F_CORES], on ? HV_HOW_COLD : HV_HOW_COLD, NULL, "needs a restart");
+    if (hv_disk_set(d->disk_mib) && d->disk_mib != o->hw.disk_mib) {
+        if (d->disk_mib < o->hw.disk_mib)
+            set_plan(&plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, NULL, HV_REASON_DISK_SHRINK);
+        else if (on)
+            set_plan(&plan[HV_F_DISK], HV_HOW_LIVE, "block resize", NULL);
+        else
+            set_plan(&plan[HV_F_DISK], HV_HOW_COLD, NULL, off);
+    }
+    if (v->transient) /* off would be gone */
+        for (int f = 0; f < HV_F_COUNT; f++)
+            if (plan[f].how == HV_HOW_COLD)
+                set_plan(&plan[f], HV_HOW_IMPOSSIBLE, NULL, TRANSIENT_REASON);
+    b_check(b, d, plan);
+    return HV_OK;
+}
+
+static void power_on(struct sim *s, int k)
+{
+    struct sim_vm *v = &s->vms[k];
+    v->power = HV_POWER_ON;
+    v->halted = false;
+    v->live = v->config;
+    v->boot_at = s->now_ms + 1000 * sim_range(s, 3, 20);
+    v->guest_mem = v->config.memory_mib; /* boot memory: all of it online */
+    v->guest_cpus = v->config.cpus;
+    v->online_at = 0;
+    v->off_at = 0;
+    if (v->reserve > 100)
+        v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
+    v->cycling = false;
+    if (v->halts) {
+        if (v->halts > 0)
+            v->halts--;
+        v->halt_at = s->now_ms + 1000 * sim_range(s, 1, 5);
+        v->halt_pauses = false;
+    } else if (v->pauses) {
+        v->pauses--;
+        v->halt_at = s->now_ms + 1000 * sim_range(s, 1, 5);
+        v->halt_pauses = true;
+    }
+}
+
+static void power_off(struct sim *s, int k)
+{
+    struct sim_vm *v = &s->vms[k];
+    v->power = HV_POWER_OFF;
+    v->live = v->config;
+    v->off_at = v->online_at = v->halt_at = v->boot_at = 0;
+    if (v->transient) {
+        v->exists = false; /* a transient domain that stops is gone */
+        sim_note(s, "%s (transient) stopped and is gone", v->name);
+    }
+}
+
+static struct sim_replica *rep_of(struct hv_backend *b)
+{
+    return b->priv;
+}
+
+/* Invariant 2 at the moment a shutdown or power-off is accepted. */
+static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
+{
+    struct sim_vm *v = &s->vms[k];
+    s->r.checks++;
+    if (v->transient)
+        sim_break(s, INV_CYCLES, "%s: power cycle of a transient domain", v->name);
+    const struct hv_oprecord *rp = sim_record(v);
+    if (rp) {
+        struct hv_oprecord r = *rp;
+        if (!strncmp(r.policy, "Never/", 6))
+            sim_break(s, INV_CYCLES, "%s: power cycle under powerCycle Never (record: %s)", v->name,
+                      v->record);
+        bool live_op = true;
+        for (int f = 0; f < HV_F_COUNT; f++)
+            if (!strcmp(r.plan[f], "cold"))
+                live_op = false;
+        if (live_op && v->power == HV_POWER_ON && sim_hw_shows(v, &r.desired) &&
+            sim_guest_shows(v, &r.desired) && booted(s, v) && v->stats == 0 &&
+            (r.desired.cpus < 0 || v->agent))
+            sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows%s", v->name,
+                      v->reserve > 100 ? " (the guest reserves memory at boot)" : "");
+    }
+    if (v->cycling)
+        return;
+    v->cycling = true;
+    v->cycle_owner = rep_of(b)->idx;
+    v->cycle_gen = rep_of(b)->gen;
+    int on_host = 0, all = 0;
+    char who[200] = "";
+    bool other_process = false;
+    for (int j = 0; j < s->n_vms; j++) {
+        struct sim_vm *w = &s->vms[j];
+        if (w->exists && w->cycling) {
+            all++;
+            on_host += w->host == v->host;
+            const struct hv_oprecord *wr = sim_record(w);
+            snprintf(who + strlen(who), sizeof(who) - strlen(who), " %s(%s %s, by r%d:%d)", w->name,
+                     w->power == HV_POWER_OFF ? "off" : "on",
+                     wr ? hv_phase_name(wr->phase) : "no record", w->cycle_owner, w->cycle_gen);
+            other_process |= w->cycle_owner != v->cycle_owner || w->cycle_gen != v->cycle_gen;
+        }
+    }
+    int cap_host = s->ecfg.max_power_cycles_per_host * s->n_reps;
+    int cap = s->ecfg.max_power_cycles * s->n_reps;
+    if (on_host > cap_host || all > cap)
+        sim_break(s, INV_CYCLES, "%d power cycles at once on %s (%d overall), cap %d per host:%s%s",
+                  on_host, s->hosts[v->host].name, all, cap_host, who,
+                  other_process ? " (another process began one of them)" : "");
+}
+
+static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
+                 struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int k = sim_vm_by_name(s, ref->name);
+    int rc = call_fault(s, k, err);
+    if (rc != HV_OK) {
+        sim_note(s, "  act %d on %s: call failed (%d)", st->kind, ref->name, rc);
+        return rc;
+    }
+    if ((k = find(s, ref)) < 0) {
+        err_set(err, HV_E_NOT_FOUND, "gone");
+        return HV_E_NOT_FOUND;
+    }
+    struct sim_vm *v = &s->vms[k];
+    if (s->now_ms < v->busy_until) {
+        v->touched_ms = s->now_ms; /* the other task shows now */
+        err_set(err, HV_E_BUSY, "busy");
+        return HV_E_BUSY;
+    }
+    const struct hv_hw *d = &st->desired;
+    bool on = v->power == HV_POWER_ON;
+    switch (st->kind) {
+    case HV_STEP_LIVE_MEMORY:
+        if (!on || d->memory_mib < v->live.memory_mib || d->memory_mib > v->max_live_mem) {
+            err_set(err, on ? HV_E_UNSUPPORTED : HV_E_INVALID_STATE, "live memory");
+            return err->code;
+        }
+        if (d->memory_mib > v->live.memory_mib && v->onlines)
+            v->online_at = s->now_ms + 1000 * sim_range(s, 0, 20);
+        else if (d->memory_mib > v->live.memory_mib)
+            v->touched_ms = s->now_ms; /* the fault shows now */
+        v->live.memory_mib = v->config.memory_mib = d->memory_mib;
+        break;
+    case HV_STEP_LIVE_CPUS:
+        if (!on || d->cpus < v->live.cpus || d->cpus > v->max_live_cpus) {
+            err_set(err, on ? HV_E_UNSUPPORTED : HV_E_INVALID_STATE, "live cpus");
+            return err->code;
+        }
+        v->online_at = s->now_ms + 1000 * sim_range(s, 0, 10);
+        v->live.cpus = v->config.cpus = d->cpus;
+        break;
+    case HV_STEP_LIVE_DISK:
+        if (!on || !v->disk_grows) {
+            v->touched_ms = v->disk_grows ? v->touched_ms : s->now_ms;
+            err_set(err, on ? HV_E_UNSUPPORTED : HV_E_INVALID_STATE, "live disk");
+            return err->code;
+        }
+        if (d->disk_mib > v->live.disk_mib)
+            v->live.disk_mib = v->config.disk_mib = d->disk_mib;
+        break;
+    case HV_STEP_SHUTDOWN:
+        if (!on) {
+            err_set(err, HV_E_INVALID_STATE, "not running");
+            return err->code;
+        }
+        check_cycle_start(s, b, k);
+        if (v->ignores_acpi)
+            v->touched_ms = s->now_ms;
+        if (!v->ignores_acpi && !v->off_at)
+            v->off_at = s->now_ms + 1000 * sim_range(s, 2, 15);
+        break;
+    case HV_STEP_POWER_OFF:
+        if (v->power == HV_POWER_OFF)
+            break;
+        check_cycle_start(s, b, k);
+        power_off(s, k);
+        break;
+    case HV_STEP_RECONFIGURE: {
+        if (v->power != HV_POWER_OFF) {
+            err_set(err, HV_E_INVALID_STATE, "not off");
+            return err->code;
+        }
+        bool back = (d->memory_mib < 0 || d->memory_mib == v->config0.memory_mib) &&
+                    (d->cpus < 0 || d->cpus == v->config0.cpus) && !sim_hw_shows(v, d);
+        if (v->restore_fails && back) {
+            v->touched_ms = s->now_ms;
+            err_set(err, HV_E_INTERNAL, "restore fails");
+            return err->code;
+        }
+        if (hv_disk_set(d->disk_mib) && d->disk_mib > v->config.disk_mib && !v->disk_grows) {
+            v->touched_ms = s->now_ms;
+            err_set(err, HV_E_UNSUPPORTED, "disk cannot grow");
+            return err->code;
+        }
+        if (d->memory_mib >= 0)
+            v->config.memory_mib = d->memory_mib;
+        if (d->cpus >= 0)
+            v->config.cpus = d->cpus;
+        if (hv_disk_set(d->disk_mib) && d->disk_mib > v->config.disk_mib)
+            v->config.disk_mib = d->disk_mib;
+        v->live = v->config;
+        break;
+    }
+    case HV_STEP_POWER_ON:
+        if (v->power != HV_POWER_OFF) {
+            err_set(err, HV_E_INVALID_STATE, "not off");
+            return err->code;
+        }
+        if (v->refuses) {
+            v->touched_ms = s->now_ms;
+            if (v->refuses > 0)
+                v->refuses--;
+            err_set(err, HV_E_RESOURCES, "refuses to start");
+            return err->code;
+        }
+        power_on(s, k);
+        break;
+    }
+    if (st->record && s->record_in_step && st->record_stored) {
+        sim_set_record(v, st->record);
+        *st->record_stored = true;
+    }
+    if (st->seen_after && s->record_in_step && v->exists) {
+        fill_obs(s, k, st->seen_after, true);
+        v->look_ms[rep_of(b)->idx] = s->now_ms;
+    }
+    sim_note(s, "  act %d on %s by r%d: accepted", st->kind, v->name, rep_of(b)->idx);
+    changed(s, k);
+    if (s->timeout_permille && sim_chance(s, s->timeout_permille)) {
+        /* taken, but the call's answer is lost */
+        v->touched_ms = s->now_ms;
+        if (st->seen_after)
+            st->seen_after->found = false;
+        err_set(err, HV_E_TIMEOUT, "taken, answer lost");
+        return HV_E_TIMEOUT;
+    }
+    return HV_OK;
+}
+
+static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
+                          struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int k = sim_vm_by_name(s, ref->name);
+    int rc = call_fault(s, k, err);
+    if (rc != HV_OK)
+        return rc;
+    if ((k = find(s, ref)) < 0) {
+        err_set(err, HV_E_NOT_FOUND, "gone");
+        return HV_E_NOT_FOUND;
+    }
+    sim_set_record(&s->vms[k], record);
+    return HV_OK;
+}
+
+static void b_free(struct hv_backend *b)
+{
+    (void)b;
+}
+
+static void b_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
+{
+    struct sim_replica *r = rep_of(b);
+    if (fn || r->watch_ctx == ctx) {
+        r->watch_fn = fn;
+        r->watch_ctx = fn ? ctx : NULL;
+    }
+}
+
+static const struct hv_backend_ops ops_guest = {
+    .name = "libvirt",
+    .serves = b_serves,
+    .observe = b_observe,
+    .plan = b_plan,
+    .act = b_act,
+    .write_record = b_write_record,
+    .free = b_free,
+    .check = b_check,
+    .record_in_step = false,
+    .watch = b_watch,
+    .observe_guest = b_observe_guest,
+};
+
+/* vSphere-like: the record rides with the last live step, the guest is read in observe. */
+static const struct hv_backend_ops ops_carry = {
+    .name = "libvirt",
+    .serves = b_serves,
+    .observe = b_observe,
+    .plan = b_plan,
+    .act = b_act,
+    .write_record = b_write_record,
+    .free = b_free,
+    .check = b_check,
+    .record_in_step = true,
+    .watch = b_watch,
+    .observe_guest = NULL,
+};
+
+void sim_backend_init(struct sim *s, struct sim_replica *r)
+{
+    r->be.ops = s->record_in_step ? &ops_carry : &ops_guest;
+    r->be.priv = r;
+    r->sim = s;
+}
+
+void sim_deliver_events(struct sim *s)
+{
+    int n = s->n_events;
+    s->n_events = 0;
+    for (int k = 0; k < n; k++)
+        for (int r = 0; r < s->n_reps; r++)
+            if (s->reps[r].watch_fn && s->reps[r].e)
+                s->reps[r].watch_fn(s->reps[r].watch_ctx, &s->reps[r].be, "", "",
+                                    s->vms[s->events[k]].name);
+}
+
+/* ---- time and faults ---------------------------------------------------------------------- */
+
+static bool record_in_cycle(struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    return r && r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+}
+
+void sim_world_tick(struct sim *s)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        if (!v->exists)
+            continue;
+        if (v->off_at && v->off_at <= s->now_ms && v->power == HV_POWER_ON) {
+            sim_note(s, "%s: guest shut down", v->name);
+            power_off(s, k);
+            changed(s, k);
+            continue;
+        }
+        if (v->halt_at && v->halt_at <= s->now_ms && v->power == HV_POWER_ON) {
+            v->halt_at = 0;
+            v->touched_ms = s->now_ms;
+            if (v->halt_pauses) {
+                v->power = HV_POWER_PAUSED;
+                v->operator_power = true;
+                sim_note(s, "%s: paused right after power-on", v->name);
+            } else {
+                sim_note(s, "%s: halted right after power-on", v->name);
+                v->halted = true; /* the guest crashed: off is its own doing from here */
+                power_off(s, k);
+            }
+            changed(s, k);
+            continue;
+        }
+        if (v->online_at && v->online_at <= s->now_ms) {
+            v->online_at = 0;
+            if (v->onlines)
+                v->guest_mem = v->live.memory_mib;
+            v->guest_cpus = v->live.cpus;
+            changed(s, k);
+        }
+        if (v->boot_at && v->boot_at <= s->now_ms) {
+            v->boot_at = 0;
+            changed(s, k);
+        }
+        /* a cycle is over when the VM runs and its record shows none in flight */
+        if (v->cycling && v->power == HV_POWER_ON && !v->off_at && !record_in_cycle(v))
+            v->cycling = false;
+    }
+}
+
+void sim_world_fault(struct sim *s)
+{
+    int k = sim_range(s, 0, s->n_vms - 1);
+    struct sim_vm *v = &s->vms[k];
+    struct sim_host *h = &s->hosts[v->host];
+    int kind = sim_range(s, 0, 21);
+    s->r.faults++;
+    if (kind <= 2) { /* hosts */
+        if (kind == 0)
+            h->down = true;
+        else if (kind == 1)
+            h->stalled = true;
+        else
+            h->down = h->stalled = false;
+        for (int j = 0; j < s->n_vms; j++)
+            if (s->vms[j].host == v->host)
+                s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
+        sim_note(s, "fault: %s %s", h->name, kind == 0 ? "dies" : kind == 1 ? "stalls" : "is back");
+        return;
+    }
+    if (!v->exists)
+        return;
+    v->touched_ms = s->now_ms;
+    switch (kind) {
+    case 3:
+    case 4:
+        if (v->power == HV_POWER_ON) {
+            v->power = HV_POWER_PAUSED;
+            v->operator_power = true;
+            changed(s, k);
+            sim_note(s, "fault: %s %s", v->name, kind == 3 ? "pauses" : "is suspended");
+        }
+        return;
+    case 5:
+        if (v->power == HV_POWER_PAUSED) {
+            v->power = HV_POWER_ON;
+            changed(s, k);
+            sim_note(s, "operator: %s resumed", v->name);
+        }
+        return;
+    case 6:
+        v->halts = sim_chance(s, 100) ? -1 : 1;
+        v->halted_for_good |= v->halts < 0;
+        sim_note(s, "fault: %s halts after its next power-on%s", v->name, v->halts < 0 ? "s" : "");
+        return;
+    case 7:
+        v->pauses = 1;
+        sim_note(s, "fault: %s pauses after its next power-on", v->name);
+        return;
+    case 8:
+        v->refuses = sim_chance(s, 100) ? -1 : sim_range(s, 1, 3);
+        v->halted_for_good |= v->refuses < 0;
+        sim_note(s, "fault: %s refuses %d power-ons", v->name, v->refuses);
+        return;
+    case 9:
+        v->restore_fails = true;
+        sim_note(s, "fault: %s cannot be restored", v->name);
+        return;
+    case 10:
+        v->onlines = false;
+        sim_note(s, "fault: %s's guest does not online plugged memory", v->name);
+        return;
+    case 11:
+        v->reserve = v->config.memory_mib / 4;
+        sim_note(s, "fault: %s's guest reserves %lld MiB", v->name, (long long)v->reserve);
+        return;
+    case 12: {
+        struct hv_vm_obs o;
+        fill_obs(s, k, &o, true);
+        v->stale = o.guest;
+        v->stats = 1;
+        sim_note(s, "fault: %s's statistics stale", v->name);
+        return;
+    }
+    case 13:
+        v->stats = 2;
+        sim_note(s, "fault: %s's statistics absent", v->name);
+        return;
+    case 14:
+        v->stats = 0;
+        sim_note(s, "fault: %s's statistics fresh again", v->name);
+        return;
+    case 15:
+        v->ignores_acpi = !v->ignores_acpi;
+        sim_note(s, "fault: %s's guest %s ACPI", v->name, v->ignores_acpi ? "ignores" : "heeds");
+        return;
+    case 16:
+        v->disk_grows = false;
+        sim_note(s, "fault: %s's disk cannot grow", v->name);
+        return;
+    case 17:
+        v->config.memory_mib += 512 * sim_range(s, -1, 2);
+        if (v->config.memory_mib < 512)
+            v->config.memory_mib = 512;
+        if (v->power == HV_POWER_OFF)
+            v->live = v->config;
+        v->operator_config = true;
+        changed(s, k);
+        sim_note(s, "operator: %s configured to %lld MiB", v->name,
+                 (long long)v->config.memory_mib);
+        return;
+    case 18:
+        v->operator_power = true;
+        if (v->power == HV_POWER_ON) {
+            power_off(s, k);
+            sim_note(s, "operator: %s powered off", v->name);
+        } else if (v->power == HV_POWER_OFF) {
+            power_on(s, k);
+            sim_note(s, "operator: %s powered on", v->name);
+        }
+        changed(s, k);
+        return;
+    case 19:
+        sim_set_record(v, "");
+        v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
+        sim_note(s, "operator: %s's record cleared", v->name);
+        return;
+    case 20:
+        v->busy_until = s->now_ms + 1000 * sim_range(s, 1, 20);
+        sim_note(s, "fault: %s busy with another task", v->name);
+        return;
+    default:
+        s->fail_permille = s->fail_permille ? 0 : sim_range(s, 10, 100);
+        sim_note(s, "fault: call failures at %d permille", s->fail_permille);
+        return;
+    }
+}
