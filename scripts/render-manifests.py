@@ -51,6 +51,8 @@ KUSTOMIZE_COMPONENT_FILES = {
     "priorityclass.yaml": ("components/priority-class/priorityclass.yaml",
                            {"priorityClass": {"enabled": True}}),
     "events-rbac.yaml": ("components/events/rbac.yaml", {"events": {"enabled": True}}),
+    "capv-identity-rbac.yaml": ("components/capv-identity/rbac.yaml",
+                                {"capvIdentity": {"enabled": True}}),
 }
 
 # clusterctl variables: (variable, default or None for required, values path)

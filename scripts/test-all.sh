@@ -91,6 +91,10 @@ test/vcsim/build.sh "$HV_VCSIM_BIN"
 (cd build && ctest --no-tests=error --output-on-failure -L vsphere)
 /usr/bin/python3 test/e2e/vsphere_e2e.py --build build --vcsim "$HV_VCSIM_BIN"
 
+section "the Kubernetes API: CAPV identities and Events (etcd + kube-apiserver from test/capi)"
+HV_KUBE_BIN=${HV_KUBE_BIN:-$(test/capi/build.sh)}
+/usr/bin/python3 test/e2e/kube_e2e.py --build build --vcsim "$HV_VCSIM_BIN" --kube-bin "$HV_KUBE_BIN"
+
 section "fuzzing (${FUZZ_SECONDS}s per target)"
 test/fuzz/run.sh build-fuzz "$FUZZ_SECONDS"
 (cd build-fuzz && ctest --output-on-failure -L fuzz)

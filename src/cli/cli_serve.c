@@ -1,7 +1,6 @@
 /* cli_serve.c: `hvupdater serve`: flags, config, TLS material, and the server's lifetime
  * (SIGINT/SIGTERM stop it cleanly). Owns the config and every object it starts. */
 #include "cli.h"
-#include "kevents.h"
 #include "config.h"
 #include "log.h"
 #include "runtime.h"
@@ -45,9 +44,9 @@ static void serve_usage(FILE *out)
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
-            "  --kube-events          post a Warning Event on the Machine (MachineSet) for\n"
-            "                         bad settings, a Block or an UpdateMachine Failure, with\n"
-            "                         the pod's service account (in a pod only)\n"
+            "  --kube-events          the config's kubernetes.events: true (Warning Events on\n"
+            "                         Machines for bad settings, a Block, an UpdateMachine\n"
+            "                         Failure; the API server from the kubernetes section)\n"
             "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
             "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
@@ -248,6 +247,8 @@ int hv_cmd_serve(int argc, char **argv)
         hv_config_free(&cfg);
         return serve_error(1, "%s", err);
     }
+    if (kube_events)
+        cfg.kube.events = true; /* an alias of the config's kubernetes.events */
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
     if (!client_ca)
@@ -304,15 +305,8 @@ int hv_cmd_serve(int argc, char **argv)
         .client_ca_file = client_ca,
         .metrics_elsewhere = metrics_listen != NULL,
     };
-    struct hv_kevents *events = NULL;
-    if (kube_events && !(events = hv_kevents_start(err, sizeof(err)))) {
-        hv_runtime_free(rt);
-        hv_config_free(&cfg);
-        return serve_error(1, "%s", err);
-    }
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));
     if (!srv) {
-        hv_kevents_stop(events);
         hv_runtime_free(rt);
         hv_config_free(&cfg);
         return serve_error(1, "%s", err);
@@ -322,7 +316,6 @@ int hv_cmd_serve(int argc, char **argv)
         status = hv_statusd_start(metrics_listen, srv, err, sizeof(err));
         if (!status) {
             hv_server_stop(srv);
-            hv_kevents_stop(events);
             hv_runtime_free(rt);
             hv_config_free(&cfg);
             return serve_error(1, "%s", err);
@@ -379,7 +372,6 @@ int hv_cmd_serve(int argc, char **argv)
     hv_log(HV_LOG_INFO, "stopping", (char *)NULL);
     hv_statusd_stop(status);
     hv_server_stop(srv);
-    hv_kevents_stop(events); /* no hook thread left to report */
     hv_runtime_free(rt);
     hv_config_free(&cfg);
     return 0;

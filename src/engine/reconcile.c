@@ -52,6 +52,8 @@ const char *hv_errcode_message(enum hv_errcode c)
     case HV_E_TLS:
         return HV_MSG("the hypervisor's certificate does not match the configured thumbprint or "
                       "CA");
+    case HV_E_CREDENTIALS:
+        return HV_MSG("hvupdater cannot read the vCenter credentials of the machine's cluster");
     case HV_E_INTERNAL:
         break;
     }

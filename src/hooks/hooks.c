@@ -2,7 +2,6 @@
  * Every Failure message here is fixed text plus names from the request, so CAPI shows the
  * same condition on every retry. Patches go out as base64 of their JSON text (Go []byte). */
 #include "hooks.h"
-#include "kevent.h"
 #include "base64.h"
 
 #include <stdio.h>
@@ -282,31 +281,24 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
              ref.uuid[0] ? ref.uuid : ref.name);
 }
 
-/* A Warning Event for an operator (kevent.h) when a call answers Failure for a reason that
- * stays until someone acts: settings that do not parse, onUncoverable=Block, an UpdateMachine
- * Failure (sticky: CAPI keeps showing it). On the Machine, or the MachineSet. */
-static void report_failure(enum hv_hook h, const hj *req, bool bad_settings, const char *message)
+/* A Failure answer that operators should see on the object: settings that fail to parse, a
+ * Block, or UpdateMachine's failure (CAPI does not call again for the same change). */
+static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                       bool bad_settings, const char *message)
 {
-    bool set = h == HV_HOOK_CAN_UPDATE_MACHINE_SET;
-    const char *reason = bad_settings                             ? "InvalidSettings"
-                         : h == HV_HOOK_UPDATE_MACHINE            ? "UpdateFailed"
-                         : strstr(message, "onUncoverable=Block") ? "UpdateBlocked"
-                                                                  : NULL;
-    const hj *m = hj_get(hj_get(req, "desired"), set ? "machineSet" : "machine");
-    if (!reason || !m || m->type != HJ_OBJECT || !meta_str(m, "name")[0])
+    const char *reason = NULL;
+    if (!message)
         return;
-    struct hv_kevent e;
-    memset(&e, 0, sizeof(e));
-    snprintf(e.kind, sizeof(e.kind), "%s", set ? "MachineSet" : "Machine");
-    const char *av = hj_get_str(m, "apiVersion");
-    snprintf(e.api_version, sizeof(e.api_version), "%s", av ? av : "cluster.x-k8s.io/v1beta2");
-    snprintf(e.ns, sizeof(e.ns), "%s",
-             meta_str(m, "namespace")[0] ? meta_str(m, "namespace") : "default");
-    snprintf(e.name, sizeof(e.name), "%s", meta_str(m, "name"));
-    snprintf(e.uid, sizeof(e.uid), "%s", meta_str(m, "uid"));
-    snprintf(e.reason, sizeof(e.reason), "%s", reason);
-    snprintf(e.message, sizeof(e.message), "%s", message);
-    hv_kevent_report(&e);
+    if (bad_settings)
+        reason = "InvalidSettings";
+    else if (h == HV_HOOK_UPDATE_MACHINE)
+        reason = "UpdateFailed";
+    else if (strncmp(message, HV_MSG_BLOCKED, strlen(HV_MSG_BLOCKED)) == 0)
+        reason = "UpdateBlocked";
+    const hj *obj = hj_get(hj_get(req, "desired"),
+                           h == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "machineSet" : "machine");
+    if (reason && obj && obj->type == HJ_OBJECT)
+        ctx->event(ctx->event_ctx, obj, reason, message);
 }
 
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
@@ -324,8 +316,8 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     char buf[300];
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;
-    hj *r;
     bool bad_settings = false;
+    hj *r;
     if (h == HV_HOOK_DISCOVERY) {
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
@@ -343,9 +335,8 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     }
     const char *st = hj_get_str(r, "status");
     *failure_out = st && !strcmp(st, "Failure");
-    if (*failure_out && h != HV_HOOK_DISCOVERY && !msg && hv_kevent_enabled())
-        report_failure(h, req, bad_settings,
-                       hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
+    if (*failure_out && ctx->event)
+        warn_event(ctx, h, req, bad_settings, hj_get_str(r, "message"));
     if (msg_out && msglen)
         snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
     char *out = hj_dump(r, len_out);

@@ -122,7 +122,8 @@ def lint(c):
     variants = {"default values": {},
                 "all options on": {"clientCerts": {"enabled": True},
                                    "priorityClass": {"enabled": True},
-                                   "events": {"enabled": True}},
+                                   "events": {"enabled": True},
+                                   "capvIdentity": {"enabled": True}},
                 "metrics listener off": {"metrics": {"enabled": False}}}
     for what, vals in variants.items():
         p = c.helm_with(["lint", "--strict", c.chart], vals)
@@ -161,9 +162,10 @@ def kustomize_vs_helm(c):
             f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                     "resources: [base, extension]\n"
                     "components: [components/client-certs, components/priority-class, "
-                    "components/events]\n")
+                    "components/events, components/capv-identity]\n")
         full = c.helm_template({"clientCerts": {"enabled": True},
-                                "priorityClass": {"enabled": True}, "events": {"enabled": True}})
+                                "priorityClass": {"enabled": True}, "events": {"enabled": True},
+                                "capvIdentity": {"enabled": True}})
         c.same(c.kustomize_build(k), full,
                "kustomize with all components vs helm template with all options")
 
@@ -251,28 +253,57 @@ def clusterctl(c):
               meta.get("releaseSeries"))
 
 
-def events(c):
-    """Off by default: no token; on: the token, --kube-events, and RBAC for Events only."""
+def api_components(c):
+    """events and capvIdentity: off by default (no token, no RBAC); each on mounts the token
+    and binds only its own ClusterRole to hvupdater's account; events adds --kube-events (the
+    config's kubernetes.events); the kubernetes values reach config.json; identityFrom capv
+    without capvIdentity is refused."""
     def pod(objs):
         dep = [o for o in objs if o["kind"] == "Deployment"][0]
         return dep["spec"]["template"]["spec"]
+
+    def config(objs):
+        cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
+        return json.loads(cm["data"]["config.json"])
     off = c.helm_template({})
-    c.r.eq(pod(off).get("automountServiceAccountToken"), False, "events off: no token mounted")
+    c.r.eq(pod(off).get("automountServiceAccountToken"), False, "API off: no token mounted")
     c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
               "events off: no --kube-events")
-    c.r.check(not [o for o in off if o["kind"].startswith("ClusterRole")], "events off: no RBAC")
-    on = c.helm_template({"events": {"enabled": True}})
-    c.r.eq(pod(on).get("automountServiceAccountToken"), True, "events on: the token is mounted")
-    c.r.check("--kube-events" in pod(on)["containers"][0]["args"], "events on: --kube-events")
-    roles = [o for o in on if o["kind"] == "ClusterRole"]
-    c.r.eq([r["rules"] for r in roles], [[{"apiGroups": [""], "resources": ["events"],
-                                           "verbs": ["create"]}]],
-           "events on: one ClusterRole, allowed only to create Events")
-    binds = [o for o in on if o["kind"] == "ClusterRoleBinding"]
-    c.r.check(len(binds) == 1 and binds[0]["subjects"] == [
-        {"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}] and
-        binds[0]["roleRef"]["name"] == "hvupdater-events",
-        "events on: bound to hvupdater's service account only")
+    c.r.check(not [o for o in off if o["kind"].startswith("ClusterRole")], "API off: no RBAC")
+    c.r.eq(config(off).get("kubernetes"), {"capvNamespace": "capv-system", "timeoutSeconds": 5},
+           "config.json kubernetes: in-cluster (no server, token or CA file), the defaults")
+    rules = {
+        "events": [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                    "verbs": ["create"]}],
+        "capvIdentity": [
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters"], "verbs": ["get"]},
+            {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
+             "resources": ["vsphereclusters", "vsphereclusteridentities"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["namespaces", "secrets"], "verbs": ["get"]}]}
+    names = {"events": "hvupdater-events", "capvIdentity": "hvupdater-capv-identity"}
+    for opt in ("events", "capvIdentity"):
+        on = c.helm_template({opt: {"enabled": True}})
+        c.r.eq(pod(on).get("automountServiceAccountToken"), True, f"{opt} on: the token")
+        c.r.eq("--kube-events" in pod(on)["containers"][0]["args"], opt == "events",
+               f"{opt} on: --kube-events only for events")
+        roles = [o for o in on if o["kind"] == "ClusterRole"]
+        c.r.eq([(r["metadata"]["name"], r["rules"]) for r in roles], [(names[opt], rules[opt])],
+               f"{opt} on: one ClusterRole with only its verbs")
+        binds = [o for o in on if o["kind"] == "ClusterRoleBinding"]
+        c.r.check(len(binds) == 1 and binds[0]["subjects"] == [
+            {"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}] and
+            binds[0]["roleRef"]["name"] == names[opt],
+            f"{opt} on: bound to hvupdater's service account only")
+    srv = {"name": "vc.example.com", "url": "https://vc.example.com/sdk", "identityFrom": "capv"}
+    vals = {"vsphere": {"servers": [srv]}, "kubernetes": {"capvNamespace": "capv",
+                                                          "timeoutSeconds": 9}}
+    p = c.helm_with(["template", "hvupdater", c.chart], vals)
+    c.r.check(p.returncode != 0 and "identityFrom capv needs capvIdentity.enabled" in p.stderr,
+              "identityFrom capv without capvIdentity.enabled: helm refuses", p.stderr[-300:])
+    cfg = config(c.helm_template(dict(vals, capvIdentity={"enabled": True})))
+    c.r.eq((cfg["vsphere"]["servers"][0].get("identityFrom"), cfg["kubernetes"]),
+           ("capv", {"capvNamespace": "capv", "timeoutSeconds": 9}),
+           "identityFrom and the kubernetes values reach config.json")
 
 
 def metrics_off(c):
@@ -302,7 +333,7 @@ def main():
             print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
             return 1
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
-                     (clusterctl, (c,)), (events, (c,)), (metrics_off, (c,))):
+                     (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,))):
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - one broken part must not hide the rest

@@ -263,6 +263,28 @@ def static(args):
                     "components/priority-class sets the Deployment's priorityClassName")
             r.check(out.count("kind: Certificate\n") == 5,
                     "components/client-certs adds the CA and three client certificates")
+            r.check("automountServiceAccountToken: true" not in out,
+                    "without capv-identity or events no service account token is mounted")
+        # The Kubernetes API components: the token mounted, exactly their roles.
+        for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
+                                  ("events", "hvupdater-events", "- create\n")):
+            with tempfile.TemporaryDirectory(prefix="hv-kz-") as tmp:
+                shutil.copytree(kdir, os.path.join(tmp, "k"))
+                with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
+                    f.write("apiVersion: kustomize.config.k8s.io/v1beta1\n"
+                            "kind: Kustomization\nresources: [base, extension]\n"
+                            "components: [components/%s]\n" % comp)
+                p = subprocess.run([kubectl, "kustomize", os.path.join(tmp, "k")],
+                                   capture_output=True, text=True, timeout=120)
+            out = p.stdout
+            r.check(p.returncode == 0 and "automountServiceAccountToken: true" in out and
+                    "name: %s\n" % role in out and "kind: ClusterRoleBinding" in out,
+                    "components/%s mounts the token and binds %s" % (comp, role), p.stderr[:400])
+            verbs_seen = {ln.strip() for ln in out.splitlines() if ln.startswith("  - ")
+                          and ln.strip() in ("- get", "- create", "- list", "- watch",
+                                             "- update", "- patch", "- delete")}
+            r.check(verbs_seen == {verbs.strip()}, "components/%s grants only %s"
+                    % (comp, verbs.strip()), sorted(verbs_seen))
 
     # The lab script warns it is for test machines and names no path outside the project
     # but the system files it touches.

@@ -10,7 +10,7 @@ for what an operator relies on:
   drain         SIGTERM with --drain-seconds 3: /readyz turns 503 at once, hook calls keep
                 being answered during the drain, the process exits 0 after it
   logs          every stderr line is JSON; 4xx answers are logged at warn
-  kube-events   --kube-events: Warning Events to a stand-in Kubernetes API
+  kube-events   --kube-events (kubernetes.events): Warning Events to a stand-in API server
   capi-logs     --log-format capi: CAPI's JSON logs (msg; Machine, MachineSet, Cluster objects)
 
 Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
@@ -447,9 +447,10 @@ class FakeKubeAPI:
 
 
 def group_kube_events(binary, tmp):
-    """--kube-events: a Warning Event on the Machine for settings that do not parse and for a
-    Block, posted to the API server with the service account's token; the same event once;
-    nothing without the flag; the flag outside a pod is a startup error."""
+    """--kube-events (an alias of the config's kubernetes.events: true, the engine in
+    src/kube/events.c): a Warning Event (events.k8s.io/v1) on the Machine for settings that do
+    not parse and for a Block, posted to the config's API server with the whole token; the
+    same event once; nothing without it; without a server outside a pod a startup error."""
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def fixture(name, kind, settings):
@@ -462,15 +463,15 @@ def group_kube_events(binary, tmp):
     block = fixture("vsm-version-and-memory.json", "CanUpdateMachineRequest",
                     {"onUncoverable": "Block"})
     api = FakeKubeAPI(tmp)
-    sa = os.path.join(tmp, "sa")
-    os.makedirs(sa)
-    with open(os.path.join(sa, "token"), "w") as f:
+    token = os.path.join(tmp, "token")
+    with open(token, "w") as f:
         f.write("t0ken-" + "x" * 1200 + "\n")  # service account tokens are ~1 KB JWTs
-    shutil.copy(api.crt, os.path.join(sa, "ca.crt"))
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(api.port),
-           "HVUPDATER_SERVICEACCOUNT_DIR": sa}
+    cfg = os.path.join(tmp, "kube-config.json")
+    with open(cfg, "w") as f:
+        json.dump({"kubernetes": {"server": "https://127.0.0.1:%d" % api.port,
+                                  "tokenFile": token, "caFile": api.crt}}, f)
     try:
-        srv = Server(binary, tmp, "--kube-events", env=env)
+        srv = Server(binary, tmp, "--config", cfg, "--kube-events")
         try:
             answers = []
             for body, route in ((bad, "updatemachine/update-machine"),
@@ -482,30 +483,29 @@ def group_kube_events(binary, tmp):
                   "kube-events: the three calls answer Failure", repr(answers)[:300])
             api.wait_for(2)
         finally:
-            srv.stop()  # the worker posts what is queued before it stops
+            srv.stop()
         got = api.got
         check(len(got) == 2, "kube-events: two Events (the repeated failure posted once)",
               repr([g[2].get("reason") for g in got]))
         want = [("InvalidSettings", answers[0].get("message")),
                 ("UpdateBlocked", answers[2].get("message"))]
         for (path, auth, ev), (reason, message) in zip(got, want):
-            check(path == "/api/v1/namespaces/default/events",
+            check(path == "/apis/events.k8s.io/v1/namespaces/default/events",
                   f"kube-events: {reason} posted to the Machine's namespace", path)
             check(auth == "Bearer t0ken-" + "x" * 1200,
-                  f"kube-events: {reason} carries the whole service account token",
-                  (auth or "")[:40])
-            inv = ev.get("involvedObject", {})
-            check(ev.get("type") == "Warning" and ev.get("reason") == reason and
-                  ev.get("message") == message and inv.get("kind") == "Machine" and
-                  inv.get("name") == "cp-abc12" and inv.get("namespace") == "default" and
-                  ev.get("source", {}).get("component") == "hvupdater" and
-                  ev.get("metadata", {}).get("generateName") == "cp-abc12.",
+                  f"kube-events: {reason} carries the whole token", (auth or "")[:40])
+            reg = ev.get("regarding", {})
+            check(ev.get("apiVersion") == "events.k8s.io/v1" and ev.get("type") == "Warning" and
+                  ev.get("reason") == reason and ev.get("note") == message and
+                  reg.get("kind") == "Machine" and reg.get("name") == "cp-abc12" and
+                  reg.get("namespace") == "default" and
+                  ev.get("reportingController") == "hvupdater",
                   f"kube-events: a Warning {reason} on Machine default/cp-abc12 with the answer's "
                   "message", repr(ev)[:400])
         logs_are_json(srv, "kube-events")
 
         n = len(api.got)
-        srv = Server(binary, tmp, env=env)
+        srv = Server(binary, tmp, "--config", cfg)
         try:
             https(srv, "POST", API + "updatemachine/update-machine", body=bad)
         finally:
@@ -518,9 +518,9 @@ def group_kube_events(binary, tmp):
                        text=True, timeout=30,
                        env={k: v for k, v in os.environ.items()
                             if not k.startswith("KUBERNETES_SERVICE")})
-    check(p.returncode == 1 and "needs KUBERNETES_SERVICE_HOST" in p.stderr,
-          "kube-events: outside a pod --kube-events is a startup error (exit 1)",
-          p.stderr[-300:])
+    check(p.returncode == 1 and "no KUBERNETES_SERVICE_HOST" in p.stderr,
+          "kube-events: outside a pod, without kubernetes.server, --kube-events is a startup "
+          "error (exit 1)", p.stderr[-300:])
 
 
 GROUPS = {"logs": group_logs, "kube-events": group_kube_events, "capi-logs": group_capi_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}

@@ -15,11 +15,21 @@ app.kubernetes.io/name: hvupdater
 {{- end -}}
 {{- end -}}
 
-{{/* config.json: values.config with the vsphere and libvirt parts. */}}
+{{/* config.json: values.config with the vsphere, libvirt and kubernetes parts (the
+kubernetes part without its empty strings: in-cluster). */}}
 {{- define "hvupdater.configJson" -}}
+{{- range .Values.vsphere.servers }}
+{{- if and (eq (.identityFrom | default "") "capv") (not $.Values.capvIdentity.enabled) }}
+{{- fail (printf "vsphere.servers %s: identityFrom capv needs capvIdentity.enabled" .name) }}
+{{- end }}
+{{- end }}
 {{- $vs := dict "servers" .Values.vsphere.servers -}}
 {{- $lv := omit .Values.libvirt "pkiSecret" -}}
-{{- $cfg := merge (dict "vsphere" $vs "libvirt" $lv) (deepCopy .Values.config) -}}
+{{- $kube := dict -}}
+{{- range $k, $v := .Values.kubernetes }}
+{{- if ne (toString $v) "" }}{{- $_ := set $kube $k $v }}{{- end }}
+{{- end }}
+{{- $cfg := merge (dict "vsphere" $vs "libvirt" $lv "kubernetes" $kube) (deepCopy .Values.config) -}}
 {{ toPrettyJson $cfg }}
 {{- end -}}
 
