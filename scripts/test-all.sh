@@ -2,9 +2,10 @@
 # test-all.sh: set everything up on a fresh Debian 12 (as root) and run the whole test suite:
 # build with warnings as errors, unit + schema + integration tests, the same unit tests under
 # ASan+UBSan and valgrind, the vCenter simulator scenarios, the QEMU lab (its own libvirtd),
-# the CAPI lab on it (clusterctl installs and removes the hvupdater provider on its API
-# server), the Kubernetes API scenarios (CAPV identities, Events) on an API server from the
-# same cached binaries, a short fuzz run of every parser of untrusted input, and a format check. Starts every daemon it needs and stops them on exit.
+# Cluster API's own controllers driving hvupdater on it and clusterctl installing and removing
+# the hvupdater provider (the CAPI lab, test/capi), the Kubernetes API scenarios (CAPV
+# identities, Events) on an API server from the same cached binaries,
+# a short fuzz run of every parser of untrusted input, and a format check. Starts every daemon it needs and stops them on exit.
 # Usage: scripts/test-all.sh [--quick]   (--quick: skip valgrind, fuzzing and the labs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,12 +83,14 @@ export HV_LIBVIRT_LAB_URI
 /usr/bin/python3 test/e2e/libvirt_e2e.py --build build
 # the QEMU lab stays up: the CAPI lab below runs on it
 
-section "CAPI lab: the hvupdater clusterctl provider (init, upgrade plan, delete)"
+section "Cluster API lab: CAPI's own controllers drive hvupdater; the clusterctl provider (test/capi)"
 # etcd, kube-apiserver, kubectl, CAPI's manager and clusterctl from Go modules, built once per
 # pinned version and cached under /var/cache/hvupdater-lab (a cold build takes most of this
 # stage); the same binaries serve the Kubernetes API stage after it.
 HV_KUBE_BIN=${HV_KUBE_BIN:-$(test/capi/build.sh)}
-eval "$(test/capi/up.sh)" # the QEMU lab is already up (up.sh starts it idempotently)
+eval "$(HV_BUILD=build test/capi/up.sh)" # the QEMU lab is already up (up.sh starts it idempotently)
+/usr/bin/python3 test/capi/capi_e2e.py
+# then, on the same lab: clusterctl init --runtime-extension hvupdater, upgrade plan, delete
 /usr/bin/python3 test/deploy/clusterctl_test.py --source .
 test/capi/down.sh
 test/lab/libvirt-down.sh

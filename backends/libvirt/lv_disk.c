@@ -145,8 +145,8 @@ int lv_grow_volume(struct lv_dom *d, const char *target, long long want_mib, str
     int rc = lv_disk_read(d, target, &dk, err);
     if (rc != HV_OK)
         return rc;
-    if (lv_disk_mib(&dk) == want_mib)
-        return HV_OK;
+    if (lv_disk_mib(&dk) >= want_mib)
+        return HV_OK; /* a larger disk is left as it is, as plan() says (never a shrink) */
     struct hv_field_plan p;
     bool in_pool = lv_disk_in_pool(d, &dk);
     lv_plan_disk(&dk, false, in_pool, want_mib, &p);

@@ -4,7 +4,10 @@
  * Every downstream is called in config order with the request as patched so far, and the
  * answer is one JSON Patch per object from the original current spec to the combined one.
  * UpdateMachine goes to hvupdater's engine and then to each downstream that is not done yet
- * for these desired objects; those done are remembered (bounded, in memory). */
+ * for these desired objects; those done are remembered per Machine (bounded, in memory) only
+ * while that Machine's update is in flight here: another desired state for the Machine, the
+ * whole answer being done, or the Machine's calls no longer reaching this process forget
+ * them, so A -> B -> A asks every downstream again. */
 #include "compose.h"
 #include "hv_clock.h"
 #include "capipatch.h"
@@ -19,10 +22,20 @@
 #include <string.h>
 
 #define DONE_MAX 1024
+/* A Machine's remembered dones hold while its next call comes within twice the retry this
+ * process last answered it plus this much; later, another replica may have seen other
+ * desired states for it in between. */
+#define DONE_SLACK_MS 15000
 
+/* One Machine's update as this process follows it: the desired state (a hash of the request)
+ * and which downstreams answered done for exactly that state. */
 struct done_entry {
-    uint64_t h1, h2;
-    char message[200];
+    uint64_t m1, m2;    /* the Machine: namespace/name (0, 0 = a free slot) */
+    uint64_t h1, h2;    /* the request text */
+    unsigned done_mask; /* bit k: downstream k answered done for it */
+    int64_t seen_ms;    /* last call for this Machine */
+    int retry_s;        /* what this process answered it last */
+    char message[HV_DOWNSTREAM_MAX][160];
 };
 
 struct hv_compose {
@@ -34,6 +47,8 @@ struct hv_compose {
     pthread_t starter; /* discovery at start, in the background */
     bool starting;
     int start_timeout_s;
+    hv_compose_call_fn call; /* hv_downstream_call, or a test's */
+    int64_t (*now_ms)(void); /* hv_mono_ms, or a test's */
 };
 
 struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
@@ -46,7 +61,16 @@ struct hv_compose *hv_compose_new(const struct hv_downstream_list *l)
     pthread_mutex_init(&c->mu, NULL);
     for (size_t k = 0; k < l->n && k < HV_DOWNSTREAM_MAX; k++)
         c->ds[c->n++] = hv_downstream_new(&l->items[k]);
+    c->call = hv_downstream_call;
+    c->now_ms = hv_mono_ms;
     return c;
+}
+
+void hv_compose_set_test_hooks(struct hv_compose *c, hv_compose_call_fn call,
+                               int64_t (*now_ms)(void))
+{
+    c->call = call ? call : hv_downstream_call;
+    c->now_ms = now_ms ? now_ms : hv_mono_ms;
 }
 
 static void *discover_all(void *arg)
@@ -275,7 +299,7 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
     for (size_t k = 0; k < cp->n && !r; k++) {
         struct hv_downstream *d = cp->ds[k];
         hj *a = NULL;
-        enum hv_ds_result res = hv_downstream_call(d, h, work, deadline, &a, buf, sizeof(buf));
+        enum hv_ds_result res = cp->call(d, h, work, deadline, &a, buf, sizeof(buf));
         if (res == HV_DS_ERROR) {
             r = failure(h, buf);
         } else if (res == HV_DS_OK && !strcmp(hj_get_str(a, "status"), "Failure")) {
@@ -344,46 +368,94 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
 
 /* ---- UpdateMachine ----------------------------------------------------------------------- */
 
-static void key_of(const char *name, const char *text, size_t len, uint64_t *h1, uint64_t *h2)
+static void hash2(const char *text, size_t len, uint64_t *h1, uint64_t *h2)
 {
     uint64_t a = 1469598103934665603ULL, b = 5381;
-    for (const char *p = name; *p; p++) {
-        a = (a ^ (unsigned char)*p) * 1099511628211ULL;
-        b = b * 33 + (unsigned char)*p;
-    }
-    a = (a ^ 0xff) * 1099511628211ULL; /* separator */
     for (size_t k = 0; k < len; k++) {
         a = (a ^ (unsigned char)text[k]) * 1099511628211ULL;
         b = b * 33 + (unsigned char)text[k];
     }
     *h1 = a;
-    *h2 = b;
+    *h2 = b | 1; /* never 0, 0: that marks a free slot */
 }
 
-static bool done_get(struct hv_compose *cp, uint64_t h1, uint64_t h2, char *msg, size_t cap)
+/* Which Machine a request is about: the desired Machine's namespace/name, else the infra
+ * machine's (a request naming neither shares one slot, so any other such request forgets). */
+static void machine_key(const hj *req, uint64_t *m1, uint64_t *m2)
 {
-    bool found = false;
-    pthread_mutex_lock(&cp->mu);
-    for (size_t k = 0; k < cp->done_n && !found; k++) {
-        if (cp->done[k].h1 == h1 && cp->done[k].h2 == h2) {
-            snprintf(msg, cap, "%s", cp->done[k].message);
-            found = true;
-        }
-    }
-    pthread_mutex_unlock(&cp->mu);
-    return found;
+    const hj *des = hj_get(req, "desired");
+    const hj *meta = hj_get(hj_get(des, "machine"), "metadata");
+    if (!hj_get_str(meta, "name"))
+        meta = hj_get(hj_get(des, "infrastructureMachine"), "metadata");
+    const char *ns = hj_get_str(meta, "namespace"), *name = hj_get_str(meta, "name");
+    char key[600];
+    int n = snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
+    hash2(key, n < 0 ? 0 : (size_t)n >= sizeof(key) ? sizeof(key) - 1 : (size_t)n, m1, m2);
 }
 
-static void done_put(struct hv_compose *cp, uint64_t h1, uint64_t h2, const char *msg)
+/* The Machine's slot (a new one, overwriting the oldest, when it has none); caller holds mu. */
+static struct done_entry *done_slot(struct hv_compose *cp, uint64_t m1, uint64_t m2)
 {
-    pthread_mutex_lock(&cp->mu);
+    for (size_t k = 0; k < cp->done_n; k++)
+        if (cp->done[k].m1 == m1 && cp->done[k].m2 == m2)
+            return &cp->done[k];
     struct done_entry *e = &cp->done[cp->done_next];
-    e->h1 = h1;
-    e->h2 = h2;
-    snprintf(e->message, sizeof(e->message), "%s", msg);
     cp->done_next = (cp->done_next + 1) % DONE_MAX;
     if (cp->done_n < DONE_MAX)
         cp->done_n++;
+    memset(e, 0, sizeof(*e));
+    e->m1 = m1;
+    e->m2 = m2;
+    return e;
+}
+
+/* A call for the Machine with this desired state: the dones remembered for it, copied to
+ * mask/msgs. They hold only for the same desired state, seen without a gap. */
+static unsigned done_begin(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h1,
+                           uint64_t h2, char msgs[HV_DOWNSTREAM_MAX][160])
+{
+    int64_t now = cp->now_ms();
+    pthread_mutex_lock(&cp->mu);
+    struct done_entry *e = done_slot(cp, m1, m2);
+    int64_t window = (int64_t)e->retry_s * 2000 + DONE_SLACK_MS;
+    if (e->h1 != h1 || e->h2 != h2 || now - e->seen_ms > window) {
+        e->h1 = h1; /* another desired state (or a gap): nothing done for this one yet */
+        e->h2 = h2;
+        e->done_mask = 0;
+    }
+    e->seen_ms = now;
+    unsigned mask = e->done_mask;
+    memcpy(msgs, e->message, sizeof(e->message));
+    pthread_mutex_unlock(&cp->mu);
+    return mask;
+}
+
+/* Downstream k answered done for this desired state: remembered, unless the Machine moved on
+ * to another desired state since the call began. */
+static void done_put(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h1, uint64_t h2,
+                     size_t k, const char *msg)
+{
+    pthread_mutex_lock(&cp->mu);
+    struct done_entry *e = done_slot(cp, m1, m2);
+    if (e->h1 == h1 && e->h2 == h2) {
+        e->done_mask |= 1u << k;
+        snprintf(e->message[k], sizeof(e->message[k]), "%s", msg);
+    }
+    pthread_mutex_unlock(&cp->mu);
+}
+
+/* The call's answer: done forgets the Machine (CAPI stops calling; a later call with the
+ * same objects is a new update and asks every part again), else the retry is kept. */
+static void done_end(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h1, uint64_t h2,
+                     bool all_done, int retry_s)
+{
+    pthread_mutex_lock(&cp->mu);
+    struct done_entry *e = done_slot(cp, m1, m2);
+    if (e->h1 == h1 && e->h2 == h2) {
+        if (all_done)
+            e->done_mask = 0;
+        e->retry_s = retry_s;
+    }
     pthread_mutex_unlock(&cp->mu);
 }
 
@@ -407,19 +479,24 @@ static hj *update_machine(struct hv_compose *cp, const struct hv_hooks_ctx *ctx,
     char *text = hj_dump(req, &len);
     if (!text)
         abort();
+    uint64_t m1, m2, h1, h2;
+    machine_key(req, &m1, &m2);
+    hash2(text, len, &h1, &h2);
+    free(text);
+    char remembered[HV_DOWNSTREAM_MAX][160];
+    unsigned mask = done_begin(cp, m1, m2, h1, h2, remembered);
     hj *r = NULL;
     for (size_t k = 0; k < cp->n && !r; k++) {
         struct hv_downstream *d = cp->ds[k];
         const char *name = hv_downstream_name(d);
-        uint64_t h1, h2;
         char t[320];
-        key_of(name, text, len, &h1, &h2);
-        if (done_get(cp, h1, h2, t, sizeof(t))) {
-            append(msg, sizeof(msg), "%sdownstream %s: %s", msg[0] ? "; " : "", name, t);
+        if (mask & (1u << k)) {
+            append(msg, sizeof(msg), "%sdownstream %s: %s", msg[0] ? "; " : "", name,
+                   remembered[k]);
             continue;
         }
         hj *a = NULL;
-        enum hv_ds_result res = hv_downstream_call(d, h, req, deadline, &a, buf, sizeof(buf));
+        enum hv_ds_result res = cp->call(d, h, req, deadline, &a, buf, sizeof(buf));
         const hj *ra = res == HV_DS_OK ? hj_get(a, "retryAfterSeconds") : NULL;
         if (res == HV_DS_ERROR) {
             r = failure(h, buf);
@@ -437,13 +514,13 @@ static hj *update_machine(struct hv_compose *cp, const struct hv_hooks_ctx *ctx,
             append(msg, sizeof(msg), "%sdownstream %s: %s", msg[0] ? "; " : "", name,
                    t[0] ? t : (ds_retry ? HV_MSG("in progress") : HV_MSG("done")));
             if (ds_retry == 0)
-                done_put(cp, h1, h2, t[0] ? t : HV_MSG("done"));
+                done_put(cp, m1, m2, h1, h2, k, t[0] ? t : HV_MSG("done"));
             else if (retry == 0 || ds_retry < retry)
                 retry = ds_retry;
         }
         hj_free(a);
     }
-    free(text);
+    done_end(cp, m1, m2, h1, h2, !r && retry == 0, r ? 0 : retry);
     if (r)
         return r;
     if (!msg[0])

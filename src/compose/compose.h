@@ -19,6 +19,14 @@ struct hv_compose *hv_compose_new(const struct hv_downstream_list *l);
 void hv_compose_discover_all(struct hv_compose *c, int timeout_s);
 void hv_compose_free(struct hv_compose *c);
 
+/* For tests: replace the call to a downstream and the monotonic clock (NULL: the real
+ * hv_downstream_call / hv_mono_ms). Call before serving. */
+typedef enum hv_ds_result (*hv_compose_call_fn)(struct hv_downstream *d, enum hv_hook h,
+                                                const hj *req, int64_t deadline_ms, hj **answer,
+                                                char *why, size_t whylen);
+void hv_compose_set_test_hooks(struct hv_compose *c, hv_compose_call_fn call,
+                               int64_t (*now_ms)(void));
+
 /* Answer CanUpdateMachine, CanUpdateMachineSet or UpdateMachine (envelope and settings
  * already checked, s holds the call's settings). */
 hj *hv_compose_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,

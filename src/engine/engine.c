@@ -23,7 +23,9 @@
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
 
-/* live probe cache (CanUpdateMachine under powerCycle=Never), only for probed entries */
+/* The VM's facts CanUpdateMachine asks for (the probe), cached per VM, only for probed
+ * entries: the backend's plan for the desired hardware and what decides whether the engine
+ * may power-cycle the VM. */
 struct probe {
     int64_t at_ms;
     struct hv_hw for_hw;
@@ -31,7 +33,10 @@ struct probe {
     bool gone; /* the VM was not found */
     struct hv_field_plan plan[HV_F_COUNT];
     char why[200];
-    struct hv_hw want;
+    bool on;                         /* running: a cold change power-cycles it */
+    bool between;                    /* neither running nor off (paused, suspended, ...) */
+    bool can_shutdown;               /* obs.can_shutdown */
+    char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
 };
 
 struct entry {
@@ -49,8 +54,9 @@ struct entry {
     struct hv_update_result answer;
     struct probe *probe;
     bool probe_running;
-    int waiters;     /* hook calls waiting for this entry's probe (they hold a pointer) */
-    int64_t used_ms; /* last hook call or pass */
+    int64_t probe_began_ms; /* when the running probe started */
+    int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
+    int64_t used_ms;        /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
     /* "done" is only answered from an observation taken after the desired hardware was
@@ -364,6 +370,8 @@ static void run_head(struct hv_engine *e)
     pthread_mutex_lock(&e->lock);
     x->running = false;
     x->used_ms = now_ms(e);
+    if (x->probe) /* the pass may have changed the VM: CanUpdateMachine looks again */
+        x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
     x->pass_ms = x->used_ms - began;
     x->have_answer = true;
     x->answer_for = desired;
@@ -778,6 +786,10 @@ static void *probe_thread(void *arg)
         snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
     } else {
         r->rc = 0;
+        r->on = obs->power == HV_POWER_ON;
+        r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
+        r->can_shutdown = obs->can_shutdown;
+        snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -807,9 +819,46 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
     }
 }
 
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan,
+ * and, when the VM runs and may not be power-cycled under s (the rule UpdateMachine applies
+ * before it shuts a VM down: hv_cycle_refused), every change that needs a power cycle made
+ * impossible with that reason. Under powerCycle=Never the planner says "needs a power cycle
+ * and powerCycle is Never" itself. Caller holds the lock. */
+static int probe_answer(const struct probe *r, const struct hv_settings *s,
+                        struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
+{
+    memcpy(plan, r->plan, sizeof(r->plan));
+    snprintf(why, whylen, "%s", r->why);
+    if (r->gone)
+        return -3;
+    if (r->rc != 0)
+        return r->rc;
+    if (r->between) { /* UpdateMachine takes no step until it runs or is off: ask again then */
+        snprintf(why, whylen, "%s", HV_MSG("the VM is paused, suspended or in transition"));
+        return -1;
+    }
+    char refused[HV_MSG_MAX + 64];
+    if (r->on && s->power_cycle != HV_PC_NEVER &&
+        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused))) {
+        for (int f = 0; f < HV_F_COUNT; f++) {
+            if (plan[f].how != HV_HOW_COLD)
+                continue;
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", refused);
+        }
+    }
+    return 0;
+}
+
+/* The bounded wait: a hook call waits for the facts only within the first probe_wait_ms of
+ * the probe that fetches them (it runs on its own detached thread, at most MAX_PROBES at
+ * once). A call that comes while a probe has run longer than that, or when MAX_PROBES are
+ * running (a hypervisor that hangs), answers "still asking" at once: however slow the
+ * hypervisor, a server thread is held at most probe_wait_ms, and only by the calls in a
+ * probe's first probe_wait_ms. */
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                    size_t whylen)
+                    const struct hv_hw *desired, const struct hv_settings *s,
+                    struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     struct hv_engine *e = ctx;
     struct hv_backend *be = backend_for(e, p, ref, why, whylen);
@@ -821,7 +870,6 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
     x->waiters++;
-    int64_t limit = now_ms(e) + e->cfg.probe_wait_ms;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
@@ -829,9 +877,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
         bool fresh =
             r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
         if (fresh) {
-            rc = r->rc;
-            memcpy(plan, r->plan, sizeof(r->plan));
-            snprintf(why, whylen, "%s", r->why);
+            rc = probe_answer(r, s, plan, why, whylen);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
@@ -844,6 +890,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             j->x = x;
             j->want = *desired;
             x->probe_running = true;
+            x->probe_began_ms = now_ms(e);
             e->probes_running++;
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -861,7 +908,10 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             }
             pthread_attr_destroy(&attr);
         }
-        if (limit - now_ms(e) <= 0 || e->cfg.drive) /* driven: the probe ran inline */
+        if (!x->probe_running || e->cfg.drive)
+            break; /* none could start: no wait (driven: the probe ran inline) */
+        int64_t limit = x->probe_began_ms + e->cfg.probe_wait_ms;
+        if (limit - now_ms(e) <= 0)
             break;
         hv_cond_wait_until(&e->probe_cond, &e->lock, limit);
     }

@@ -38,8 +38,8 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
 int hv_engine_available(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                         char *why, size_t whylen);
 int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                    size_t whylen);
+                    const struct hv_hw *desired, const struct hv_settings *s,
+                    struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen);
 
 /* Driven engine only (cfg.drive): move the timed passes now due to the queue, then run up to
  * max queued passes on the calling thread, as the workers would. Returns the passes run;

@@ -709,6 +709,22 @@ static void off_path(struct pass *p)
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap)
+{
+    if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+        snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
+        return true;
+    }
+    if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
+        snprintf(m, cap, "%s",
+                 HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
+                        "powerOffMode is Soft"));
+        return true;
+    }
+    return false;
+}
+
 static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
@@ -777,10 +793,10 @@ static void cold_on_path(struct pass *p)
         /* shut it down again */
         __attribute__((fallthrough));
     default:
-        if (p->obs.no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
-            char m[HV_MSG_MAX + 64];
-            snprintf(m, sizeof(m), HV_MSG("cannot power-cycle the VM: %s"), p->obs.no_power_cycle);
-            fail_sticky(p, m);
+        char refused[HV_MSG_MAX + 64];
+        if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
+                             sizeof(refused))) {
+            fail_sticky(p, refused);
             return;
         }
         if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
@@ -792,10 +808,7 @@ static void cold_on_path(struct pass *p)
             progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return;
         }
-        if (!p->obs.can_shutdown && p->s->power_off_mode == HV_POM_SOFT) {
-            fail_sticky(p, HV_MSG("the guest cannot be asked to shut down (no guest tools running) "
-                                  "and powerOffMode is Soft"));
-        } else if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+        if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
             if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
                 going_off(p, HV_MSG("powering off to apply %s"), p->what);
         } else if (step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {

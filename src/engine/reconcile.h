@@ -60,6 +60,13 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out);
 
+/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message):
+ * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
+ * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
+ * it shuts a VM down, and CanUpdateMachine through the probe (engine.c). */
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap);
+
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);
 

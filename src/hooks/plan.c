@@ -373,56 +373,79 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         hj_ptr_dotted(where, sizeof(where), obj, path);
         add_uncovered(c, where, reason);
     }
-    /* powerCycle=Never: only what this VM can take live now, or already has, is covered. */
-    if (in->settings->power_cycle == HV_PC_NEVER) {
-        struct hv_field_plan fp[HV_F_COUNT];
-        char why[200] = "";
-        int probed = -99; /* not asked */
-        bool ask = false;
-        memset(fp, 0, sizeof(fp));
+    /* CanUpdateMachine: what this VM cannot take is not covered, by the rules UpdateMachine
+     * applies (the probe runs the backend's plan on what the VM shows now, with the engine's
+     * power-cycle refusals), under every powerCycle. powerCycle=Never: besides, only what
+     * this VM can take live now, or already has, is covered. */
+    bool never = in->settings->power_cycle == HV_PC_NEVER;
+    struct hv_field_plan fp[HV_F_COUNT];
+    char why[200] = "", blocker[300] = "";
+    int probed = -99; /* not asked */
+    bool ask = false;
+    memset(fp, 0, sizeof(fp));
+    for (size_t k = 0; k < c->n_fields; k++)
+        ask |= c->fields[k].cls != HV_CLASS_NO;
+    if (ask && have_ref && in->hooks && in->hooks->probe) {
+        struct hv_hw full; /* what UpdateMachine would plan with: the whole desired spec */
+        hv_desired_hw(p, in->des_infra, &full);
+        probed =
+            in->hooks->probe(in->hooks->ctx, p, &ref, &full, in->settings, fp, why, sizeof(why));
+    }
+    if (probed == -1) {
+        c->unreadable = true;
+        snprintf(c->unreadable_why, sizeof(c->unreadable_why), "%s", why);
+    }
+    /* A field the spec does not change but the VM does not show yet is changed too, so one
+     * this VM cannot take fails the whole update. */
+    for (int f = 0; f < HV_F_COUNT && probed == 0 && !blocker[0]; f++) {
+        bool listed = false;
         for (size_t k = 0; k < c->n_fields; k++)
-            ask |= c->fields[k].cls != HV_CLASS_NO;
-        if (ask && have_ref && in->hooks && in->hooks->probe)
-            probed = in->hooks->probe(in->hooks->ctx, p, &ref, &desired, fp, why, sizeof(why));
-        for (size_t k = 0; k < c->n_fields; k++) {
-            struct hv_field_result *r = &c->fields[k];
-            const struct hv_field_plan *q = &fp[r->f];
-            const char *reason = NULL;
-            char buf[240];
-            if (r->cls == HV_CLASS_NO)
-                continue;
-            if (probed == -2) {
-                c->pending = true; /* the hypervisor has not answered yet: ask CAPI to retry */
-                continue;
-            }
-            if (probed == 0 && q->how == HV_HOW_NONE) {
-                r->cls = HV_CLASS_HAVE; /* the spec lags behind the VM: nothing to do */
-                r->how[0] = '\0';
-            } else if (probed == 0 && q->how == HV_HOW_IMPOSSIBLE) {
-                snprintf(buf, sizeof(buf), "%s", q->reason);
-                reason = buf;
-            } else if (probed == 0 && q->how == HV_HOW_LIVE) {
-                r->cls = HV_CLASS_LIVE;
-                if (q->method[0])
-                    snprintf(r->how, sizeof(r->how), "%s", q->method);
-            } else if (r->cls == HV_CLASS_COLD) {
-                reason = HV_MSG("needs a power cycle and powerCycle is Never");
-            } else if (probed == 0) {
-                snprintf(buf, sizeof(buf), HV_MSG("not possible live on this VM now: %s"),
-                         q->reason[0] ? q->reason : HV_MSG("needs a power cycle"));
-                reason = buf;
-            } else if (probed == -1) {
-                snprintf(buf, sizeof(buf), HV_MSG("cannot confirm a live change: %s"), why);
-                reason = buf;
-            } /* else not asked (a template, no probe): live by the numbers */
-            if (!reason)
-                continue;
-            r->cls = HV_CLASS_NO;
-            char where[160], path[300];
-            snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
-            hj_ptr_dotted(where, sizeof(where), obj, path);
-            add_uncovered(c, where, reason);
+            listed |= c->fields[k].f == (enum hv_field)f;
+        if (!listed && fp[f].how == HV_HOW_IMPOSSIBLE)
+            snprintf(blocker, sizeof(blocker), HV_MSG("the VM cannot take %s as desired: %s"),
+                     hv_field_name(p, (enum hv_field)f), fp[f].reason);
+    }
+    for (size_t k = 0; k < c->n_fields; k++) {
+        struct hv_field_result *r = &c->fields[k];
+        const struct hv_field_plan *q = &fp[r->f];
+        const char *reason = NULL;
+        char buf[400];
+        if (r->cls == HV_CLASS_NO || probed == -1)
+            continue;
+        if (probed == -2) {
+            c->pending = true; /* the hypervisor has not answered yet: ask CAPI to retry */
+            continue;
         }
+        if (probed == -3) {
+            reason = HV_MSG("the VM was not found");
+        } else if (probed == 0 && q->how == HV_HOW_IMPOSSIBLE) {
+            snprintf(buf, sizeof(buf), "%s", q->reason);
+            reason = buf;
+        } else if (probed == 0 && blocker[0]) {
+            reason = blocker;
+        } else if (!never) {
+            /* covered as the numbers say (live or with a power cycle) */
+        } else if (probed == 0 && q->how == HV_HOW_NONE) {
+            r->cls = HV_CLASS_HAVE; /* the spec lags behind the VM: nothing to do */
+            r->how[0] = '\0';
+        } else if (probed == 0 && q->how == HV_HOW_LIVE) {
+            r->cls = HV_CLASS_LIVE;
+            if (q->method[0])
+                snprintf(r->how, sizeof(r->how), "%s", q->method);
+        } else if (r->cls == HV_CLASS_COLD) {
+            reason = HV_MSG("needs a power cycle and powerCycle is Never");
+        } else if (probed == 0) {
+            snprintf(buf, sizeof(buf), HV_MSG("not possible live on this VM now: %s"),
+                     q->reason[0] ? q->reason : HV_MSG("needs a power cycle"));
+            reason = buf;
+        } /* else not asked (no VM to ask, no probe): live by the numbers */
+        if (!reason)
+            continue;
+        r->cls = HV_CLASS_NO;
+        char where[160], path[300];
+        snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
+        hj_ptr_dotted(where, sizeof(where), obj, path);
+        add_uncovered(c, where, reason);
     }
     for (size_t k = 0; k < c->n_fields; k++) {
         struct hv_field_result *r = &c->fields[k];
@@ -539,13 +562,21 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
     }
     diff_machine(c, in);
     diff_boot(c, in);
-    if (c->pending) {
+    if (c->pending || c->unreadable) {
         c->failure = true;
         hj_free(c->infra_patch);
         c->infra_patch = NULL;
-        snprintf(c->message, sizeof(c->message),
-                 HV_MSG("still asking the hypervisor whether the change can be done live on "
-                        "this VM; retry"));
+        if (c->unreadable)
+            snprintf(c->message, sizeof(c->message),
+                     HV_MSG("cannot check the change on this VM: %s; retry"), c->unreadable_why);
+        else if (in->settings->power_cycle == HV_PC_NEVER)
+            snprintf(c->message, sizeof(c->message),
+                     HV_MSG("still asking the hypervisor whether the change can be done live on "
+                            "this VM; retry"));
+        else
+            snprintf(c->message, sizeof(c->message),
+                     HV_MSG("still asking the hypervisor whether this VM can take the change; "
+                            "retry"));
         return;
     }
     if (c->n_uncovered_all && in->settings->on_uncoverable == HV_UNC_BLOCK) {

@@ -32,9 +32,12 @@ struct hv_field_result {
 };
 
 struct hv_coverage {
-    bool failure;  /* answer status Failure (Block, bad settings, bad request) */
-    bool declined; /* an unknown kind: nothing covered, never a Failure */
-    bool pending;  /* a live probe has not answered in time: a retryable Failure */
+    bool failure;    /* answer status Failure (Block, bad settings, bad request) */
+    bool declined;   /* an unknown kind: nothing covered, never a Failure */
+    bool pending;    /* the probe has not answered in time: a retryable Failure */
+    bool unreadable; /* the probe could not read the VM (e.g. the hypervisor cannot be reached):
+                        a retryable Failure, never a cover */
+    char unreadable_why[200];
     char message[1024];
     hj *infra_patch; /* JSON Patch ops array, NULL when nothing is covered */
     struct hv_field_result fields[HV_F_COUNT];
@@ -51,12 +54,17 @@ struct hv_plan_hooks {
     /* 1 when a configured backend can reach the VM's host/server; 0 with why otherwise. */
     int (*available)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref, char *why,
                      size_t whylen);
-    /* powerCycle=Never, CanUpdateMachine only: can these growths be done live on this VM now?
-     * Returns 0 and fills plan, -1 with why (e.g. host unreachable), or -2 when the
-     * hypervisor has not answered yet (the hook then asks CAPI to retry). */
+    /* CanUpdateMachine only (it names one VM), under every powerCycle: how this VM would take
+     * the desired hardware (the whole of it, as UpdateMachine plans it) now: the backend's
+     * plan (ops->plan) on what the VM shows, with a change that needs a power cycle made
+     * HV_HOW_IMPOSSIBLE when UpdateMachine would refuse to power-cycle this running VM under
+     * s (not under powerCycle=Never, where the planner says so itself). Bounded and cached
+     * (hv_engine_probe). Returns 0 and fills plan; -1 with why when the VM cannot be read
+     * (e.g. the hypervisor cannot be reached); -2 when the hypervisor has not answered yet;
+     * -3 when the VM was not found. The hook answers -1 and -2 with a retryable Failure. */
     int (*probe)(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                 const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                 size_t whylen);
+                 const struct hv_hw *desired, const struct hv_settings *s,
+                 struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen);
     /* The profile's backend's rules that hold whatever the VM's state (backend ops->check):
      * HV_HOW_IMPOSSIBLE with the reason UpdateMachine would give for each set field of
      * desired that no VM can take. No I/O. May be NULL (then: no such rules). */

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     char why[300];
     snprintf(ref.name, sizeof(ref.name), "bench-warmup");
     hv_engine_update(e, &p, &ref, &want, &s, &r);
-    hv_engine_probe(e, &p, &ref, &want, plan, why, sizeof(why));
+    hv_engine_probe(e, &p, &ref, &want, &s, plan, why, sizeof(why));
     while (hv_engine_entries(e) > 0) {
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
         snprintf(ref.name, sizeof(ref.name), "bench-vm-%ld", k);
         hv_engine_update(e, &p, &ref, &want, &s, &r);
         snprintf(ref.name, sizeof(ref.name), "bench-probe-%ld", k);
-        hv_engine_probe(e, &p, &ref, &want, plan, why, sizeof(why));
+        hv_engine_probe(e, &p, &ref, &want, &s, plan, why, sizeof(why));
         if (k % 100000 == 99999) {
             size_t held = hv_engine_entries(e);
             most = held > most ? held : most;

@@ -36,6 +36,7 @@ HVLOG = os.environ.get("HV_CAPI_HVUPDATER_LOG", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 URI = os.environ.get("HV_LIBVIRT_LAB_URI", "qemu:///system")
 INFRA = "infrastructure.cluster.x-k8s.io/v1alpha1"
+BOOT = "bootstrap.cluster.x-k8s.io/v1alpha1"
 PREFIX = "hvt-capi-"
 RESULTS = {}  # durations and counts for the closing summary
 
@@ -102,18 +103,22 @@ def kubeconfig_secret(ns, cluster):
 
 
 def cluster_objs(ns, name):
-    """A Cluster with a LibvirtCluster, no control plane object: the Machines' Nodes live in
-    the same API server, which CAPI reaches through the kubeconfig Secret."""
+    """A Cluster with a LibvirtCluster and no control plane object, but one control-plane
+    Machine of its own (CAPI counts a Cluster without a controlPlaneRef as initialized once a
+    control-plane Machine has a Node, and reads no Node of any Machine before that). The
+    Nodes live in the same API server, which CAPI reaches through the kubeconfig Secret.
+    Bootstrap data comes from the lab's LabBootstrapConfig kind: CAPI v1.14.2 never marks a
+    bare spec.bootstrap.dataSecretName as created, and its in-place update waits for that."""
     port = int(re.search(r"127\.0\.0\.1:(\d+)", open(os.environ["KUBECONFIG"]).read()).group(1))
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
         kubeconfig_secret(ns, name),
-        {"apiVersion": "v1", "kind": "Secret",
-         "metadata": {"name": "bootstrap-data", "namespace": ns,
-                      "labels": {"cluster.x-k8s.io/cluster-name": name}},
-         "type": "cluster.x-k8s.io/secret",
-         "stringData": {"value": "#!/bin/sh\n# the lab guest needs no bootstrap\n",
-                        "format": "cloud-config"}},
+        {"apiVersion": BOOT, "kind": "LabBootstrapConfigTemplate",
+         "metadata": {"name": "boot", "namespace": ns},
+         "spec": {"template": {"spec": {"data": "#!/bin/sh\n# the lab guest needs none\n"}}}},
+        {"apiVersion": BOOT, "kind": "LabBootstrapConfig",
+         "metadata": {"name": name + "-cp", "namespace": ns},
+         "spec": {"data": "#!/bin/sh\n# the lab guest needs none\n"}},
         {"apiVersion": INFRA, "kind": "LibvirtCluster", "metadata": {"name": name, "namespace": ns},
          "spec": {"controlPlaneEndpoint": {"host": "127.0.0.1", "port": port}}},
         {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
@@ -121,6 +126,18 @@ def cluster_objs(ns, name):
          "spec": {"controlPlaneEndpoint": {"host": "127.0.0.1", "port": port},
                   "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                                         "kind": "LibvirtCluster", "name": name}}},
+        {"apiVersion": INFRA, "kind": "LibvirtMachine", "metadata": {"name": name + "-cp",
+                                                                   "namespace": ns},
+         "spec": {"memoryMiB": 512, "vcpu": 1, "style": "plain"}},
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+         "metadata": {"name": name + "-cp", "namespace": ns,
+                      "labels": {"cluster.x-k8s.io/control-plane": ""}},
+         "spec": {"clusterName": name, "version": "v1.36.3",
+                  "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                                              "kind": "LabBootstrapConfig",
+                                              "name": name + "-cp"}},
+                  "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                        "kind": "LibvirtMachine", "name": name + "-cp"}}},
     ]
 
 
@@ -142,7 +159,9 @@ def machine_deployment(ns, cluster, name, tmpl, replicas):
                          "maxSurge": 0, "maxUnavailable": 1}}},
                      "template": {"metadata": {"labels": labels}, "spec": {
                          "clusterName": cluster, "version": "v1.36.3",
-                         "bootstrap": {"dataSecretName": "bootstrap-data"},
+                         "bootstrap": {"configRef": {
+                             "apiGroup": "bootstrap.cluster.x-k8s.io",
+                             "kind": "LabBootstrapConfigTemplate", "name": "boot"}},
                          "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                                                "kind": "LibvirtMachineTemplate",
                                                "name": tmpl}}}}}

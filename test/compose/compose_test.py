@@ -503,17 +503,19 @@ def check_update_both_done(srv, ext, um, min_answers):
     assert len(answers) >= min_answers, answers
     n = len(ext.calls("UpdateMachine"))
     assert n == 3, n  # done on its third call
-    # Done is remembered: more calls for the same desired objects do not reach it again.
+    # A done answer ends the update: its dones are forgotten, so CAPI calling again with the
+    # same objects asks the downstream once more (it is idempotent: done at once). Remembered
+    # dones only spare a finished part while another part of the same update still works.
     # (hvupdater's own part looks at the VM again before it repeats a done: the first call
     # after it may answer "in progress: observing the VM".)
     again, _ = drive_update(c, um)
     assert again["status"] == "Success" and again["retryAfterSeconds"] == 0, again
-    assert len(ext.calls("UpdateMachine")) == 3
-    # New desired objects: asked again.
+    assert len(ext.calls("UpdateMachine")) == 4
+    # New desired objects: asked again, and the work starts over.
     um2 = json.loads(json.dumps(um))
     um2["desired"]["machine"]["spec"]["version"] = "v1.33.0"
     resp, _ = c.post("UpdateMachine", um2)
-    assert resp["retryAfterSeconds"] > 0 and len(ext.calls("UpdateMachine")) == 4, resp
+    assert resp["retryAfterSeconds"] > 0 and len(ext.calls("UpdateMachine")) == 5, resp
     return last, answers
 
 
@@ -524,7 +526,7 @@ def test_update_machine_drives_both_to_done(ext, srv, c):
     assert last["message"].startswith("done: memory 4096 MiB"), last
     m = metrics(srv)
     assert metric(m, "hvupdater_downstream_calls_total", downstream="kubeup",
-                  hook="UpdateMachine", status="Success") == 4, m
+                  hook="UpdateMachine", status="Success") == 5, m
 
 
 @with_ext
@@ -569,6 +571,36 @@ def test_update_machine_smallest_retry_and_first_failure_stops():
         b.stop()
 
 
+def test_update_machine_a_b_a_calls_the_downstream_again():
+    """A -> B -> A on one Machine: the second A is byte-for-byte the first request, but the
+    downstream's part of the Machine is at B now. hvupdater must ask it again, and answer done
+    only when it says so (issue 17 item 7)."""
+    ext = Ext("kubeup").start()  # done on its third call for a desired state
+    srv = hvupdater([ds_entry(ext)])
+    try:
+        c = srv.client()
+        infra = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachine",
+                 "metadata": {"name": "d3", "namespace": "default"}, "spec": {}}
+        a = hvtest.update_request(infra, machine("d3", "v1.32.0"))
+        b = json.loads(json.dumps(a))
+        b["desired"]["machine"]["spec"]["version"] = "v1.33.0"
+        for um in (a, b):
+            last, answers = drive_update(c, um)
+            assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, answers
+        n = len(ext.calls("UpdateMachine"))
+        assert n == 6, n
+        resp, _ = c.post("UpdateMachine", a)
+        assert len(ext.calls("UpdateMachine")) == n + 1, "the downstream was not asked again"
+        assert resp["status"] == "Success" and resp["retryAfterSeconds"] > 0, resp
+        assert resp["message"] == ("downstream kubeup: Extension is updating Machine (step 1 "
+                                   "of 3)"), resp
+        last, answers = drive_update(c, a)
+        assert last["retryAfterSeconds"] == 0 and len(ext.calls("UpdateMachine")) == n + 3, answers
+    finally:
+        srv.stop()
+        ext.stop()
+
+
 CASES = [test_version_and_memory_covered_by_the_composition, test_each_part_alone,
          test_affects_availability_of_the_composition, test_machine_set_version_memory_and_files,
          test_what_nobody_covers_is_left_to_capi_or_blocks, test_downstream_failure_names_it,
@@ -576,7 +608,8 @@ CASES = [test_version_and_memory_covered_by_the_composition, test_each_part_alon
          test_slow_downstream_is_a_bounded_failure, test_order_settings_and_two_downstreams,
          test_client_certificate, test_update_machine_drives_both_to_done,
          test_update_machine_for_a_kind_hvupdater_does_not_know,
-         test_update_machine_smallest_retry_and_first_failure_stops]
+         test_update_machine_smallest_retry_and_first_failure_stops,
+         test_update_machine_a_b_a_calls_the_downstream_again]
 
 
 # ---- the QEMU lab ---------------------------------------------------------------------------

@@ -91,7 +91,7 @@ class State:
         self.delay = 0.0
         self.prefix = args.prefix
         self.affects = None
-        self.progress = {}  # machine key -> calls so far
+        self.progress = {}  # machine key -> (desired hash, calls for it so far)
         self.lock = threading.Lock()
 
     def handler_names(self):
@@ -144,14 +144,18 @@ def can_update(st, hook, req):
 
 
 def update_machine(st, req):
+    """Like a real updater, the work is about the Machine's state, not the request: a desired
+    state other than the last one seen for this Machine starts the work over (A -> B -> A
+    takes the node back from B to A), the same one goes on or stays done."""
     a = st.args
     des = req.get("desired") or {}
     m = des.get("machine") or {}
-    key = "%s/%s/%s" % (dig(m, "metadata", "namespace"), dig(m, "metadata", "name"),
-                        hashlib.sha256(json.dumps(des, sort_keys=True).encode()).hexdigest())
+    key = "%s/%s" % (dig(m, "metadata", "namespace"), dig(m, "metadata", "name"))
+    want = hashlib.sha256(json.dumps(des, sort_keys=True).encode()).hexdigest()
     with st.lock:
-        n = st.progress.get(key, 0) + 1
-        st.progress[key] = n
+        seen, n = st.progress.get(key, (None, 0))
+        n = n + 1 if seen == want else 1
+        st.progress[key] = (want, n)
     resp = {"apiVersion": API, "kind": "UpdateMachineResponse", "status": "Success"}
     if n >= a.calls:
         resp.update(message="Extension completed updating Machine", retryAfterSeconds=0)

@@ -9,8 +9,9 @@ real server rather than written by hand.
 
 It starts `hvupdater serve --listen 127.0.0.1:0 --port-file ...` with a config that keeps the
 embedded default's libvirt test:///default driver (whose built-in domain `test` UpdateMachine
-really changes) and names the fixtures' vCenter `vcenter.example.com` (a closed local port:
-under powerCycle=IfNeeded CanUpdate* never contacts it), as test/integration does. Requests
+really changes) and names the fixtures' vCenter `vcenter.example.com` (a closed local port: CanUpdateMachine, which
+asks the VM, answers a retryable Failure for the vSphere fixtures; CanUpdateMachineSet names no
+VM), as test/integration does. Requests
 are the fixtures in test/fixtures with apiVersion/kind added. Each example lives in the doc
 between `<!-- example:NAME -->` and `<!-- /example -->`; everything between the markers is
 generated. Answers are deterministic: no timestamps, and UpdateMachine is shown at its first
@@ -126,6 +127,14 @@ def request(kind, fixture_name=None, drop=(), **extra):
     return r
 
 
+def can_update_on_test_domain(**extra):
+    """lvm-grow as a CanUpdateMachineRequest, with the LibvirtMachine renamed to `test`."""
+    r = request("CanUpdateMachineRequest", "lvm-grow", **extra)
+    for side in ("current", "desired"):
+        r[side]["infrastructureMachine"]["metadata"]["name"] = "test"
+    return r
+
+
 def update_on_test_domain():
     """lvm-grow's desired objects, with the LibvirtMachine renamed to `test`: the built-in
     domain of libvirt's test:///default driver, found by name (no providerID)."""
@@ -211,16 +220,23 @@ def generate(binary):
     try:
         disc = {"apiVersion": API, "kind": "DiscoveryRequest"}
         ex["discovery"] = simple(srv, disc, "")
+        # CanUpdateMachine asks the VM: the examples that cover name test:///default's domain
         ex["can-update-machine-covered"] = simple(
-            srv, request("CanUpdateMachineRequest", "vsm-memory-cpu-grow"),
-            "(fixture `vsm-memory-cpu-grow`)")
+            srv, can_update_on_test_domain(), "(fixture `lvm-grow`, LibvirtMachine renamed `test`)")
+        partial = can_update_on_test_domain()
+        partial["desired"]["machine"]["spec"]["version"] = "v1.32.0"
         ex["can-update-machine-partial"] = simple(
-            srv, request("CanUpdateMachineRequest", "vsm-version-and-memory"),
-            "(fixture `vsm-version-and-memory`)")
+            srv, partial, "(fixture `lvm-grow`, LibvirtMachine renamed `test`, desired version "
+            "`v1.32.0`)")
+        blocked = can_update_on_test_domain(settings={"onUncoverable": "Block"})
+        blocked["current"]["infrastructureMachine"]["spec"]["diskGiB"] = 40
+        blocked["desired"]["infrastructureMachine"]["spec"]["diskGiB"] = 25
         ex["can-update-machine-block"] = simple(
-            srv, request("CanUpdateMachineRequest", "vsm-disk-shrink",
-                         settings={"onUncoverable": "Block"}),
-            "(fixture `vsm-disk-shrink` with `settings`)")
+            srv, blocked, "(fixture `lvm-grow`, LibvirtMachine renamed `test`, diskGiB 40 → 25, "
+            "with `settings`)")
+        ex["can-update-machine-cannot-check"] = simple(
+            srv, request("CanUpdateMachineRequest", "vsm-memory-cpu-grow"),
+            "(fixture `vsm-memory-cpu-grow`; its vCenter cannot be reached)")
         ex["can-update-machine-unknown-kind"] = simple(
             srv, request("CanUpdateMachineRequest", "unknown-kind"), "(fixture `unknown-kind`)")
         ex["can-update-machine-set"] = simple(

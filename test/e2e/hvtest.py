@@ -101,7 +101,22 @@ class Client:
         self.host, self.port = host, port
         self.conn = None
 
-    def post(self, hook, body, timeout=10):
+    def post(self, hook, body, timeout=10, retry_asking=True):
+        """One hook call. CanUpdateMachine asks the VM with a bounded wait and may answer the
+        retryable Failure "still asking the hypervisor ...; retry": like CAPI, which retries
+        a Failure after a back-off, it is asked again (sped up), unless retry_asking is False
+        (a test that looks at that answer itself)."""
+        resp, ms = self.post_once(hook, body, timeout)
+        for _ in range(100):
+            if not (retry_asking and hook == "CanUpdateMachine"
+                    and resp.get("status") == "Failure"
+                    and "still asking the hypervisor" in resp.get("message", "")):
+                break
+            time.sleep(0.1)
+            resp, ms = self.post_once(hook, body, timeout)
+        return resp, ms
+
+    def post_once(self, hook, body, timeout=10):
         data = json.dumps(body).encode()
         for attempt in range(2):
             if self.conn is None:

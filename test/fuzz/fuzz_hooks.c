@@ -73,8 +73,8 @@ static int stub_available(void *ctx, const struct hv_profile *p, const struct hv
 }
 
 static int stub_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                      const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                      size_t whylen)
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     if (ref->name[0] == 'y') {
         snprintf(why, whylen, "stub: host unreachable");

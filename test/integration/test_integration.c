@@ -663,6 +663,28 @@ static char *build_request(const char *fixture, const char *kind, const char *co
     return out;
 }
 
+/* A request built from a libvirt fixture, for test:///default's domain "test" instead of the
+ * fixture's hvt-dimm (which exists only in the QEMU lab). */
+static char *on_test_domain(char *req)
+{
+    static const char from[] = "hvt-dimm";
+    char *out = malloc(strlen(req) + 1);
+    assert_non_null(out);
+    char *o = out;
+    for (const char *p = req; *p;) {
+        if (!strncmp(p, from, sizeof(from) - 1)) {
+            memcpy(o, "test", 4);
+            o += 4;
+            p += sizeof(from) - 1;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    free(req);
+    return out;
+}
+
 static void save_answer(const char *schema, const char *name, const struct resp *r)
 {
     char p[PATH_MAX];
@@ -804,9 +826,11 @@ static char g_ca[PATH_MAX];
 static struct client g_cl;
 
 /* A config naming the fixtures' vCenter (vcenter.example.com), so that the vSphere fixtures
- * are planned as they would be in production: under powerCycle=IfNeeded CanUpdate* never
- * contacts it (its URL is a closed local port). libvirt stays the embedded default,
- * test:///default, whose domain "test" UpdateMachine can really observe. */
+ * are planned as they would be in production. Its URL is a closed local port: CanUpdateMachine,
+ * which asks the VM for what UpdateMachine would refuse, answers a retryable Failure for them
+ * (never a cover it cannot check); CanUpdateMachineSet names no VM and covers them. libvirt
+ * stays the embedded default, test:///default, whose domain "test" CanUpdateMachine and
+ * UpdateMachine can really observe: the libvirt fixtures are sent for it (on_test_domain). */
 static void write_config(const char *dir, char *path, size_t cap)
 {
     char u[PATH_MAX], pw[PATH_MAX], text[3 * PATH_MAX];
@@ -938,6 +962,7 @@ struct cum_case {
     const char *fixture;
     const char *message_part; /* must occur in the message */
     const char *paths[4];     /* the patch's replace ops, in order; none: no patch at all */
+    const char *status;       /* NULL: Success */
 };
 
 static void run_can_update(bool set, const struct cum_case *cases, size_t n)
@@ -951,10 +976,12 @@ static void run_can_update(bool set, const struct cum_case *cases, size_t n)
     for (size_t k = 0; k < n; k++) {
         const struct cum_case *c = &cases[k];
         char *req = build_request(c->fixture, kind, NULL);
+        if (!strncmp(c->fixture, "lvm-", 4))
+            req = on_test_domain(req);
         yajl_val fx = load_fixture(c->fixture);
         struct resp r;
         post(&g_cl, set ? P_CUMS "?timeout=10s" : P_CUM "?timeout=10s", req, &r);
-        yajl_val v = expect_answer(&r, rkind, "Success");
+        yajl_val v = expect_answer(&r, rkind, c->status ? c->status : "Success");
         const char *msg = jstr(v, "message", NULL);
         if (!msg || !strstr(msg, c->message_part))
             fprintf(stderr, "%s: message %s lacks \"%s\"\n", c->fixture, msg ? msg : "(none)",
@@ -985,44 +1012,53 @@ static void run_can_update(bool set, const struct cum_case *cases, size_t n)
 
 static void test_can_update_machine(void **state)
 {
+#define CANNOT_CHECK "cannot check the change on this VM: the hypervisor cannot be reached; retry"
     static const struct cum_case cases[] = {
-        {"vsm-memory-grow", "memoryMiB 4096->8192", {"/spec/memoryMiB"}},
-        {"vsm-memory-cpu-grow", "numCPUs 2->4", {"/spec/memoryMiB", "/spec/numCPUs"}},
-        {"vsm-cores", "numCoresPerSocket 1->2", {"/spec/numCoresPerSocket"}},
-        {"vsm-shrink", "memoryMiB 8192->4096", {"/spec/memoryMiB", "/spec/numCPUs"}},
-        {"vsm-float-memory", "memoryMiB", {"/spec/memoryMiB"}}, /* 8192.0 stays 8192.0 */
-        {"vsm-v1beta2-grow", "memoryMiB 4096->6144", {"/spec/memoryMiB"}},
-        {"vsm-disk", "diskGiB 25->50 live", {"/spec/memoryMiB", "/spec/diskGiB"}},
-        {"vsm-disk-shrink", "diskGiB (disks cannot shrink)", {"/spec/memoryMiB"}},
-        {"vsm-version-and-memory", "machine.spec.version", {"/spec/memoryMiB"}},
-        {"vsm-bootstrap-files", "bootstrapConfig.spec.files", {NULL}},
-        {"lvm-grow", "memoryMiB 1024->2048", {"/spec/memoryMiB", "/spec/vcpu"}},
-        {"lvm-shrink", "vcpu 3->1", {"/spec/memoryMiB", "/spec/vcpu"}},
-        {"unknown-kind", "FooMachine", {NULL}},
+        /* the fixtures' vCenter cannot be reached: a retryable Failure, never a cover */
+        {"vsm-memory-grow", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-memory-cpu-grow", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-cores", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-shrink", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-float-memory", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-v1beta2-grow", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-disk", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-disk-shrink", CANNOT_CHECK, {NULL}, "Failure"},
+        {"vsm-version-and-memory", CANNOT_CHECK, {NULL}, "Failure"},
+        /* no hardware differs: no VM to ask */
+        {"vsm-bootstrap-files", "bootstrapConfig.spec.files", {NULL}, NULL},
+        /* test:///default's domain "test" (2048 MiB, 2 vCPUs) */
+        {"lvm-grow", "memoryMiB 1024->2048", {"/spec/memoryMiB", "/spec/vcpu"}, NULL},
+        {"lvm-shrink", "vcpu 3->1", {"/spec/memoryMiB", "/spec/vcpu"}, NULL},
+        {"unknown-kind", "FooMachine", {NULL}, NULL},
     };
     run_can_update(false, cases, sizeof(cases) / sizeof(cases[0]));
 
-    /* the float literal must go out as written: Kubernetes compares 8192 != 8192.0 */
-    char *req = build_request("vsm-float-memory", "CanUpdateMachineRequest", NULL);
+    /* the float literal must go out as written: Kubernetes compares 2048 != 2048.0 */
+    char *req = on_test_domain(build_request("lvm-grow", "CanUpdateMachineRequest", NULL));
+    char *at = strstr(req, "\"memoryMiB\":2048");
+    assert_non_null(at);
+    char *freq = NULL;
+    assert_true(asprintf(&freq, "%.*s\"memoryMiB\":2048.0%s", (int)(at - req), req,
+                         at + strlen("\"memoryMiB\":2048")) > 0);
     struct resp r;
-    post(&g_cl, P_CUM, req, &r);
+    post(&g_cl, P_CUM, freq, &r);
+    free(freq);
     yajl_val v = expect_answer(&r, "CanUpdateMachineResponse", "Success");
     char *text = b64_decode(jstr(v, "infrastructureMachinePatch", "patch"));
     assert_non_null(text);
-    assert_string_equal(text,
-                        "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192.0}]");
+    assert_string_equal(text, "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":"
+                              "2048.0},{\"op\":\"replace\",\"path\":\"/spec/vcpu\",\"value\":3}]");
     free(text);
     yajl_tree_free(v);
     resp_free(&r);
-    free(req);
 
     /* upper-case hook and handler segments route the same */
-    req = build_request("vsm-memory-grow", "CanUpdateMachineRequest", NULL);
     post(&g_cl, "/" API "/CanUpdateMachine/Can-Update-Machine?timeout=10s", req, &r);
     v = expect_answer(&r, "CanUpdateMachineResponse", "Success");
     text = b64_decode(jstr(v, "infrastructureMachinePatch", "patch"));
     assert_non_null(text);
-    assert_string_equal(text, "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
+    assert_string_equal(text, "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":"
+                              "2048},{\"op\":\"replace\",\"path\":\"/spec/vcpu\",\"value\":3}]");
     free(text);
     yajl_tree_free(v);
     resp_free(&r);
@@ -1034,11 +1070,13 @@ static void test_can_update_machine_set(void **state)
     static const struct cum_case cases[] = {
         {"vsmt-memory-cpu-grow",
          "memoryMiB 4096->8192",
-         {"/spec/template/spec/memoryMiB", "/spec/template/spec/numCPUs"}},
+         {"/spec/template/spec/memoryMiB", "/spec/template/spec/numCPUs"},
+         NULL},
         {"vsmt-shrink",
          "numCPUs 4->2",
-         {"/spec/template/spec/memoryMiB", "/spec/template/spec/numCPUs"}},
-        {"vsmt-version", "machineSet.spec.template.spec.version", {NULL}},
+         {"/spec/template/spec/memoryMiB", "/spec/template/spec/numCPUs"},
+         NULL},
+        {"vsmt-version", "machineSet.spec.template.spec.version", {NULL}, NULL},
     };
     run_can_update(true, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -1346,7 +1384,7 @@ static void test_metrics(void **state)
     assert_true(strstr(before, "# TYPE hvupdater_hook_calls_in_flight gauge\n") != NULL);
     assert_true(metric(before, M_INFL) == 0); /* nothing in flight while /metrics answers */
 
-    char *req = build_request("vsm-memory-grow", "CanUpdateMachineRequest", NULL);
+    char *req = on_test_domain(build_request("lvm-grow", "CanUpdateMachineRequest", NULL));
     char *bad = build_request("vsm-memory-grow", "CanUpdateMachineRequest",
                               (const char *const[]){"desired", NULL});
     struct resp r;
@@ -1565,7 +1603,7 @@ static void test_bad_json_keep_alive(void **state)
         assert_int_equal(r.connects, 0);
         resp_free(&r);
         /* malformed, then valid on the very same keep-alive connection */
-        char *req = build_request("vsm-memory-grow", "CanUpdateMachineRequest", NULL);
+        char *req = on_test_domain(build_request("lvm-grow", "CanUpdateMachineRequest", NULL));
         post(&g_cl, P_CUM, req, &r);
         yajl_val v = expect_answer(&r, "CanUpdateMachineResponse", "Success");
         assert_int_equal(r.connects, 0);

@@ -1,6 +1,7 @@
 /* test_compose.c: cmocka tests for the pieces of compose mode that need no network:
  * CAPI's patch rules (src/hooks/capipatch.c: apply to a copy, copy back only the spec, merge
- * patches, the diff that becomes one patch per object) and the `downstream` config. */
+ * patches, the diff that becomes one patch per object), the `downstream` config, and which
+ * downstream UpdateMachine asks (remembered dones) with the calls and the clock faked. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,9 +15,12 @@
 
 #include "base64.h"
 #include "capipatch.h"
+#include "compose.h"
 #include "config.h"
 #include "json.h"
 #include "jsonpatch.h"
+#include "profile.h"
+#include "settings.h"
 #include "testutil.h"
 
 /* A response patch field {patchType, patch: base64(text)}. */
@@ -213,9 +217,159 @@ static void test_config(void **state)
     config_fails("{\"downstream\":{}}", "downstream must be an array of at most 8 extensions");
 }
 
+/* ---- UpdateMachine: which downstream is asked ------------------------------------------- */
+
+/* Two fake downstreams: "quick" answers done at once, "slow" is in progress until told
+ * otherwise. Each call is counted; the clock is the test's. */
+static int calls_quick, calls_slow;
+static bool slow_done;
+static int64_t fake_now = 1000000;
+
+static int64_t fake_clock(void)
+{
+    return fake_now;
+}
+
+static enum hv_ds_result fake_call(struct hv_downstream *d, enum hv_hook h, const hj *req,
+                                   int64_t deadline_ms, hj **answer, char *why, size_t whylen)
+{
+    (void)h;
+    (void)req;
+    (void)deadline_ms;
+    (void)why;
+    (void)whylen;
+    bool quick = !strcmp(hv_downstream_name(d), "quick");
+    bool done = quick || slow_done;
+    (quick ? &calls_quick : &calls_slow)[0]++;
+    *answer = hj_new_object();
+    hj_obj_set_take(*answer, "status", hj_new_string("Success"));
+    hj_obj_set_take(*answer, "message",
+                    hj_new_string(done ? "completed" : "upgrading the kubelet"));
+    hj_obj_set_take(*answer, "retryAfterSeconds", hj_new_int(done ? 0 : 5));
+    return HV_DS_OK;
+}
+
+struct um_fx {
+    struct hv_downstream_cfg items[2];
+    struct hv_downstream_list list;
+    struct hv_profiles profiles;
+    struct hv_hooks_ctx ctx;
+    struct hv_settings s;
+};
+
+static void um_setup(struct um_fx *f, bool with_slow)
+{
+    memset(f, 0, sizeof(*f));
+    f->items[0] = (struct hv_downstream_cfg){.name = "quick", .url = "https://q", .timeout_s = 2};
+    f->items[1] = (struct hv_downstream_cfg){.name = "slow", .url = "https://s", .timeout_s = 2};
+    f->list.items = f->items;
+    f->list.n = with_slow ? 2 : 1;
+    hv_profiles_builtin(&f->profiles);
+    f->ctx.profiles = &f->profiles;
+    f->ctx.timeout_s = 10;
+    f->ctx.compose = hv_compose_new(&f->list);
+    hv_compose_set_test_hooks(f->ctx.compose, fake_call, fake_clock);
+    hv_settings_default(&f->s);
+    calls_quick = calls_slow = 0;
+    slow_done = false;
+}
+
+static void um_teardown(struct um_fx *f)
+{
+    hv_compose_free(f->ctx.compose);
+    hv_profiles_free(&f->profiles);
+}
+
+/* UpdateMachine for Machine `name` at Kubernetes `version` (a kind hvupdater has no profile
+ * for, so only the downstreams work); returns retryAfterSeconds, the message in msg. */
+static int um(struct um_fx *f, const char *name, const char *version, char *msg, size_t cap)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"%s\",\"kind\":\"UpdateMachineRequest\",\"desired\":{"
+             "\"machine\":{\"apiVersion\":\"cluster.x-k8s.io/v1beta2\",\"kind\":\"Machine\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{\"version\":"
+             "\"%s\"}},\"infrastructureMachine\":{\"apiVersion\":\"infrastructure.cluster.x-k8s."
+             "io/v1beta1\",\"kind\":\"DockerMachine\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\"},\"spec\":{}}}}",
+             HV_HOOKS_API, name, version, name);
+    hj *req = tu_json(text);
+    hj *r = hv_compose_handle(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &f->s);
+    assert_string_equal(hj_get_str(r, "status"), "Success");
+    snprintf(msg, cap, "%s", hj_get_str(r, "message"));
+    int retry = (int)hj_get(r, "retryAfterSeconds")->i;
+    hj_free(r);
+    hj_free(req);
+    return retry;
+}
+
+/* A -> B -> A while the update is in flight: the second A is the first request byte for
+ * byte, but the Machine went to B in between, so quick's done for A no longer holds. */
+static void test_done_is_forgotten_when_the_machine_sees_another_state(void **state)
+{
+    (void)state;
+    struct um_fx f;
+    char m[1024];
+    um_setup(&f, true);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    assert_string_equal(m, "downstream quick: completed; downstream slow: upgrading the kubelet");
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    assert_int_equal(calls_quick, 1); /* remembered while slow still works on A */
+    assert_int_equal(calls_slow, 2);
+    assert_int_equal(um(&f, "cp-0", "v1.33.0", m, sizeof(m)), 5); /* B */
+    assert_int_equal(calls_quick, 2);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5); /* A again */
+    assert_int_equal(calls_quick, 3);
+    /* another Machine's states do not touch cp-0's memory */
+    assert_int_equal(um(&f, "cp-1", "v1.33.0", m, sizeof(m)), 5);
+    assert_int_equal(calls_quick, 4);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    assert_int_equal(calls_quick, 4);
+    um_teardown(&f);
+}
+
+/* A done answer ends the update: the same objects again are a new update, asked again. */
+static void test_done_is_forgotten_when_the_update_is_done(void **state)
+{
+    (void)state;
+    struct um_fx f;
+    char m[1024];
+    um_setup(&f, true);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    slow_done = true;
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 0);
+    assert_string_equal(m, "downstream quick: completed; downstream slow: completed");
+    assert_int_equal(calls_quick, 1);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 0);
+    assert_int_equal(calls_quick, 2);
+    assert_int_equal(calls_slow, 3);
+    um_teardown(&f);
+}
+
+/* Calls for the Machine stop reaching this process for longer than twice the retry it
+ * answered plus 15 s (another replica answers them, and may see other states): forgotten. */
+static void test_done_is_forgotten_after_a_gap(void **state)
+{
+    (void)state;
+    struct um_fx f;
+    char m[1024];
+    um_setup(&f, true);
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    fake_now += 25000; /* 2 * 5 s + 15 s: still following it */
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    assert_int_equal(calls_quick, 1);
+    fake_now += 25001;
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    assert_int_equal(calls_quick, 2);
+    um_teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_done_is_forgotten_when_the_machine_sees_another_state),
+        cmocka_unit_test(test_done_is_forgotten_when_the_update_is_done),
+        cmocka_unit_test(test_done_is_forgotten_after_a_gap),
         cmocka_unit_test(test_only_spec_is_copied_back),
         cmocka_unit_test(test_bad_patches),
         cmocka_unit_test(test_diff),

@@ -2,8 +2,11 @@
  * the serving process's own wiring (hv_runtime: config -> libvirt backend -> engine -> hooks)
  * on libvirt's in-process test:///default driver. UpdateMachine is called the way CAPI calls
  * it: again after retryAfterSeconds (scaled down to 10 ms a second), until done or Failure.
- *  - a property test: for many generated (current, desired) pairs, whenever CanUpdateMachine
- *    covers the change, UpdateMachine brings the domain there and never fails;
+ *  - a property test: for many generated (current, desired) pairs, on domains whose own state
+ *    decides (persistent, transient, a raw block disk), whenever CanUpdateMachine covers the
+ *    change, UpdateMachine brings the domain there and never fails;
+ *  - under the default powerCycle=IfNeeded CanUpdateMachine does not cover what UpdateMachine
+ *    refuses for this domain (a cold change of a transient domain, a raw block disk);
  *  - transient domains: never shut down (a power cycle would delete them), live growth works;
  *  - powerCycle=Never covers a value the domain already has.
  * Built only when the libvirt backend is. */
@@ -94,15 +97,39 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Domain XML: memory MiB (== currentMemory), vcpus current/max. */
-static void dom_xml(char *xml, size_t cap, const char *name, long long mem, int vcpus, int max)
+/* A raw block device as the domain's vda: libvirt cannot grow it. test:///default reports its
+ * capacity as almost 1 TiB, so a desired 2048 GiB would grow it. */
+#define BLOCK_DISK                                                                                 \
+    "<disk type='block' device='disk'><source dev='/dev/null'/><target dev='vda' "                 \
+    "bus='virtio'/></disk>"
+#define BLOCK_WHY "the disk is a raw block device, which libvirt cannot grow; grow it on the host"
+
+/* Domain XML: memory MiB (== currentMemory), vcpus current/max, more devices. */
+static void dom_xml_with(char *xml, size_t cap, const char *name, long long mem, int vcpus, int max,
+                         const char *devices)
 {
     snprintf(xml, cap,
              "<domain type='test'><name>%s</name><memory unit='MiB'>%lld</memory>"
              "<currentMemory unit='MiB'>%lld</currentMemory><vcpu current='%d'>%d</vcpu>"
              "<os><type arch='x86_64'>hvm</type></os>"
-             "<devices><memballoon model='virtio'/></devices></domain>",
-             name, mem, mem, vcpus, max);
+             "<devices>%s<memballoon model='virtio'/></devices></domain>",
+             name, mem, mem, vcpus, max, devices);
+}
+
+static void dom_xml(char *xml, size_t cap, const char *name, long long mem, int vcpus, int max)
+{
+    dom_xml_with(xml, cap, name, mem, vcpus, max, "");
+}
+
+static void define_running_with(struct fx *f, const char *name, long long mem, int vcpus, int max,
+                                const char *devices)
+{
+    char xml[1024];
+    dom_xml_with(xml, sizeof(xml), name, mem, vcpus, max, devices);
+    virDomainPtr d = virDomainDefineXML(f->conn, xml);
+    assert_non_null(d);
+    assert_int_equal(virDomainCreate(d), 0);
+    virDomainFree(d);
 }
 
 static void define_running(struct fx *f, const char *name, long long mem, int vcpus, int max)
@@ -168,16 +195,19 @@ static const char *message(const hj *resp)
     return m ? m : "";
 }
 
-/* A LibvirtMachine JSON object; mem and vcpu are JSON value texts ("" = field absent). */
-static void infra(char *out, size_t cap, const char *name, const char *mem, const char *vcpu)
+/* A LibvirtMachine JSON object; mem, vcpu and disk (GiB) are JSON value texts ("" = field
+ * absent). */
+static void infra_d(char *out, size_t cap, const char *name, const char *mem, const char *vcpu,
+                    const char *disk)
 {
     char spec[256] = "";
-    if (mem[0] && vcpu[0])
-        snprintf(spec, sizeof(spec), "\"memoryMiB\":%s,\"vcpu\":%s", mem, vcpu);
-    else if (mem[0])
-        snprintf(spec, sizeof(spec), "\"memoryMiB\":%s", mem);
-    else if (vcpu[0])
-        snprintf(spec, sizeof(spec), "\"vcpu\":%s", vcpu);
+    const char *keys[3] = {"memoryMiB", "vcpu", "diskGiB"}, *vals[3] = {mem, vcpu, disk};
+    for (int k = 0; k < 3; k++) {
+        if (!vals[k][0])
+            continue;
+        size_t at = strlen(spec);
+        snprintf(spec + at, sizeof(spec) - at, "%s\"%s\":%s", at ? "," : "", keys[k], vals[k]);
+    }
     snprintf(out, cap,
              "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1alpha1\","
              "\"kind\":\"LibvirtMachine\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
@@ -191,12 +221,13 @@ static void infra(char *out, size_t cap, const char *name, const char *mem, cons
 
 /* CanUpdateMachine as KubeadmControlPlane calls it; a retryable "still asking" Failure is
  * asked again, as CAPI would after its back-off. */
-static hj *can_update(struct fx *f, const char *name, const char *cur_mem, const char *cur_vcpu,
-                      const char *mem, const char *vcpu, const char *settings)
+static hj *can_update_d(struct fx *f, const char *name, const char *cur_mem, const char *cur_vcpu,
+                        const char *cur_disk, const char *mem, const char *vcpu, const char *disk,
+                        const char *settings)
 {
     char cur[512], des[512], req[2048];
-    infra(cur, sizeof(cur), name, cur_mem, cur_vcpu);
-    infra(des, sizeof(des), name, mem, vcpu);
+    infra_d(cur, sizeof(cur), name, cur_mem, cur_vcpu, cur_disk);
+    infra_d(des, sizeof(des), name, mem, vcpu, disk);
     snprintf(req, sizeof(req),
              "{\"apiVersion\":\"%s\",\"kind\":\"CanUpdateMachineRequest\",\"settings\":%s,"
              "\"current\":{\"machine\":" MACHINE ",\"infrastructureMachine\":%s},"
@@ -213,13 +244,19 @@ static hj *can_update(struct fx *f, const char *name, const char *cur_mem, const
     return NULL;
 }
 
+static hj *can_update(struct fx *f, const char *name, const char *cur_mem, const char *cur_vcpu,
+                      const char *mem, const char *vcpu, const char *settings)
+{
+    return can_update_d(f, name, cur_mem, cur_vcpu, "", mem, vcpu, "", settings);
+}
+
 /* UpdateMachine until done or Failure, honouring retryAfterSeconds (1 s = 10 ms here).
  * Returns the last answer; *calls gets the number of calls. */
-static hj *update(struct fx *f, const char *name, const char *mem, const char *vcpu,
-                  const char *settings, int *calls)
+static hj *update_d(struct fx *f, const char *name, const char *mem, const char *vcpu,
+                    const char *disk, const char *settings, int *calls)
 {
     char des[512], req[2048];
-    infra(des, sizeof(des), name, mem, vcpu);
+    infra_d(des, sizeof(des), name, mem, vcpu, disk);
     snprintf(req, sizeof(req),
              "{\"apiVersion\":\"%s\",\"kind\":\"UpdateMachineRequest\",\"settings\":%s,"
              "\"desired\":{\"machine\":" MACHINE ",\"infrastructureMachine\":%s}}",
@@ -238,6 +275,12 @@ static hj *update(struct fx *f, const char *name, const char *mem, const char *v
     }
     fail_msg("UpdateMachine for %s still in progress after 400 calls", name);
     return NULL;
+}
+
+static hj *update(struct fx *f, const char *name, const char *mem, const char *vcpu,
+                  const char *settings, int *calls)
+{
+    return update_d(f, name, mem, vcpu, "", settings, calls);
 }
 
 /* ---- transient domains ----------------------------------------------------------------- */
@@ -304,6 +347,76 @@ static void test_transient_domain_not_covered_when_known(void **state)
     assert_false(is_failure(r));
     assert_non_null(hj_get(r, "infrastructureMachinePatch"));
     assert_string_equal(message(r), "vcpu 2->3 live");
+    hj_free(r);
+}
+
+/* Under the default powerCycle=IfNeeded too, CanUpdateMachine asks the domain and does not
+ * cover what UpdateMachine refuses for it, with UpdateMachine's reason. */
+static void test_if_needed_does_not_cover_what_the_domain_refuses(void **state)
+{
+    struct fx *f = *state;
+    const char *dflt = "{}";
+    create_transient(f, "cov-ifn-tr", 2048, 2, 4);
+    /* a shrink needs a power cycle, which would delete the transient domain */
+    hj *r = can_update(f, "cov-ifn-tr", "2048", "2", "1024", "2", dflt);
+    assert_false(is_failure(r));
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    if (!strstr(message(r), "infrastructureMachine.spec.memoryMiB (" TRANSIENT_WHY ")"))
+        fail_msg("covered a shrink of a transient domain: %s", message(r));
+    hj_free(r);
+    r = update(f, "cov-ifn-tr", "1024", "2", dflt, NULL);
+    assert_true(is_failure(r)); /* and UpdateMachine indeed refuses it */
+    assert_non_null(strstr(message(r), TRANSIENT_WHY));
+    hj_free(r);
+    /* growth within its maximum is live: covered, and done */
+    r = can_update(f, "cov-ifn-tr", "2048", "2", "2048", "3", dflt);
+    assert_non_null(hj_get(r, "infrastructureMachinePatch"));
+    hj_free(r);
+
+    /* a raw block disk: not covered, with UpdateMachine's reason */
+    define_running_with(f, "cov-ifn-blk", 2048, 2, 4, BLOCK_DISK);
+    r = can_update_d(f, "cov-ifn-blk", "2048", "2", "20", "2048", "2", "2048", dflt);
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    if (!strstr(message(r), "infrastructureMachine.spec.diskGiB (" BLOCK_WHY ")"))
+        fail_msg("covered growing a raw block disk: %s", message(r));
+    hj_free(r);
+    r = update_d(f, "cov-ifn-blk", "2048", "2", "2048", dflt, NULL);
+    assert_true(is_failure(r));
+    assert_string_equal(message(r), "cannot change disk: " BLOCK_WHY);
+    hj_free(r);
+    /* the spec keeps its disk size, but UpdateMachine would still try to grow the disk (the
+     * domain does not show it): nothing is covered */
+    r = can_update_d(f, "cov-ifn-blk", "2048", "2", "2048", "2048", "3", "2048", dflt);
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    assert_non_null(strstr(message(r), "(the VM cannot take diskGiB as desired: " BLOCK_WHY ")"));
+    hj_free(r);
+
+    /* a paused domain: UpdateMachine takes no step until it runs, so no cover now but a
+     * retryable Failure (never a replacement for a pause) */
+    define_running(f, "cov-ifn-paused", 2048, 2, 4);
+    virDomainPtr d = virDomainLookupByName(f->conn, "cov-ifn-paused");
+    assert_non_null(d);
+    assert_int_equal(virDomainSuspend(d), 0);
+    r = can_update(f, "cov-ifn-paused", "2048", "2", "2048", "3", dflt);
+    assert_true(is_failure(r));
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    assert_string_equal(message(r), "cannot check the change on this VM: the VM is paused, "
+                                    "suspended or in transition; retry");
+    hj_free(r);
+    assert_int_equal(virDomainResume(d), 0);
+    virDomainFree(d);
+    /* running again: covered (another desired value, so not the paused look, which is
+     * cached for 5 s) */
+    r = can_update(f, "cov-ifn-paused", "2048", "2", "2048", "4", dflt);
+    if (is_failure(r) || !hj_get(r, "infrastructureMachinePatch"))
+        fail_msg("not covered once running: %s", message(r));
+    hj_free(r);
+
+    /* a VM that is not there: not covered */
+    r = can_update(f, "cov-ifn-none", "2048", "2", "4096", "2", dflt);
+    assert_false(is_failure(r));
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    assert_non_null(strstr(message(r), "(the VM was not found)"));
     hj_free(r);
 }
 
@@ -405,53 +518,92 @@ static void gen_cpu(char *out, size_t cap)
         snprintf(out, cap, "%llu", (unsigned long long)((r >> 8) % 8 + 1));
 }
 
-/* Whenever CanUpdateMachine covers a change (under Block: Success with a patch), CAPI then
- * calls UpdateMachine: it must end done with the domain showing the desired values, never a
- * Failure for a value no domain could take. */
-static void test_property_covered_changes_never_fail_statically(void **state)
+static void gen_disk(char *out, size_t cap)
 {
-    struct fx *f = *state;
+    /* test:///default reports a block disk of almost 1 TiB: 1500 and 2048 GiB grow it */
+    static const char *const d[] = {"", "20", "1500", "2048"};
+    snprintf(out, cap, "%s", d[rnd() % 4]);
+}
+
+/* One domain's run of the property: n generated desired specs, each after the last one
+ * covered. disk: the spec carries a disk size too; keep_mem: most specs keep the memory. */
+static void property_on(struct fx *f, const char *name, const char *mem0, const char *cpu0,
+                        bool disk, bool keep_mem, int n, int *covered, int *refused)
+{
     const char *s = "{\"onUncoverable\":\"Block\",\"powerOffMode\":\"Hard\"}";
-    define_running(f, "cov-prop", 1024, 2, 4);
-    char cur_mem[48] = "1024", cur_cpu[48] = "2";
-    int covered = 0, refused = 0;
-    for (int k = 0; k < 150; k++) {
-        char mem[48], cpu[48];
+    char cur_mem[48], cur_cpu[48], cur_disk[48] = "";
+    snprintf(cur_mem, sizeof(cur_mem), "%s", mem0);
+    snprintf(cur_cpu, sizeof(cur_cpu), "%s", cpu0);
+    if (disk)
+        snprintf(cur_disk, sizeof(cur_disk), "20");
+    for (int k = 0; k < n; k++) {
+        char mem[48], cpu[48], dsk[48] = "";
         gen_mem(mem, sizeof(mem));
         gen_cpu(cpu, sizeof(cpu));
-        hj *r = can_update(f, "cov-prop", cur_mem, cur_cpu, mem, cpu, s);
+        if (keep_mem && rnd() % 3) /* e.g. a transient domain: mostly vCPU changes */
+            snprintf(mem, sizeof(mem), "%s", cur_mem);
+        if (disk)
+            gen_disk(dsk, sizeof(dsk));
+        hj *r = can_update_d(f, name, cur_mem, cur_cpu, cur_disk, mem, cpu, dsk, s);
         bool ok = !is_failure(r) && hj_get(r, "infrastructureMachinePatch");
         if (!ok) {
             /* uncovered: a stable reason, and nothing happened */
             assert_true(is_failure(r) || !strcmp(message(r), "nothing hvupdater can change in "
                                                              "place"));
-            refused++;
+            (*refused)++;
             hj_free(r);
             continue;
         }
         hj_free(r);
-        covered++;
+        (*covered)++;
         int calls;
-        hj *u = update(f, "cov-prop", mem, cpu, s, &calls);
+        hj *u = update_d(f, name, mem, cpu, dsk, s, &calls);
         if (is_failure(u))
-            fail_msg("pair %d: memoryMiB %s->%s, vcpu %s->%s covered, then UpdateMachine failed: "
-                     "%s",
-                     k, cur_mem, mem, cur_cpu, cpu, message(u));
+            fail_msg("%s pair %d: memoryMiB %s->%s, vcpu %s->%s, diskGiB %s->%s covered, then "
+                     "UpdateMachine failed: %s",
+                     name, k, cur_mem, mem, cur_cpu, cpu, cur_disk, dsk, message(u));
         hj_free(u);
         bool running;
         long long have_mem;
         int have_cpu;
-        assert_true(shows(f, "cov-prop", &running, &have_mem, &have_cpu));
+        assert_true(shows(f, name, &running, &have_mem, &have_cpu));
         assert_true(running);
         if (have_mem != atoll(mem) || have_cpu != atoi(cpu))
-            fail_msg("pair %d: want %s MiB / %s vCPUs, domain shows %lld / %d", k, mem, cpu,
-                     have_mem, have_cpu);
+            fail_msg("%s pair %d: want %s MiB / %s vCPUs, domain shows %lld / %d", name, k, mem,
+                     cpu, have_mem, have_cpu);
         snprintf(cur_mem, sizeof(cur_mem), "%s", mem);
         snprintf(cur_cpu, sizeof(cur_cpu), "%s", cpu);
+        snprintf(cur_disk, sizeof(cur_disk), "%s", dsk);
     }
-    fprintf(stderr, "# property: %d pairs covered and done, %d not covered\n", covered, refused);
+}
+
+/* Whenever CanUpdateMachine covers a change (under Block: Success with a patch), CAPI then
+ * calls UpdateMachine: it must end done with the domain showing the desired values, never a
+ * Failure, whether the reason would be the value (no domain could take it) or this domain
+ * (transient, so never power-cycled; a raw block disk libvirt cannot grow). */
+static void test_property_covered_changes_never_fail(void **state)
+{
+    struct fx *f = *state;
+    define_running(f, "cov-prop", 1024, 2, 4);
+    int covered = 0, refused = 0;
+    property_on(f, "cov-prop", "1024", "2", false, false, 150, &covered, &refused);
+    fprintf(stderr, "# property, persistent domain: %d pairs covered and done, %d not covered\n",
+            covered, refused);
     assert_true(covered > 20);
     assert_true(refused > 20);
+    /* VM-dependent states */
+    int c_tr = 0, r_tr = 0, c_blk = 0, r_blk = 0;
+    create_transient(f, "cov-prop-tr", 1024, 1, 8); /* vCPUs only grow there, up to 8 */
+    property_on(f, "cov-prop-tr", "1024", "1", false, true, 80, &c_tr, &r_tr);
+    define_running_with(f, "cov-prop-blk", 1024, 2, 4, BLOCK_DISK);
+    property_on(f, "cov-prop-blk", "1024", "2", true, false, 40, &c_blk, &r_blk);
+    fprintf(stderr,
+            "# property, transient domain: %d covered and done, %d not covered; raw block "
+            "disk: %d covered and done, %d not covered\n",
+            c_tr, r_tr, c_blk, r_blk);
+    assert_true(c_tr >= 2); /* live vCPU growth */
+    assert_true(r_tr > 20);
+    assert_true(r_blk > 20);
 }
 
 int main(void)
@@ -464,8 +616,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_values_libvirt_cannot_express_are_not_covered, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_property_covered_changes_never_fail_statically, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_if_needed_does_not_cover_what_the_domain_refuses,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_property_covered_changes_never_fail, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #ifdef HV_HAVE_BACKEND_libvirt
 
 #include <libvirt/libvirt.h>
+#include <pthread.h>
 #include <libvirt/virterror.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,11 @@ static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memo
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
 static int n_observes; /* looks taken through the wrapper */
+/* closed: looks through the wrapper hang until it opens (a hypervisor that does not answer) */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_closed;
+static int gate_held; /* looks hanging at the gate now */
 /* the guest of this VM ignores the ACPI power button: a shutdown is accepted, nothing happens */
 static const char *deaf_guest;
 /* a second injected failure: steps of this kind towards this memory (-1: any) fail */
@@ -200,6 +206,13 @@ static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_vm_obs *o,
                      struct hv_err *e)
 {
+    pthread_mutex_lock(&gate_mu);
+    gate_held++;
+    pthread_cond_broadcast(&gate_cv);
+    while (gate_closed)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    gate_held--;
+    pthread_mutex_unlock(&gate_mu);
     int rc = inner_be->ops->observe(inner_be, r, o, e);
     __atomic_add_fetch(&n_observes, 1, __ATOMIC_SEQ_CST);
     return rc;
@@ -1051,6 +1064,105 @@ static void test_domain_event_ends_a_wait_before_the_next_call(void **state)
     unwrap(f);
 }
 
+struct probe_call {
+    struct hv_engine *e;
+    struct hv_settings s;
+    char name[32];
+    int rc;
+};
+
+static void *probe_call_thread(void *arg)
+{
+    struct probe_call *c = arg;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of(c->name);
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    c->rc = hv_engine_probe(c->e, &p, &ref, &want, &c->s, plan, why, sizeof(why));
+    return NULL;
+}
+
+static int64_t probe_ms(struct fx *f, const char *name, int *rc)
+{
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    int64_t t0 = mono_ms();
+    *rc = hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why));
+    return mono_ms() - t0;
+}
+
+/* CanUpdateMachine's wait for the VM's facts is bounded by the probe's age, not by each call:
+ * against a hypervisor that does not answer, only the calls within the first probe_wait_ms of
+ * a probe wait; later ones, and any call while MAX_PROBES (32) probes hang, answer "still
+ * asking" at once, so a slow hypervisor cannot hold the server's threads. */
+static void test_probe_wait_is_bounded_by_the_probe_not_the_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-hang", 1024, 1024, 1, 1);
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.probe_wait_ms = 3000;
+    struct hv_backend *b = &wrapped;
+    f->e = hv_engine_new(&c, &b, 1);
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = true;
+    pthread_mutex_unlock(&gate_mu);
+
+    int rc1, rc2, rc3;
+    int64_t first = probe_ms(f, "eng-hang", &rc1);
+    int64_t second = probe_ms(f, "eng-hang", &rc2);
+
+    /* 31 more VMs: 32 probes hang, each call that started one waiting at once in parallel */
+    struct probe_call calls[31];
+    pthread_t t[31];
+    for (int k = 0; k < 31; k++) {
+        calls[k] = (struct probe_call){.e = f->e, .s = f->s};
+        snprintf(calls[k].name, sizeof(calls[k].name), "eng-hang-%d", k);
+        assert_int_equal(pthread_create(&t[k], NULL, probe_call_thread, &calls[k]), 0);
+    }
+    pthread_mutex_lock(&gate_mu);
+    while (gate_held < 32)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    int64_t other = probe_ms(f, "eng-other", &rc3); /* no probe can start for it */
+    for (int k = 0; k < 31; k++)
+        pthread_join(t[k], NULL);
+    /* open the gate before judging: a failed assertion must not leave probes hanging */
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = false;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    fprintf(stderr, "# probe wait: first %lld ms, then %lld ms, with 32 hanging %lld ms\n",
+            (long long)first, (long long)second, (long long)other);
+    assert_int_equal(rc1, -2);
+    assert_true(first >= 2900); /* the call that started the probe waited its 3 s */
+    assert_int_equal(rc2, -2);
+    if (second >= 1500)
+        fail_msg("a call while the probe hangs past its wait waited %lld ms", (long long)second);
+    assert_int_equal(rc3, -2);
+    if (other >= 1500)
+        fail_msg("a call with 32 probes hanging waited %lld ms", (long long)other);
+    for (int k = 0; k < 31; k++)
+        assert_int_equal(calls[k].rc, -2);
+    int rc = -2;
+    /* the hypervisor answers again: the next calls get the facts */
+    for (int k = 0; k < 100; k++) {
+        probe_ms(f, "eng-hang", &rc);
+        if (rc != -2)
+            break;
+        sleep_ms(20); /* CAPI's retry after a "still asking" */
+    }
+    assert_int_equal(rc, 0);
+    unwrap(f);
+}
+
 static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(void **state)
 {
     struct fx *f = *state;
@@ -1069,7 +1181,7 @@ static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(v
         struct hv_vm_ref ref = ref_of(name);
         struct hv_field_plan plan[HV_F_COUNT];
         char why[300];
-        assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, plan, why, sizeof(why)), -1);
+        assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), -3);
         assert_string_equal(why, "the VM was not found");
     }
     assert_int_equal(hv_engine_entries(f->e), 0);
@@ -1317,6 +1429,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_wait_is_bounded_by_the_probe_not_the_call, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_step_without_stored_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,

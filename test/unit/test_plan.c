@@ -57,16 +57,17 @@ static int fake_available(void *ctx, const struct hv_profile *p, const struct hv
 }
 
 static int fake_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
-                      const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT], char *why,
-                      size_t whylen)
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
+    (void)s;
     struct fake *f = ctx;
     f->probe_calls++;
     f->probe_ref = *ref;
     f->probe_desired = *desired;
     if (f->probe_rc < 0) {
-        snprintf(why, whylen, "%s", f->probe_why);
-        return -1;
+        snprintf(why, whylen, "%s", f->probe_why ? f->probe_why : "");
+        return f->probe_rc;
     }
     memcpy(plan, f->plan, sizeof(f->plan));
     return 0;
@@ -904,7 +905,7 @@ static void test_available_called_with_vm_ref(void **state)
     assert_string_equal(f.avail_ref.server, "vcenter.example.com");
     assert_string_equal(f.avail_ref.uuid, VSM_UUID);
     assert_string_equal(f.avail_ref.name, "");
-    assert_int_equal(f.probe_calls, 0); /* IfNeeded never probes */
+    assert_int_equal(f.probe_calls, 1); /* IfNeeded asks too: for what this VM cannot take */
     hv_coverage_free(&c);
     hj_free(req);
 
@@ -1037,9 +1038,11 @@ static void test_probe_live_keeps_field(void **state)
     assert_int_equal(f.probe_calls, 1);
     assert_string_equal(f.probe_ref.uuid, VSM_UUID);
     assert_string_equal(f.probe_ref.server, "vcenter.example.com");
+    /* the whole desired spec, as UpdateMachine plans it */
     assert_true(f.probe_desired.memory_mib == 8192);
-    assert_int_equal(f.probe_desired.cpus, -1);
-    assert_int_equal(f.probe_desired.cores_per_socket, -1);
+    assert_int_equal(f.probe_desired.cpus, 2);
+    assert_int_equal(f.probe_desired.cores_per_socket, 1);
+    assert_true(f.probe_desired.disk_mib == 25 * 1024);
     tu_assert_dump(c.infra_patch,
                    "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
     hv_coverage_free(&c);
@@ -1079,11 +1082,12 @@ static void test_probe_cold_under_never(void **state)
                         "not possible live on this VM now: needs a power cycle");
     assert_null(c.infra_patch);
     hv_coverage_free(&c);
-    /* IfNeeded: the probe is not asked, growth is live */
+    /* IfNeeded: asked as well, but a cold answer is covered (UpdateMachine power-cycles);
+     * the label stays the reading of the numbers */
     e.s.power_cycle = HV_PC_IF_NEEDED;
     f.probe_calls = 0;
     plan_req(&e, req, &c);
-    assert_int_equal(f.probe_calls, 0);
+    assert_int_equal(f.probe_calls, 1);
     assert_string_equal(c.message, "memoryMiB 4096->8192 live");
     hv_coverage_free(&c);
     hj_free(req);
@@ -1153,13 +1157,90 @@ static void test_probe_error(void **state)
     f.probe_why = "vcenter.example.com cannot be reached";
     e.hooks = &h;
     hj *req = tu_fixture("vsm-memory-cpu-grow.json");
+    /* the VM cannot be read: a retryable Failure under every policy, never a cover, and
+     * never a replacement for a hypervisor that is away for a moment */
+    for (int pc = 0; pc < 2; pc++) {
+        e.s.power_cycle = pc ? HV_PC_IF_NEEDED : HV_PC_NEVER;
+        for (int unc = 0; unc < 2; unc++) {
+            e.s.on_uncoverable = unc ? HV_UNC_FALLBACK : HV_UNC_BLOCK;
+            plan_req(&e, req, &c);
+            assert_true(c.failure);
+            assert_null(c.infra_patch);
+            assert_string_equal(c.message, "cannot check the change on this VM: "
+                                           "vcenter.example.com cannot be reached; retry");
+            hv_coverage_free(&c);
+        }
+    }
+    hj_free(req);
+    env_free(&e);
+}
+
+/* Under the default IfNeeded, CanUpdateMachine asks the VM too: a rule that depends on the VM
+ * (here vSphere's: numCPUs must be a multiple of the VM's own cores per socket when the spec
+ * names none) uncovers the field with the backend's reason, the one UpdateMachine gives. */
+static void test_if_needed_applies_the_vms_own_rules(void **state)
+{
+    struct env e;
+    struct hv_coverage c;
+    struct fake f;
+    struct hv_plan_hooks h;
+    env_init(&e, HV_PC_IF_NEEDED, HV_UNC_FALLBACK);
+    fake_init(&f, &h);
+    f.plan[HV_F_CPUS].how = HV_HOW_IMPOSSIBLE;
+    snprintf(f.plan[HV_F_CPUS].reason, sizeof(f.plan[HV_F_CPUS].reason),
+             "cpus must be a multiple of coresPerSocket (2)");
+    plan_live(&f, HV_F_MEMORY, "hot-add");
+    e.hooks = &h;
+    hj *req = tu_fixture("vsm-memory-cpu-grow.json");
+    plan_req(&e, req, &c);
+    assert_false(c.failure);
+    assert_string_equal(c.message, "memoryMiB 4096->8192 live; not covered, left to CAPI: " IM
+                                   "numCPUs (cpus must be a multiple of coresPerSocket (2))");
+    tu_assert_dump(c.infra_patch,
+                   "[{\"op\":\"replace\",\"path\":\"/spec/memoryMiB\",\"value\":8192}]");
+    hv_coverage_free(&c);
+    /* Block: a Failure naming the rule */
+    e.s.on_uncoverable = HV_UNC_BLOCK;
     plan_req(&e, req, &c);
     assert_true(c.failure);
+    assert_string_equal(c.message, BLOCK_PFX IM "numCPUs (cpus must be a multiple of "
+                                                "coresPerSocket (2))");
+    hv_coverage_free(&c);
+    /* a field the spec does not change but the VM cannot take (the disk the spec names, on a
+     * VM with snapshots): UpdateMachine would fail the whole update, so nothing is covered */
+    e.s.on_uncoverable = HV_UNC_FALLBACK;
+    memset(f.plan, 0, sizeof(f.plan));
+    plan_live(&f, HV_F_MEMORY, "hot-add");
+    f.plan[HV_F_DISK].how = HV_HOW_IMPOSSIBLE;
+    snprintf(f.plan[HV_F_DISK].reason, sizeof(f.plan[HV_F_DISK].reason), "the VM has snapshots");
+    plan_req(&e, req, &c);
     assert_null(c.infra_patch);
+    assert_string_equal(c.uncovered[0].reason,
+                        "the VM cannot take diskGiB as desired: the VM has snapshots");
+    hv_coverage_free(&c);
+    /* the VM is gone: not covered (UpdateMachine could only fail) */
+    memset(f.plan, 0, sizeof(f.plan));
+    f.probe_rc = -3;
+    plan_req(&e, req, &c);
+    assert_false(c.failure);
+    assert_null(c.infra_patch);
+    assert_string_equal(c.uncovered[0].reason, "the VM was not found");
+    hv_coverage_free(&c);
+    /* the hypervisor has not answered within the wait: a retryable Failure */
+    f.probe_rc = -2;
+    plan_req(&e, req, &c);
+    assert_true(c.failure);
     assert_string_equal(c.message,
-                        BLOCK_PFX IM "memoryMiB (cannot confirm a live change: vcenter.example.com "
-                                     "cannot be reached); " IM "numCPUs (cannot confirm a live "
-                                     "change: vcenter.example.com cannot be reached)");
+                        "still asking the hypervisor whether this VM can take the change; retry");
+    hv_coverage_free(&c);
+    hj_free(req);
+    /* CanUpdateMachineSet names no VM: nothing to ask */
+    f.probe_rc = 0;
+    f.probe_calls = 0;
+    req = tu_fixture("vsmt-memory-cpu-grow.json");
+    plan_req(&e, req, &c);
+    assert_int_equal(f.probe_calls, 0);
+    assert_false(c.failure);
     hv_coverage_free(&c);
     hj_free(req);
     env_free(&e);
@@ -1492,6 +1573,7 @@ int main(void)
         cmocka_unit_test(test_probe_cold_under_never),
         cmocka_unit_test(test_probe_mixed_answers),
         cmocka_unit_test(test_probe_error),
+        cmocka_unit_test(test_if_needed_applies_the_vms_own_rules),
         cmocka_unit_test(test_backend_static_rules_uncover),
         cmocka_unit_test(test_guest_required_on_vsphere_uncovers_memory_and_cpus),
         cmocka_unit_test(test_deterministic_messages),

@@ -6,8 +6,12 @@
  *    CanUpdateMachine covers the change, UpdateMachine brings the VM there and never fails;
  *  - the vSphere rules that hold for every VM (4 MiB multiples, cpus a multiple of
  *    coresPerSocket, the platform maxima) are applied at CanUpdate with UpdateMachine's reason;
- *  - powerCycle=Never covers a value the VM already has.
- * VM 0: plain (no hot-add: growth is cold); VM 1: memory and CPU hot-add. */
+ *  - powerCycle=Never covers a value the VM already has;
+ *  - the rules that depend on the VM (its own cores per socket, snapshots) are applied at
+ *    CanUpdateMachine under the default powerCycle=IfNeeded too, and the property holds on
+ *    a VM where they decide.
+ * VM 0: plain (no hot-add: growth is cold); VM 1: memory and CPU hot-add; VM 2: 4 vCPUs, 2
+ * cores per socket; VM 3: a snapshot. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,9 +38,11 @@ static int setup(void **state)
 {
     static const char *const flags[] = {
         "-hosts", "1",
-        "-vms",   "2",
+        "-vms",   "4",
         "-vm",    "all:memory=4096,cpus=2,cores=1",
         "-vm",    "1:memhotadd,cpuhotadd",
+        "-vm",    "2:cpus=4,cores=2",
+        "-vm",    "3:disk=20,snapshot",
         NULL,
     };
     (void)state;
@@ -107,17 +113,23 @@ static const char *message(const hj *resp)
 }
 
 struct spec {
-    char mem[48], cpus[48], cores[48]; /* JSON value texts */
+    char mem[48], cpus[48], cores[48]; /* JSON value texts; cores "": absent */
+    char disk[48];                     /* diskGiB; "" (or never set): absent */
 };
 
 static void infra(char *out, size_t cap, const struct spec *s)
 {
+    char cores[80] = "", disk[80] = "";
+    if (s->cores[0])
+        snprintf(cores, sizeof(cores), ",\"numCoresPerSocket\":%s", s->cores);
+    if (s->disk[0])
+        snprintf(disk, sizeof(disk), ",\"diskGiB\":%s", s->disk);
     snprintf(out, cap,
              "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
              "\"VSphereMachine\",\"metadata\":{\"name\":\"vsm\",\"namespace\":\"default\"},"
              "\"spec\":{\"server\":\"vcsim\",\"datacenter\":\"DC0\",\"template\":\"t\","
-             "\"memoryMiB\":%s,\"numCPUs\":%s,\"numCoresPerSocket\":%s}}",
-             s->mem, s->cpus, s->cores);
+             "\"memoryMiB\":%s,\"numCPUs\":%s%s%s}}",
+             s->mem, s->cpus, cores, disk);
 }
 
 static void machine(char *out, size_t cap, size_t vm)
@@ -199,6 +211,7 @@ static void shows(size_t vm, long long *mem, int *cpus, int *cores, bool *on)
 static struct spec spec_of(const char *mem, const char *cpus, const char *cores)
 {
     struct spec s;
+    memset(&s, 0, sizeof(s));
     snprintf(s.mem, sizeof(s.mem), "%s", mem);
     snprintf(s.cpus, sizeof(s.cpus), "%s", cpus);
     snprintf(s.cores, sizeof(s.cores), "%s", cores);
@@ -300,6 +313,56 @@ static void test_static_rules_are_applied_at_can_update(void **state)
     hj_free(r);
 }
 
+/* ---- the rules that depend on the VM ------------------------------------------------------- */
+
+/* Under the default powerCycle=IfNeeded, CanUpdateMachine reads the VM and does not cover
+ * what UpdateMachine refuses for it, with UpdateMachine's reason. */
+static void test_vm_rules_are_applied_at_can_update(void **state)
+{
+    (void)state;
+    /* numCPUs 4 -> 5 with no numCoresPerSocket in the spec, on a VM with 2 cores per socket */
+    struct spec cur = spec_of("4096", "4", ""), des = spec_of("4096", "5", "");
+    hj *r = can_update(2, &cur, &des, "{}");
+    assert_false(is_failure(r));
+    assert_null(hj_get(r, "infrastructureMachinePatch"));
+    if (!strstr(message(r), "infrastructureMachine.spec.numCPUs (cpus must be a multiple of "
+                            "coresPerSocket (2))"))
+        fail_msg("CanUpdateMachine: %s", message(r));
+    hj_free(r);
+    r = update(2, &des, "{}");
+    assert_true(is_failure(r));
+    assert_string_equal(message(r),
+                        "cannot change vCPUs: cpus must be a multiple of coresPerSocket (2)");
+    hj_free(r);
+    /* 4 -> 6 is a multiple: covered, and done */
+    des = spec_of("4096", "6", "");
+    r = can_update(2, &cur, &des, "{\"onUncoverable\":\"Block\"}");
+    if (is_failure(r) || !hj_get(r, "infrastructureMachinePatch"))
+        fail_msg("not covered: %s", message(r));
+    hj_free(r);
+    r = update(2, &des, "{\"powerOffMode\":\"Hard\"}");
+    if (is_failure(r))
+        fail_msg("UpdateMachine: %s", message(r));
+    hj_free(r);
+
+    /* a disk on a VM with snapshots */
+    cur = spec_of("4096", "2", "1");
+    snprintf(cur.disk, sizeof(cur.disk), "20");
+    des = cur;
+    snprintf(des.disk, sizeof(des.disk), "30");
+    r = can_update(3, &cur, &des, "{\"onUncoverable\":\"Block\"}");
+    assert_true(is_failure(r));
+    if (!strstr(message(r), "infrastructureMachine.spec.diskGiB (the VM has snapshots, and "
+                            "vSphere cannot grow a disk that has them; delete or consolidate "
+                            "them)"))
+        fail_msg("CanUpdateMachine: %s", message(r));
+    hj_free(r);
+    r = update(3, &des, "{}");
+    assert_true(is_failure(r));
+    assert_non_null(strstr(message(r), "cannot change disk: the VM has snapshots"));
+    hj_free(r);
+}
+
 /* ---- powerCycle=Never and values the VM already has ---------------------------------------- */
 
 static void test_never_covers_a_value_the_vm_already_has(void **state)
@@ -375,47 +438,67 @@ static void gen(struct spec *s)
         snprintf(s->cores, sizeof(s->cores), "%d", 1 << ((r >> 8) % 2));
 }
 
-/* Whenever CanUpdateMachine covers a change (under Block: Success with a patch), UpdateMachine
- * ends done with the VM showing the desired values; never a Failure. */
-static void test_property_covered_changes_never_fail_statically(void **state)
+/* One VM's run of the property. no_cores: the specs name no numCoresPerSocket (the VM's own
+ * decides which numCPUs it can take). */
+static void property_on(size_t vm, struct spec cur, bool no_cores, int n, int *covered,
+                        int *refused)
 {
-    (void)state;
     const char *s = "{\"onUncoverable\":\"Block\",\"powerOffMode\":\"Hard\"}";
-    struct spec cur = spec_of("4096", "2", "1");
-    int covered = 0, refused = 0;
-    for (int k = 0; k < 100; k++) {
+    for (int k = 0; k < n; k++) {
         struct spec des;
+        memset(&des, 0, sizeof(des));
         gen(&des);
-        hj *r = can_update(0, &cur, &des, s);
+        if (no_cores)
+            des.cores[0] = '\0';
+        hj *r = can_update(vm, &cur, &des, s);
         bool ok = !is_failure(r) && hj_get(r, "infrastructureMachinePatch");
         if (!ok) {
             assert_true(is_failure(r) ||
                         !strcmp(message(r), "nothing hvupdater can change in place"));
-            refused++;
+            (*refused)++;
             hj_free(r);
             continue;
         }
         hj_free(r);
-        covered++;
-        hj *u = update(0, &des, s);
+        (*covered)++;
+        hj *u = update(vm, &des, s);
         if (is_failure(u))
-            fail_msg("pair %d: memoryMiB %s->%s, numCPUs %s->%s, numCoresPerSocket %s->%s covered, "
-                     "then UpdateMachine failed: %s",
-                     k, cur.mem, des.mem, cur.cpus, des.cpus, cur.cores, des.cores, message(u));
+            fail_msg("VM %zu pair %d: memoryMiB %s->%s, numCPUs %s->%s, numCoresPerSocket %s->%s "
+                     "covered, then UpdateMachine failed: %s",
+                     vm, k, cur.mem, des.mem, cur.cpus, des.cpus, cur.cores, des.cores, message(u));
         hj_free(u);
         long long mem;
         int cpus, cores;
         bool on;
-        shows(0, &mem, &cpus, &cores, &on);
+        shows(vm, &mem, &cpus, &cores, &on);
         assert_true(on);
-        if (mem != atoll(des.mem) || cpus != atoi(des.cpus) || cores != atoi(des.cores))
-            fail_msg("pair %d: want %s / %s / %s, VM shows %lld / %d / %d", k, des.mem, des.cpus,
-                     des.cores, mem, cpus, cores);
+        if (mem != atoll(des.mem) || cpus != atoi(des.cpus) ||
+            (des.cores[0] && cores != atoi(des.cores)))
+            fail_msg("VM %zu pair %d: want %s / %s / %s, VM shows %lld / %d / %d", vm, k, des.mem,
+                     des.cpus, des.cores, mem, cpus, cores);
         cur = des;
     }
+}
+
+/* Whenever CanUpdateMachine covers a change (under Block: Success with a patch), UpdateMachine
+ * ends done with the VM showing the desired values; never a Failure: whether the value breaks
+ * a rule for every VM or one of this VM's (VM 2: its own 2 cores per socket). */
+static void test_property_covered_changes_never_fail(void **state)
+{
+    (void)state;
+    int covered = 0, refused = 0;
+    property_on(0, spec_of("4096", "2", "1"), false, 100, &covered, &refused);
     fprintf(stderr, "# property: %d pairs covered and done, %d not covered\n", covered, refused);
     assert_true(covered > 20);
     assert_true(refused > 20);
+    int c2 = 0, r2 = 0;
+    property_on(2, spec_of("4096", "6", ""), true, 40, &c2, &r2);
+    fprintf(stderr,
+            "# property, VM with 2 cores per socket, specs without cores: %d covered and "
+            "done, %d not covered\n",
+            c2, r2);
+    assert_true(c2 > 5);
+    assert_true(r2 > 5);
 }
 
 int main(void)
@@ -424,7 +507,8 @@ int main(void)
         cmocka_unit_test(test_hot_add_calls),
         cmocka_unit_test(test_static_rules_are_applied_at_can_update),
         cmocka_unit_test(test_never_covers_a_value_the_vm_already_has),
-        cmocka_unit_test(test_property_covered_changes_never_fail_statically),
+        cmocka_unit_test(test_vm_rules_are_applied_at_can_update),
+        cmocka_unit_test(test_property_covered_changes_never_fail),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,6 +4,8 @@
 //
 // A level-triggered loop over the API server (every -interval):
 //   - LibvirtCluster: marks status.initialization.provisioned (CAPI's v1beta2 contract).
+//   - LabBootstrapConfig (bootstrap.cluster.x-k8s.io/v1alpha1): writes its data Secret and
+//     marks it created.
 //   - LibvirtMachine owned by a Machine whose bootstrap data Secret exists: defines and starts
 //     a QEMU domain (test/lab/domains/<spec.style>.xml, memory and vCPUs from the spec,
 //     booting the lab guest), sets spec.providerID to libvirt://<domain UUID>, marks
@@ -48,6 +50,7 @@ var (
 	lmGVR      = gvLab.WithResource("libvirtmachines")
 	lcGVR      = gvLab.WithResource("libvirtclusters")
 	machineGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+	lbGVR      = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha1", Resource: "labbootstrapconfigs"}
 )
 
 type provider struct {
@@ -100,6 +103,16 @@ func (p *provider) pass(ctx context.Context) {
 			p.patchStatus(ctx, lcGVR, lc, map[string]any{"initialization": map[string]any{"provisioned": true}})
 		}
 	}
+	lbs, err := p.dyn.Resource(lbGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		log.Printf("provider: list LabBootstrapConfigs: %v", err)
+		return
+	}
+	for i := range lbs.Items {
+		if err := p.reconcileBootstrap(ctx, &lbs.Items[i]); err != nil {
+			log.Printf("provider: LabBootstrapConfig %s/%s: %v", lbs.Items[i].GetNamespace(), lbs.Items[i].GetName(), err)
+		}
+	}
 	lms, err := p.dyn.Resource(lmGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		log.Printf("provider: list LibvirtMachines: %v", err)
@@ -110,6 +123,31 @@ func (p *provider) pass(ctx context.Context) {
 			log.Printf("provider: LibvirtMachine %s/%s: %v", lms.Items[i].GetNamespace(), lms.Items[i].GetName(), err)
 		}
 	}
+}
+
+// reconcileBootstrap writes a LabBootstrapConfig's data Secret (owned by it) and marks it
+// created: CAPI's v1beta2 bootstrap contract (status.dataSecretName,
+// status.initialization.dataSecretCreated).
+func (p *provider) reconcileBootstrap(ctx context.Context, lb *unstructured.Unstructured) error {
+	if ok, _, _ := unstructured.NestedBool(lb.Object, "status", "initialization", "dataSecretCreated"); ok {
+		return nil
+	}
+	data, _, _ := unstructured.NestedString(lb.Object, "spec", "data")
+	name := lb.GetName() + "-bootstrap"
+	_, err := p.kube.CoreV1().Secrets(lb.GetNamespace()).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: lb.GetNamespace(),
+			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": lb.GetLabels()["cluster.x-k8s.io/cluster-name"]},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: lb.GetAPIVersion(), Kind: lb.GetKind(),
+				Name: lb.GetName(), UID: lb.GetUID()}}},
+		Type:       "cluster.x-k8s.io/secret",
+		StringData: map[string]string{"value": data, "format": "cloud-config"},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	p.patchStatus(ctx, lbGVR, lb, map[string]any{"dataSecretName": name,
+		"initialization": map[string]any{"dataSecretCreated": true}})
+	return nil
 }
 
 func (p *provider) domainName(lm *unstructured.Unstructured) string { return p.prefix + lm.GetName() }
@@ -250,16 +288,29 @@ func (p *provider) ensureNode(ctx context.Context, name, providerID string) erro
 	if err != nil {
 		return err
 	}
+	// what a healthy kubelet reports, and CAPI's NodeHealthy condition reads
+	want := map[corev1.NodeConditionType]corev1.ConditionStatus{
+		corev1.NodeReady: corev1.ConditionTrue, corev1.NodeMemoryPressure: corev1.ConditionFalse,
+		corev1.NodeDiskPressure: corev1.ConditionFalse, corev1.NodePIDPressure: corev1.ConditionFalse,
+	}
+	have := 0
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return nil
+		if st, ok := want[c.Type]; ok && c.Status == st {
+			have++
 		}
 	}
+	if have == len(want) {
+		return nil
+	}
 	now := metav1.Now()
-	n.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
-		Message: "written by the CAPI lab's stand-in provider (no kubelet)", LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
+	n.Status.Conditions = nil
+	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure,
+		corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+			Type: t, Status: want[t], Reason: "StandIn", LastHeartbeatTime: now, LastTransitionTime: now,
+			Message: "written by the CAPI lab's stand-in provider (no kubelet)",
+		})
+	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	return err
