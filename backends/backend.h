@@ -41,6 +41,8 @@ enum hv_errcode {
     HV_E_RESOURCES,     /* host lacks memory/CPU */
     HV_E_TIMEOUT,       /* a call or a wait ran out of time */
     HV_E_TLS,           /* the server certificate does not match the pinned thumbprint / CA */
+    HV_E_CREDENTIALS,   /* the credentials could not be read where they are kept (CAPV's
+                           identity of the machine's cluster) */
     HV_E_INTERNAL,      /* anything else */
     HV_E_AMBIGUOUS,     /* the VM's name is on several hosts (detail: the hosts, comma-separated) */
 };
@@ -57,6 +59,12 @@ struct hv_vm_ref {
     char name[HV_NAME_MAX];   /* domain / VM name; fallback when uuid is "" */
     char disk[32]; /* which disk the disk size means, from the profile: libvirt target device
                       ("vda"); vSphere unit number ("" = the first virtual disk) */
+    char cluster[HV_NAME_MAX]; /* "namespace/clusterName" of the Machine's Cluster ("" = not
+                                  known): whose credentials a backend that reads them per
+                                  cluster uses (vSphere identityFrom capv) */
+    char thumbprint[100];      /* the request's certificate thumbprint of the server (CAPV
+                                  VSphereMachine.spec.thumbprint); "" = none. Used only when the
+                                  configured server entry pins none */
 };
 
 enum hv_power { HV_POWER_UNKNOWN = 0, HV_POWER_ON, HV_POWER_OFF, HV_POWER_PAUSED };

@@ -189,6 +189,10 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
     struct entry *x = find(e, key);
     if (x) {
         x->used_ms = now_ms(e);
+        /* whose credentials and which certificate: as the latest request says (workers copy
+         * the ref under the lock) */
+        memcpy(x->ref.cluster, ref->cluster, sizeof(x->ref.cluster));
+        memcpy(x->ref.thumbprint, ref->thumbprint, sizeof(x->ref.thumbprint));
         return x;
     }
     x = calloc(1, sizeof(*x));

@@ -55,6 +55,8 @@ const char *hv_errcode_message(enum hv_errcode c)
                       "CA");
     case HV_E_AMBIGUOUS:
         return HV_MSG("its name is on several configured hosts");
+    case HV_E_CREDENTIALS:
+        return HV_MSG("hvupdater cannot read the vCenter credentials of the machine's cluster");
     case HV_E_INTERNAL:
         break;
     }

@@ -290,6 +290,26 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
              ref.uuid[0] ? ref.uuid : ref.name);
 }
 
+/* A Failure answer that operators should see on the object: settings that fail to parse, a
+ * Block, or UpdateMachine's failure (CAPI does not call again for the same change). */
+static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                       bool bad_settings, const char *message)
+{
+    const char *reason = NULL;
+    if (!message)
+        return;
+    if (bad_settings)
+        reason = "InvalidSettings";
+    else if (h == HV_HOOK_UPDATE_MACHINE)
+        reason = "UpdateFailed";
+    else if (strncmp(message, HV_MSG_BLOCKED, strlen(HV_MSG_BLOCKED)) == 0)
+        reason = "UpdateBlocked";
+    const hj *obj = hj_get(hj_get(req, "desired"),
+                           h == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "machineSet" : "machine");
+    if (reason && obj && obj->type == HJ_OBJECT)
+        ctx->event(ctx->event_ctx, obj, reason, message);
+}
+
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
 {
@@ -305,11 +325,13 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     char buf[300];
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;
+    bool bad_settings = false;
     hj *r;
     if (h == HV_HOOK_DISCOVERY) {
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
-               hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0) {
+               (bad_settings =
+                    hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0)) {
         r = hv_hook_response(h, true, msg ? msg : buf);
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
@@ -322,6 +344,8 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     }
     const char *st = hj_get_str(r, "status");
     *failure_out = st && !strcmp(st, "Failure");
+    if (*failure_out && ctx->event)
+        warn_event(ctx, h, req, bad_settings, hj_get_str(r, "message"));
     if (msg_out && msglen)
         snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
     char *out = hj_dump(r, len_out);

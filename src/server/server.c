@@ -245,10 +245,12 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     } else if (info) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        /* the Machine (MachineSet) as namespace/name and its Cluster: objects in the capi
+         * log format, as CAPI's own lines name them */
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
-               "machine", who.machine, "cluster", who.cluster, "infra", who.infra, "vm", who.vm,
-               (char *)NULL);
+               r->hook == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "@MachineSet" : "@Machine", who.machine,
+               "@Cluster", who.cluster, "infra", who.infra, "vm", who.vm, (char *)NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);
 }

@@ -33,10 +33,12 @@ import hvdeploy as hv  # noqa: E402
 
 PKG = "hvupdater"
 USER = "hvupdater"
+SAN = "deb-test.hvupdater.invalid"
 FILES = {
     "/usr/bin/hvupdater": 0o755,
     "/lib/systemd/system/hvupdater.service": 0o644,
     "/etc/hvupdater/config.json": 0o644,
+    "/etc/default/hvupdater": 0o644,
     "/usr/share/man/man1/hvupdater.1.gz": 0o644,
     "/usr/share/doc/hvupdater/copyright": 0o644,
 }
@@ -246,8 +248,9 @@ def check_package(r, src, build, deb):
     ctrl = os.path.join(os.path.dirname(deb), "control")
     shutil.rmtree(ctrl, ignore_errors=True)
     run(["dpkg-deb", "-e", deb, ctrl], check=True)
-    r.eq(open(os.path.join(ctrl, "conffiles")).read().split(), ["/etc/hvupdater/config.json"],
-         "conffiles holds the config")
+    r.eq(open(os.path.join(ctrl, "conffiles")).read().split(),
+         ["/etc/hvupdater/config.json", "/etc/default/hvupdater"],
+         "conffiles holds the config and /etc/default/hvupdater")
     for script in ("postinst", "prerm", "postrm"):
         p = os.path.join(ctrl, script)
         r.check(os.path.isfile(p) and os.stat(p).st_mode & 0o111, f"{script} is in the package "
@@ -274,6 +277,15 @@ def install_and_run(r, src, deb, work):
     with open(os.path.join(src, "deploy", "systemd", "config.json")) as f:
         r.eq(open("/etc/hvupdater/config.json").read(), f.read(),
              "/etc/hvupdater/config.json is deploy/systemd/config.json")
+    with open(os.path.join(src, "deploy", "systemd", "hvupdater.default")) as f:
+        r.eq(open("/etc/default/hvupdater").read(), f.read(),
+             "/etc/default/hvupdater is deploy/systemd/hvupdater.default")
+    cf = run(["dpkg-query", "-W", "-f=${Conffiles}", PKG]).stdout
+    r.check(re.search(r"^\s*/etc/default/hvupdater [0-9a-f]{32}$", cf, re.M),
+            "dpkg registers /etc/default/hvupdater as a conffile", cf)
+    # The admin's edit: a SAN for the host name, which the server's certificate must carry.
+    with open("/etc/default/hvupdater", "a", encoding="utf-8") as f:
+        f.write(f'HVUPDATER_ARGS="--tls-san {SAN}"\n')
     gz = run(["gzip", "-t", "/usr/share/man/man1/hvupdater.1.gz"])
     r.check(gz.returncode == 0, "man page is valid gzip", gz.stderr)
     v = run(["/usr/bin/hvupdater", "version"])
@@ -318,6 +330,10 @@ def install_and_run(r, src, deb, work):
     # user database, STATE_DIRECTORY made and owned by the user, a port we can find.
     unit, argv = unit_exec(unit_path)
     r.eq(hv.unit_get(unit, "Service", "User")[-1:], [USER], "unit User= is the packaged user")
+    envfile = hv.unit_get(unit, "Service", "EnvironmentFile")[-1].lstrip("-")
+    argv = hv.expand_exec(argv, hv.parse_env_file(envfile))
+    r.check(argv[-2:] == ["--tls-san", SAN],
+            f"ExecStart takes HVUPDATER_ARGS from {envfile}", argv)
     state = os.path.join(work, "state")
     os.makedirs(state, mode=0o700)
     os.chown(state, pw.pw_uid, pw.pw_gid)
@@ -342,6 +358,11 @@ def install_and_run(r, src, deb, work):
                     "the server holds group libvirt (qemu:///system access)", groups)
         ca = os.path.join(state, "tls", "ca.crt")
         r.check(os.path.isfile(ca), "the self-signed CA is in $STATE_DIRECTORY/tls")
+        x = run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                 os.path.join(state, "tls", "tls.crt")])
+        r.check(f"DNS:{SAN}" in x.stdout,
+                "the serving certificate carries the --tls-san from /etc/default/hvupdater",
+                x.stdout + x.stderr)
         for f in ("ca.crt", "tls.crt", "tls.key"):
             p = os.path.join(state, "tls", f)
             if os.path.exists(p):
@@ -371,6 +392,7 @@ def install_and_run(r, src, deb, work):
     for path in FILES:
         r.check(not os.path.exists(path), f"purge removed {path}")
     r.check(not os.path.exists("/etc/hvupdater"), "purge removed /etc/hvupdater")
+    r.check(not os.path.exists("/etc/default/hvupdater"), "purge removed /etc/default/hvupdater")
     r.check(not installed(), "package no longer installed")
 
 
