@@ -41,7 +41,10 @@ enum hv_errcode {
     HV_E_RESOURCES,     /* host lacks memory/CPU */
     HV_E_TIMEOUT,       /* a call or a wait ran out of time */
     HV_E_TLS,           /* the server certificate does not match the pinned thumbprint / CA */
+    HV_E_CREDENTIALS,   /* the credentials could not be read where they are kept (CAPV's
+                           identity of the machine's cluster) */
     HV_E_INTERNAL,      /* anything else */
+    HV_E_AMBIGUOUS,     /* the VM's name is on several hosts (detail: the hosts, comma-separated) */
 };
 
 struct hv_err {
@@ -56,6 +59,12 @@ struct hv_vm_ref {
     char name[HV_NAME_MAX];   /* domain / VM name; fallback when uuid is "" */
     char disk[32]; /* which disk the disk size means, from the profile: libvirt target device
                       ("vda"); vSphere unit number ("" = the first virtual disk) */
+    char cluster[HV_NAME_MAX]; /* "namespace/clusterName" of the Machine's Cluster ("" = not
+                                  known): whose credentials a backend that reads them per
+                                  cluster uses (vSphere identityFrom capv) */
+    char thumbprint[100];      /* the request's certificate thumbprint of the server (CAPV
+                                  VSphereMachine.spec.thumbprint); "" = none. Used only when the
+                                  configured server entry pins none */
 };
 
 enum hv_power { HV_POWER_UNKNOWN = 0, HV_POWER_ON, HV_POWER_OFF, HV_POWER_PAUSED };
@@ -76,6 +85,10 @@ static inline bool hv_disk_set(int64_t disk_mib)
 
 /* The one reason a smaller disk is refused, in CanUpdate* and in UpdateMachine alike. */
 #define HV_REASON_DISK_SHRINK HV_MSG("disks cannot shrink")
+/* The largest disk size in MiB whose size in bytes fits the hypervisors' 64 bits; above it
+ * the one reason, in ops->check (so CanUpdate*), the plans and the steps alike. */
+#define HV_DISK_MAX_MIB    (INT64_MAX >> 20)
+#define HV_REASON_DISK_MAX HV_MSG("disk size above what a hypervisor can express")
 /* What the guest itself shows, independently of the hypervisor's view (libvirt: the memory
  * total from virtio-balloon statistics, online vCPUs from the QEMU guest agent). A zeroed
  * struct means "the guest cannot tell", so backends without a guest channel need do nothing. */

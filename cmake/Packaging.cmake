@@ -11,6 +11,7 @@ option(HV_INSTALL_SYSTEM_FILES
        "Install the systemd unit and /etc/hvupdater/config.json (absolute paths)" ON)
 set(HV_SYSTEMD_UNIT_DIR "/lib/systemd/system" CACHE PATH "Where the systemd unit goes")
 set(HV_SYSCONF_DIR "/etc/hvupdater" CACHE PATH "Where the default config goes")
+set(HV_DEFAULT_DIR "/etc/default" CACHE PATH "Where the unit's environment file goes")
 set(HV_PACKAGE_CONTACT "hvupdater maintainers <maintainers@hvupdater.invalid>"
     CACHE STRING "Maintainer field of the Debian package")
 
@@ -59,6 +60,9 @@ install(FILES ${HV_PKG_DIR}/changelog.gz DESTINATION share/doc/hvupdater)
 if(HV_INSTALL_SYSTEM_FILES)
   install(FILES ${HV_DEPLOY_DIR}/systemd/hvupdater.service DESTINATION ${HV_SYSTEMD_UNIT_DIR})
   install(FILES ${HV_DEPLOY_DIR}/systemd/config.json DESTINATION ${HV_SYSCONF_DIR})
+  # HVUPDATER_ARGS for the unit's EnvironmentFile=, as Debian's /etc/default/libvirtd
+  install(FILES ${HV_DEPLOY_DIR}/systemd/hvupdater.default DESTINATION ${HV_DEFAULT_DIR}
+          RENAME hvupdater)
 endif()
 
 # ---- CPack: Debian package ----
@@ -92,7 +96,7 @@ endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libvirt-daemon-system")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${HV_DEPLOY_DIR}/debian/postinst
     ${HV_DEPLOY_DIR}/debian/prerm ${HV_DEPLOY_DIR}/debian/postrm)
-if(HV_INSTALL_SYSTEM_FILES) # /etc/hvupdater/config.json: keep the admin's edits on upgrade
+if(HV_INSTALL_SYSTEM_FILES) # config.json and /etc/default/hvupdater: keep the admin's edits
   list(APPEND CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${HV_DEPLOY_DIR}/debian/conffiles)
 endif()
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)

@@ -51,15 +51,20 @@ if [ "$DEMO" = 1 ]; then
     call canupdatemachine/can-update-machine "{\"apiVersion\":\"$API\",\"kind\":\"CanUpdateMachineRequest\",\"current\":{\"machine\":$M,\"infrastructureMachine\":$(infra 2048)},\"desired\":{\"machine\":$M,\"infrastructureMachine\":$(infra 4096)}}"
     echo "== UpdateMachine until done (the built-in 'test' domain of test:///default)"
     REQ="{\"apiVersion\":\"$API\",\"kind\":\"UpdateMachineRequest\",\"desired\":{\"machine\":$M,\"infrastructureMachine\":$(infra 4096)}}"
+    DONE=0
     for _ in $(seq 30); do
         out=$(call updatemachine/update-machine "$REQ")
         echo "$out"
-        case "$out" in *'"retryAfterSeconds":0'*) break ;; esac
+        case "$out" in
+        *'"status":"Success"'*'"retryAfterSeconds":0'*) DONE=1; break ;;
+        *'"retryAfterSeconds":0'*) break ;;
+        esac
         sleep 1
     done
     echo
 fi
 if [ "$ONLY" = 1 ]; then
+    [ "$DEMO" = 0 ] || [ "$DONE" = 1 ] || { echo "run.sh: UpdateMachine did not end done" >&2; exit 1; }
     exit 0
 fi
 echo "hvupdater is serving on https://$LISTEN (CA: $CA). Ctrl-C stops it."

@@ -75,4 +75,11 @@ struct hv_libvirt_opts {
  * NULL with a message in err when opts are unusable (no URI, empty URI, out of memory). */
 struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, size_t errlen);
 
+/* virsh's habits, for the lab CLI [lv_virsh.c]: connects to uri, else LIBVIRT_DEFAULT_URI,
+ * else libvirt's default, and writes the URI libvirt reports for it (as `virsh uri`) to
+ * uri_out. When domain is not NULL it is looked up as virsh does (an ID when it is a whole
+ * number, then a UUID, then a name) and its UUID written to uuid_out. 0, or -1 with err. */
+int hv_libvirt_virsh_resolve(const char *uri, const char *domain, char *uri_out, size_t uri_len,
+                             char *uuid_out, size_t uuid_len, char *err, size_t errlen);
+
 #endif

@@ -160,7 +160,16 @@ static int lv_rewrite_cpus(xmlNodePtr root, const struct lv_dominfo *li, const s
     if (cores > 0) {
         int threads = li->threads > 0 ? li->threads : 1;
         int dies = li->dies > 0 ? li->dies : 1;
-        int unit = cores * threads * dies;
+        /* values from domain XML: multiplied in 64 bits, and no socket may hold more vCPUs
+         * than a domain can have (each factor is at most INT_MAX, so this cannot overflow) */
+        long long unit = (long long)cores * threads;
+        if (unit <= LV_MAX_VCPUS)
+            unit *= dies;
+        if (unit > LV_MAX_VCPUS) {
+            snprintf(why, whylen, "a socket of this topology holds more than %d vCPUs",
+                     LV_MAX_VCPUS);
+            return -1;
+        }
         newmax = (int)lv_align_up(newmax, unit);
         xmlNodePtr cpu = lv_elem_ensure(root, "cpu", devs);
         xmlNodePtr topo = cpu ? lv_elem_ensure(cpu, "topology", cpu->children) : NULL;

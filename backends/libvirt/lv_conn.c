@@ -370,6 +370,7 @@ static void *lv_opener_run(void *arg)
 /* Start an attempt for h (h->mu held); NULL when no thread could be started. */
 static struct lv_opener *lv_opener_start(struct lv_host *h)
 {
+    h->tried = true;
     struct lv_opener *op = calloc(1, sizeof(*op));
     if (!op)
         return NULL;
@@ -624,6 +625,56 @@ static int lv_lookup_on(struct lv_backend *be, struct lv_host *h, const struct h
     return -1;
 }
 
+/* Is a domain of this name also on host j? Asked only over a connection the host has open
+ * now, or that it has never tried to open (the first search of a name asks every host):
+ * a host that cannot be reached is not waited for again, so a dead host never stalls the
+ * others. */
+static bool lv_name_also_on(struct lv_backend *be, struct lv_host *h, const char *name)
+{
+    pthread_mutex_lock(&h->mu);
+    bool open = h->conn && virConnectIsAlive(h->conn) == 1;
+    bool untried = !h->conn && !h->n_opening && !h->tried;
+    pthread_mutex_unlock(&h->mu);
+    if (!open && !untried)
+        return false;
+    struct hv_err herr = {HV_OK, ""};
+    virConnectPtr conn = lv_host_get(be, h, &herr);
+    if (!conn)
+        return false;
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    if (dom)
+        virDomainFree(dom);
+    else
+        virResetLastError();
+    virConnectClose(conn);
+    return dom != NULL;
+}
+
+/* d was found by name on one host: when the name is on other hosts too, release d and fail
+ * naming them all (reconfiguring or power-cycling a same-named domain of another host would
+ * be a disaster). searched[j]: host j was already asked in this search. */
+static int lv_check_unique(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d,
+                           const bool *searched, struct hv_err *err)
+{
+    size_t at = (size_t)(d->host - be->hosts);
+    char hosts[sizeof(err->detail)];
+    int n = snprintf(hosts, sizeof(hosts), "%s", d->host->uri);
+    bool ambiguous = false;
+    for (size_t j = 0; j < be->n_hosts; j++) {
+        if (j == at || searched[j] || !lv_name_also_on(be, &be->hosts[j], ref->name))
+            continue;
+        ambiguous = true;
+        if (n >= 0 && (size_t)n < sizeof(hosts))
+            n += snprintf(hosts + n, sizeof(hosts) - (size_t)n, ", %s", be->hosts[j].uri);
+    }
+    if (!ambiguous)
+        return HV_OK;
+    lv_dom_release(d);
+    memset(d, 0, sizeof(*d));
+    d->be = be;
+    return lv_seterr(err, HV_E_AMBIGUOUS, "%s", hosts);
+}
+
 int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d,
             struct hv_err *err)
 {
@@ -657,6 +708,11 @@ int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d
     if (only >= 0 && cached != only)
         cached = -1;
 
+    /* by name alone on a fleet: the name must be on one host only */
+    bool by_name = !ref->uuid[0] && only < 0 && be->n_hosts > 1;
+    bool *searched = by_name ? calloc(be->n_hosts, sizeof(*searched)) : NULL;
+    if (by_name && !searched)
+        return lv_seterr(err, HV_E_INTERNAL, "out of memory");
     struct hv_err first = {HV_OK, ""};
     for (long n = -1; n < (long)be->n_hosts; n++) {
         long i = n < 0 ? cached : n; /* the cached host first, then the fleet in order */
@@ -664,16 +720,21 @@ int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d
             continue;
         struct hv_err herr = {HV_OK, ""};
         int rc = lv_lookup_on(be, &be->hosts[i], ref, d, &herr);
+        if (searched)
+            searched[i] = true;
         if (rc == 1) {
             if (i != cached)
                 lv_cache_put(be, key, (size_t)i);
-            return HV_OK;
+            int urc = searched ? lv_check_unique(be, ref, d, searched, err) : HV_OK;
+            free(searched);
+            return urc;
         }
         if (i == cached && rc < 0) {
             /* the VM's host is known and cannot be asked now: its answer, no other host's
              * (the VM is there; searching a dead host elsewhere would only stall) */
             if (err)
                 *err = herr;
+            free(searched);
             return herr.code;
         }
         if (i == cached)
@@ -681,6 +742,7 @@ int lv_find(struct lv_backend *be, const struct hv_vm_ref *ref, struct lv_dom *d
         if (rc < 0 && first.code == HV_OK)
             first = herr;
     }
+    free(searched);
     if (first.code != HV_OK) {
         if (err)
             *err = first;

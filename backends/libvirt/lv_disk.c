@@ -81,7 +81,9 @@ static void lv_dset(struct hv_field_plan *p, enum hv_how how, const char *method
 void lv_plan_disk(const struct lv_disk *dk, bool active, bool in_pool, long long want_mib,
                   struct hv_field_plan *p)
 {
-    if (!dk->found)
+    if (want_mib > HV_DISK_MAX_MIB) /* want_mib * MIB would overflow */
+        lv_dset(p, HV_HOW_IMPOSSIBLE, "", HV_REASON_DISK_MAX);
+    else if (!dk->found)
         lv_dset(p, HV_HOW_IMPOSSIBLE, "", HV_MSG("the domain has no disk with that target device"));
     else if (strcmp(dk->device, "disk") != 0)
         lv_dset(p, HV_HOW_IMPOSSIBLE, "",

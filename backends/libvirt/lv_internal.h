@@ -52,6 +52,7 @@ struct lv_host {
     virConnectPtr conn;      /* NULL until first use or after a reset; holds one reference */
     struct lv_opener *opening[LV_MAX_OPENERS]; /* attempts not yet reaped, oldest first */
     int n_opening;
+    bool tried;            /* a connection was ever attempted (under mu) */
     int ev_ids[LV_EV_IDS]; /* domain event callbacks registered on conn */
     int n_ev;
 };

@@ -164,6 +164,8 @@ void lv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]
                HV_MSG("above the vCPUs a domain can have"));
     if (desired->cores_per_socket == 0 || desired->cores_per_socket > LV_MAX_VCPUS)
         lv_set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, NULL, HV_MSG("cores per socket out of range"));
+    if (desired->disk_mib > HV_DISK_MAX_MIB)
+        lv_set(&plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, NULL, HV_REASON_DISK_MAX);
 }
 
 void lv_plan_compute(const struct lv_dominfo *li, bool active, bool persistent,
@@ -243,6 +245,10 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     lv_plan_compute(&li, active, persistent == 1, a->desired, a->plan);
     if (!hv_disk_set(a->desired->disk_mib))
         return HV_OK;
+    if (a->desired->disk_mib > HV_DISK_MAX_MIB) { /* its bytes would not fit 64 bits */
+        lv_set(&a->plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, NULL, HV_REASON_DISK_MAX);
+        return HV_OK;
+    }
     struct lv_disk dk;
     if (!a->disk[0]) {
         lv_set(&a->plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, NULL,

@@ -52,6 +52,8 @@ void vs_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]
     else if (cores > 0 && cpus > 0 && cpus % cores != 0)
         set(&plan[HV_F_CORES], HV_HOW_IMPOSSIBLE, "",
             HV_MSG("cpus (%d) must be a multiple of coresPerSocket"), cpus);
+    if (desired->disk_mib > HV_DISK_MAX_MIB)
+        set(&plan[HV_F_DISK], HV_HOW_IMPOSSIBLE, "", "%s", HV_REASON_DISK_MAX);
 }
 
 static void plan_memory(const struct vs_vm *vm, int64_t want, struct hv_field_plan *p)
@@ -172,7 +174,9 @@ void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
         else
             plan_cpus(vm, desired->cpus, cores, cores_change, &plan[HV_F_CPUS]);
     }
-    if (hv_disk_set(desired->disk_mib) && vs_disk_mib(vm) < desired->disk_mib)
+    if (fixed[HV_F_DISK].how == HV_HOW_IMPOSSIBLE)
+        plan[HV_F_DISK] = fixed[HV_F_DISK];
+    else if (hv_disk_set(desired->disk_mib) && vs_disk_mib(vm) < desired->disk_mib)
         plan_disk(vm, desired->disk_mib, &plan[HV_F_DISK]);
     if (cores_change) {
         struct hv_field_plan *p = &plan[HV_F_CORES];

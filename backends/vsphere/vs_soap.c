@@ -35,6 +35,9 @@ struct vs_server {
     char *username_file;
     char *password_file;
     char *ca_file;
+    hv_vs_creds_fn creds; /* with identity: credentials come from it at each login */
+    void *creds_ctx;
+    char *identity;
     struct vs_tls_pin pin;
     bool insecure;
     int timeout_ms;
@@ -133,8 +136,9 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
         snprintf(err, errlen, "vSphere server without url");
         return NULL;
     }
-    if (!cfg->password_file || !*cfg->password_file ||
-        (!(cfg->username && *cfg->username) && !(cfg->username_file && *cfg->username_file))) {
+    if (!cfg->creds &&
+        (!cfg->password_file || !*cfg->password_file ||
+         (!(cfg->username && *cfg->username) && !(cfg->username_file && *cfg->username_file)))) {
         snprintf(err, errlen,
                  "vSphere server %s needs a username (or username file) and a "
                  "password file",
@@ -155,6 +159,9 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
     s->username_file = dup_or_null(cfg->username_file);
     s->password_file = dup_or_null(cfg->password_file);
     s->ca_file = dup_or_null(cfg->ca_file);
+    s->creds = cfg->creds;
+    s->creds_ctx = cfg->creds_ctx;
+    s->identity = dup_or_null(cfg->identity);
     s->insecure = cfg->insecure_skip_verify != 0;
     s->timeout_ms = cfg->call_timeout_ms > 0 ? cfg->call_timeout_ms : 10000;
     snprintf(err, errlen, "out of memory");
@@ -487,6 +494,23 @@ static int do_login(struct vs_server *s, int timeout_ms, struct hv_err *err)
 {
     char user[SECRET_MAX], pass[SECRET_MAX];
     int rc = HV_OK;
+    if (s->creds && s->identity) {
+        rc = s->creds(s->creds_ctx, s->name, s->identity, user, sizeof(user), pass, sizeof(pass),
+                      timeout_ms, err);
+        if (rc == HV_OK)
+            goto have;
+        explicit_bzero(user, sizeof(user));
+        explicit_bzero(pass, sizeof(pass));
+        /* HV_E_NOT_FOUND: the cluster names no identity, so the configured files serve it */
+        if (rc != HV_E_NOT_FOUND)
+            return rc;
+        if (!s->password_file)
+            return vs_err(err, HV_E_AUTH, "cluster %s names no vCenter identity", s->identity);
+        rc = HV_OK;
+    }
+    if (!s->password_file)
+        return vs_err(err, HV_E_AUTH, "no credentials for %s: the machine names no cluster",
+                      s->name);
     if (s->username_file)
         rc = read_secret(s->username_file, "username", user, sizeof(user), err);
     else
@@ -497,6 +521,7 @@ static int do_login(struct vs_server *s, int timeout_ms, struct hv_err *err)
         explicit_bzero(user, sizeof(user));
         return rc;
     }
+have:;
     struct vs_buf req;
     vs_buf_init(&req);
     vs_env_begin(&req, "Login", "SessionManager", s->content.session_manager);
@@ -670,6 +695,7 @@ void vs_server_free(struct vs_server *s)
     free(s->username);
     free(s->username_file);
     free(s->password_file);
+    free(s->identity);
     free(s->ca_file);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&s->share_locks[i]);

@@ -5,6 +5,9 @@
  * Owns its vs_servers and a small cache of the last private observation per VM (moref,
  * changeVersion, hot-plug settings) so plan() and act() work from what observe() saw; the
  * cache is guarded by cache_mu and refreshed after each of our own reconfigurations.
+ * A configured server also gets one session of its own per cluster when its credentials come
+ * per cluster (cfg.creds) and per request thumbprint when its entry pins none; those sessions
+ * (struct session, guarded by sess_mu) live until the backend is freed.
  */
 #include "vsphere_backend.h"
 
@@ -25,6 +28,7 @@
 #define CACHE_MAX       1024 /* VMs whose moref and last read are kept (a 1,000-VM rollout) */
 #define DEFAULT_STEP_MS 60000
 #define CACHE_FRESH_MS  30000
+#define SESSIONS_MAX    4096 /* per-cluster / per-thumbprint sessions over all servers */
 
 struct cache_entry {
     bool used;
@@ -34,10 +38,24 @@ struct cache_entry {
     struct vs_vm vm;
 };
 
+/* One session beyond a server's own: the cluster whose credentials it logs in with and the
+ * thumbprint it pins ("" = the server entry's). */
+struct session {
+    struct session *next;
+    size_t idx;
+    char identity[HV_NAME_MAX];
+    char thumbprint[100];
+    struct vs_server *s;
+};
+
 struct vs_backend {
     struct hv_backend base;
     struct vs_server **servers;
-    size_t n;
+    struct hv_vsphere_server *cfg; /* owned copies (strings strdup'd) for new sessions */
+    size_t n, n_cfg;
+    pthread_mutex_t sess_mu;
+    struct session *sessions;
+    size_t n_sessions;
     pthread_mutex_t cache_mu;
     struct cache_entry cache[CACHE_MAX];
     size_t next; /* round-robin victim */
@@ -70,6 +88,58 @@ static long pick_server(const struct vs_backend *vb, const struct hv_vm_ref *ref
             return (long)i;
     }
     return -1;
+}
+
+/* The session that serves ref on server idx: the server's own, or the one of ref's cluster
+ * (credentials per cluster) and of ref's thumbprint (when the entry pins none), made on first
+ * use. NULL with err filled when it cannot be made. */
+static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
+                                     struct hv_err *err)
+{
+    const struct hv_vsphere_server *c = &vb->cfg[idx];
+    const char *identity = c->creds && ref->cluster[0] ? ref->cluster : "";
+    const char *thumb = ref->thumbprint[0] && !(c->thumbprint && *c->thumbprint) &&
+                                !(c->ca_file && *c->ca_file) && !c->insecure_skip_verify
+                            ? ref->thumbprint
+                            : "";
+    if (!identity[0] && !thumb[0])
+        return vb->servers[idx];
+    pthread_mutex_lock(&vb->sess_mu);
+    struct session *x = vb->sessions;
+    while (x && !(x->idx == idx && strcmp(x->identity, identity) == 0 &&
+                  strcasecmp(x->thumbprint, thumb) == 0))
+        x = x->next;
+    if (!x && vb->n_sessions >= SESSIONS_MAX) {
+        pthread_mutex_unlock(&vb->sess_mu);
+        vs_err(err, HV_E_INTERNAL, "more than %d vCenter sessions", SESSIONS_MAX);
+        return NULL;
+    }
+    if (!x) {
+        struct hv_vsphere_server one = *c;
+        char why[256];
+        one.identity = identity[0] ? identity : NULL;
+        if (thumb[0])
+            one.thumbprint = thumb;
+        struct vs_server *s = vs_server_new(&one, why, sizeof(why));
+        x = s ? calloc(1, sizeof(*x)) : NULL;
+        if (!x) {
+            pthread_mutex_unlock(&vb->sess_mu);
+            if (s)
+                vs_server_free(s);
+            /* vs_server_new refuses only what the request's thumbprint brought in */
+            vs_err(err, s ? HV_E_INTERNAL : HV_E_TLS, "%s", s ? "out of memory" : why);
+            return NULL;
+        }
+        x->idx = idx;
+        snprintf(x->identity, sizeof(x->identity), "%s", identity);
+        snprintf(x->thumbprint, sizeof(x->thumbprint), "%s", thumb);
+        x->s = s;
+        x->next = vb->sessions;
+        vb->sessions = x;
+        vb->n_sessions++;
+    }
+    pthread_mutex_unlock(&vb->sess_mu);
+    return x->s;
 }
 
 static int no_server(const struct hv_vm_ref *ref, struct hv_err *err)
@@ -140,8 +210,10 @@ static void cache_drop(struct vs_backend *vb, size_t server, const char *uuid)
 static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref, int timeout_ms,
                   struct vs_vm *vm, bool *found, struct hv_err *err)
 {
-    struct vs_server *s = vb->servers[idx];
+    struct vs_server *s = session_for(vb, idx, ref, err);
     *found = false;
+    if (!s)
+        return err->code;
     if (!ref->uuid[0])
         return vs_err(err, HV_E_UNSUPPORTED,
                       "vSphere finds VMs by BIOS UUID (providerID) and the machine has none");
@@ -293,7 +365,9 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
                     const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
                     bool *sent, struct hv_err *err)
 {
-    struct vs_server *s = vb->servers[idx];
+    struct vs_server *s = session_for(vb, idx, ref, err);
+    if (!s)
+        return err->code;
     const struct hv_hw *d = &step->desired;
     bool cold =
         step->kind == HV_STEP_RECONFIGURE || step->kind == HV_STEP_LIVE_DISK; /* fresh read */
@@ -305,6 +379,8 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
                 step->kind == HV_STEP_LIVE_DISK;
     if (step->record && strlen(step->record) >= HV_RECORD_MAX)
         return vs_err(err, HV_E_INTERNAL, "record longer than %d bytes", HV_RECORD_MAX - 1);
+    if (d->disk_mib > HV_DISK_MAX_MIB) /* its bytes would not fit 64 bits */
+        return vs_err(err, HV_E_UNSUPPORTED, "%s", HV_REASON_DISK_MAX);
     struct vs_spec spec = {vm->change_version, -1, -1, -1, live ? step->record : NULL, NULL, 0};
     /* The disk grows (never shrinks: plan() refuses that) with the same reconfiguration. */
     bool grow_disk = hv_disk_set(d->disk_mib) && vm->disk.found &&
@@ -413,8 +489,9 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     if (rc == HV_OK) {
         /* Not guarded by changeVersion: the record is ours alone to write. */
         struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
-        rc = vs_reconfigure(vb->servers[idx], vm->moref, &spec, deadline, ref->disk, vm, &fresh,
-                            err);
+        struct vs_server *s = session_for(vb, (size_t)idx, ref, err);
+        rc = s ? vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, &fresh, err)
+               : (int)err->code;
     }
     if (rc == HV_OK && fresh)
         cache_put(vb, (size_t)idx, ref->uuid, vm);
@@ -426,6 +503,38 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     return rc;
 }
 
+static char *dup0(const char *v)
+{
+    char *d = v ? strdup(v) : NULL;
+    if (v && !d)
+        abort();
+    return d;
+}
+
+static void cfg_copy(struct hv_vsphere_server *d, const struct hv_vsphere_server *c)
+{
+    *d = *c;
+    d->name = dup0(c->name);
+    d->url = dup0(c->url);
+    d->username_file = dup0(c->username_file);
+    d->password_file = dup0(c->password_file);
+    d->username = dup0(c->username);
+    d->thumbprint = dup0(c->thumbprint);
+    d->ca_file = dup0(c->ca_file);
+    d->identity = NULL;
+}
+
+static void cfg_free(struct hv_vsphere_server *d)
+{
+    free((char *)d->name);
+    free((char *)d->url);
+    free((char *)d->username_file);
+    free((char *)d->password_file);
+    free((char *)d->username);
+    free((char *)d->thumbprint);
+    free((char *)d->ca_file);
+}
+
 static void vs_free(struct hv_backend *b)
 {
     struct vs_backend *vb = vsb(b);
@@ -434,6 +543,16 @@ static void vs_free(struct hv_backend *b)
     for (size_t i = 0; i < vb->n; i++)
         vs_server_free(vb->servers[i]);
     free(vb->servers);
+    while (vb->sessions) {
+        struct session *x = vb->sessions;
+        vb->sessions = x->next;
+        vs_server_free(x->s);
+        free(x);
+    }
+    for (size_t i = 0; vb->cfg && i < vb->n_cfg; i++)
+        cfg_free(&vb->cfg[i]);
+    free(vb->cfg);
+    pthread_mutex_destroy(&vb->sess_mu);
     pthread_mutex_destroy(&vb->cache_mu);
     free(vb);
     curl_global_cleanup();
@@ -471,9 +590,15 @@ struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_
     }
     xmlInitParser();
     struct vs_backend *vb = calloc(1, sizeof(*vb));
-    if (vb)
+    if (vb) {
         vb->servers = calloc(n, sizeof(*vb->servers));
-    if (!vb || !vb->servers) {
+        vb->cfg = calloc(n, sizeof(*vb->cfg));
+    }
+    if (!vb || !vb->servers || !vb->cfg) {
+        if (vb) {
+            free(vb->servers);
+            free(vb->cfg);
+        }
         free(vb);
         curl_global_cleanup();
         snprintf(err, errlen, "out of memory");
@@ -482,6 +607,10 @@ struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_
     vb->base.ops = &vs_ops;
     vb->base.priv = vb;
     pthread_mutex_init(&vb->cache_mu, NULL);
+    pthread_mutex_init(&vb->sess_mu, NULL);
+    for (size_t i = 0; i < n; i++)
+        cfg_copy(&vb->cfg[i], &servers[i]);
+    vb->n_cfg = n;
     for (size_t i = 0; i < n; i++) {
         vb->servers[i] = vs_server_new(&servers[i], err, errlen);
         if (!vb->servers[i]) {

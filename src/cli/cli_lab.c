@@ -23,6 +23,9 @@
 struct lab {
     bool apply, wait;
     const char *libvirt_uri, *domain, *uuid, *config;
+    const char *target; /* the positional DOMAIN (virsh: a name, an ID or a UUID) */
+    char uri_buf[1024]; /* the URI libvirt resolved (-c, LIBVIRT_DEFAULT_URI, default) */
+    char uuid_buf[64];  /* the positional domain's UUID */
     const char *vs_server, *vs_url, *vs_user, *vs_pass_file, *vs_thumb, *vs_ca;
     bool vs_insecure;
     struct hv_hw want;
@@ -38,7 +41,10 @@ static void lab_usage(FILE *out, const char *cmd)
         "usage: hvupdater %s TARGET [--memory-mib N] [--cpus N] [--cores-per-socket N]\n"
         "                  [--disk-gib N [--disk DISK]] [--set SETTING=VALUE]...%s\n"
         "\n"
-        "TARGET, libvirt:  --libvirt-uri URI (--domain NAME | --uuid UUID)\n"
+        "TARGET, libvirt:  [-c URI] DOMAIN   (as virsh: DOMAIN is a name, an ID or a UUID;\n"
+        "                  URI: -c/--connect, else $LIBVIRT_DEFAULT_URI, else libvirt's\n"
+        "                  default URI, as `virsh uri` shows it)\n"
+        "                  or --libvirt-uri URI (--domain NAME | --uuid UUID)\n"
         "TARGET, vSphere:  --vm-uuid BIOS-UUID and either --vsphere-server NAME --config FILE\n"
         "                  or --vsphere-url https://HOST:PORT/sdk --vsphere-user USER\n"
         "                     --vsphere-password-file FILE\n"
@@ -63,11 +69,12 @@ static void lab_usage(FILE *out, const char *cmd)
 static int parse(int argc, char **argv, struct lab *l)
 {
     static const struct option opts[] = {{"libvirt-uri", required_argument, NULL, 'u'},
+                                         {"connect", required_argument, NULL, 'u'},
                                          {"domain", required_argument, NULL, 'd'},
                                          {"uuid", required_argument, NULL, 'U'},
                                          {"vm-uuid", required_argument, NULL, 'U'},
                                          {"memory-mib", required_argument, NULL, 'm'},
-                                         {"cpus", required_argument, NULL, 'c'},
+                                         {"cpus", required_argument, NULL, 'n'},
                                          {"cores-per-socket", required_argument, NULL, 'C'},
                                          {"disk-gib", required_argument, NULL, 'g'},
                                          {"disk", required_argument, NULL, 'D'},
@@ -88,10 +95,12 @@ static int parse(int argc, char **argv, struct lab *l)
                                          {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    /* "-": a positional argument comes back as 1 in its place, so DOMAIN may stand before,
+     * between or after the flags, as virsh allows */
+    while ((c = getopt_long(argc, argv, "-c:", opts, NULL)) != -1) {
         char *end = NULL;
         long v = 0;
-        if (strchr("mcCtpg", c)) {
+        if (c != 1 && strchr("mnCtpg", c)) {
             v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 16 * 1024 * 1024) {
                 fprintf(stderr, "hvupdater %s: %s is not a positive whole number\n", argv[0],
@@ -101,7 +110,16 @@ static int parse(int argc, char **argv, struct lab *l)
         }
         switch (c) {
         case 'u':
+        case 'c':
             l->libvirt_uri = optarg;
+            break;
+        case 1: /* a positional argument: the domain */
+            if (l->target) {
+                fprintf(stderr, "hvupdater %s: unexpected argument %s (one DOMAIN only)\n", argv[0],
+                        optarg);
+                return -1;
+            }
+            l->target = optarg;
             break;
         case 'd':
             l->domain = optarg;
@@ -112,7 +130,7 @@ static int parse(int argc, char **argv, struct lab *l)
         case 'm':
             l->want.memory_mib = v;
             break;
-        case 'c':
+        case 'n':
             l->want.cpus = (int32_t)v;
             break;
         case 'C':
@@ -188,17 +206,24 @@ static int parse(int argc, char **argv, struct lab *l)
             return -1;
         }
     }
+    if (optind < argc && !l->target) /* after "--" */
+        l->target = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "hvupdater %s: unexpected argument %s\n", argv[0], argv[optind]);
         return -1;
     }
-    bool lv = l->libvirt_uri != NULL, vs = l->vs_server || l->vs_url;
-    if (lv == vs || (lv && !l->domain && !l->uuid) || (vs && !l->uuid)) {
+    bool vs = l->vs_server || l->vs_url;
+    int names = (l->domain != NULL) + (l->uuid != NULL) + (l->target != NULL);
+    if ((vs && l->libvirt_uri) || names != 1 || (vs && l->domain)) {
         fprintf(stderr,
-                "hvupdater %s: give one target: --libvirt-uri with --domain or --uuid, "
-                "or a vSphere server with --vm-uuid (see --help)\n",
+                "hvupdater %s: give one target: [-c URI] DOMAIN, --libvirt-uri URI with "
+                "--domain or --uuid, or a vSphere server with --vm-uuid (see --help)\n",
                 argv[0]);
         return -1;
+    }
+    if (vs && l->target) { /* the positional names the VM by its BIOS UUID, as --vm-uuid */
+        l->uuid = l->target;
+        l->target = NULL;
     }
     if (l->want.memory_mib < 0 && l->want.cpus < 0 && l->want.cores_per_socket < 0 &&
         !hv_disk_set(l->want.disk_mib)) {
@@ -211,10 +236,26 @@ static int parse(int argc, char **argv, struct lab *l)
     return 0;
 }
 
-static struct hv_backend *make_backend(const struct lab *l, struct hv_vm_ref *ref, char *err,
+static struct hv_backend *make_backend(struct lab *l, struct hv_vm_ref *ref, char *err,
                                        size_t errlen)
 {
     memset(ref, 0, sizeof(*ref));
+    bool vs = l->vs_server || l->vs_url;
+    if (!vs && (!l->libvirt_uri || l->target)) {
+#ifdef HV_HAVE_BACKEND_libvirt
+        /* virsh's rules: the URI from -c, $LIBVIRT_DEFAULT_URI or libvirt's default; the
+         * positional DOMAIN as an ID, a UUID or a name, pinned to its UUID */
+        if (hv_libvirt_virsh_resolve(l->libvirt_uri, l->target, l->uri_buf, sizeof(l->uri_buf),
+                                     l->uuid_buf, sizeof(l->uuid_buf), err, errlen) < 0)
+            return NULL;
+        l->libvirt_uri = l->uri_buf;
+        if (l->target)
+            l->uuid = l->uuid_buf;
+#else
+        snprintf(err, errlen, "this build has no libvirt backend");
+        return NULL;
+#endif
+    }
     if (l->uuid)
         snprintf(ref->uuid, sizeof(ref->uuid), "%s", l->uuid);
     if (l->domain)
@@ -371,6 +412,10 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
     hv_engine_cfg_default(&ec);
     ec.workers = 1;
     struct hv_engine *e = hv_engine_new(&ec, &be, 1);
+    if (!e) {
+        fprintf(stderr, "hvupdater: cannot start the engine\n");
+        return 1;
+    }
     struct hv_update_result r;
     char last[1024] = "";
     double t0 = mono();

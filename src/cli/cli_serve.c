@@ -44,6 +44,11 @@ static void serve_usage(FILE *out)
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
             "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --kube-events          the config's kubernetes.events: true (Warning Events on\n"
+            "                         Machines for bad settings, a Block, an UpdateMachine\n"
+            "                         Failure; the API server from the kubernetes section)\n"
+            "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
+            "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
             "                         /metrics, verified against the CAs in FILE (PEM)\n"
             "  --metrics-listen ADDR:PORT\n"
@@ -122,6 +127,8 @@ int hv_cmd_serve(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"port-file", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
+        {"log-format", required_argument, NULL, 'F'},
+        {"kube-events", no_argument, NULL, 'E'},
         {"check-config", no_argument, NULL, 'C'},
         {"client-ca", required_argument, NULL, 'A'},
         {"metrics-listen", required_argument, NULL, 'M'},
@@ -137,7 +144,7 @@ int hv_cmd_serve(int argc, char **argv)
     size_t n_sans = 0;
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
-    bool check_only = false;
+    bool check_only = false, kube_events = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
     int c;
@@ -188,6 +195,13 @@ int hv_cmd_serve(int argc, char **argv)
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
             break;
+        case 'E':
+            kube_events = true;
+            break;
+        case 'F':
+            if (hv_log_set_format_name(optarg) < 0)
+                return serve_error(2, "--log-format must be hvupdater|capi");
+            break;
         case 'C':
             check_only = true;
             break;
@@ -233,6 +247,8 @@ int hv_cmd_serve(int argc, char **argv)
         hv_config_free(&cfg);
         return serve_error(1, "%s", err);
     }
+    if (kube_events)
+        cfg.kube.events = true; /* an alias of the config's kubernetes.events */
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
     if (!client_ca)

@@ -2,7 +2,9 @@
  * and the hooks context the server answers with. Owns all of them; frees in reverse order
  * (engine first: its workers use the backends). */
 #include "runtime.h"
+#include "capv.h"
 #include "compose.h"
+#include "events.h"
 #include "engine.h"
 #include "log.h"
 #include "metrics.h"
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef HV_HAVE_BACKEND_libvirt
 #include "libvirt_backend.h"
@@ -26,7 +29,51 @@ struct hv_runtime {
     struct hv_compose *compose;
     struct hv_backend *bes[2];
     size_t n_bes;
+    struct hv_kube *kube;     /* only when something needs the API server (capv, events) */
+    const char *capv_ns;      /* borrowed from the config */
+    struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
 };
+
+/* hv_event_fn: queue a Warning Event about the request's object (never blocks). */
+static void post_event(void *ctx, const hj *obj, const char *reason, const char *message)
+{
+    const hj *md = hj_get(obj, "metadata");
+    struct hv_event_obj o = {
+        .api_version = hj_get_str(obj, "apiVersion"),
+        .kind = hj_get_str(obj, "kind"),
+        .namespace_ = hj_get_str(md, "namespace"),
+        .name = hj_get_str(md, "name"),
+        .uid = hj_get_str(md, "uid"),
+    };
+    hv_events_post(ctx, &o, reason, message);
+}
+
+#ifdef HV_HAVE_BACKEND_vsphere
+/* hv_vs_creds_fn for identityFrom capv: CAPV's identity of the machine's cluster, read at each
+ * vCenter login of that cluster's session (on a worker or probe thread). */
+static int capv_creds(void *ctx, const char *server, const char *identity, char *user, size_t ulen,
+                      char *pass, size_t plen, int timeout_ms, struct hv_err *err)
+{
+    struct hv_runtime *rt = ctx;
+    (void)server;
+    int t = hv_kube_timeout(rt->kube);
+    enum hv_capv_rc rc = hv_capv_credentials(
+        rt->kube, rt->capv_ns, identity, timeout_ms > 0 && timeout_ms < t ? timeout_ms : t, user,
+        ulen, pass, plen, err->detail, sizeof(err->detail));
+    err->code = rc == HV_CAPV_OK ? HV_OK : rc == HV_CAPV_NONE ? HV_E_NOT_FOUND : HV_E_CREDENTIALS;
+    return (int)err->code;
+}
+#endif
+
+static int need_kube(const struct hv_config *cfg)
+{
+    if (cfg->kube.events)
+        return 1;
+    for (size_t k = 0; k < cfg->n_vsphere; k++)
+        if (cfg->vsphere[k].identity_capv)
+            return 1;
+    return 0;
+}
 
 static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char *err,
                         size_t errlen)
@@ -64,6 +111,10 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                 .insecure_skip_verify = c->insecure_skip_verify,
                 .call_timeout_ms = 10000,
             };
+            if (c->identity_capv) {
+                vs[k].creds = capv_creds;
+                vs[k].creds_ctx = rt;
+            }
             if (c->insecure_skip_verify)
                 hv_log(HV_LOG_WARN, "insecure-tls", "server", c->name, "detail",
                        "TLS verification of this vCenter is OFF (insecureSkipVerify): "
@@ -104,6 +155,33 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.libvirt_uris = (const char *const *)cfg->libvirt_uris;
     rt->hooks.n_libvirt_uris = cfg->n_libvirt_uris;
     rt->hooks.only_vcenter = cfg->n_vsphere == 1 ? cfg->vsphere[0].name : NULL;
+    if (need_kube(cfg)) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        struct hv_kube_cfg kc = {.server = cfg->kube.server,
+                                 .token_file = cfg->kube.token_file,
+                                 .ca_file = cfg->kube.ca_file,
+                                 .timeout_ms = cfg->kube.timeout_s * 1000};
+        rt->kube = hv_kube_new(&kc, err, errlen);
+        if (!rt->kube) {
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->capv_ns = cfg->kube.capv_namespace ? cfg->kube.capv_namespace : "capv-system";
+    }
+    if (cfg->kube.events) {
+        char host[128] = "";
+        const char *pod = getenv("POD_NAME");
+        if (!pod || !*pod)
+            pod = gethostname(host, sizeof(host) - 1) == 0 ? host : "hvupdater";
+        rt->events = hv_events_new(rt->kube, pod);
+        if (!rt->events) {
+            snprintf(err, errlen, "cannot start the Event thread");
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->hooks.event = post_event;
+        rt->hooks.event_ctx = rt->events;
+    }
     if (add_backends(rt, cfg, err, errlen) < 0) {
         hv_runtime_free(rt);
         return NULL;
@@ -159,5 +237,10 @@ void hv_runtime_free(struct hv_runtime *rt)
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);
+    hv_events_free(rt->events);
+    if (rt->kube) {
+        hv_kube_free(rt->kube);
+        curl_global_cleanup();
+    }
     free(rt);
 }

@@ -286,7 +286,12 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
     hj *r = NULL;
     if (c.infra_patch) {
         hj *tmp = hj_new_object();
-        hv_hook_put_patch(tmp, "p", c.infra_patch);
+        if (!hv_hook_put_patch(tmp, "p", c.infra_patch)) {
+            hj_free(tmp);
+            hj_free(work);
+            hv_coverage_free(&c);
+            return failure(h, HV_MSG("out of memory"));
+        }
         hj **infra = slot(hj_get(work, "current"), o[2].name);
         if (!infra || hv_capi_apply(infra, hj_get(tmp, "p"), spec_path, buf, sizeof(buf)) < 0)
             hv_log(HV_LOG_ERROR, "compose", "detail", "hvupdater's own patch did not apply",
@@ -343,21 +348,23 @@ static hj *can_update(struct hv_compose *cp, const struct hv_hooks_ctx *ctx, enu
             if (left)
                 append(msg, sizeof(msg), HV_MSG("; not covered, left to CAPI: %s"), rest);
             r = hv_hook_response(h, false, msg);
-            bool patch = false;
-            for (int k = 0; k < 3; k++) {
+            bool patch = false, lost = false;
+            for (int k = 0; k < 3 && !lost; k++) {
                 const hj *before = hj_get(hj_get(req, "current"), o[k].name);
                 const hj *after = hj_get(hj_get(work, "current"), o[k].name);
                 if (!before || !after)
                     continue;
                 hj *ops = hj_new_array();
                 hv_json_diff(hj_ptr(before, spec_path), hj_ptr(after, spec_path), spec_path, ops);
-                if (ops->n) {
-                    hv_hook_put_patch(r, o[k].patch_field, ops);
-                    patch = true;
-                }
+                lost = ops->n && !hv_hook_put_patch(r, o[k].patch_field, ops);
+                patch |= ops->n && !lost;
                 hj_free(ops);
+                if (lost) { /* covered without its patch would be a lie */
+                    hj_free(r);
+                    r = failure(h, HV_MSG("out of memory"));
+                }
             }
-            if (patch)
+            if (patch && !lost)
                 hv_hook_put_affects(r, affects);
         }
     }

@@ -35,6 +35,7 @@ void hv_config_default(struct hv_config *c)
     c->keepalive_interval_s = 5;
     c->keepalive_count = 3;
     c->connect_timeout_s = 10;
+    c->kube.timeout_s = 5;
     hv_profiles_builtin(&c->profiles);
 }
 
@@ -56,6 +57,10 @@ void hv_config_free(struct hv_config *c)
         free(v->ca_file);
     }
     free(c->vsphere);
+    free(c->kube.server);
+    free(c->kube.token_file);
+    free(c->kube.ca_file);
+    free(c->kube.capv_namespace);
     hv_profiles_free(&c->profiles);
     hv_downstream_list_free(&c->downstream);
     memset(c, 0, sizeof(*c));
@@ -209,7 +214,8 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
     static const char *const keys[] = {"servers", NULL};
     static const char *const skeys[] = {
         "name",       "url",    "usernameFile",       "passwordFile",
-        "thumbprint", "caFile", "insecureSkipVerify", NULL};
+        "thumbprint", "caFile", "insecureSkipVerify", "identityFrom",
+        NULL};
     if (hj_check_keys(v, "vsphere", keys, err, errlen) < 0)
         return -1;
     const hj *servers = hj_get(v, "servers");
@@ -231,11 +237,26 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
         if (hj_check_keys(s, where, skeys, err, errlen) < 0 ||
             str_dup_member(s, where, "name", true, &d->name, err, errlen) < 0 ||
             str_dup_member(s, where, "url", true, &d->url, err, errlen) < 0 ||
-            str_dup_member(s, where, "usernameFile", true, &d->username_file, err, errlen) < 0 ||
-            str_dup_member(s, where, "passwordFile", true, &d->password_file, err, errlen) < 0 ||
+            str_dup_member(s, where, "usernameFile", false, &d->username_file, err, errlen) < 0 ||
+            str_dup_member(s, where, "passwordFile", false, &d->password_file, err, errlen) < 0 ||
             str_dup_member(s, where, "thumbprint", false, &d->thumbprint, err, errlen) < 0 ||
             str_dup_member(s, where, "caFile", false, &d->ca_file, err, errlen) < 0)
             return -1;
+        const hj *from = hj_get(s, "identityFrom");
+        if (from && (from->type != HJ_STRING || strcmp(from->s, "capv") != 0)) {
+            snprintf(err, errlen, "%s.identityFrom must be \"capv\"", where);
+            return -1;
+        }
+        d->identity_capv = from != NULL;
+        if (!d->identity_capv && (!d->username_file || !d->password_file)) {
+            snprintf(err, errlen, "%s.%s must be a non-empty string", where,
+                     d->username_file ? "passwordFile" : "usernameFile");
+            return -1;
+        }
+        if (!d->username_file != !d->password_file) {
+            snprintf(err, errlen, "%s: usernameFile and passwordFile go together", where);
+            return -1;
+        }
         if (strncmp(d->url, "https://", 8)) {
             snprintf(err, errlen, "%s.url must start with https://", where);
             return -1;
@@ -273,6 +294,32 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
     return 0;
 }
 
+static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"server",         "tokenFile", "caFile", "capvNamespace",
+                                       "timeoutSeconds", "events",    NULL};
+    if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
+        str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
+        str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
+        str_dup_member(k, "kubernetes", "caFile", false, &c->kube.ca_file, err, errlen) < 0 ||
+        str_dup_member(k, "kubernetes", "capvNamespace", false, &c->kube.capv_namespace, err,
+                       errlen) < 0 ||
+        int_into(k, "kubernetes", "timeoutSeconds", 1, 30, &c->kube.timeout_s, err, errlen) < 0)
+        return -1;
+    if (c->kube.server && (strncmp(c->kube.server, "https://", 8) != 0 ||
+                           !hv_re_match(HV_RE_VSPHERE_URL, c->kube.server))) {
+        snprintf(err, errlen, "kubernetes.server must be https://HOST[:PORT] without spaces");
+        return -1;
+    }
+    const hj *ev = hj_get(k, "events");
+    if (ev && ev->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubernetes.events must be a boolean");
+        return -1;
+    }
+    c->kube.events = ev && ev->b;
+    return 0;
+}
+
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
     static const char *const keys[] = {"listen",
@@ -287,6 +334,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
                                        "profiles",
                                        "$schema",
                                        "downstream",
+                                       "kubernetes",
                                        NULL};
     char e[256];
     hj *doc = hj_parse(text, len, e, sizeof(e));
@@ -330,7 +378,8 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
     if ((hj_get(doc, "defaults") && parse_defaults(c, hj_get(doc, "defaults"), err, errlen) < 0) ||
         (hj_get(doc, "engine") && parse_engine(c, hj_get(doc, "engine"), err, errlen) < 0) ||
         (hj_get(doc, "libvirt") && parse_libvirt(c, hj_get(doc, "libvirt"), err, errlen) < 0) ||
-        (hj_get(doc, "vsphere") && parse_vsphere(c, hj_get(doc, "vsphere"), err, errlen) < 0))
+        (hj_get(doc, "vsphere") && parse_vsphere(c, hj_get(doc, "vsphere"), err, errlen) < 0) ||
+        (hj_get(doc, "kubernetes") && parse_kube(c, hj_get(doc, "kubernetes"), err, errlen) < 0))
         goto out;
     if (hj_get(doc, "profiles") &&
         hv_profiles_load(&c->profiles, hj_get(doc, "profiles"), err, errlen) < 0)

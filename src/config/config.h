@@ -20,6 +20,18 @@ struct hv_engine_opts {
 struct hv_vsphere_cfg {
     char *name, *url, *username_file, *password_file, *thumbprint, *ca_file;
     bool insecure_skip_verify;
+    bool identity_capv; /* identityFrom "capv": credentials per cluster from CAPV's identity */
+};
+
+/* The "kubernetes" section: how hvupdater reaches the management cluster's API server, used
+ * only by what needs it (identityFrom capv, events). */
+struct hv_kube_opts {
+    char *server;         /* NULL: in-cluster (KUBERNETES_SERVICE_HOST and the SA's files) */
+    char *token_file;     /* NULL: the service account's */
+    char *ca_file;        /* NULL: the service account's */
+    char *capv_namespace; /* where VSphereClusterIdentity Secrets live; default capv-system */
+    int timeout_s;        /* per request, default 5 */
+    bool events;          /* post Warning Events on Machines (off by default) */
 };
 
 struct hv_config {
@@ -36,6 +48,7 @@ struct hv_config {
     int connect_timeout_s; /* a call waits this long for a libvirt connection to open */
     struct hv_vsphere_cfg *vsphere;
     size_t n_vsphere;
+    struct hv_kube_opts kube;
     struct hv_profiles profiles;
     struct hv_downstream_list downstream; /* extensions chained after hvupdater (compose.h) */
 };

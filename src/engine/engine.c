@@ -62,6 +62,9 @@ struct entry {
     int64_t used_ms;        /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
+    /* when the hypervisor was first found unreachable in the current run of failed looks
+     * (seconds, 0: it answered last time) */
+    int64_t unreach_since;
     /* "done" is only answered from an observation taken after the desired hardware was
      * asked for: calls are numbered (call_seq); a pass remembers the number current when it
      * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
@@ -108,6 +111,7 @@ struct hv_engine {
 static bool slot_acquire(void *ctx, const char *key, const char *host, bool force);
 static void slot_release(void *ctx, const char *key);
 static bool first_sight(void *ctx, const char *key, int64_t op_started_at);
+static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool unreachable);
 
 void hv_engine_cfg_default(struct hv_engine_cfg *c)
 {
@@ -190,6 +194,10 @@ static struct entry *entry_for(struct hv_engine *e, const char *key, struct hv_b
     struct entry *x = find(e, key);
     if (x) {
         x->used_ms = now_ms(e);
+        /* whose credentials and which certificate: as the latest request says (workers copy
+         * the ref under the lock) */
+        memcpy(x->ref.cluster, ref->cluster, sizeof(x->ref.cluster));
+        memcpy(x->ref.thumbprint, ref->thumbprint, sizeof(x->ref.thumbprint));
         return x;
     }
     x = calloc(1, sizeof(*x));
@@ -514,6 +522,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_acquire = slot_acquire,
                                  .slot_release = slot_release,
                                  .first_sight = first_sight,
+                                 .unreachable_since = unreachable_since,
                                  .unix_s = unix_s};
     e->n_buckets = 64;
     e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
@@ -527,9 +536,16 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
     if (cfg->drive)
         nw = 0; /* the driver runs the passes (hv_engine_run) */
-    for (int k = 0; k < nw; k++)
-        if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) == 0)
-            e->n_workers++;
+    for (int k = 0; k < nw; k++) {
+        if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) != 0) {
+            /* fail at start: fewer workers than configured would be a silent slowdown, none
+             * an engine that answers "in progress" forever */
+            hv_log(HV_LOG_ERROR, "engine", "detail", "cannot start a worker thread", (char *)NULL);
+            hv_engine_free(e);
+            return NULL;
+        }
+        e->n_workers++;
+    }
     for (size_t k = 0; k < n; k++)
         if (e->bes[k]->ops->watch)
             e->bes[k]->ops->watch(e->bes[k], vm_changed, e);
@@ -758,6 +774,29 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     }
     pthread_mutex_unlock(&e->lock);
     return first;
+}
+
+static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool unreachable)
+{
+    struct hv_engine *e = ctx;
+    int64_t since = now;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = find(e, key);
+    if (x) {
+        if (!unreachable)
+            x->unreach_since = 0;
+        else if (!x->unreach_since)
+            x->unreach_since = now;
+        if (x->unreach_since)
+            since = x->unreach_since;
+        /* an operation in flight that this process handled: its own start is the bound's
+         * start (the operation's deadline), when earlier */
+        bool inflight = x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0;
+        if (unreachable && inflight && x->seen_op > 0 && x->seen_op < since)
+            since = x->seen_op;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return since;
 }
 
 struct probe_job {

@@ -21,6 +21,7 @@
 #define LIVE_SOON_S         30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
 #define RETRY_COLD          5
 #define RETRY_SLOT          10
+#define RETRY_UNREACHABLE   3 /* a restarting daemon or vCenter is back in seconds */
 #define MAX_RECYCLES        3
 #define GUEST_MEM_SLACK_MIB 128
 /* Starts with the new configuration after which a VM that went off again each time (a guest
@@ -52,6 +53,10 @@ const char *hv_errcode_message(enum hv_errcode c)
     case HV_E_TLS:
         return HV_MSG("the hypervisor's certificate does not match the configured thumbprint or "
                       "CA");
+    case HV_E_AMBIGUOUS:
+        return HV_MSG("its name is on several configured hosts");
+    case HV_E_CREDENTIALS:
+        return HV_MSG("hvupdater cannot read the vCenter credentials of the machine's cluster");
     case HV_E_INTERNAL:
         break;
     }
@@ -636,6 +641,22 @@ static void done(struct pass *p, bool had_record, const char *note)
     answer(p->out, false, 0, m);
 }
 
+/* A call to the hypervisor failed. When it cannot be reached (a daemon or vCenter restarting,
+ * a network cut, a connection being reopened), that is not the operation's failure: in
+ * progress with a short retry, until the operation's deadline (deadlineSeconds from the start
+ * of the operation in flight, or from the first failed look when none is): true, answered.
+ * Past that bound, or for any other error, false: the caller's Failure. */
+static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err)
+{
+    if (err->code != HV_E_UNREACHABLE)
+        return false;
+    int64_t since = p->b->unreachable_since(p->b->ctx, p->key, p->now, true);
+    if (p->now - since >= p->s->deadline_s)
+        return false;
+    progress(p, RETRY_UNREACHABLE, HV_MSG("the hypervisor cannot be reached; trying again"));
+    return true;
+}
+
 /* The hypervisor shows the desired hardware and the VM runs: is it done in the guest too?
  * Returns true when it answered (done, waiting, or failed), false when the operation must go
  * on (the guest does not show it yet and no operation is waiting for it). */
@@ -786,6 +807,8 @@ static bool begin(struct pass *p)
     memset(fp, 0, sizeof(fp));
     if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, fp, &err) != HV_OK) {
         log_err(p, "plan", &err);
+        if (wait_for_hypervisor(p, &err))
+            return false;
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot plan the change: %s"), hv_errcode_message(err.code));
         answer(p->out, true, 0, m);
@@ -1085,6 +1108,8 @@ static bool look_into_guest(struct pass *p, bool had)
     if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
         return true;
     log_err(p, "observe", &err);
+    if (wait_for_hypervisor(p, &err))
+        return false;
     char m[300];
     snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
     answer(p->out, true, 0, m);
@@ -1153,11 +1178,21 @@ static bool one_pass(struct pass *p)
     }
     if (orc != HV_OK) {
         log_err(p, "observe", &err);
-        char m[300];
-        snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+        if (wait_for_hypervisor(p, &err))
+            return false;
+        char m[400];
+        if (err.code == HV_E_AMBIGUOUS) /* detail: the configured hosts that hold the name */
+            snprintf(m, sizeof(m),
+                     HV_MSG("VM %s is on several configured %s hosts (%s): name its server or "
+                            "give its UUID"),
+                     ref->name, p->be->ops->name, err.detail);
+        else
+            snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"),
+                     hv_errcode_message(err.code));
         answer(out, true, 0, m);
         return false;
     }
+    p->b->unreachable_since(p->b->ctx, p->key, p->now, false); /* it answered */
     if (!p->obs.found) {
         char m[400];
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),

@@ -48,6 +48,10 @@ struct hv_books {
     bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
     /* Unix seconds now (the driver's clock when the engine is driven). */
     int64_t (*unix_s)(void *ctx);
+    /* The VM's hypervisor was found unreachable at now (unreachable) or reachable: returns
+     * when it was first found unreachable in the run going on (now when none is), or the
+     * start of the operation in flight this process handled, when earlier. */
+    int64_t (*unreachable_since)(void *ctx, const char *key, int64_t now, bool unreachable);
 };
 
 /* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called: a hook

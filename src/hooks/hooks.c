@@ -99,17 +99,22 @@ static const hj *opt_obj(const hj *req, const char *side, const char *name)
     return o && o->type == HJ_OBJECT ? o : NULL;
 }
 
-void hv_hook_put_patch(hj *r, const char *field, const hj *ops)
+bool hv_hook_put_patch(hj *r, const char *field, const hj *ops)
 {
-    size_t len;
+    size_t len = 0;
     char *text = hj_dump(ops, &len);
-    char *b64 = hv_b64_encode(text, len);
+    char *b64 = text ? hv_b64_encode(text, len) : NULL;
+    if (!b64) { /* out of memory: no patch rather than a broken one */
+        free(text);
+        return false;
+    }
     hj *p = hj_new_object();
     hj_obj_set_take(p, "patchType", hj_new_string("JSONPatch"));
     hj_obj_set_take(p, "patch", hj_new_string(b64));
     hj_obj_set_take(r, field, p);
     free(b64);
     free(text);
+    return true;
 }
 
 bool hv_affects_availability(const struct hv_settings *s)
@@ -163,10 +168,14 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
         return hv_hook_response(h, true, buf);
     hj *r = hv_hook_response(h, c.failure, c.message);
     if (c.infra_patch) {
-        hv_hook_put_patch(r,
-                          set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
-                          c.infra_patch);
-        hv_hook_put_affects(r, hv_affects_availability(s));
+        if (!hv_hook_put_patch(
+                r, set ? "infrastructureMachineTemplatePatch" : "infrastructureMachinePatch",
+                c.infra_patch)) {
+            hj_free(r); /* covered without its patch would be a lie */
+            r = hv_hook_response(h, true, HV_MSG("out of memory"));
+        } else {
+            hv_hook_put_affects(r, hv_affects_availability(s));
+        }
     }
     hv_coverage_free(&c);
     return r;
@@ -281,6 +290,26 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
              ref.uuid[0] ? ref.uuid : ref.name);
 }
 
+/* A Failure answer that operators should see on the object: settings that fail to parse, a
+ * Block, or UpdateMachine's failure (CAPI does not call again for the same change). */
+static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
+                       bool bad_settings, const char *message)
+{
+    const char *reason = NULL;
+    if (!message)
+        return;
+    if (bad_settings)
+        reason = "InvalidSettings";
+    else if (h == HV_HOOK_UPDATE_MACHINE)
+        reason = "UpdateFailed";
+    else if (strncmp(message, HV_MSG_BLOCKED, strlen(HV_MSG_BLOCKED)) == 0)
+        reason = "UpdateBlocked";
+    const hj *obj = hj_get(hj_get(req, "desired"),
+                           h == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "machineSet" : "machine");
+    if (reason && obj && obj->type == HJ_OBJECT)
+        ctx->event(ctx->event_ctx, obj, reason, message);
+}
+
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
 {
@@ -296,11 +325,13 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     char buf[300];
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;
+    bool bad_settings = false;
     hj *r;
     if (h == HV_HOOK_DISCOVERY) {
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
-               hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0) {
+               (bad_settings =
+                    hv_settings_apply(&s, hj_get(req, "settings"), buf, sizeof(buf)) < 0)) {
         r = hv_hook_response(h, true, msg ? msg : buf);
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
@@ -313,6 +344,8 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     }
     const char *st = hj_get_str(r, "status");
     *failure_out = st && !strcmp(st, "Failure");
+    if (*failure_out && ctx->event)
+        warn_event(ctx, h, req, bad_settings, hj_get_str(r, "message"));
     if (msg_out && msglen)
         snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");
     char *out = hj_dump(r, len_out);

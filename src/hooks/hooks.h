@@ -32,6 +32,12 @@ struct hv_hooks_ctx;
 typedef hj *(*hv_chain_fn)(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                            const struct hv_settings *s);
 
+/* A Warning worth an Event (kubernetes.events): obj is the object the call is about (the
+ * request's desired Machine, or MachineSet for CanUpdateMachineSet), borrowed for the call;
+ * reason is a fixed word (InvalidSettings, UpdateBlocked, UpdateFailed), message the answer's.
+ * Called on the hook's thread after the answer is made: it must only queue, never block. */
+typedef void (*hv_event_fn)(void *ctx, const hj *obj, const char *reason, const char *message);
+
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
     struct hv_settings defaults;
@@ -46,6 +52,8 @@ struct hv_hooks_ctx {
     const char *only_vcenter;   /* the vCenter's name when exactly one is configured */
     struct hv_compose *compose; /* NULL: no downstream extensions (compose.h) */
     hv_chain_fn chain;          /* answers when compose is set (hv_compose_handle) */
+    hv_event_fn event;          /* NULL: no Events */
+    void *event_ctx;
 };
 
 /* Answer one hook call. failure_out says whether the answer's status is Failure; msg (may be
@@ -68,8 +76,9 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
                          struct hv_hook_who *who);
 /* Pieces compose.c builds its answers from. */
 hj *hv_hook_response(enum hv_hook h, bool failure, const char *message);
-/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}. */
-void hv_hook_put_patch(hj *r, const char *field, const hj *ops);
+/* Put a JSON Patch (ops borrowed) as field {patchType: JSONPatch, patch: base64}; false (and
+ * no field) when memory runs out. */
+bool hv_hook_put_patch(hj *r, const char *field, const hj *ops);
 /* Whether a change hvupdater covers under these settings may take the Machine down (a power
  * cycle can happen): CanUpdateMachine(Set)'s affectsAvailability, put with the patch. */
 bool hv_affects_availability(const struct hv_settings *s);

@@ -213,8 +213,8 @@ static const char *disk_rule(int64_t from_mib, int64_t to_mib)
         return HV_MSG("the current spec has no disk size to grow from");
     if (to_mib < from_mib)
         return HV_REASON_DISK_SHRINK;
-    if (to_mib > (INT64_MAX >> 20)) /* its size in bytes must fit the hypervisors' 64 bits */
-        return HV_MSG("disk size above what a hypervisor can express");
+    if (to_mib > HV_DISK_MAX_MIB) /* its size in bytes must fit the hypervisors' 64 bits */
+        return HV_REASON_DISK_MAX;
     return NULL;
 }
 
@@ -231,6 +231,17 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
         if (s && s->type == HJ_STRING)
             snprintf(ref->server, sizeof(ref->server), "%s", s->s);
     }
+    if (p->thumbprint_path[0]) {
+        snprintf(path, sizeof(path), "%s%s", root, p->thumbprint_path);
+        const hj *t = hj_ptr(infra, path);
+        if (t && t->type == HJ_STRING && strlen(t->s) < sizeof(ref->thumbprint))
+            snprintf(ref->thumbprint, sizeof(ref->thumbprint), "%s", t->s);
+    }
+    const char *ns = hj_get_str(hj_get(machine, "metadata"), "namespace");
+    const char *cluster = hj_get_str(hj_get(machine, "spec"), "clusterName");
+    if (ns && ns[0] && cluster && cluster[0] &&
+        strlen(ns) + strlen(cluster) + 1 < sizeof(ref->cluster))
+        snprintf(ref->cluster, sizeof(ref->cluster), "%s/%s", ns, cluster);
     size_t pl = strlen(p->providerid_prefix);
     const char *pid = hj_get_str(hj_get(machine, "spec"), "providerID");
     if (!pid)
@@ -485,7 +496,7 @@ static void build_message(struct hv_coverage *c)
     size_t cap = sizeof(c->message);
     m[0] = '\0';
     if (c->failure) {
-        append(m, cap, HV_MSG("cannot update in place (onUncoverable=Block):"), (char *)NULL);
+        append(m, cap, HV_MSG_BLOCKED, (char *)NULL);
         for (size_t k = 0; k < c->n_uncovered; k++)
             append(m, cap, k ? "; " : " ", c->uncovered[k].where, " (", c->uncovered[k].reason, ")",
                    (char *)NULL);

@@ -9,6 +9,9 @@
 #include "profile.h"
 #include "settings.h"
 
+/* How a Block answer (onUncoverable=Block) begins. */
+#define HV_MSG_BLOCKED HV_MSG("cannot update in place (onUncoverable=Block):")
+
 /* HV_CLASS_HAVE: the VM already shows the desired value (asked under powerCycle=Never):
  * covered, nothing to do. */
 enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO, HV_CLASS_HAVE };

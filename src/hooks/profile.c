@@ -36,6 +36,7 @@ static struct hv_profile vsphere(bool tmpl)
     set_field(&p, HV_F_DISK, "/diskGiB", HV_UNIT_GIB); /* the first virtual disk */
     snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "vsphere://");
     snprintf(p.server_path, sizeof(p.server_path), "/server");
+    snprintf(p.thumbprint_path, sizeof(p.thumbprint_path), "/thumbprint");
     return p;
 }
 

@@ -33,6 +33,8 @@ struct hv_profile {
     char providerid_prefix[64]; /* "" = do not read providerID */
     bool by_name;               /* fall back to metadata.name as the VM name */
     char server_path[128];      /* pointer in the spec root naming host/vCenter ("" = none) */
+    char thumbprint_path[128];  /* pointer in the spec root to the server's certificate
+                                   thumbprint (VSphereMachine: /thumbprint; "" = none) */
 };
 
 struct hv_profiles {

@@ -10,7 +10,8 @@
  * connection forever; a reaper thread shuts down the socket of a connection past its
  * deadline and MHD then closes it as if the client had. Framing that RFC 9112 section 6.3
  * calls ambiguous (differing Content-Length values, Transfer-Encoding with Content-Length or
- * not ending in chunked) is answered 400 and the connection closed. */
+ * not ending in chunked), and whitespace between a field name and its colon (section 5.1),
+ * are answered 400 and the connection closed. */
 #include "server.h"
 #include "json.h"
 #include "hv_clock.h"
@@ -244,10 +245,12 @@ static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *
     } else if (info) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%.3f", s * 1e3);
+        /* the Machine (MachineSet) as namespace/name and its Cluster: objects in the capi
+         * log format, as CAPI's own lines name them */
         hv_log(HV_LOG_INFO, "hook", "hook", hv_hook_name(r->hook), "status",
                failure ? "Failure" : "Success", "#http", "200", "#ms", ms, "message", msg,
-               "machine", who.machine, "cluster", who.cluster, "infra", who.infra, "vm", who.vm,
-               (char *)NULL);
+               r->hook == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "@MachineSet" : "@Machine", who.machine,
+               "@Cluster", who.cluster, "infra", who.infra, "vm", who.vm, (char *)NULL);
     }
     return reply(c, r, 200, "application/json", out, len, NULL);
 }
@@ -291,7 +294,7 @@ static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
 
 struct framing {
     int n_cl, n_te;
-    bool cl_bad, cl_differ, te_not_chunked;
+    bool cl_bad, cl_differ, te_not_chunked, name_space;
     unsigned long long cl;
 };
 
@@ -326,6 +329,10 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     struct framing *f = cls;
     if (!key || !value)
         return MHD_YES;
+    /* RFC 9112 section 5.1: no whitespace between a field name and its colon (libmicrohttpd
+     * keeps it in the name instead of refusing the request) */
+    if (key[strcspn(key, " \t")])
+        f->name_space = true;
     if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
         framing_cl(f, value);
     } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
@@ -360,6 +367,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         conn_busy(c, true);
         struct framing f = {0};
         MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+        if (f.name_space) {
+            r->close = true;
+            return fail(c, r, 400, HV_MSG("malformed header: whitespace before the colon"), NULL,
+                        NULL);
+        }
         if (f.cl_bad || f.cl_differ || f.n_te > 1 || f.te_not_chunked || (f.n_te && f.n_cl)) {
             r->close = true; /* where this body ends is not known: no next request */
             return fail(c, r, 400,

@@ -4,12 +4,16 @@
  * hot path. */
 #include "metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                  0.1,    0.25,  0.5,    1,     2.5,  5,     10};
@@ -226,6 +230,95 @@ static void bprintf(struct buf *b, const char *fmt, ...)
     }
 }
 
+/* Seconds since the epoch at boot (/proc/stat btime), or -1. */
+static long long boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    long long bt = -1;
+    char line[256];
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "btime %lld", &bt) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return bt;
+}
+
+/* A resource limit as Prometheus' Go client reports it (unlimited: 2^64 - 1 as a float). */
+static double rlimit_value(int resource)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) < 0)
+        return -1;
+    return rl.rlim_cur == RLIM_INFINITY ? 18446744073709551615.0 : (double)rl.rlim_cur;
+}
+
+/* One process_* series with its HELP and TYPE lines; %.17g keeps integers exact. */
+static void process_metric(struct buf *b, const char *name, const char *type, const char *help,
+                           double v)
+{
+    bprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+/* The standard process_* metrics (Prometheus' process collector, which controller-runtime
+ * and CAPI's controllers export too), from /proc/self. A value that cannot be read is left
+ * out rather than reported wrong. */
+static void render_process(struct buf *b)
+{
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+    long long rss = 0;
+    bool stat_ok = false;
+    FILE *f = fopen("/proc/self/stat", "re");
+    if (f) {
+        char text[1024];
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        /* fields after the command name, which may hold spaces and parentheses: from the
+         * last ')' on, field 3 (state) is first */
+        const char *p = strrchr(text, ')');
+        stat_ok = p && sscanf(p + 2,
+                              "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d "
+                              "%*d %*d %*d %llu %llu %lld",
+                              &utime, &stime, &start, &vsize, &rss) == 5;
+    }
+    if (stat_ok && tick > 0)
+        process_metric(b, "process_cpu_seconds_total", "counter",
+                       "Total user and system CPU time spent in seconds.",
+                       (double)(utime + stime) / (double)tick);
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long open_fds = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.')
+                open_fds++;
+        closedir(d);
+        process_metric(b, "process_open_fds", "gauge", "Number of open file descriptors.",
+                       (double)(open_fds - 1)); /* less the one opendir itself held */
+    }
+    double max_fds = rlimit_value(RLIMIT_NOFILE), max_vm = rlimit_value(RLIMIT_AS);
+    if (max_fds >= 0)
+        process_metric(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+                       max_fds);
+    if (!stat_ok)
+        return;
+    process_metric(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+                   (double)vsize);
+    if (max_vm >= 0)
+        process_metric(b, "process_virtual_memory_max_bytes", "gauge",
+                       "Maximum amount of virtual memory available in bytes.", max_vm);
+    if (page > 0)
+        process_metric(b, "process_resident_memory_bytes", "gauge",
+                       "Resident memory size in bytes.", (double)rss * (double)page);
+    long long bt = boot_time();
+    if (bt >= 0 && tick > 0)
+        process_metric(b, "process_start_time_seconds", "gauge",
+                       "Start time of the process since unix epoch in seconds.",
+                       (double)bt + (double)start / (double)tick);
+}
+
 char *hv_metrics_render(const char *extra, size_t *len_out)
 {
     static const char *const st_names[] = {"Success", "Failure", "Error"};
@@ -353,6 +446,7 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
                     ds_errors[k].name, ds_errors[k].hook, ds_errors[k].label, ds_errors[k].count);
     }
     pthread_mutex_unlock(&named_lock);
+    render_process(&b);
     if (extra)
         bprintf(&b, "%s", extra);
     *len_out = b.len;

@@ -11,6 +11,7 @@
 # Usage: build.sh [--print]   (stdout: the bin directory; --print: only compute and print it)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+SELF="$HERE/$(basename "$0")" # "$0" may be relative, and the key is taken after cd "$HERE"
 CACHE=${HV_CAPI_CACHE:-/var/cache/hvupdater-lab}
 GO=${GO:-/usr/local/go/bin/go}
 UPSTREAM="etcd:./cmd/etcd kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver
@@ -40,9 +41,9 @@ die() { log "$*"; exit 1; }
 
 cd "$HERE"
 srcs=$(find . -name '*.go' -not -path './cmd/etcd/*' | sort)
-modkey=$( (cat go.mod go.sum cmd/etcd/main.go; sed -n '/^UPSTREAM=/,/^# (end of the upstream build definition/p' "$0") |
+modkey=$( (cat go.mod go.sum cmd/etcd/main.go; sed -n '/^UPSTREAM=/,/^# (end of the upstream build definition/p' "$SELF") |
     sha256sum | cut -c1-16)
-key=$( (echo "$modkey"; cat "$0"; for f in $srcs; do echo "$f"; cat "$f"; done) |
+key=$( (echo "$modkey"; cat "$SELF"; for f in $srcs; do echo "$f"; cat "$f"; done) |
     sha256sum | cut -c1-16)
 BIN=$CACHE/capi-$key/bin
 DEPS=$CACHE/capi-deps-$modkey

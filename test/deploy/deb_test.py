@@ -5,7 +5,11 @@ unit's ExecStart as the packaged user, and purge it again.
   deb_test.py --source DIR --build DIR --work DIR
 
 Needs root (dpkg -i into the real system; CI runs as root) and exits 77 (skipped) without
-it, or when an hvupdater package is already installed (it must not be purged by a test).
+it. An hvupdater package already installed (or a /etc/hvupdater left without one) does not
+stop it: the installed package is saved first (repacked from dpkg's own record of it, its
+conffiles as they are now, and /etc/hvupdater archived whole), purged, and installed and
+restored again at the end; the test fails if that cannot be done or did not leave the same
+version installed.
 There is no systemd PID 1 here, so the unit's command line is run directly, as its User=
 with the unit's STATE_DIRECTORY/CONFIGURATION_DIRECTORY set, plus --listen 127.0.0.1:0
 and --port-file; the sandbox directives are checked with systemd-analyze when installed.
@@ -29,10 +33,12 @@ import hvdeploy as hv  # noqa: E402
 
 PKG = "hvupdater"
 USER = "hvupdater"
+SAN = "deb-test.hvupdater.invalid"
 FILES = {
     "/usr/bin/hvupdater": 0o755,
     "/lib/systemd/system/hvupdater.service": 0o644,
     "/etc/hvupdater/config.json": 0o644,
+    "/etc/default/hvupdater": 0o644,
     "/usr/share/man/man1/hvupdater.1.gz": 0o644,
     "/usr/share/doc/hvupdater/copyright": 0o644,
 }
@@ -81,15 +87,13 @@ def main():
         if not shutil.which(tool):  # a missing tool is a failure, never a skip
             print(f"FAIL: {tool} not installed (scripts/bootstrap.sh installs it)")
             return 1
-    if installed() or os.path.exists("/etc/hvupdater"):
-        print("skip: an hvupdater package or /etc/hvupdater is already on this system; "
-              "not touching it")
-        return hv.SKIP
-
     r = hv.Results()
     os.makedirs(a.work, exist_ok=True)
     work = tempfile.mkdtemp(prefix="hv-deb-", dir="/tmp")  # reachable by the service user
     os.chmod(work, 0o755)
+    saved = save_existing(r, work)
+    if saved is None:
+        return r.finish()
     user_before = user_exists(USER)
     group_before = group_exists(USER)
     # postinst adds the user to group libvirt when libvirt-daemon-system made it; without
@@ -115,9 +119,99 @@ def main():
             run(["groupdel", USER])
         if libvirt_made:
             run(["groupdel", "libvirt"])
+        restore_existing(r, saved)
         if not r.failed:
             shutil.rmtree(work, ignore_errors=True)
     return r.finish()
+
+
+def save_existing(r, work):
+    """What this system has of hvupdater before the test: {"deb": repacked package or None,
+    "version": its version, "etc": archive of /etc/hvupdater or None}. The package is purged
+    and /etc/hvupdater moved out of the way. None (a failed check) when it cannot be saved."""
+    saved = {"deb": None, "version": None, "etc": None}
+    if installed():
+        saved["version"] = run(["dpkg-query", "-W", "-f=${Version}", PKG]).stdout.strip()
+        saved["deb"] = repack_installed(r, work)
+        if not saved["deb"]:
+            return None
+        print(f"note: hvupdater {saved['version']} was installed: saved as {saved['deb']}")
+    if os.path.exists("/etc/hvupdater"):
+        saved["etc"] = os.path.join(work, "etc-hvupdater.tar")
+        p = run(["tar", "-C", "/etc", "-cpf", saved["etc"], "hvupdater"])
+        if not r.check(p.returncode == 0, "archive the existing /etc/hvupdater", p.stderr):
+            return None
+    if saved["deb"]:
+        p = run(["dpkg", "--purge", PKG], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        if not r.check(p.returncode == 0, "purge the saved package", p.stdout + p.stderr):
+            restore_existing(r, saved)
+            return None
+    if os.path.exists("/etc/hvupdater"):  # left without a package (or not a conffile)
+        shutil.rmtree("/etc/hvupdater")
+    return saved
+
+
+def restore_existing(r, saved):
+    """Put back what save_existing saved: the package, then /etc/hvupdater as it was."""
+    if saved["deb"]:
+        p = run(["dpkg", "-i", saved["deb"]],
+                env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        r.check(p.returncode == 0, "reinstall the saved package", (p.stdout + p.stderr)[-800:])
+        v = run(["dpkg-query", "-W", "-f=${Version}", PKG]).stdout.strip()
+        r.eq(v, saved["version"], "the saved version is installed again")
+    if saved["etc"]:
+        shutil.rmtree("/etc/hvupdater", ignore_errors=True)
+        p = run(["tar", "-C", "/etc", "-xpf", saved["etc"]])
+        r.check(p.returncode == 0, "/etc/hvupdater restored as it was", p.stderr)
+
+
+def repack_installed(r, work):
+    """The installed package as a .deb, built from dpkg's record of it: its control fields,
+    maintainer scripts, conffiles list and files as they are on disk now (dpkg-repack's
+    method). Returns the path, or None with a failed check."""
+    info = "/var/lib/dpkg/info"
+    lst = next((os.path.join(info, f) for f in (f"{PKG}.list", f"{PKG}:amd64.list",
+                                                 f"{PKG}:arm64.list")
+                if os.path.exists(os.path.join(info, f))), None)
+    if not r.check(lst is not None, f"dpkg's file list of the installed {PKG}"):
+        return None
+    stem = lst[:-len(".list")]
+    root = os.path.join(work, "repack")
+    os.makedirs(os.path.join(root, "DEBIAN"))
+    for path in open(lst).read().splitlines():
+        if path in ("", "/.", "/"):
+            continue
+        dst = root + path
+        if os.path.isdir(path):  # also /lib, a link to usr/lib on a merged-/usr system
+            os.makedirs(dst, exist_ok=True)
+            shutil.copystat(path, dst)
+        elif os.path.islink(path):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.symlink(os.readlink(path), dst)
+        elif os.path.isfile(path):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(path, dst)
+    for script in ("preinst", "postinst", "prerm", "postrm", "config", "templates",
+                   "conffiles", "triggers", "shlibs"):
+        if os.path.exists(f"{stem}.{script}"):
+            shutil.copy2(f"{stem}.{script}", os.path.join(root, "DEBIAN", script))
+    status = run(["dpkg-query", "-s", PKG]).stdout
+    control, skip = [], False
+    for line in status.splitlines():
+        if line[:1] in (" ", "\t"):
+            if not skip:
+                control.append(line)
+            continue
+        skip = line.split(":", 1)[0] in ("Status", "Conffiles", "Config-Version")
+        if not skip:
+            control.append(line)
+    with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
+        f.write("\n".join(control) + "\n")
+    deb = os.path.join(work, f"{PKG}-saved.deb")
+    p = run(["dpkg-deb", "--root-owner-group", "-b", root, deb])
+    if not r.check(p.returncode == 0, "repack the installed package", p.stdout + p.stderr):
+        return None
+    return deb
 
 
 def build_package(r, build, work):
@@ -154,8 +248,9 @@ def check_package(r, src, build, deb):
     ctrl = os.path.join(os.path.dirname(deb), "control")
     shutil.rmtree(ctrl, ignore_errors=True)
     run(["dpkg-deb", "-e", deb, ctrl], check=True)
-    r.eq(open(os.path.join(ctrl, "conffiles")).read().split(), ["/etc/hvupdater/config.json"],
-         "conffiles holds the config")
+    r.eq(open(os.path.join(ctrl, "conffiles")).read().split(),
+         ["/etc/hvupdater/config.json", "/etc/default/hvupdater"],
+         "conffiles holds the config and /etc/default/hvupdater")
     for script in ("postinst", "prerm", "postrm"):
         p = os.path.join(ctrl, script)
         r.check(os.path.isfile(p) and os.stat(p).st_mode & 0o111, f"{script} is in the package "
@@ -182,6 +277,15 @@ def install_and_run(r, src, deb, work):
     with open(os.path.join(src, "deploy", "systemd", "config.json")) as f:
         r.eq(open("/etc/hvupdater/config.json").read(), f.read(),
              "/etc/hvupdater/config.json is deploy/systemd/config.json")
+    with open(os.path.join(src, "deploy", "systemd", "hvupdater.default")) as f:
+        r.eq(open("/etc/default/hvupdater").read(), f.read(),
+             "/etc/default/hvupdater is deploy/systemd/hvupdater.default")
+    cf = run(["dpkg-query", "-W", "-f=${Conffiles}", PKG]).stdout
+    r.check(re.search(r"^\s*/etc/default/hvupdater [0-9a-f]{32}$", cf, re.M),
+            "dpkg registers /etc/default/hvupdater as a conffile", cf)
+    # The admin's edit: a SAN for the host name, which the server's certificate must carry.
+    with open("/etc/default/hvupdater", "a", encoding="utf-8") as f:
+        f.write(f'HVUPDATER_ARGS="--tls-san {SAN}"\n')
     gz = run(["gzip", "-t", "/usr/share/man/man1/hvupdater.1.gz"])
     r.check(gz.returncode == 0, "man page is valid gzip", gz.stderr)
     v = run(["/usr/bin/hvupdater", "version"])
@@ -226,6 +330,10 @@ def install_and_run(r, src, deb, work):
     # user database, STATE_DIRECTORY made and owned by the user, a port we can find.
     unit, argv = unit_exec(unit_path)
     r.eq(hv.unit_get(unit, "Service", "User")[-1:], [USER], "unit User= is the packaged user")
+    envfile = hv.unit_get(unit, "Service", "EnvironmentFile")[-1].lstrip("-")
+    argv = hv.expand_exec(argv, hv.parse_env_file(envfile))
+    r.check(argv[-2:] == ["--tls-san", SAN],
+            f"ExecStart takes HVUPDATER_ARGS from {envfile}", argv)
     state = os.path.join(work, "state")
     os.makedirs(state, mode=0o700)
     os.chown(state, pw.pw_uid, pw.pw_gid)
@@ -250,6 +358,11 @@ def install_and_run(r, src, deb, work):
                     "the server holds group libvirt (qemu:///system access)", groups)
         ca = os.path.join(state, "tls", "ca.crt")
         r.check(os.path.isfile(ca), "the self-signed CA is in $STATE_DIRECTORY/tls")
+        x = run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                 os.path.join(state, "tls", "tls.crt")])
+        r.check(f"DNS:{SAN}" in x.stdout,
+                "the serving certificate carries the --tls-san from /etc/default/hvupdater",
+                x.stdout + x.stderr)
         for f in ("ca.crt", "tls.crt", "tls.key"):
             p = os.path.join(state, "tls", f)
             if os.path.exists(p):
@@ -279,6 +392,7 @@ def install_and_run(r, src, deb, work):
     for path in FILES:
         r.check(not os.path.exists(path), f"purge removed {path}")
     r.check(not os.path.exists("/etc/hvupdater"), "purge removed /etc/hvupdater")
+    r.check(not os.path.exists("/etc/default/hvupdater"), "purge removed /etc/default/hvupdater")
     r.check(not installed(), "package no longer installed")
 
 

@@ -263,6 +263,28 @@ def static(args):
                     "components/priority-class sets the Deployment's priorityClassName")
             r.check(out.count("kind: Certificate\n") == 5,
                     "components/client-certs adds the CA and three client certificates")
+            r.check("automountServiceAccountToken: true" not in out,
+                    "without capv-identity or events no service account token is mounted")
+        # The Kubernetes API components: the token mounted, exactly their roles.
+        for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
+                                  ("events", "hvupdater-events", "- create\n")):
+            with tempfile.TemporaryDirectory(prefix="hv-kz-") as tmp:
+                shutil.copytree(kdir, os.path.join(tmp, "k"))
+                with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
+                    f.write("apiVersion: kustomize.config.k8s.io/v1beta1\n"
+                            "kind: Kustomization\nresources: [base, extension]\n"
+                            "components: [components/%s]\n" % comp)
+                p = subprocess.run([kubectl, "kustomize", os.path.join(tmp, "k")],
+                                   capture_output=True, text=True, timeout=120)
+            out = p.stdout
+            r.check(p.returncode == 0 and "automountServiceAccountToken: true" in out and
+                    "name: %s\n" % role in out and "kind: ClusterRoleBinding" in out,
+                    "components/%s mounts the token and binds %s" % (comp, role), p.stderr[:400])
+            verbs_seen = {ln.strip() for ln in out.splitlines() if ln.startswith("  - ")
+                          and ln.strip() in ("- get", "- create", "- list", "- watch",
+                                             "- update", "- patch", "- delete")}
+            r.check(verbs_seen == {verbs.strip()}, "components/%s grants only %s"
+                    % (comp, verbs.strip()), sorted(verbs_seen))
 
     # The lab script warns it is for test machines and names no path outside the project
     # but the system files it touches.
@@ -638,6 +660,21 @@ def check_systemd(r, src, binary):
     argv = execs[0].split()
     r.check(argv[:2] == ["/usr/bin/hvupdater", "serve"], "ExecStart runs /usr/bin/hvupdater serve",
             argv)
+    # /etc/default/hvupdater, as Debian's libvirtd: HVUPDATER_ARGS appended, split into words
+    r.eq(hv.unit_get(unit, "Service", "EnvironmentFile"), ["-/etc/default/hvupdater"],
+         "unit reads /etc/default/hvupdater (optional) with EnvironmentFile=")
+    r.eq(argv[-1:], ["$HVUPDATER_ARGS"], "ExecStart ends with $HVUPDATER_ARGS (word-split)")
+    default = hv.parse_env_file(os.path.join(src, "deploy", "systemd", "hvupdater.default"))
+    r.eq(default, {"HVUPDATER_ARGS": ""}, "hvupdater.default sets HVUPDATER_ARGS, empty")
+    with open(os.path.join(src, "deploy", "systemd", "hvupdater.default"), encoding="utf-8") as f:
+        example = re.search(r'^#HVUPDATER_ARGS="([^"]*)"$', f.read(), re.M)
+    if r.check(example, "hvupdater.default shows an example HVUPDATER_ARGS"):
+        ex_seen, problems = hv.parse_argv(example.group(1).split(), hv.serve_flags(binary))
+        r.check(not problems, "the example's flags are serve flags with their values", problems)
+    with open(os.path.join(src, "deploy", "debian", "conffiles"), encoding="utf-8") as f:
+        r.check("/etc/default/hvupdater" in f.read().split(),
+                "deploy/debian/conffiles lists /etc/default/hvupdater")
+    argv = [a for a in argv if a != "$HVUPDATER_ARGS"]
     seen, problems = hv.parse_argv(argv[2:], hv.serve_flags(binary))
     r.check(not problems, "every ExecStart arg is a serve flag with its value", problems)
     r.eq(seen.get("--config"), ["/etc/hvupdater/config.json"],
@@ -657,6 +694,10 @@ def check_systemd(r, src, binary):
     pkg = open(os.path.join(src, "cmake", "Packaging.cmake"), encoding="utf-8").read()
     r.check("deploy/systemd/hvupdater.service" in pkg.replace("${HV_DEPLOY_DIR}", "deploy"),
             "Packaging.cmake installs this unit")
+    r.check(re.search(r"systemd/hvupdater\.default DESTINATION \$\{HV_DEFAULT_DIR\}\s+"
+                      r"RENAME hvupdater", pkg) and
+            'set(HV_DEFAULT_DIR "/etc/default"' in pkg,
+            "Packaging.cmake installs hvupdater.default as /etc/default/hvupdater")
 
 
 def check_container(r, src, dep, binary):

@@ -2,7 +2,7 @@
 
 - Results: one line per check ('ok ...' or 'FAIL ...') and a closing 'N passed, N failed'.
 - Kubernetes manifests: strict YAML loading, and a kustomize renderer for the subset
-  deploy/kubernetes uses (resources, configMapGenerator), so the tests need no kustomize.
+  deploy/kubernetes uses (resources, configMapGenerator with options.labels), so the tests need no kustomize.
   When `kubectl` is installed its `kubectl kustomize` output is compared with ours.
 - The binary: flags parsed from `--help`, a command line checked against them, `serve`
   started with a port file and stopped with SIGTERM, HTTPS calls that verify the server's
@@ -166,7 +166,8 @@ def render(directory, seen=None):
         else:
             raise RenderError(f"{kfile}: resource {r} not found")
     for g in k.get("configMapGenerator", []) or []:
-        extra = set(g) - {"name", "namespace", "files", "literals"}
+        extra = set(g) - {"name", "namespace", "files", "literals", "options"}
+        extra |= {f"options.{o}" for o in set(g.get("options") or {}) - {"labels"}}
         if extra:
             raise RenderError(f"{kfile}: configMapGenerator fields not implemented: {extra}")
         data = {}
@@ -187,6 +188,8 @@ def render(directory, seen=None):
         meta = {"name": hashed}
         if ns:
             meta["namespace"] = ns
+        if (g.get("options") or {}).get("labels"):  # not part of kustomize's hash
+            meta["labels"] = dict(g["options"]["labels"])
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
         _rename_configmap_refs(objs, ns, name, hashed)
         objs.append(cm)
@@ -449,6 +452,37 @@ def parse_unit(path):
             k, _, v = s.partition("=")
             sections.setdefault(cur, []).append((k.strip(), v.strip()))
     return sections
+
+
+def parse_env_file(path):
+    """KEY=VALUE lines of a systemd EnvironmentFile= (comments and blank lines skipped,
+    one level of double or single quotes removed), as a dict."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for ln in f:
+            ln = ln.strip()
+            if not ln or ln[0] in "#;":
+                continue
+            k, _, v = ln.partition("=")
+            v = v.strip()
+            if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+                v = v[1:-1]
+            out[k.strip()] = v
+    return out
+
+
+def expand_exec(argv, env):
+    """A systemd ExecStart= word list with $VAR (split into words) and ${VAR} (one word)
+    replaced from env, as systemd does."""
+    out = []
+    for a in argv:
+        m = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)", a)
+        if m:
+            out += env.get(m.group(1), "").split()
+        else:
+            out.append(re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}",
+                              lambda mm: env.get(mm.group(1), ""), a))
+    return out
 
 
 def unit_get(unit, section, key):

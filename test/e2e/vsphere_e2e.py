@@ -691,7 +691,12 @@ def test_session_expired_mid_operation():
 
         def on_answer(resp):
             if not expired and "in progress" in (resp.get("message") or ""):
-                time.sleep(0.2)  # let the pass get going
+                # the pass is under way once vCenter has its first reconfigure (each lasts
+                # 300 ms): wait for that, not for a fixed time
+                deadline = time.monotonic() + 60
+                while s.sim.stats()[0]["ReconfigVM_Task"] < 1:
+                    assert time.monotonic() < deadline, "no ReconfigVM_Task within 60 s"
+                    time.sleep(0.02)
                 expired.append(s.sim.control("expire-sessions"))
 
         last, msgs, _ = s.update(0, (8192, 4), FAST, on_answer=on_answer)

@@ -24,6 +24,7 @@ cases (default: all):
 Timings are printed, not asserted; the limits below only tell a hang from an answer.
 """
 import os
+import re
 import resource
 import select
 import shutil
@@ -124,6 +125,24 @@ def read_answer(s, timeout):
                     length = int(v.strip())
             if len(rest) >= length:
                 return (status_of(buf), False)
+
+
+def read_until_close(s, timeout):
+    """Everything the server sends on s until it closes (or timeout passes)."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except (ConnectionError, ssl.SSLError, OSError):
+            break
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
 
 def status_of(buf):
@@ -343,6 +362,28 @@ def case_framing(binary):
             print("  %s: %s (closed %s) in %.1f ms" % (what, head, closed, dt * 1e3))
             check(head is not None and (" %s " % want) in head and closed,
                   "%s: %s and close" % (what, want))
+        # Exactly one answer, a 400, then the close: whitespace between a field name and its
+        # colon (RFC 9112 section 5.1: reject with 400, a smuggling primitive behind a lenient
+        # proxy).
+        once = [
+            ("Transfer-Encoding with a space before the colon, with Content-Length",
+             b"Content-Length: 2\r\nTransfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+            ("Transfer-Encoding with a space before the colon",
+             b"Transfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+            ("another field with a space before the colon",
+             b"Content-Type : application/json\r\nContent-Length: 2\r\n\r\n{}"),
+            ("a tab before the colon",
+             b"Content-Length\t: 2\r\n\r\n{}"),
+        ]
+        for what, tail in once:
+            raw = b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n" + tail
+            s = srv.tls()
+            s.sendall(raw)
+            got = read_until_close(s, 3)
+            s.close()
+            heads = re.findall(rb"HTTP/1\.[01] (\d{3})", got)
+            print("  %s: %s" % (what, [h.decode() for h in heads]))
+            check(heads == [b"400"], "%s: one 400 answer, got %s" % (what, heads))
         raw = (b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
                b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n" + body)
         head, closed, dt, s = srv.request(raw)

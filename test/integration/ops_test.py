@@ -10,6 +10,8 @@ for what an operator relies on:
   drain         SIGTERM with --drain-seconds 3: /readyz turns 503 at once, hook calls keep
                 being answered during the drain, the process exits 0 after it
   logs          every stderr line is JSON; 4xx answers are logged at warn
+  kube-events   --kube-events (kubernetes.events): Warning Events to a stand-in API server
+  capi-logs     --log-format capi: CAPI's JSON logs (msg; Machine, MachineSet, Cluster objects)
 
 Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
 Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
@@ -17,6 +19,7 @@ Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -69,18 +72,18 @@ def make_client(d, name, ca_key, ca_crt):
 
 
 class Server:
-    def __init__(self, binary, tmp, *args):
+    def __init__(self, binary, tmp, *args, env=None):
         self.stderr_path = os.path.join(tmp, f"stderr-{time.monotonic_ns()}")
         self.err = open(self.stderr_path, "w+")
         self.p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
                                    os.path.join(tmp, "tls"), *args],
                                   stdout=subprocess.DEVNULL, stderr=self.err,
-                                  env=dict(os.environ, HOME=tmp))
+                                  env=dict(os.environ, HOME=tmp, **(env or {})))
         self.info = None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.info is None and self.p.poll() is None:
             for ln in self.lines():
-                if ln.get("event") == "listening":
+                if "listening" in (ln.get("event"), ln.get("msg")):  # either log format
                     self.info = ln
             time.sleep(0.05)
         if self.info is None:
@@ -191,7 +194,49 @@ def group_client_certs(binary, tmp):
           "refused at start", p.stderr[:300])
 
 
+def check_process_metrics(srv, body, t_start):
+    """The standard process_* metrics (Prometheus' process collector), against /proc."""
+    import re
+    vals, types = {}, {}
+    for m in re.finditer(r"^(process_[a-z_]+) (\S+)$", body, re.M):
+        vals[m.group(1)] = float(m.group(2))
+    for m in re.finditer(r"^# TYPE (process_[a-z_]+) (\S+)$", body, re.M):
+        types[m.group(1)] = m.group(2)
+    want = {"process_cpu_seconds_total": "counter", "process_open_fds": "gauge",
+            "process_max_fds": "gauge", "process_virtual_memory_bytes": "gauge",
+            "process_virtual_memory_max_bytes": "gauge",
+            "process_resident_memory_bytes": "gauge", "process_start_time_seconds": "gauge"}
+    for name, typ in want.items():
+        check(name in vals and types.get(name) == typ, f"/metrics has {name} ({typ})",
+              f"{vals.get(name)} {types.get(name)}")
+    pid = srv.p.pid
+    limits = open(f"/proc/{pid}/limits").read()
+    soft = re.search(r"^Max open files\s+(\d+)", limits, re.M)
+    check(soft and vals.get("process_max_fds") == float(soft.group(1)),
+          "process_max_fds is the server's open file limit", f"{vals.get('process_max_fds')}")
+    nfd = len(os.listdir(f"/proc/{pid}/fd"))
+    check(0 < vals.get("process_open_fds", 0) <= nfd + 4 and
+          vals.get("process_open_fds", 0) >= nfd - 4,
+          "process_open_fds is about the server's open descriptors",
+          f"{vals.get('process_open_fds')} vs {nfd}")
+    status = open(f"/proc/{pid}/status").read()
+    rss = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1)) * 1024
+    vsz = int(re.search(r"^VmSize:\s+(\d+) kB", status, re.M).group(1)) * 1024
+    r = vals.get("process_resident_memory_bytes", 0)
+    check(rss / 2 <= r <= rss * 2, "process_resident_memory_bytes is about VmRSS", f"{r} vs {rss}")
+    v = vals.get("process_virtual_memory_bytes", 0)
+    check(vsz / 2 <= v <= vsz * 2, "process_virtual_memory_bytes is about VmSize",
+          f"{v} vs {vsz}")
+    st = vals.get("process_start_time_seconds", 0)
+    check(abs(st - t_start) < 5, "process_start_time_seconds is when the server started",
+          f"{st} vs {t_start}")
+    cpu = vals.get("process_cpu_seconds_total", -1)
+    check(0 <= cpu <= (time.time() - t_start + 1) * (os.cpu_count() or 1),
+          "process_cpu_seconds_total is within the run time", f"{cpu}")
+
+
 def group_metrics(binary, tmp):
+    t_start = time.time()
     srv = Server(binary, tmp, "--metrics-listen", "127.0.0.1:0")
     try:
         check(srv.mport > 0, "the listening line names the metrics port", repr(srv.info))
@@ -205,6 +250,7 @@ def group_metrics(binary, tmp):
                      'hvupdater_backend_errors_total{backend="libvirt",server="test:///default"}'
                      ' 0\n'):
             check(line in body, f"/metrics has {line.strip()}")
+        check_process_metrics(srv, body, t_start)
         import re
         m = re.search(r"^hvupdater_tls_certificate_expiry_timestamp_seconds (\d+)$", body, re.M)
         leaf = os.path.join(os.path.dirname(srv.ca), "tls.crt")
@@ -303,7 +349,181 @@ def group_logs(binary, tmp):
     logs_are_json(srv, "logs")
 
 
-GROUPS = {"logs": group_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
+def group_capi_logs(binary, tmp):
+    """--log-format capi: Cluster API's JSON log lines (component-base): ts in epoch
+    seconds, msg, v, and the Machine / MachineSet / Cluster as {name, namespace} objects,
+    so one query (Machine.name == "cp-abc12") finds a Machine in both logs."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(src, "test", "fixtures", "lvm-grow.json")) as f:
+        req = json.load(f)
+    req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind="CanUpdateMachineRequest")
+    with open(os.path.join(src, "test", "fixtures", "vsmt-memory-cpu-grow.json")) as f:
+        sreq = json.load(f)
+    sreq.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1",
+                kind="CanUpdateMachineSetRequest")
+    srv = Server(binary, tmp, "--log-format", "capi")
+    try:
+        code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine",
+                           body=json.dumps(req))
+        check(code == 200, "capi format: CanUpdateMachine answered", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", API + "canupdatemachineset/can-update-machine-set",
+                           body=json.dumps(sreq))
+        check(code == 200, "capi format: CanUpdateMachineSet answered", f"{code} {body[:200]}")
+    finally:
+        srv.stop()
+    lines = srv.lines()
+    check(lines and all(isinstance(ln.get("ts"), float) and isinstance(ln.get("msg"), str) and
+                        ln.get("v") in (0, 4) and "event" not in ln for ln in lines),
+          "capi format: every line has ts (epoch seconds), msg and v, no event",
+          repr([ln for ln in lines if not isinstance(ln.get("ts"), float)][:2]))
+    hooks = [ln for ln in lines if ln.get("msg") == "hook"]
+    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
+    check(cum and cum[0].get("Machine") == {"name": "cp-abc12", "namespace": "default"}
+          and cum[0].get("Cluster") == {"name": "c1", "namespace": "default"}
+          and "machine" not in cum[0] and cum[0].get("vm") == "test:///default name hvt-dimm",
+          "capi format: the hook line names Machine and Cluster as {name, namespace}",
+          repr(cum[:1]))
+    cums = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachineSet"]
+    check(cums and cums[0].get("MachineSet") == {"name": "md-0-x", "namespace": "default"}
+          and cums[0].get("Cluster") == {"name": "c1", "namespace": "default"}
+          and "Machine" not in cums[0],
+          "capi format: the CanUpdateMachineSet line names the MachineSet and Cluster",
+          repr(cums[:1]))
+    logs_are_json(srv, "capi-logs")
+    p = subprocess.run([binary, "serve", "--log-format", "klog"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 2 and "--log-format must be hvupdater|capi" in p.stderr,
+          "an unknown --log-format is a usage error (exit 2)", p.stderr[-300:])
+
+
+class FakeKubeAPI:
+    """An HTTPS server standing for the Kubernetes API: records every request, answers 201."""
+
+    def __init__(self, tmp):
+        import http.server
+        import threading
+        self.crt, self.key = os.path.join(tmp, "api.crt"), os.path.join(tmp, "api.key")
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", self.key, "-out", self.crt, "-days", "2", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+                "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,digitalSignature,keyCertSign")
+        self.got = []
+        self.cv = threading.Condition()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer.cv:
+                    outer.got.append((self.path, self.headers.get("Authorization"),
+                                      json.loads(body)))
+                    outer.cv.notify_all()
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.crt, self.key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.t.start()
+
+    def wait_for(self, n, timeout=30):
+        with self.cv:
+            self.cv.wait_for(lambda: len(self.got) >= n, timeout)
+            return list(self.got)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def group_kube_events(binary, tmp):
+    """--kube-events (an alias of the config's kubernetes.events: true, the engine in
+    src/kube/events.c): a Warning Event (events.k8s.io/v1) on the Machine for settings that do
+    not parse and for a Block, posted to the config's API server with the whole token; the
+    same event once; nothing without it; without a server outside a pod a startup error."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def fixture(name, kind, settings):
+        with open(os.path.join(src, "test", "fixtures", name)) as f:
+            req = json.load(f)
+        req.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1", kind=kind,
+                   settings=settings)
+        return json.dumps(req)
+    bad = fixture("lvm-grow.json", "UpdateMachineRequest", {"powerCycle": "Sometimes"})
+    block = fixture("vsm-version-and-memory.json", "CanUpdateMachineRequest",
+                    {"onUncoverable": "Block"})
+    api = FakeKubeAPI(tmp)
+    token = os.path.join(tmp, "token")
+    with open(token, "w") as f:
+        f.write("t0ken-" + "x" * 1200 + "\n")  # service account tokens are ~1 KB JWTs
+    cfg = os.path.join(tmp, "kube-config.json")
+    with open(cfg, "w") as f:
+        json.dump({"kubernetes": {"server": "https://127.0.0.1:%d" % api.port,
+                                  "tokenFile": token, "caFile": api.crt}}, f)
+    try:
+        srv = Server(binary, tmp, "--config", cfg, "--kube-events")
+        try:
+            answers = []
+            for body, route in ((bad, "updatemachine/update-machine"),
+                                (bad, "updatemachine/update-machine"),
+                                (block, "canupdatemachine/can-update-machine")):
+                code, text = https(srv, "POST", API + route, body=body)
+                answers.append(json.loads(text) if code == 200 else {})
+            check(all(a.get("status") == "Failure" for a in answers),
+                  "kube-events: the three calls answer Failure", repr(answers)[:300])
+            api.wait_for(2)
+        finally:
+            srv.stop()
+        got = api.got
+        check(len(got) == 2, "kube-events: two Events (the repeated failure posted once)",
+              repr([g[2].get("reason") for g in got]))
+        want = [("InvalidSettings", answers[0].get("message")),
+                ("UpdateBlocked", answers[2].get("message"))]
+        for (path, auth, ev), (reason, message) in zip(got, want):
+            check(path == "/apis/events.k8s.io/v1/namespaces/default/events",
+                  f"kube-events: {reason} posted to the Machine's namespace", path)
+            check(auth == "Bearer t0ken-" + "x" * 1200,
+                  f"kube-events: {reason} carries the whole token", (auth or "")[:40])
+            reg = ev.get("regarding", {})
+            check(ev.get("apiVersion") == "events.k8s.io/v1" and ev.get("type") == "Warning" and
+                  ev.get("reason") == reason and ev.get("note") == message and
+                  reg.get("kind") == "Machine" and reg.get("name") == "cp-abc12" and
+                  reg.get("namespace") == "default" and
+                  ev.get("reportingController") == "hvupdater",
+                  f"kube-events: a Warning {reason} on Machine default/cp-abc12 with the answer's "
+                  "message", repr(ev)[:400])
+        logs_are_json(srv, "kube-events")
+
+        n = len(api.got)
+        srv = Server(binary, tmp, "--config", cfg)
+        try:
+            https(srv, "POST", API + "updatemachine/update-machine", body=bad)
+        finally:
+            srv.stop()
+        check(len(api.got) == n, "kube-events: nothing posted without --kube-events")
+    finally:
+        api.close()
+    p = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
+                        os.path.join(tmp, "tls2"), "--kube-events"], capture_output=True,
+                       text=True, timeout=30,
+                       env={k: v for k, v in os.environ.items()
+                            if not k.startswith("KUBERNETES_SERVICE")})
+    check(p.returncode == 1 and "no KUBERNETES_SERVICE_HOST" in p.stderr,
+          "kube-events: outside a pod, without kubernetes.server, --kube-events is a startup "
+          "error (exit 1)", p.stderr[-300:])
+
+
+GROUPS = {"logs": group_logs, "kube-events": group_kube_events, "capi-logs": group_capi_logs, "client-certs": group_client_certs, "metrics": group_metrics, "drain": group_drain}
 
 
 def main():

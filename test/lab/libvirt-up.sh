@@ -13,6 +13,9 @@
 #                                 `export HV_LIBVIRT_LAB_URI=qemu:///system` on stdout
 #        libvirt-up.sh --restart  stop and start again the libvirtd started here (running
 #                                 QEMU domains survive; tests use it to prove reconnection)
+#        libvirt-up.sh --stop     stop the libvirtd started here (running QEMU domains
+#                                 survive); `libvirt-up.sh` starts it again. Tests use the pair
+#                                 to call hvupdater while the daemon is surely down
 set -euo pipefail
 if [ -n "${HV_LAB_TRACE:-}" ]; then # timestamped trace on stderr, for slow-start hunting
     PS4='+ $(date +%T.%N) '
@@ -137,7 +140,10 @@ up)
     stop_libvirtd
     start_libvirtd
     ;;
+--stop)
+    stop_libvirtd
+    ;;
 *)
-    die "usage: $0 [up|--restart]"
+    die "usage: $0 [up|--restart|--stop]"
     ;;
 esac

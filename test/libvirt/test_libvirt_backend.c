@@ -384,6 +384,85 @@ static void test_unreachable_uri(void **state)
     be->ops->free(be);
 }
 
+/* A name on several configured hosts: which domain is meant is unknown, so none is touched:
+ * an error naming the hosts (a UUID, or the server, still finds it). The second host is a
+ * test driver of its own (a file), holding a domain named "test" like test:///default. */
+static void test_ambiguous_name_names_the_hosts(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/hvt-lv-second-XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    static const char node[] =
+        "<node><domain type='test'><name>test</name><memory unit='MiB'>1024</memory>"
+        "<vcpu>1</vcpu><os><type>hvm</type></os></domain>"
+        "<domain type='test'><name>only-here</name><memory unit='MiB'>1024</memory>"
+        "<vcpu>1</vcpu><os><type>hvm</type></os></domain></node>";
+    assert_int_equal(write(fd, node, sizeof(node) - 1), (ssize_t)(sizeof(node) - 1));
+    close(fd);
+    char second[sizeof(path) + 8];
+    snprintf(second, sizeof(second), "test://%s", path);
+    const char *const fleet[] = {TURI, second};
+    struct hv_backend *be = lvt_backend(fleet, 2);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    for (int round = 0; round < 2; round++) { /* the second time the first host is cached */
+        lvt_ref(&ref, "", "", "test");
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_AMBIGUOUS);
+        assert_int_equal(err.code, HV_E_AMBIGUOUS);
+        assert_false(obs.found);
+        assert_non_null(strstr(err.detail, TURI));
+        assert_non_null(strstr(err.detail, second));
+        struct hv_step step = {.kind = HV_STEP_POWER_OFF};
+        assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_AMBIGUOUS);
+        /* by server or by UUID: one domain */
+        lvt_ref(&ref, TURI, "", "test");
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_true(obs.found);
+        assert_string_equal(obs.host, TURI);
+        lvt_ref(&ref, "", TEST_UUID, "");
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_true(obs.found);
+        /* a name on one host only */
+        lvt_ref(&ref, "", "", "only-here");
+        assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+        assert_true(obs.found);
+        assert_string_equal(obs.host, second);
+    }
+    be->ops->free(be);
+    unlink(path);
+}
+
+/* A disk size whose bytes do not fit 64 bits: refused by ops->check and by the plan with the
+ * same reason, never multiplied into a negative size (which read as a shrink). */
+static void test_disk_size_past_64_bits(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_hw want = {-1, -1, -1, (INT64_MAX >> 20) + 1};
+    be->ops->check(be, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", "test");
+    snprintf(ref.disk, sizeof(ref.disk), "vda");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    struct hv_step step = {.kind = HV_STEP_LIVE_DISK, .desired = want};
+    assert_int_not_equal(be->ops->act(be, &ref, &step, &err), HV_OK);
+    want.disk_mib = INT64_MAX >> 20; /* the largest that fits */
+    be->ops->check(be, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE);
+    be->ops->free(be);
+}
+
 static void test_constructor_errors(void **state)
 {
     (void)state;
@@ -578,6 +657,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_find_by_name_and_uuid, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_missing_domain, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_ambiguous_name_names_the_hosts, lvt_setup,
+                                        lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_disk_size_past_64_bits, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_record_round_trip, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_test_driver_has_no_guest_view, lvt_setup,
                                         lvt_teardown),

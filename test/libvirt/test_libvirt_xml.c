@@ -387,6 +387,30 @@ static void test_cold_rewrite_topology(void **state)
     assert_null(out);
 }
 
+/* Topology values from domain XML multiplied as int overflowed (65536 x 65536 x 1 is 0 in 32
+ * bits: a division by zero). Now a topology larger than a domain can have is refused. */
+static void test_cold_rewrite_topology_too_large(void **state)
+{
+    (void)state;
+    char *out = NULL, why[256] = "";
+    static const char *const huge[] = {
+        "<domain type='qemu'><name>hvt-t</name><memory unit='MiB'>1024</memory><vcpu>2</vcpu>"
+        "<cpu><topology sockets='1' dies='1' cores='65536' threads='65536'/></cpu></domain>",
+        "<domain type='qemu'><name>hvt-t</name><memory unit='MiB'>1024</memory><vcpu>2</vcpu>"
+        "<cpu><topology sockets='1' dies='65536' cores='65536' threads='1'/></cpu></domain>",
+    };
+    struct hv_hw want = {-1, 3, -1, -1};
+    for (size_t k = 0; k < sizeof(huge) / sizeof(huge[0]); k++) {
+        assert_int_equal(lv_cold_rewrite_xml(huge[k], &want, &out, why, sizeof(why)), -1);
+        assert_null(out);
+        assert_non_null(strstr(why, "vCPUs"));
+    }
+    /* cores from the desired hardware times the domain's threads */
+    struct hv_hw cores = {-1, 3, 1 << 20, -1};
+    assert_int_equal(lv_cold_rewrite_xml(huge[0], &cores, &out, why, sizeof(why)), -1);
+    assert_null(out);
+}
+
 static void test_vmem_device_xml(void **state)
 {
     (void)state;
@@ -563,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_cold_rewrite_folds),
         cmocka_unit_test(test_cold_rewrite_keeps_nvdimm),
         cmocka_unit_test(test_cold_rewrite_topology),
+        cmocka_unit_test(test_cold_rewrite_topology_too_large),
         cmocka_unit_test(test_vmem_device_xml),
         cmocka_unit_test(test_record_escaping),
         cmocka_unit_test(test_error_map),

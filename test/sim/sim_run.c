@@ -543,6 +543,13 @@ static bool cycle_unseen(const struct sim *s, struct sim_vm *v)
 /* 5 and 6, at the end of a run. */
 static void check_end(struct sim *s)
 {
+    int slots = 0; /* power-cycle slots held by the replicas: a cycle nobody holds one for is
+                      carried by no process (issue 17 item 5) */
+    for (int r = 0; r < s->n_reps; r++) {
+        int ops = 0, cycles = 0;
+        hv_engine_gauges(s->reps[r].e, &ops, &cycles);
+        slots += cycles;
+    }
     for (int k = 0; k < s->n_vms; k++) {
         struct sim_vm *v = &s->vms[k];
         struct sim_caller *c = &s->callers[k];
@@ -562,7 +569,8 @@ static void check_end(struct sim *s)
                 v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
                 in_cycle(v) && cycle_unseen(s, v)
                     ? " (the cycle's process restarted; no process has seen the VM since)"
-                : in_cycle(v) && !owner_alive(s, v)        ? " (the cycle's process restarted)"
+                : in_cycle(v) && !owner_alive(s, v) ? " (the cycle's process restarted)"
+                : in_cycle(v) && !slots             ? " (no process holds a power-cycle slot)"
                 : sim_record(v) && sim_record(v)->rollback ? " (a rollback that did not complete)"
                                                            : "",
                 v->record);

@@ -424,6 +424,31 @@ static void test_bad_top_level_values(void **state)
     hv_config_free(&c);
 }
 
+/* identityFrom capv needs no credential files; the kubernetes section and its defaults. */
+static void test_kubernetes_and_capv_identity(void **state)
+{
+    (void)state;
+    struct hv_config c;
+    parse_ok(&c, "{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
+                 "\"identityFrom\":\"capv\"}]},\"kubernetes\":{\"server\":\"https://k:6443\","
+                 "\"tokenFile\":\"/t\",\"caFile\":\"/ca\",\"capvNamespace\":\"capv\","
+                 "\"timeoutSeconds\":3,\"events\":true}}");
+    assert_true(c.vsphere[0].identity_capv);
+    assert_null(c.vsphere[0].password_file);
+    assert_string_equal(c.kube.server, "https://k:6443");
+    assert_string_equal(c.kube.token_file, "/t");
+    assert_string_equal(c.kube.ca_file, "/ca");
+    assert_string_equal(c.kube.capv_namespace, "capv");
+    assert_int_equal(c.kube.timeout_s, 3);
+    assert_true(c.kube.events);
+    hv_config_free(&c);
+    parse_ok(&c, "{}");
+    assert_null(c.kube.server);
+    assert_int_equal(c.kube.timeout_s, 5);
+    assert_false(c.kube.events);
+    hv_config_free(&c);
+}
+
 static void test_bad_vsphere_servers(void **state)
 {
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"http://vc.example.com/sdk\","
@@ -445,6 +470,18 @@ static void test_bad_vsphere_servers(void **state)
     parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
                 "\"usernameFile\":\"/u\",\"passwordFile\":\"/p\",\"caFile\":\"\"}]}}",
                 "vsphere.servers[0].caFile must be a non-empty string");
+    parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
+                "\"identityFrom\":\"capi\"}]}}",
+                "vsphere.servers[0].identityFrom must be \"capv\"");
+    parse_fails("{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
+                "\"identityFrom\":\"capv\",\"passwordFile\":\"/p\"}]}}",
+                "vsphere.servers[0]: usernameFile and passwordFile go together");
+    parse_fails("{\"kubernetes\":{\"server\":\"http://k:6443\"}}",
+                "kubernetes.server must be https://HOST[:PORT] without spaces");
+    parse_fails("{\"kubernetes\":{\"events\":\"yes\"}}", "kubernetes.events must be a boolean");
+    parse_fails("{\"kubernetes\":{\"timeoutSeconds\":0}}",
+                "kubernetes.timeoutSeconds must be an integer from 1 to 30");
+    parse_fails("{\"kubernetes\":{\"token\":\"abc\"}}", "kubernetes: unknown key \"token\"");
     parse_fails("{\"vsphere\":{\"servers\":{}}}",
                 "vsphere.servers must be an array of at most 256");
     parse_fails("{\"vsphere\":{\"servers\":[1]}}", "vsphere.servers[0] must be an object");
@@ -693,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_defaults_only_schema_keys),
         cmocka_unit_test(test_bad_top_level_values),
         cmocka_unit_test(test_bad_vsphere_servers),
+        cmocka_unit_test(test_kubernetes_and_capv_identity),
         cmocka_unit_test(test_bad_profiles),
         cmocka_unit_test(test_disk_profiles),
         cmocka_unit_test(test_profiles_override_and_add),

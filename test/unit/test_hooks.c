@@ -19,6 +19,18 @@
 #include "settings.h"
 #include "testutil.h"
 
+#include <yajl/yajl_gen.h>
+
+/* Linked with -Wl,--wrap=yajl_gen_alloc (test/CMakeLists.txt): hj_dump's generator can be
+ * made to fail, as it does when memory runs out. */
+yajl_gen __real_yajl_gen_alloc(const yajl_alloc_funcs *afs);
+yajl_gen __wrap_yajl_gen_alloc(const yajl_alloc_funcs *afs);
+static bool gen_alloc_fails;
+yajl_gen __wrap_yajl_gen_alloc(const yajl_alloc_funcs *afs)
+{
+    return gen_alloc_fails ? NULL : __real_yajl_gen_alloc(afs);
+}
+
 #define API     "hooks.runtime.cluster.x-k8s.io/v1alpha1"
 #define LV_UUID "6f1c2d8e-3b4a-4c5d-9e7f-0a1b2c3d4e5f"
 
@@ -889,11 +901,29 @@ static void test_message_out_optional(void **state)
     hj_free(req);
 }
 
+/* hj_dump failing (out of memory) is not passed on: no field, false, no crash. */
+static void test_put_patch_when_the_dump_fails(void **state)
+{
+    (void)state;
+    hj *ops = hj_new_array();
+    hj *r = hj_new_object();
+    gen_alloc_fails = true;
+    bool ok = hv_hook_put_patch(r, "p", ops);
+    gen_alloc_fails = false;
+    assert_false(ok);
+    assert_null(hj_get(r, "p"));
+    assert_true(hv_hook_put_patch(r, "p", ops));
+    assert_non_null(hj_get(r, "p"));
+    hj_free(r);
+    hj_free(ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
         cmocka_unit_test(test_hook_names),
+        cmocka_unit_test(test_put_patch_when_the_dump_fails),
         cmocka_unit_test_setup_teardown(test_envelope_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_can_update_missing_parts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_settings, setup, teardown),

@@ -694,8 +694,14 @@ static void test_reload_direct(void **state)
     }
 }
 
+/* The hammer threads and the reloading thread meet at a barrier before and after each round,
+ * so the test is bounded by its work (ROUNDS reloads, HAMMERS * CALLS callbacks a round) and
+ * not by scheduling: no thread spins waiting for another, so under valgrind's one thread at a
+ * time every thread gets its turn when the others block at the barrier. */
+enum { HAMMERS = 4, ROUNDS = 12, CALLS = 50 };
+
 struct hammer {
-    atomic_bool stop;
+    pthread_barrier_t start, end;
     atomic_ulong calls;
     atomic_int failures;
 };
@@ -704,14 +710,18 @@ static void *hammer_callback(void *arg)
 {
     struct hammer *h = arg;
 
-    while (!atomic_load(&h->stop)) {
-        gnutls_pcert_st *pc = NULL;
-        gnutls_privkey_t k = NULL;
-        unsigned n = 0;
-        if (hv_tls_cert_callback(NULL, NULL, 0, NULL, 0, &pc, &n, &k) != 0 || n < 1 || !pc || !k ||
-            pc[0].cert.size < 2 || pc[0].cert.data[0] != 0x30) /* DER SEQUENCE */
-            atomic_fetch_add(&h->failures, 1);
-        atomic_fetch_add(&h->calls, 1);
+    for (int r = 0; r < ROUNDS; r++) {
+        pthread_barrier_wait(&h->start);
+        for (int c = 0; c < CALLS; c++) {
+            gnutls_pcert_st *pc = NULL;
+            gnutls_privkey_t k = NULL;
+            unsigned n = 0;
+            if (hv_tls_cert_callback(NULL, NULL, 0, NULL, 0, &pc, &n, &k) != 0 || n < 1 || !pc ||
+                !k || pc[0].cert.size < 2 || pc[0].cert.data[0] != 0x30) /* DER SEQUENCE */
+                atomic_fetch_add(&h->failures, 1);
+            atomic_fetch_add(&h->calls, 1);
+        }
+        pthread_barrier_wait(&h->end);
     }
     return NULL;
 }
@@ -721,7 +731,7 @@ static void test_callback_concurrent_with_reloads(void **state)
     const char *tmp = *state;
     char a[PATH_MAX], crt[PATH_MAX], key[PATH_MAX], err[512] = "";
     struct hammer h;
-    pthread_t th[4];
+    pthread_t th[HAMMERS];
     struct hv_tls *t;
 
     make_pair(a, tmp, "a");
@@ -730,22 +740,27 @@ static void test_callback_concurrent_with_reloads(void **state)
     t = hv_tls_open(crt, key, err, sizeof err);
     assert_non_null(t);
     hv_tls_activate(t);
-    atomic_init(&h.stop, false);
+    assert_int_equal(pthread_barrier_init(&h.start, NULL, HAMMERS + 1), 0);
+    assert_int_equal(pthread_barrier_init(&h.end, NULL, HAMMERS + 1), 0);
     atomic_init(&h.calls, 0);
     atomic_init(&h.failures, 0);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < HAMMERS; i++)
         assert_int_equal(pthread_create(&th[i], NULL, hammer_callback, &h), 0);
-    for (long i = 0; i < 12; i++) {
+    for (long i = 0; i < ROUNDS; i++) {
+        pthread_barrier_wait(&h.start);
+        /* this round's reload runs while the hammers call the callback */
         bump_mtime(i % 2 ? crt : key, 2000000 + i);
-        assert_int_equal(hv_tls_maybe_reload(t, err, sizeof err), 1);
-        sleep_ms(5);
+        int rc = hv_tls_maybe_reload(t, err, sizeof err);
+        pthread_barrier_wait(&h.end);
+        assert_int_equal(rc, 1);
     }
-    atomic_store(&h.stop, true);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < HAMMERS; i++)
         pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&h.start);
+    pthread_barrier_destroy(&h.end);
     assert_int_equal(atomic_load(&h.failures), 0);
-    assert_true(atomic_load(&h.calls) > 0);
-    assert_true(hv_tls_generation(t) >= 12);
+    assert_int_equal(atomic_load(&h.calls), (unsigned long)HAMMERS * ROUNDS * CALLS);
+    assert_true(hv_tls_generation(t) >= ROUNDS);
     hv_tls_free(t);
 }
 

@@ -215,6 +215,25 @@ static struct vs_vm disk_vm(void)
     return vm;
 }
 
+/* A disk size whose bytes do not fit 64 bits is refused by the rules that hold whatever the
+ * VM (ops->check, so CanUpdate and UpdateMachine alike) and by the plan, never multiplied. */
+static void test_disk_size_past_64_bits(void **state)
+{
+    (void)state;
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_hw want = {-1, -1, -1, (INT64_MAX >> 20) + 1};
+    vs_check(&want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    struct vs_vm vm = disk_vm();
+    vs_plan(&vm, &want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_DISK].reason, "disk size above what a hypervisor can express");
+    want.disk_mib = INT64_MAX >> 20; /* the largest that fits */
+    vs_check(&want, plan);
+    assert_int_equal(plan[HV_F_DISK].how, HV_HOW_NONE);
+}
+
 static void test_disk_rules(void **state)
 {
     (void)state;
@@ -302,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_table),
         cmocka_unit_test(test_disk_rules),
+        cmocka_unit_test(test_disk_size_past_64_bits),
         cmocka_unit_test(test_untouched_fields),
     };
     return cmocka_run_group_tests_name("vsphere-plan", tests, NULL, NULL);

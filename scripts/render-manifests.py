@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""render-manifests.py: render deploy/kubernetes (kustomize) and deploy/clusterctl (the
+clusterctl provider components) from the Helm chart deploy/helm/hvupdater, their single
+source. Edit the chart, then run this and commit its output; test deploy.chart fails when
+the committed files differ from what the chart renders.
+
+  scripts/render-manifests.py [--check] [--tools DIR] [--version V] [--out DIR]
+
+  --check    render into a scratch directory and compare with the committed files
+             (prints "FAIL <file> ..." for each difference, exits 1)
+  --tools    directory with helm (test/helm/build.sh builds and prints it; the default
+             runs that script)
+  --version  release version: the clusterctl components' default image tag and the
+             chart's version (default: the chart's appVersion); used by scripts/release.sh
+  --out      where to write (default: the source tree); files go to OUT/deploy/...
+
+The kustomize tree keeps its kustomization.yaml files (hand-written: they only list the
+files and hold the components' patches); every object file and base/config.json is
+rendered. The clusterctl components take clusterctl variables (CLUSTERCTL_VARIABLES).
+"""
+
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHART = os.path.join("deploy", "helm", "hvupdater")
+PROVIDER_LABEL = "runtime-extension-hvupdater"
+
+# template -> file in deploy/kubernetes (from the default values, or with the option on)
+KUSTOMIZE_FILES = {
+    "namespace.yaml": "base/namespace.yaml",
+    "serviceaccount.yaml": "base/serviceaccount.yaml",
+    "certificate.yaml": "base/certificate.yaml",
+    "deployment.yaml": "base/deployment.yaml",
+    "service.yaml": "base/service.yaml",
+    "poddisruptionbudget.yaml": "base/poddisruptionbudget.yaml",
+    "networkpolicy.yaml": "base/networkpolicy.yaml",
+    "extensionconfig.yaml": "extension/extensionconfig.yaml",
+}
+KUSTOMIZE_COMPONENT_FILES = {
+    "client-certs.yaml": ("components/client-certs/certificates.yaml",
+                          {"clientCerts": {"enabled": True}}),
+    "priorityclass.yaml": ("components/priority-class/priorityclass.yaml",
+                           {"priorityClass": {"enabled": True}}),
+    "events-rbac.yaml": ("components/events/rbac.yaml", {"events": {"enabled": True}}),
+    "capv-identity-rbac.yaml": ("components/capv-identity/rbac.yaml",
+                                {"capvIdentity": {"enabled": True}}),
+}
+
+# clusterctl variables: (variable, default or None for required, values path)
+CLUSTERCTL_VARIABLES = [
+    ("HVUPDATER_IMAGE", None, ("image", "ref")),
+    ("HVUPDATER_REPLICAS", "2", ("replicas",)),
+    ("HVUPDATER_POWER_CYCLE", "IfNeeded", ("extension", "settings", "powerCycle")),
+    ("HVUPDATER_ON_UNCOVERABLE", "Fallback", ("extension", "settings", "onUncoverable")),
+    ("HVUPDATER_POWER_OFF_MODE", "TrySoft", ("extension", "settings", "powerOffMode")),
+    ("HVUPDATER_GUEST_VERIFICATION", "IfAvailable",
+     ("extension", "settings", "guestVerification")),
+    ("HVUPDATER_LIVE_TIMEOUT_SECONDS", "120", ("extension", "settings", "liveTimeoutSeconds")),
+    ("HVUPDATER_SHUTDOWN_TIMEOUT_SECONDS", "300",
+     ("extension", "settings", "shutdownTimeoutSeconds")),
+    ("HVUPDATER_DEADLINE_SECONDS", "1800", ("extension", "settings", "deadlineSeconds")),
+]
+# HVUPDATER_NAMESPACES is a comma-separated list: it fills a flow sequence, which YAML
+# cannot hold before substitution (helm parses what it renders), so the chart renders a
+# placeholder that is replaced afterwards.
+NAMESPACES_VARIABLE = ("HVUPDATER_NAMESPACES", "default")
+NAMESPACES_PLACEHOLDER = "hvupdater-namespaces-placeholder"
+
+GENERATED = ("# Generated from the Helm chart deploy/helm/hvupdater by "
+             "scripts/render-manifests.py:\n# edit the chart and re-run it, not this file.\n")
+
+
+def run_helm(helm, values, version=None, chart=None):
+    """`helm template` of the chart with extra values; returns {template: text}."""
+    chart = chart or os.path.join(SRC, CHART)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(values, f)
+        vfile = f.name
+    try:
+        cmd = [helm, "template", "hvupdater", chart, "-f", vfile]
+        if version:
+            cmd += ["--set", f"image.tag={version}"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        os.unlink(vfile)
+    if p.returncode != 0:
+        sys.exit(f"FAIL helm template: {p.stderr.strip()}")
+    return split_sources(p.stdout)
+
+
+def split_sources(text):
+    """helm template's output, split by its '# Source: CHART/templates/NAME' lines."""
+    out, cur = {}, None
+    for chunk in re.split(r"^---\n", text, flags=re.M):
+        m = re.match(r"# Source: [^/]+/templates/(\S+)\n", chunk)
+        if m:
+            cur = m.group(1)
+            body = chunk[m.end():]
+            out[cur] = out[cur] + "---\n" + body if cur in out else body
+        elif chunk.strip() and cur:
+            out[cur] += "---\n" + chunk
+    return {k: tidy(v) for k, v in out.items()}
+
+
+def tidy(text):
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines) + "\n"
+
+
+def set_path(d, path, value):
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = value
+
+
+def clusterctl_values():
+    v = {"commonLabels": {"cluster.x-k8s.io/provider": PROVIDER_LABEL}}
+    for name, default, path in CLUSTERCTL_VARIABLES:
+        set_path(v, path, "${%s}" % name if default is None else "${%s:=%s}" % (name, default))
+    set_path(v, ("extension", "namespaces"), [NAMESPACES_PLACEHOLDER])
+    return v
+
+
+def clusterctl_text(text):
+    n = text.count("[%s]" % NAMESPACES_PLACEHOLDER)
+    if n != text.count(NAMESPACES_PLACEHOLDER):
+        sys.exit("FAIL the namespaces placeholder is not alone in a flow sequence")
+    return text.replace("[%s]" % NAMESPACES_PLACEHOLDER, "[${%s:=%s}]" % NAMESPACES_VARIABLE)
+
+
+def render_all(helm, version=None):
+    """{relative path: content} of every rendered file."""
+    files = {}
+    base = run_helm(helm, {}, version)
+    for tpl, rel in KUSTOMIZE_FILES.items():
+        text = base[tpl]
+        if tpl == "deployment.yaml":  # the configMapGenerator adds its own hash
+            text = re.sub(r"\bhvupdater-config-[0-9a-f]{10}\b", "hvupdater-config", text)
+        files["deploy/kubernetes/" + rel] = GENERATED + text
+    cm = yaml.safe_load(base["configmap.yaml"])
+    cfg = json.loads(cm["data"]["config.json"])
+    files["deploy/kubernetes/base/config.json"] = json.dumps(cfg, indent=2) + "\n"
+    for tpl, (rel, vals) in KUSTOMIZE_COMPONENT_FILES.items():
+        files["deploy/kubernetes/" + rel] = GENERATED + run_helm(helm, vals, version)[tpl]
+
+    cc = run_helm(helm, clusterctl_values(), version)
+    order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
+             "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
+             "networkpolicy.yaml", "extensionconfig.yaml"]
+    missing = set(cc) - set(order)
+    if missing:
+        sys.exit(f"FAIL templates not placed in the clusterctl components: {sorted(missing)}")
+    head = ("# hvupdater as a clusterctl provider: clusterctl init --runtime-extension hvupdater\n"
+            + "".join("#   %s\n" % ("${%s}  (required)" % n if d is None else "${%s:=%s}" % (n, d))
+                      for n, d, _ in CLUSTERCTL_VARIABLES)
+            + "#   ${%s:=%s}  (comma-separated namespaces)\n" % NAMESPACES_VARIABLE
+            + "# The client-certificate component is separate (client-certs.yaml): it makes\n"
+            + "# objects in other namespaces, which clusterctl does not allow in one provider.\n")
+    files["deploy/clusterctl/runtime-extension-components.yaml"] = \
+        GENERATED + head + clusterctl_text("---\n".join(cc[t] for t in order))
+    ccv = clusterctl_values()
+    ccv["clientCerts"] = {"enabled": True}
+    certs = run_helm(helm, ccv, version)
+    files["deploy/clusterctl/client-certs.yaml"] = (
+        GENERATED + "# Optional, applied with kubectl after clusterctl init (clusterctl allows one\n"
+        "# namespace per provider): cert-manager client certificates for CAPI's controllers.\n"
+        "# Then add --client-ca to the hvupdater Deployment with client-certs-patch.json:\n"
+        "#   kubectl -n hvupdater-system patch deployment hvupdater --type json \\\n"
+        "#     --patch-file client-certs-patch.json\n"
+        + certs["client-certs.yaml"])
+    files["deploy/clusterctl/client-certs-patch.json"] = client_certs_patch()
+    return files
+
+
+def client_certs_patch():
+    """The JSON patch of deploy/kubernetes/components/client-certs, as a file."""
+    p = os.path.join(SRC, "deploy", "kubernetes", "components", "client-certs",
+                     "kustomization.yaml")
+    with open(p, encoding="utf-8") as f:
+        kz = yaml.safe_load(f)
+    ops = yaml.safe_load(kz["patches"][0]["patch"])
+    return json.dumps(ops, indent=2) + "\n"
+
+
+def tools_dir(arg):
+    if arg:
+        return arg
+    p = subprocess.run([os.path.join(SRC, "test", "helm", "build.sh")], stdout=subprocess.PIPE,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("FAIL test/helm/build.sh failed")
+    return p.stdout.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--tools")
+    ap.add_argument("--version")
+    ap.add_argument("--out", default=SRC)
+    a = ap.parse_args()
+    helm = os.path.join(tools_dir(a.tools), "helm")
+    files = render_all(helm, a.version)
+    if a.check:
+        bad = 0
+        for rel, text in sorted(files.items()):
+            path = os.path.join(SRC, rel)
+            have = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+            if have != text:
+                bad += 1
+                diff = "".join(list(difflib.unified_diff(
+                    have.splitlines(True), text.splitlines(True), rel, rel + " (rendered)"))[:40])
+                print(f"FAIL {rel} differs from what the chart renders "
+                      f"(run scripts/render-manifests.py):\n{diff}")
+            else:
+                print(f"ok   {rel} is what the chart renders")
+        return 1 if bad else 0
+    for rel, text in files.items():
+        path = os.path.join(a.out, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

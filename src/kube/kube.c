@@ -1,0 +1,239 @@
+/* kube.c: the Kubernetes API client of kube.h: one libcurl easy handle per request, HTTPS
+ * only, the CA pinned to the configured bundle, the bearer token read from its file each time
+ * and wiped after use, answers capped at MAX_BODY. */
+#include "kube.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+
+#define MAX_BODY  (1 << 20)
+#define TOKEN_MAX 8192
+
+struct hv_kube {
+    char *server; /* no trailing slash */
+    char *token_file;
+    char *ca_file;
+    int timeout_ms;
+};
+
+static char *dup_str(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
+struct hv_kube *hv_kube_new(const struct hv_kube_cfg *cfg, char *err, size_t errlen)
+{
+    char url[300];
+    if (cfg->server && *cfg->server) {
+        if (strncmp(cfg->server, "https://", 8) != 0) {
+            snprintf(err, errlen, "kubernetes.server must start with https://");
+            return NULL;
+        }
+        snprintf(url, sizeof(url), "%s", cfg->server);
+    } else {
+        const char *host = getenv("KUBERNETES_SERVICE_HOST");
+        const char *port = getenv("KUBERNETES_SERVICE_PORT");
+        if (!host || !*host) {
+            snprintf(err, errlen,
+                     "no kubernetes.server and no KUBERNETES_SERVICE_HOST (not in a pod)");
+            return NULL;
+        }
+        /* an IPv6 service address needs brackets in a URL */
+        snprintf(url, sizeof(url), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+                 port && *port ? port : "443");
+    }
+    size_t n = strlen(url);
+    while (n > 8 && url[n - 1] == '/')
+        url[--n] = '\0';
+    struct hv_kube *k = calloc(1, sizeof(*k));
+    if (!k)
+        abort();
+    k->server = dup_str(url);
+    k->token_file =
+        dup_str(cfg->token_file && *cfg->token_file ? cfg->token_file : HV_KUBE_SA_DIR "/token");
+    k->ca_file = dup_str(cfg->ca_file && *cfg->ca_file ? cfg->ca_file : HV_KUBE_SA_DIR "/ca.crt");
+    k->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+    return k;
+}
+
+void hv_kube_free(struct hv_kube *k)
+{
+    if (!k)
+        return;
+    free(k->server);
+    free(k->token_file);
+    free(k->ca_file);
+    free(k);
+}
+
+int hv_kube_timeout(const struct hv_kube *k)
+{
+    return k->timeout_ms;
+}
+
+int hv_kube_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
+              s[i] == '.'))
+            return 0;
+    return 1;
+}
+
+struct body {
+    char *p;
+    size_t n;
+    int too_big;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct body *b = ud;
+    size_t len = size * nmemb;
+    if (b->n + len > MAX_BODY) {
+        b->too_big = 1;
+        return 0;
+    }
+    char *p = realloc(b->p, b->n + len + 1);
+    if (!p)
+        abort();
+    memcpy(p + b->n, ptr, len);
+    b->p = p;
+    b->n += len;
+    b->p[b->n] = '\0';
+    return len;
+}
+
+/* The token, trimmed of trailing white space, into buf; -1 when it cannot be read. */
+static int read_token(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    int big = n == cap - 1 && fgetc(f) != EOF;
+    fclose(f);
+    buf[n] = '\0';
+    while (n && isspace((unsigned char)buf[n - 1]))
+        buf[--n] = '\0';
+    return n && !big && !strpbrk(buf, "\r\n") ? 0 : -1;
+}
+
+static int request(struct hv_kube *k, const char *method, const char *path, const char *body,
+                   int timeout_ms, struct body *out, char *err, size_t errlen)
+{
+    if (timeout_ms <= 0)
+        timeout_ms = k->timeout_ms;
+    if (path[0] != '/' || strpbrk(path, " ?#\r\n")) {
+        snprintf(err, errlen, "kubernetes: bad path");
+        return -1;
+    }
+    static char token_hdr[] = "Authorization: Bearer ";
+    char *auth = malloc(sizeof(token_hdr) + TOKEN_MAX);
+    if (!auth)
+        abort();
+    memcpy(auth, token_hdr, sizeof(token_hdr));
+    if (read_token(k->token_file, auth + sizeof(token_hdr) - 1, TOKEN_MAX) < 0) {
+        free(auth);
+        snprintf(err, errlen, "kubernetes: cannot read the token file %s", k->token_file);
+        return -1;
+    }
+    size_t ulen = strlen(k->server) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url)
+        abort();
+    snprintf(url, ulen, "%s%s", k->server, path);
+    CURL *h = curl_easy_init();
+    struct curl_slist *hdr = NULL;
+    hdr = curl_slist_append(hdr, auth);
+    hdr = curl_slist_append(hdr, "Accept: application/json");
+    if (body)
+        hdr = curl_slist_append(hdr, "Content-Type: application/json");
+    int status = -1;
+    if (!h || !hdr) {
+        snprintf(err, errlen, "kubernetes: out of memory");
+        goto out;
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(h, CURLOPT_CAINFO, k->ca_file);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK) {
+        snprintf(err, errlen, "kubernetes %s: %s", out->too_big ? "answer too large" : "request",
+                 out->too_big ? "over 1 MiB" : curl_easy_strerror(rc));
+        goto out;
+    }
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    status = (int)code;
+out:
+    explicit_bzero(auth, sizeof(token_hdr) + TOKEN_MAX);
+    free(auth);
+    free(url);
+    for (struct curl_slist *x = hdr; x; x = x->next) /* the nodes hold copies of auth */
+        explicit_bzero(x->data, strlen(x->data));
+    curl_slist_free_all(hdr);
+    if (h)
+        curl_easy_cleanup(h);
+    return status;
+}
+
+int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
+                size_t errlen)
+{
+    struct body b = {0};
+    *out = NULL;
+    int st = request(k, "GET", path, NULL, timeout_ms, &b, err, errlen);
+    if (st == 200) {
+        char e[128];
+        *out = hj_parse(b.p ? b.p : "", b.n, e, sizeof(e));
+        if (!*out) {
+            snprintf(err, errlen, "kubernetes GET %s: answer is not JSON: %s", path, e);
+            st = -1;
+        }
+    } else if (st > 0) {
+        snprintf(err, errlen, "kubernetes GET %s: HTTP %d", path, st);
+    }
+    if (b.p)
+        explicit_bzero(b.p, b.n); /* may be a Secret */
+    free(b.p);
+    return st;
+}
+
+int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
+                 size_t errlen)
+{
+    struct body b = {0};
+    int st = request(k, "POST", path, body, timeout_ms, &b, err, errlen);
+    if (st > 0 && (st < 200 || st > 299)) {
+        /* the API server's Status says why (e.g. which field failed validation) */
+        char e[64];
+        hj *status = b.p ? hj_parse(b.p, b.n, e, sizeof(e)) : NULL;
+        const char *why = hj_get_str(status, "message");
+        snprintf(err, errlen, "kubernetes POST %s: HTTP %d%s%.300s", path, st, why ? ": " : "",
+                 why ? why : "");
+        hj_free(status);
+    }
+    free(b.p);
+    return st;
+}

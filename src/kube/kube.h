@@ -1,0 +1,47 @@
+/* kube.h: a small Kubernetes API client: GET one object, POST one object, nothing else.
+ *
+ * Configured in-cluster (KUBERNETES_SERVICE_HOST/PORT and the service account's token and CA
+ * files) or explicitly (server URL, token file, CA file) for tests and hosts outside a cluster.
+ * The token file is read at every request (projected tokens rotate). Every request is bounded
+ * by its timeout and uses its own libcurl handle, so calls are thread-safe; none may run on a
+ * hook's thread (callers run them on workers, probes or a thread of their own).
+ * hv_kube owns its strings; free with hv_kube_free. Tokens are never logged or put in errors.
+ */
+#ifndef HV_KUBE_H
+#define HV_KUBE_H
+
+#include <stddef.h>
+
+#include "json.h"
+
+struct hv_kube_cfg {
+    const char *server;     /* "https://host:port"; NULL or "": in-cluster from the environment */
+    const char *token_file; /* NULL: the service account's */
+    const char *ca_file;    /* NULL: the service account's */
+    int timeout_ms;         /* per request; <= 0: 5000 */
+};
+
+#define HV_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+struct hv_kube;
+
+/* NULL with a reason in err when the configuration is incomplete (e.g. in-cluster without
+ * KUBERNETES_SERVICE_HOST). Never contacts the server. */
+struct hv_kube *hv_kube_new(const struct hv_kube_cfg *cfg, char *err, size_t errlen);
+void hv_kube_free(struct hv_kube *k);
+int hv_kube_timeout(const struct hv_kube *k);
+
+/* GET path ("/api/v1/namespaces/ns/secrets/name"). Returns the HTTP status, or -1 when no
+ * answer came (err says why). On 200, *out is the parsed object (caller frees with hj_free);
+ * otherwise *out is NULL. timeout_ms <= 0: the client's. */
+int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
+                size_t errlen);
+/* POST a JSON body to path; returns the HTTP status or -1 (err says why). */
+int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
+                 size_t errlen);
+
+/* true when s is a valid object name or namespace (DNS subdomain: [a-z0-9.-], at most 253),
+ * so it can stand in a path as it is. */
+int hv_kube_name_ok(const char *s);
+
+#endif

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""chart_test.py: the Helm chart deploy/helm/hvupdater is the single source of the manifests.
+
+  chart_test.py --source DIR --tools DIR
+
+--tools holds helm and kustomize (kustomize's own library), built from their Go modules by
+test/helm/build.sh. Checks:
+  - helm lint --strict passes with the default values and with every option switched;
+  - the committed deploy/kubernetes and deploy/clusterctl files are what
+    scripts/render-manifests.py renders from the chart now (no drift);
+  - the three renderings hold the same objects: kustomize's render of deploy/kubernetes
+    (with and without its components) equals `helm template` (with the matching options),
+    and the clusterctl components, after clusterctl's variable substitution with the
+    defaults, equal `helm template` plus clusterctl's provider label;
+  - the clusterctl components follow clusterctl's provider rules: one namespace, every
+    object labelled cluster.x-k8s.io/provider: runtime-extension-hvupdater, every variable
+    documented, metadata.yaml maps the chart's release series to contract v1beta2;
+  - the optional metrics listener really is optional (probes fall back to the hooks port).
+Prints "ok ..." or "FAIL ..." per check; exits 1 when any failed.
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import hvdeploy as hv  # noqa: E402
+
+PROVIDER = "runtime-extension-hvupdater"
+NS = "hvupdater-system"
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::=([^}]*))?\}")
+
+
+def envsubst(text, env):
+    """clusterctl's variable substitution (drone/envsubst): ${VAR} and ${VAR:=default}
+    (the default when VAR is unset or empty). A variable without a value is an error."""
+    missing = []
+
+    def one(m):
+        name, default = m.group(1), m.group(2)
+        v = env.get(name) or default
+        if v is None:
+            missing.append(name)
+            return ""
+        return v
+    out = VAR.sub(one, text)
+    if missing:
+        raise ValueError(f"variables without a value: {sorted(set(missing))}")
+    return out
+
+
+def docs(text):
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def key(o):
+    return (o.get("apiVersion"), o.get("kind"), o["metadata"].get("namespace", ""),
+            o["metadata"]["name"])
+
+
+def mask(objs):
+    """Objects by key, the generated ConfigMap's name suffix masked (kustomize and the chart
+    hash differently)."""
+    s = json.dumps(objs)
+    s = re.sub(r"\bhvupdater-config-[a-z0-9]{10}\b", "hvupdater-config-HASH", s)
+    return {key(o): o for o in json.loads(s)}
+
+
+class Checker:
+    def __init__(self, tools, source):
+        self.helm = os.path.join(tools, "helm")
+        self.kustomize = os.path.join(tools, "kustomize")
+        self.source = source
+        self.chart = os.path.join(source, "deploy", "helm", "hvupdater")
+        self.r = hv.Results()
+
+    def run(self, cmd):
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+    def helm_with(self, args, values):
+        """helm ARGS... -f VALUES (written to a scratch file)."""
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump(values, f)
+        try:
+            return self.run([self.helm, *args, "-f", f.name])
+        finally:
+            os.unlink(f.name)
+
+    def helm_template(self, values):
+        p = self.helm_with(["template", "hvupdater", self.chart], values)
+        if p.returncode != 0:
+            raise RuntimeError(f"helm template {values}: {p.stderr.strip()}")
+        return docs(p.stdout)
+
+    def kustomize_build(self, directory):
+        p = self.run([self.kustomize, directory])
+        if p.returncode != 0:
+            raise RuntimeError(f"kustomize {directory}: {p.stderr.strip()}")
+        return docs(p.stdout)
+
+    def same(self, mine, theirs, what):
+        a, b = mask(mine), mask(theirs)
+        if not self.r.eq(sorted(a), sorted(b), f"{what}: the same objects"):
+            return
+        diff = [k for k in a if a[k] != b[k]]
+        self.r.check(not diff, f"{what}: every object equal", [
+            f"{'/'.join(k)}: {json.dumps(a[k], sort_keys=True)[:300]} != "
+            f"{json.dumps(b[k], sort_keys=True)[:300]}" for k in diff[:3]])
+
+
+def lint(c):
+    variants = {"default values": {},
+                "all options on": {"clientCerts": {"enabled": True},
+                                   "priorityClass": {"enabled": True},
+                                   "events": {"enabled": True},
+                                   "capvIdentity": {"enabled": True}},
+                "metrics listener off": {"metrics": {"enabled": False}}}
+    for what, vals in variants.items():
+        p = c.helm_with(["lint", "--strict", c.chart], vals)
+        c.r.check(p.returncode == 0 and "0 chart(s) failed" in p.stdout,
+                  f"helm lint --strict ({what})", (p.stdout + p.stderr)[-800:])
+    with open(os.path.join(c.chart, "Chart.yaml"), encoding="utf-8") as f:
+        chart = yaml.safe_load(f)
+    version = hv.source_version(c.source)
+    c.r.eq(str(chart.get("appVersion")), version, "Chart appVersion is the project version")
+    c.r.eq(str(chart.get("version")), version, "Chart version is the project version")
+
+
+def drift(c, tools):
+    p = c.run([sys.executable, os.path.join(c.source, "scripts", "render-manifests.py"),
+               "--check", "--tools", tools])
+    bad = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
+    c.r.check(p.returncode == 0 and not bad,
+              "the committed deploy/kubernetes and deploy/clusterctl are what the chart "
+              "renders (scripts/render-manifests.py --check)",
+              (p.stdout + p.stderr)[-3000:])
+    n = len([ln for ln in p.stdout.splitlines() if ln.startswith("ok")])
+    c.r.check(n >= 14, f"render-manifests.py compared {n} files", p.stdout[-500:])
+
+
+def kustomize_vs_helm(c):
+    kdir = os.path.join(c.source, "deploy", "kubernetes")
+    base = c.helm_template({})
+    c.same(c.kustomize_build(kdir), base, "kustomize deploy/kubernetes vs helm template")
+    # ours (test/deploy/hvdeploy.py, used by deploy.static) agrees with kustomize's
+    ours, _ = hv.render(kdir)
+    c.same(ours, c.kustomize_build(kdir), "hvdeploy.render vs kustomize")
+    with tempfile.TemporaryDirectory(prefix="hv-chart-") as tmp:
+        k = os.path.join(tmp, "k")
+        shutil.copytree(kdir, k)
+        with open(os.path.join(k, "kustomization.yaml"), "w") as f:
+            f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                    "resources: [base, extension]\n"
+                    "components: [components/client-certs, components/priority-class, "
+                    "components/events, components/capv-identity]\n")
+        full = c.helm_template({"clientCerts": {"enabled": True},
+                                "priorityClass": {"enabled": True}, "events": {"enabled": True},
+                                "capvIdentity": {"enabled": True}})
+        c.same(c.kustomize_build(k), full,
+               "kustomize with all components vs helm template with all options")
+
+
+def clusterctl(c):
+    cdir = os.path.join(c.source, "deploy", "clusterctl")
+    with open(os.path.join(cdir, "runtime-extension-components.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    names = {m.group(1) for m in VAR.finditer(text)}
+    required = {m.group(1) for m in VAR.finditer(text) if m.group(2) is None}
+    c.r.eq(required, {"HVUPDATER_IMAGE"}, "clusterctl variables without a default")
+    for n in sorted(names):
+        c.r.check(re.search(r"^#\s+\$\{%s[:}]" % n, text, re.M),
+                  f"variable {n} is listed in the file's head")
+    for want in ("HVUPDATER_IMAGE", "HVUPDATER_NAMESPACES", "HVUPDATER_POWER_CYCLE"):
+        c.r.check(want in names, f"clusterctl variable {want}")
+    c.r.check("${HVUPDATER_NAMESPACES:=default}" in text and
+              "${HVUPDATER_POWER_CYCLE:=IfNeeded}" in text,
+              "the namespace and powerCycle variables default to default and IfNeeded")
+    try:
+        envsubst(text, {})
+        c.r.check(False, "HVUPDATER_IMAGE is required (unset: clusterctl refuses)")
+    except ValueError as e:
+        c.r.check("HVUPDATER_IMAGE" in str(e), "HVUPDATER_IMAGE is required", e)
+
+    objs = docs(envsubst(text, {"HVUPDATER_IMAGE": "hvupdater:" + hv.source_version(c.source)}))
+    for o in objs:
+        c.r.eq(o["metadata"].get("labels", {}).get("cluster.x-k8s.io/provider"), PROVIDER,
+               f"{o['kind']} {o['metadata']['name']} carries the provider label")
+    nss = [o for o in objs if o["kind"] == "Namespace"]
+    c.r.eq([o["metadata"]["name"] for o in nss], [NS], "exactly one Namespace, the provider's")
+    cluster_scoped = {"Namespace", "ExtensionConfig", "ClusterIssuer", "PriorityClass",
+                      "ClusterRole", "ClusterRoleBinding"}
+    for o in objs:
+        if o["kind"] not in cluster_scoped:
+            c.r.eq(o["metadata"].get("namespace"), NS,
+                   f"{o['kind']} {o['metadata']['name']} is in {NS} (clusterctl: one namespace)")
+    c.r.check(not [o for o in objs if o["kind"] in ("ClusterIssuer", "PriorityClass")],
+              "no optional component in the provider components")
+
+    def unlabel(os_):
+        out = copy.deepcopy(os_)
+        for o in out:
+            o["metadata"]["labels"].pop("cluster.x-k8s.io/provider", None)
+        return out
+    c.same(unlabel(objs), c.helm_template({}),
+           "clusterctl components (variables at their defaults) vs helm template")
+    # The variables reach their places.
+    env = {"HVUPDATER_IMAGE": "registry.example/hvupdater:9.9.9", "HVUPDATER_NAMESPACES":
+           "team-a, team-b", "HVUPDATER_POWER_CYCLE": "Never", "HVUPDATER_REPLICAS": "3",
+           "HVUPDATER_DEADLINE_SECONDS": "600"}
+    objs = {o["kind"]: o for o in docs(envsubst(text, env))}
+    dep, ec = objs["Deployment"], objs["ExtensionConfig"]
+    c.r.eq(dep["spec"]["template"]["spec"]["containers"][0]["image"], env["HVUPDATER_IMAGE"],
+           "HVUPDATER_IMAGE is the container image")
+    c.r.eq(dep["spec"]["replicas"], 3, "HVUPDATER_REPLICAS is the replica count (an integer)")
+    c.r.eq(ec["spec"]["namespaceSelector"]["matchExpressions"][0]["values"],
+           ["team-a", "team-b"], "HVUPDATER_NAMESPACES (comma-separated) is the selector's list")
+    c.r.eq(ec["spec"]["settings"]["powerCycle"], "Never", "HVUPDATER_POWER_CYCLE is a setting")
+    c.r.eq(ec["spec"]["settings"]["deadlineSeconds"], "600",
+           "HVUPDATER_DEADLINE_SECONDS is a setting (a string)")
+
+    # The separate client-certificate component.
+    with open(os.path.join(cdir, "client-certs.yaml"), encoding="utf-8") as f:
+        certs = docs(f.read())
+    full = c.helm_template({"clientCerts": {"enabled": True}})
+    want = [o for o in full if o["kind"] in ("Certificate", "ClusterIssuer") and
+            o["metadata"]["name"] != "hvupdater-serving-cert"]
+    c.same(unlabel(certs), want, "client-certs.yaml vs the chart's client certificates")
+    with open(os.path.join(cdir, "client-certs-patch.json"), encoding="utf-8") as f:
+        ops = json.load(f)
+    c.r.check(all(o.get("op") == "add" for o in ops) and
+              {"op": "add", "path": "/spec/template/spec/containers/0/args/-",
+               "value": "--client-ca"} in ops, "client-certs-patch.json adds --client-ca")
+
+    with open(os.path.join(cdir, "metadata.yaml"), encoding="utf-8") as f:
+        meta = yaml.safe_load(f)
+    c.r.eq((meta.get("apiVersion"), meta.get("kind")),
+           ("clusterctl.cluster.x-k8s.io/v1alpha3", "Metadata"), "metadata.yaml kind")
+    major, minor = (int(x) for x in hv.source_version(c.source).split(".")[:2])
+    series = [s for s in meta.get("releaseSeries", [])
+              if s.get("major") == major and s.get("minor") == minor]
+    c.r.check(len(series) == 1 and series[0].get("contract") == "v1beta2",
+              f"metadata.yaml maps release series {major}.{minor} to contract v1beta2",
+              meta.get("releaseSeries"))
+
+
+def api_components(c):
+    """events and capvIdentity: off by default (no token, no RBAC); each on mounts the token
+    and binds only its own ClusterRole to hvupdater's account; events adds --kube-events (the
+    config's kubernetes.events); the kubernetes values reach config.json; identityFrom capv
+    without capvIdentity is refused."""
+    def pod(objs):
+        dep = [o for o in objs if o["kind"] == "Deployment"][0]
+        return dep["spec"]["template"]["spec"]
+
+    def config(objs):
+        cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
+        return json.loads(cm["data"]["config.json"])
+    off = c.helm_template({})
+    c.r.eq(pod(off).get("automountServiceAccountToken"), False, "API off: no token mounted")
+    c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
+              "events off: no --kube-events")
+    c.r.check(not [o for o in off if o["kind"].startswith("ClusterRole")], "API off: no RBAC")
+    c.r.eq(config(off).get("kubernetes"), {"capvNamespace": "capv-system", "timeoutSeconds": 5},
+           "config.json kubernetes: in-cluster (no server, token or CA file), the defaults")
+    rules = {
+        "events": [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                    "verbs": ["create"]}],
+        "capvIdentity": [
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters"], "verbs": ["get"]},
+            {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
+             "resources": ["vsphereclusters", "vsphereclusteridentities"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["namespaces", "secrets"], "verbs": ["get"]}]}
+    names = {"events": "hvupdater-events", "capvIdentity": "hvupdater-capv-identity"}
+    for opt in ("events", "capvIdentity"):
+        on = c.helm_template({opt: {"enabled": True}})
+        c.r.eq(pod(on).get("automountServiceAccountToken"), True, f"{opt} on: the token")
+        c.r.eq("--kube-events" in pod(on)["containers"][0]["args"], opt == "events",
+               f"{opt} on: --kube-events only for events")
+        roles = [o for o in on if o["kind"] == "ClusterRole"]
+        c.r.eq([(r["metadata"]["name"], r["rules"]) for r in roles], [(names[opt], rules[opt])],
+               f"{opt} on: one ClusterRole with only its verbs")
+        binds = [o for o in on if o["kind"] == "ClusterRoleBinding"]
+        c.r.check(len(binds) == 1 and binds[0]["subjects"] == [
+            {"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}] and
+            binds[0]["roleRef"]["name"] == names[opt],
+            f"{opt} on: bound to hvupdater's service account only")
+    srv = {"name": "vc.example.com", "url": "https://vc.example.com/sdk", "identityFrom": "capv"}
+    vals = {"vsphere": {"servers": [srv]}, "kubernetes": {"capvNamespace": "capv",
+                                                          "timeoutSeconds": 9}}
+    p = c.helm_with(["template", "hvupdater", c.chart], vals)
+    c.r.check(p.returncode != 0 and "identityFrom capv needs capvIdentity.enabled" in p.stderr,
+              "identityFrom capv without capvIdentity.enabled: helm refuses", p.stderr[-300:])
+    cfg = config(c.helm_template(dict(vals, capvIdentity={"enabled": True})))
+    c.r.eq((cfg["vsphere"]["servers"][0].get("identityFrom"), cfg["kubernetes"]),
+           ("capv", {"capvNamespace": "capv", "timeoutSeconds": 9}),
+           "identityFrom and the kubernetes values reach config.json")
+
+
+def metrics_off(c):
+    objs = {(o["kind"], o["metadata"]["name"]): o
+            for o in c.helm_template({"metrics": {"enabled": False}})}
+    dep = objs[("Deployment", "hvupdater")]
+    cont = dep["spec"]["template"]["spec"]["containers"][0]
+    c.r.check("--metrics-listen" not in cont["args"], "metrics off: no --metrics-listen")
+    c.r.eq([p["name"] for p in cont["ports"]], ["https"], "metrics off: one container port")
+    for probe in ("livenessProbe", "readinessProbe"):
+        hg = cont[probe]["httpGet"]
+        c.r.eq((hg["port"], hg["scheme"]), ("https", "HTTPS"),
+               f"metrics off: {probe} on the hooks port over HTTPS")
+    c.r.eq(len(objs[("Service", "hvupdater")]["spec"]["ports"]), 1, "metrics off: one Service port")
+    c.r.eq(len(objs[("NetworkPolicy", "hvupdater")]["spec"]["ingress"]), 1,
+           "metrics off: one ingress rule (the hooks)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--tools", required=True)
+    a = ap.parse_args()
+    c = Checker(a.tools, a.source)
+    for name in ("helm", "kustomize"):
+        if not os.access(os.path.join(a.tools, name), os.X_OK):
+            print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
+            return 1
+    for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
+                     (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,))):
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - one broken part must not hide the rest
+            c.r.check(False, f"{fn.__name__} ran to the end", f"{type(e).__name__}: {e}")
+    return c.r.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
