@@ -1000,7 +1000,7 @@ static void cold_on_path(struct pass *p)
         p->rec.phase = HV_PH_NONE;
         /* shut it down again */
         __attribute__((fallthrough));
-    default:
+    default:; /* (an empty statement: a label is followed by a statement in C17) */
         char refused[HV_MSG_MAX + 64];
         if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
                              sizeof(refused))) {
