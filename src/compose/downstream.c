@@ -6,6 +6,7 @@
  * the log only; answers carry fixed texts naming the downstream. */
 #include "hv_clock.h"
 #include "downstream.h"
+#include "bodybuf.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -252,30 +253,6 @@ static void pool_put(struct hv_downstream *d, CURL *h)
         curl_easy_cleanup(h);
 }
 
-struct body {
-    char *p;
-    size_t len;
-    bool too_big;
-};
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
-{
-    struct body *b = user;
-    size_t n = size * nmemb;
-    if (b->len + n > ANSWER_MAX) {
-        b->too_big = true;
-        return 0;
-    }
-    char *np = realloc(b->p, b->len + n + 1);
-    if (!np)
-        return 0;
-    b->p = np;
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return n;
-}
-
 /* Lower-cased hook path segment: "canupdatemachine". */
 static void hook_segment(enum hv_hook h, char *out, size_t cap)
 {
@@ -322,7 +299,7 @@ static int post(struct hv_downstream *d, enum hv_hook h, const char *handler, co
                  HV_MSG("connection failed"));
         return -1;
     }
-    struct body b = {NULL, 0, false};
+    struct hv_bodybuf b = {.max = ANSWER_MAX};
     char cerr[CURL_ERROR_SIZE] = "";
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *more = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
@@ -334,7 +311,7 @@ static int post(struct hv_downstream *d, enum hv_hook h, const char *handler, co
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)budget);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)budget);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hv_bodybuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     CURLcode rc = curl_easy_perform(c);

@@ -2,6 +2,7 @@
  * only, the CA pinned to the configured bundle, the bearer token read from its file each time
  * and wiped after use, answers capped at MAX_BODY. */
 #include "kube.h"
+#include "bodybuf.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -89,30 +90,6 @@ int hv_kube_name_ok(const char *s)
     return 1;
 }
 
-struct body {
-    char *p;
-    size_t n;
-    int too_big;
-};
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    struct body *b = ud;
-    size_t len = size * nmemb;
-    if (b->n + len > MAX_BODY) {
-        b->too_big = 1;
-        return 0;
-    }
-    char *p = realloc(b->p, b->n + len + 1);
-    if (!p)
-        abort();
-    memcpy(p + b->n, ptr, len);
-    b->p = p;
-    b->n += len;
-    b->p[b->n] = '\0';
-    return len;
-}
-
 /* The token, trimmed of trailing white space, into buf; -1 when it cannot be read. */
 static int read_token(const char *path, char *buf, size_t cap)
 {
@@ -129,7 +106,7 @@ static int read_token(const char *path, char *buf, size_t cap)
 }
 
 static int request(struct hv_kube *k, const char *method, const char *path, const char *body,
-                   int timeout_ms, struct body *out, char *err, size_t errlen)
+                   int timeout_ms, struct hv_bodybuf *out, char *err, size_t errlen)
 {
     if (timeout_ms <= 0)
         timeout_ms = k->timeout_ms;
@@ -170,7 +147,7 @@ static int request(struct hv_kube *k, const char *method, const char *path, cons
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hv_bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
     if (body) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
@@ -201,12 +178,12 @@ out:
 int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
                 size_t errlen)
 {
-    struct body b = {0};
+    struct hv_bodybuf b = {.max = MAX_BODY};
     *out = NULL;
     int st = request(k, "GET", path, NULL, timeout_ms, &b, err, errlen);
     if (st == 200) {
         char e[128];
-        *out = hj_parse(b.p ? b.p : "", b.n, e, sizeof(e));
+        *out = hj_parse(b.p ? b.p : "", b.len, e, sizeof(e));
         if (!*out) {
             snprintf(err, errlen, "kubernetes GET %s: answer is not JSON: %s", path, e);
             st = -1;
@@ -215,7 +192,7 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
         snprintf(err, errlen, "kubernetes GET %s: HTTP %d", path, st);
     }
     if (b.p)
-        explicit_bzero(b.p, b.n); /* may be a Secret */
+        explicit_bzero(b.p, b.len); /* may be a Secret */
     free(b.p);
     return st;
 }
@@ -223,12 +200,12 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
 int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
                  size_t errlen)
 {
-    struct body b = {0};
+    struct hv_bodybuf b = {.max = MAX_BODY};
     int st = request(k, "POST", path, body, timeout_ms, &b, err, errlen);
     if (st > 0 && (st < 200 || st > 299)) {
         /* the API server's Status says why (e.g. which field failed validation) */
         char e[64];
-        hj *status = b.p ? hj_parse(b.p, b.n, e, sizeof(e)) : NULL;
+        hj *status = b.p ? hj_parse(b.p, b.len, e, sizeof(e)) : NULL;
         const char *why = hj_get_str(status, "message");
         snprintf(err, errlen, "kubernetes POST %s: HTTP %d%s%.300s", path, st, why ? ": " : "",
                  why ? why : "");
