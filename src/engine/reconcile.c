@@ -818,8 +818,15 @@ static bool begin(struct pass *p)
      * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
     struct hv_guest_base inherit = p->rec.base;
     bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
-                     p->rec.phase <= HV_PH_POWER_ON &&
+                     p->rec.phase <= HV_PH_POWER_OFF &&
                      p->now - p->rec.started_at <= p->s->deadline_s;
+    /* ... unless it has started the VM again (reconfigure, power-on): its guest booted
+     * afresh, with all its memory as boot memory. A guest started by an operation that has
+     * not reported since (booting) is asked again until it does, for liveTimeoutSeconds
+     * from that start, before this operation takes its first step: else its baseline would
+     * be missing and the change could not be verified. */
+    bool booting = p->rec.cold && p->rec.phase == HV_PH_POWER_ON &&
+                   p->now - p->rec.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -832,6 +839,14 @@ static bool begin(struct pass *p)
         return false;
     if (inherited)
         p->rec.base = inherit;
+    bool mem, cpus;
+    guest_fields(&p->rec, p->desired, &mem, &cpus);
+    if (booting && on && p->s->guest_check != HV_GC_OFF &&
+        ((mem && p->obs.guest.mem_view == HV_GV_PENDING) ||
+         (cpus && p->obs.guest.cpu_view == HV_GV_PENDING))) {
+        progress(p, RETRY_LIVE_SOON, HV_MSG("waiting for the guest to finish starting"));
+        return false; /* nothing stored: the next call asks again */
+    }
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {
@@ -1289,6 +1304,14 @@ static bool one_pass(struct pass *p)
              * cycle of ours for older hardware going on, becomes the new operation: the VM
              * comes back on.) */
             progress(p, RETRY_COLD, HV_MSG("observing the VM"));
+            return false;
+        }
+        /* Never begin over another process's operation in flight (a late call for an older
+         * spec reaching one replica while another carries out the newer one): its record
+         * would be lost and with it what the guest showed before. A cycle it left going down
+         * or off is taken over (below). */
+        if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
             return false;
         }
         if (!begin(p))

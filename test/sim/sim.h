@@ -85,6 +85,10 @@ struct sim_vm {
     bool operator_config; /* the operator changed its configuration: end config exempt */
     bool halted_for_good; /* a fault keeps it from running */
     bool halted;          /* off because its guest halted after a power-on */
+    /* when the operator last cleared its record, and its statistics last went stale,
+     * absent or fresh (0: never) */
+    int64_t record_cleared_ms;
+    int64_t stats_changed_ms;
     enum hv_power power0;
     struct hv_hw config0;
 };

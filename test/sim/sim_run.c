@@ -393,9 +393,15 @@ static void call_update(struct sim *s, int m)
             sim_break(s, INV_DONE_SHOWS, "%s: done while off in the middle of a power cycle",
                       v->name);
         else if (v->power == HV_POWER_ON && c->op.s.guest_check != HV_GC_OFF &&
-                 (!v->boot_at || v->boot_at <= s->now_ms)) {
-            /* stale statistics tell what the guest had when they stopped */
-            bool mem_tells = v->stats == 0 || (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
+                 (!v->boot_at || v->boot_at <= s->now_ms) &&
+                 v->record_cleared_ms < c->op.start_ms) {
+            /* (a record the operator cleared during the operation: the next call starts
+             * afresh, docs/messages.md "Clearing a sticky failure"; the engine no longer
+             * knows what the guest had before, so the guest cannot tell it) */
+            /* stale statistics tell what the guest had when they stopped; statistics that
+             * came back during the operation had nothing from before it to compare with */
+            bool mem_tells = (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
+                             (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
             bool cpu_tells = v->agent;
             struct hv_hw g = *w;
             if (!mem_tells)
