@@ -188,6 +188,12 @@ struct pass {
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */
     bool stalled;
+    /* while begin() runs: when the shutdown or power-off of a cycle of an older operation,
+     * which this one takes over, was sent (0: none); a Failure of begin() records it */
+    int64_t down_at;
+    /* a failed operation's VM may still go down from a cycle's shutdown or power-off: it
+     * keeps a slot (see hv_reconcile_key) */
+    bool going_down;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -310,6 +316,11 @@ static void fail_sticky(struct pass *p, const char *msg)
 {
     p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
+    if (p->down_at) { /* the VM is still going down: started again once it is off */
+        p->rec.cold = true;
+        p->rec.down_at = p->down_at;
+        p->going_down = true;
+    }
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
     p->b->slot_release(p->b->ctx, p->key);
     hv_metrics_operation("failed", "failure");
@@ -1264,8 +1275,16 @@ static bool one_pass(struct pass *p)
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            if (power_on_anyway(p))
+            bool landed = p->rec.down_at != 0; /* the shutdown it came upon landed now */
+            if (landed) {
+                p->rec.down_at = 0;
+                p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
+            }
+            if (power_on_anyway(p) || landed)
                 store(p); /* counted */
+        } else if (p->rec.cold && p->rec.down_at && on_now &&
+                   p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
+            p->going_down = true; /* a shutdown or power-off it came upon may land yet */
         }
         answer(out, true, 0, p->rec.message);
         return false;
@@ -1314,7 +1333,10 @@ static bool one_pass(struct pass *p)
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
             return false;
         }
-        if (!begin(p))
+        p->down_at = old_going_down ? old_step_at : 0;
+        bool begun = begin(p);
+        p->down_at = 0;
+        if (!begun)
             return false;
         p->ours = true;
         if (old_going_down) { /* the cycle already under way is this operation's now */
@@ -1384,10 +1406,11 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
      * slot either: the other VMs of the host go on, and this one takes a slot again when it
      * runs or is off. */
-    if (left_off)
+    if (left_off || p->going_down)
         b->slot_acquire(b->ctx, key, p->obs.host, true);
     else if (p->seen && ((!cycling && !p->vm_cycle) || p->stalled))
         b->slot_release(b->ctx, key);
+    cycling |= p->going_down; /* the engine looks again by itself */
     free(p);
     return cycling;
 }

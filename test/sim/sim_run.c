@@ -470,10 +470,14 @@ static void caller_step(struct sim *s)
 
 /* ---- invariants checked every step ---------------------------------------------------------- */
 
+/* v's record shows a power cycle in flight: also a Failure that came upon a cycle's
+ * shutdown or power-off, which may still take the VM down (downAt) */
 static bool in_cycle(struct sim_vm *v)
 {
     const struct hv_oprecord *r = v->exists ? sim_record(v) : NULL;
-    return r && r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+    return r && r->cold &&
+           ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) ||
+            (r->phase == HV_PH_FAILED && r->down_at));
 }
 
 static int64_t stuck_since[SIM_MAX_REPLICAS];
