@@ -193,6 +193,8 @@ struct sim {
     bool in_pass; /* a backend call comes from an engine pass (not a hook's probe) */
     int pass_rep;
     int64_t restart_ms[SIM_MAX_REPLICAS]; /* when each replica last restarted */
+    /* when each replica's next own pass falls due, as of its last run (0: none) */
+    int64_t due_ms[SIM_MAX_REPLICAS];
 };
 
 /* sim_world.c */

@@ -514,7 +514,11 @@ static void check_step(struct sim *s, bool calling)
         bool hosts_up = true; /* a slot of a VM on a host that does not answer waits for it */
         for (int h = 0; h < s->n_hosts; h++)
             hosts_up &= !s->hosts[h].down && !s->hosts[h].stalled;
-        if (pcs > can && hosts_up) {
+        /* (a pass of its own that is due but has not had its turn yet, which its workers
+         * would have run by now: the step loop's clock ran past it. The slot is not stuck,
+         * the engine has not looked yet) */
+        int64_t due = s->due_ms[r];
+        if (pcs > can && hosts_up && !(due && due <= s->now_ms)) {
             if (!stuck_since[r])
                 stuck_since[r] = s->now_ms;
             else if (s->now_ms - stuck_since[r] > STUCK_MS)
@@ -655,7 +659,7 @@ static void run_engines(struct sim *s, int max_each)
     for (int r = 0; r < s->n_reps; r++) {
         s->in_pass = true;
         s->pass_rep = r;
-        s->r.passes += hv_engine_run(s->reps[r].e, max_each, NULL);
+        s->r.passes += hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
         s->in_pass = false;
     }
 }
