@@ -218,9 +218,10 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
     const struct hv_guest_base *b = &p->rec.base;
     if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0) {
         /* its view before the change is not known. After the power cycle all its memory is
-         * boot memory, which a guest that reports (newer than the power-on) has online. */
+         * boot memory, which a guest that reports (newer than the power-on: stamped after
+         * it, see above, or read from the guest just now, mem_at 0) has online. */
         bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-        return cycled && g->mem_at != 0 ? GV_SHOWS : GV_UNKNOWN;
+        return cycled ? GV_SHOWS : GV_UNKNOWN;
     }
     int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
     int64_t grown = g->memory_mib - b->guest_memory_mib;
@@ -766,8 +767,9 @@ static bool take_base(struct pass *p, bool on)
 /* guestVerification Required: a change of a field the guest cannot show is a Failure before
  * any step (waiting or a power cycle would not make the guest report it). Sticky, except
  * when the guest may still report by itself (it has the device or agent channel but has not
- * reported since it started: booting): then the next call begins anew. */
-static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT])
+ * reported since it started: booting): then the next call begins anew. silent: an operation
+ * started the VM longer than liveTimeoutSeconds ago and it has not reported since: sticky. */
+static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT], bool silent)
 {
     if (p->s->guest_check != HV_GC_REQUIRED)
         return true;
@@ -790,7 +792,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
         why[n++] = HV_MSG("the disk size");
     if (!n)
         return true;
-    sticky |= fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
+    sticky |= silent || fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
     char list[300] = "", m[400];
     for (int k = 0; k < n; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
@@ -836,8 +838,8 @@ static bool begin(struct pass *p)
      * not reported since (booting) is asked again until it does, for liveTimeoutSeconds
      * from that start, before this operation takes its first step: else its baseline would
      * be missing and the change could not be verified. */
-    bool booting = p->rec.cold && p->rec.phase == HV_PH_POWER_ON &&
-                   p->now - p->rec.step_at < p->s->live_timeout_s;
+    bool started = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+    bool booting = started && p->now - p->rec.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -883,7 +885,7 @@ static bool begin(struct pass *p)
         }
         }
     }
-    if (!required_ok(p, fp))
+    if (!required_ok(p, fp, started && !booting))
         return false;
     if (!on)
         p->rec.cold = true; /* an off VM is simply reconfigured */
