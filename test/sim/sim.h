@@ -126,6 +126,9 @@ struct sim_caller {
     bool stopped_mid; /* stopped calling with an operation in flight */
     int64_t stopped_ms;
     struct hv_hw wants[64]; /* every desired state asked so far (for invariant 5) */
+    /* the last answer was done (no CanUpdateMachine since), at done_ms (invariant 5) */
+    bool done_last;
+    int64_t done_ms;
     int n_wants;
 };
 

@@ -315,6 +315,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         }
         return;
     }
+    c->done_last = false;
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
@@ -352,6 +353,20 @@ static void call_update(struct sim *s, int m)
             sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
                       v->name, res.message, blind ? " (the guest cannot tell)" : "",
                       c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
+        /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
+         * rollback) is true of the VM (only the engine and the operator change it) */
+        const struct hv_oprecord *fr = sim_record(v);
+        s->r.checks++;
+        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
+            strstr(res.message, "was restored") && !v->operator_config &&
+            hv_hw_equal(&fr->desired, &c->op.want) &&
+            ((fr->prev.memory_mib > 0 && v->config.memory_mib != fr->prev.memory_mib) ||
+             (fr->prev.cpus > 0 && v->config.cpus != fr->prev.cpus)))
+            sim_break(s, INV_NO_LOSS,
+                      "%s: the Failure says the previous configuration was restored, but the VM "
+                      "has %lld MiB %d vCPUs (previous: %lld MiB %d vCPUs): %.120s",
+                      v->name, (long long)v->config.memory_mib, v->config.cpus,
+                      (long long)fr->prev.memory_mib, fr->prev.cpus, res.message);
         /* CAPI keeps calling with back-off; some callers give up (a new rollout instead) */
         c->op.failed = true;
         if (sim_chance(s, 400)) {
@@ -417,6 +432,8 @@ static void call_update(struct sim *s, int m)
         }
     }
     c->st = C_IDLE;
+    c->done_last = true;
+    c->done_ms = s->now_ms;
     c->next_ms = s->now_ms + 1000 * sim_range(s, 5, 200);
 }
 
@@ -592,6 +609,17 @@ static void check_end(struct sim *s)
          * halfway, e.g. memory plugged and the vCPUs not yet, is not finished) */
         if (v->operator_config || v->power == HV_POWER_PAUSED)
             continue;
+        /* the last answer done stays true: no operation of an older desired state (another
+         * replica's, say) changes the VM after it, unless a fault or the operator did since */
+        const struct hv_hw *dw = &c->op.want;
+        if (c->done_last && v->touched_ms < c->done_ms && v->host_fault_ms < c->done_ms &&
+            ((dw->memory_mib >= 0 && v->config.memory_mib != dw->memory_mib) ||
+             (dw->cpus >= 0 && v->config.cpus != dw->cpus)))
+            sim_break(s, INV_NO_LOSS,
+                      "%s has %lld MiB %d vCPUs at the end, but the last answer was done for "
+                      "%lld MiB %d vCPUs (record: %.200s)",
+                      v->name, (long long)v->config.memory_mib, v->config.cpus,
+                      (long long)dw->memory_mib, dw->cpus, v->record);
         bool whole =
             v->config.memory_mib == v->config0.memory_mib && v->config.cpus == v->config0.cpus;
         for (int j = 0; j < c->n_wants; j++)
