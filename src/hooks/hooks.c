@@ -291,8 +291,8 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
 }
 
 /* A Failure answer that operators should see on the object: settings that fail to parse, a
- * Block, or UpdateMachine's failure (CAPI does not call again for the same change). For
- * CanUpdateMachineSet the object is the current MachineSet: CAPI's desired one does not exist
+ * Block, or UpdateMachine's failure (CAPI calls again with back-off: the Event is deduplicated).
+ * For CanUpdateMachineSet the object is the current MachineSet: CAPI's desired one does not exist
  * until the call succeeds, and its name is drawn anew on every retry (seen in test/capi). */
 static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                        bool bad_settings, const char *message)
