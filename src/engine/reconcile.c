@@ -1255,11 +1255,17 @@ static bool one_pass(struct pass *p)
      * down (a rollout that changed, or went back, mid-shutdown): the new operation takes that
      * cycle over instead of answering done or stepping live on a VM about to go off. */
     bool on_now = p->obs.power == HV_POWER_ON;
-    bool old_going_down = had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-                          (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
-    enum hv_phase old_phase = p->rec.phase;
+    /* (also a Failure that came upon such a shutdown or power-off while it may still land:
+     * downAt) */
+    bool old_failed_down =
+        had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
+        p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+    bool old_going_down =
+        had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
+        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF || old_failed_down);
+    enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
-    int64_t old_step_at = p->rec.step_at;
+    int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
