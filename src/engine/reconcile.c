@@ -830,8 +830,9 @@ static bool begin(struct pass *p)
     /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
      * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
     struct hv_guest_base inherit = p->rec.base;
-    bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
-                     p->rec.phase <= HV_PH_POWER_OFF &&
+    bool inherited = p->rec.has_base &&
+                     ((p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF) ||
+                      (p->rec.phase == HV_PH_FAILED && !p->rec.cold)) &&
                      p->now - p->rec.started_at <= p->s->deadline_s;
     /* ... unless it has started the VM again (reconfigure, power-on): its guest booted
      * afresh, with all its memory as boot memory. A guest started by an operation that has
@@ -1318,10 +1319,20 @@ static bool one_pass(struct pass *p)
             done(p, had, HV_MSG("not verified in the guest: the VM is off"));
             return false;
         }
-        if (!look_into_guest(p, had))
-            return false;
-        if (done_in_guest(p, had, inflight))
-            return false;
+        /* Another hardware's Failure that came upon an operation still in flight (it kept
+         * that one's view from before): the VM changed since, so this state is not simply
+         * what it had; it begins an operation that verifies the change against that view. */
+        bool changed_since =
+            !had && p->other_failed && p->rec.has_base &&
+            p->now - p->rec.started_at <= s->deadline_s &&
+            ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
+             (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));
+        if (!changed_since) {
+            if (!look_into_guest(p, had))
+                return false;
+            if (done_in_guest(p, had, inflight))
+                return false;
+        }
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
         if (!p->called && !(old_cold_inflight && (!on || !strcmp(p->rec.owner, p->b->owner)))) {
