@@ -840,7 +840,8 @@ static bool begin(struct pass *p)
      * from that start, before this operation takes its first step: else its baseline would
      * be missing and the change could not be verified. */
     bool started = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-    bool booting = started && p->now - p->rec.step_at < p->s->live_timeout_s;
+    bool booting = (started || (p->rec.cold && p->rec.phase == HV_PH_DONE)) && /* done since */
+                   p->now - p->rec.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
