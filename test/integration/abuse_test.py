@@ -208,13 +208,16 @@ def get(srv, path, body=None, src="127.0.0.1"):
 
 
 def close_wait(port):
-    """Sockets on our server port in CLOSE-WAIT (state 08 in /proc/net/tcp)."""
+    """The server's sockets in CLOSE-WAIT (state 08 in /proc/net/tcp): local address
+    127.0.0.1 (0100007F) and the server's port. A client socket from 127.0.0.2 can get the
+    same port number as its own ephemeral port; the server closes the flood's connections
+    past the per-address limit, so such a socket is in CLOSE-WAIT until the test closes it."""
     n = 0
     with open("/proc/net/tcp") as f:
         for line in f.readlines()[1:]:
             parts = line.split()
-            local, state = parts[1], parts[3]
-            if int(local.split(":")[1], 16) == port and state == "08":
+            ip, _, lport = parts[1].partition(":")
+            if ip == "0100007F" and int(lport, 16) == port and parts[3] == "08":
                 n += 1
     return n
 
