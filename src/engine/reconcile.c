@@ -752,10 +752,48 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+/* What required_ok lists for field f: the field and why the guest cannot show it. */
+static const char *unshown(enum hv_field f)
+{
+    switch (f) {
+    case HV_F_MEMORY:
+        return HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+    case HV_F_CPUS:
+        return HV_MSG("vCPUs (no guest agent, or the VM is off)");
+    case HV_F_CORES:
+        return HV_MSG("cores per socket");
+    default:
+        return HV_MSG("the disk size");
+    }
+}
+
+#define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
+
+bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_hw *hw,
+                          const struct hv_guest_obs *guest, const struct hv_hw *desired,
+                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap)
+{
+    bool blind;
+    if (s->guest_check != HV_GC_REQUIRED)
+        return false;
+    if (f == HV_F_MEMORY)
+        blind = on && desired->memory_mib >= 0 && desired->memory_mib != hw->memory_mib &&
+                guest->mem_view != HV_GV_SEEN;
+    else if (f == HV_F_CPUS)
+        blind =
+            on && desired->cpus >= 0 && desired->cpus != hw->cpus && guest->cpu_view != HV_GV_SEEN;
+    else
+        blind = plan != HV_HOW_NONE;
+    if (blind)
+        snprintf(m, cap, REQUIRED_UNSHOWN, unshown(f));
+    return blind;
+}
+
 /* guestVerification Required: a change of a field the guest cannot show is a Failure before
  * any step (waiting or a power cycle would not make the guest report it). Sticky, except
  * when the guest may still report by itself (it has the device or agent channel but has not
- * reported since it started: booting): then the next call begins anew. */
+ * reported since it started: booting): then the next call begins anew. The fields are those
+ * hv_guest_cannot_show names, against the base (the guest's view as the record keeps it). */
 static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT])
 {
     if (p->s->guest_check != HV_GC_REQUIRED)
@@ -766,17 +804,17 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     int n = 0;
     bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
     if (mem && on && p->rec.base.guest_memory_mib < 0) {
-        why[n++] = HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+        why[n++] = unshown(HV_F_MEMORY);
         sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
     }
     if (cpus && on && p->rec.base.guest_cpus < 0) {
-        why[n++] = HV_MSG("vCPUs (no guest agent, or the VM is off)");
+        why[n++] = unshown(HV_F_CPUS);
         sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
     }
     if (fp[HV_F_CORES].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("cores per socket");
+        why[n++] = unshown(HV_F_CORES);
     if (fp[HV_F_DISK].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("the disk size");
+        why[n++] = unshown(HV_F_DISK);
     if (!n)
         return true;
     sticky |= fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
@@ -787,8 +825,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
                  : k == n - 1 ? " and "
                               : ", ",
                  why[k]);
-    snprintf(m, sizeof(m), HV_MSG("guestVerification is Required but the guest cannot show %s"),
-             list);
+    snprintf(m, sizeof(m), REQUIRED_UNSHOWN, list);
     if (sticky) {
         fail_sticky(p, m);
     } else {
@@ -820,6 +857,16 @@ static bool begin(struct pass *p)
     bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
                      p->rec.phase <= HV_PH_POWER_ON &&
                      p->now - p->rec.started_at <= p->s->deadline_s;
+    /* Where that operation's base has no guest view of a field (it began with the VM off,
+     * under guestVerification Off, or before the guest reported), the view taken now serves,
+     * with the hypervisor's value now, unless a live step of it may still be on its way into
+     * the guest: it took none yet (planned), or its power cycle restarted the guest (all its
+     * memory and vCPUs are boot ones now). */
+    bool rebooted = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+    bool unstepped = p->rec.phase == HV_PH_PLANNED || p->rec.phase == HV_PH_SHUTDOWN ||
+                     p->rec.phase == HV_PH_POWER_OFF;
+    bool now_mem = rebooted || (unstepped && strncmp(p->rec.plan[HV_F_MEMORY], "live:", 5)),
+         now_cpus = rebooted || (unstepped && strncmp(p->rec.plan[HV_F_CPUS], "live:", 5));
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -830,8 +877,18 @@ static bool begin(struct pass *p)
     bool on = p->obs.power == HV_POWER_ON;
     if (!take_base(p, on))
         return false;
-    if (inherited)
+    if (inherited) {
+        struct hv_guest_base now = p->rec.base;
         p->rec.base = inherit;
+        if (inherit.guest_memory_mib < 0 && now.guest_memory_mib >= 0 && now_mem) {
+            p->rec.base.hv_memory_mib = now.hv_memory_mib;
+            p->rec.base.guest_memory_mib = now.guest_memory_mib;
+        }
+        if (inherit.guest_cpus < 0 && now.guest_cpus >= 0 && now_cpus) {
+            p->rec.base.hv_cpus = now.hv_cpus;
+            p->rec.base.guest_cpus = now.guest_cpus;
+        }
+    }
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {

@@ -71,6 +71,17 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
                       char *m, size_t cap);
 
+/* guestVerification Required: whether UpdateMachine refuses field f of desired before any
+ * step because the guest of this VM (running: on; what the hypervisor and the guest show:
+ * hw, guest) cannot show its change, and why (m, a stable message naming the one field). The
+ * rule UpdateMachine applies (it lists every such field in one message), and
+ * CanUpdateMachine through the probe (engine.c). Memory and vCPUs: the guest has no view of
+ * them now (an off VM is started with them); cores per socket and disks: never (plan: how
+ * the backend would change f, HV_HOW_NONE when the VM has it). */
+bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_hw *hw,
+                          const struct hv_guest_obs *guest, const struct hv_hw *desired,
+                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap);
+
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);
 

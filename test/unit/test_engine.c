@@ -1472,6 +1472,63 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     unwrap(f);
 }
 
+/* Issue 17.3 and 17.8: CanUpdateMachine (the probe) applies the same rule: under Required, a
+ * change of a running VM's field its guest cannot show is not covered, with UpdateMachine's
+ * reason. test:///default runs no guest and the domain has no agent channel: neither its
+ * vCPUs nor its memory can show; under IfAvailable both are covered as the plan says. */
+static void test_required_probe_uncovers_what_the_guest_cannot_show(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-req-probe", 4096, 1024, 1, 4);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-req-probe");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    struct hv_hw want = {1024, 3, -1, -1}; /* vCPUs only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_CPUS].reason,
+                        "guestVerification is Required but the guest cannot show vCPUs (no guest "
+                        "agent, or the VM is off)");
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE); /* unchanged: nothing to show */
+    f->s.guest_check = HV_GC_IF_AVAILABLE;                /* the same cached facts */
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    want = (struct hv_hw){2048, 1, -1, -1}; /* memory only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_MEMORY].reason,
+                        "guestVerification is Required but the guest cannot show memory (no "
+                        "memory statistics from the guest, or the VM is off)");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    /* UpdateMachine refuses the same change for the same reason */
+    struct hv_update_result r = pass(f, "eng-req-probe", (struct hv_hw){1024, 3, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
+                                   "vCPUs (no guest agent, or the VM is off)");
+    /* a guest that shows its memory: a memory change is covered under Required */
+    define(f, "eng-req-probe-mem", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20;
+    ref = ref_of("eng-req-probe-mem");
+    want = (struct hv_hw){2048, 1, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    /* ... and one that is off takes it as boot memory: covered too */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-req-probe");
+    assert_non_null(d);
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    unwrap(f);
+    ref = ref_of("eng-req-probe");
+    want = (struct hv_hw){2048, 3, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+}
+
 /* ... and a guest that reported before the step but not after it (its statistics stay as
  * they were): under Required a Failure once liveTimeoutSeconds has passed, never the power
  * cycle IfNeeded would otherwise try. */
@@ -1795,6 +1852,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_required_guest_silent_after_the_step_is_not_power_cycled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_required_probe_uncovers_what_the_guest_cannot_show,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
