@@ -46,6 +46,7 @@ struct probe {
     bool guest_looked;
     struct hv_guest_obs guest;
     char guest_why[200];
+    struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
 };
 
 struct entry {
@@ -846,11 +847,10 @@ static void *probe_thread(void *arg)
         r->can_shutdown = obs->can_shutdown;
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
         r->hw = obs->hw;
+        (void)hv_oprecord_read(&r->rec, obs->record);
         /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
-         * into the guest: only when a field it can show changes on a running VM) */
-        bool shown = (want.memory_mib >= 0 && want.memory_mib != obs->hw.memory_mib) ||
-                     (want.cpus >= 0 && want.cpus != obs->hw.cpus);
-        if (guest && r->on && shown && x->be->ops->observe_guest &&
+         * into the guest, of a running VM) */
+        if (guest && r->on && x->be->ops->observe_guest &&
             x->be->ops->observe_guest(x->be, &ref, obs, &err) != HV_OK) {
             snprintf(r->guest_why, sizeof(r->guest_why), HV_MSG("cannot observe the VM: %s"),
                      hv_errcode_message(err.code));
@@ -893,7 +893,7 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
  * hv_cycle_refused), every change that needs a power cycle made impossible with that reason.
  * Under powerCycle=Never the planner says "needs a power cycle and powerCycle is Never"
  * itself. Caller holds the lock. */
-static int probe_answer(const struct probe *r, const struct hv_settings *s,
+static int probe_answer(const struct probe *r, const struct hv_settings *s, int64_t now,
                         struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     memcpy(plan, r->plan, sizeof(r->plan));
@@ -910,11 +910,17 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s,
         snprintf(why, whylen, "%s", r->guest_why);
         return -1;
     }
+    struct hv_guest_base base = {
+        .hv_memory_mib = r->hw.memory_mib,
+        .hv_cpus = r->hw.cpus,
+        .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
+        .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
+    hv_begin_base(&r->rec, s, now, &base, &base);
     for (int f = 0; f < HV_F_COUNT; f++) {
         char m[HV_MSG_MAX];
         if (plan[f].how != HV_HOW_IMPOSSIBLE &&
-            hv_guest_cannot_show((enum hv_field)f, r->on, &r->hw, &r->guest, &r->for_hw,
-                                 plan[f].how, s, m, sizeof(m))) {
+            hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
+                                 sizeof(m))) {
             plan[f].how = HV_HOW_IMPOSSIBLE;
             snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
         }
@@ -960,7 +966,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
                      hv_hw_equal(&r->for_hw, desired) &&
                      (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
         if (fresh) {
-            rc = probe_answer(r, s, plan, why, whylen);
+            rc = probe_answer(r, s, unix_s(e), plan, why, whylen);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {

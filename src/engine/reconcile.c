@@ -752,6 +752,38 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                   const struct hv_guest_base *fresh, struct hv_guest_base *out)
+{
+    struct hv_guest_base b = *fresh;
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
+    bool inherited = old && old->has_base && old->phase >= HV_PH_PLANNED &&
+                     old->phase <= HV_PH_POWER_ON && now - old->started_at <= s->deadline_s;
+    if (inherited) {
+        /* Where A's base has no guest view of a field (it began with the VM off, under
+         * guestVerification Off, or before the guest reported), the view taken now serves,
+         * with the hypervisor's value now, unless a live step of A may still be on its way
+         * into the guest: A took none of that field yet (planned or shutting down), or its
+         * power cycle restarted the guest (all its memory and vCPUs are boot ones now). */
+        bool rebooted = old->cold && old->phase == HV_PH_POWER_ON;
+        bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
+                         old->phase == HV_PH_POWER_OFF;
+        bool now_mem = rebooted || (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)),
+             now_cpus = rebooted || (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5));
+        b = old->base;
+        if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
+            b.hv_memory_mib = fresh->hv_memory_mib;
+            b.guest_memory_mib = fresh->guest_memory_mib;
+        }
+        if (b.guest_cpus < 0 && fresh->guest_cpus >= 0 && now_cpus) {
+            b.hv_cpus = fresh->hv_cpus;
+            b.guest_cpus = fresh->guest_cpus;
+        }
+    }
+    *out = b;
+}
+
 /* What required_ok lists for field f: the field and why the guest cannot show it. */
 static const char *unshown(enum hv_field f)
 {
@@ -769,19 +801,18 @@ static const char *unshown(enum hv_field f)
 
 #define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
 
-bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_hw *hw,
-                          const struct hv_guest_obs *guest, const struct hv_hw *desired,
-                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap)
+bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_guest_base *base,
+                          const struct hv_hw *desired, enum hv_how plan,
+                          const struct hv_settings *s, char *m, size_t cap)
 {
     bool blind;
     if (s->guest_check != HV_GC_REQUIRED)
         return false;
     if (f == HV_F_MEMORY)
-        blind = on && desired->memory_mib >= 0 && desired->memory_mib != hw->memory_mib &&
-                guest->mem_view != HV_GV_SEEN;
+        blind = on && desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
+                base->guest_memory_mib < 0;
     else if (f == HV_F_CPUS)
-        blind =
-            on && desired->cpus >= 0 && desired->cpus != hw->cpus && guest->cpu_view != HV_GV_SEEN;
+        blind = on && desired->cpus >= 0 && desired->cpus != base->hv_cpus && base->guest_cpus < 0;
     else
         blind = plan != HV_HOW_NONE;
     if (blind)
@@ -851,22 +882,7 @@ static bool begin(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
-    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
-     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
-    struct hv_guest_base inherit = p->rec.base;
-    bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
-                     p->rec.phase <= HV_PH_POWER_ON &&
-                     p->now - p->rec.started_at <= p->s->deadline_s;
-    /* Where that operation's base has no guest view of a field (it began with the VM off,
-     * under guestVerification Off, or before the guest reported), the view taken now serves,
-     * with the hypervisor's value now, unless a live step of it may still be on its way into
-     * the guest: it took none yet (planned), or its power cycle restarted the guest (all its
-     * memory and vCPUs are boot ones now). */
-    bool rebooted = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-    bool unstepped = p->rec.phase == HV_PH_PLANNED || p->rec.phase == HV_PH_SHUTDOWN ||
-                     p->rec.phase == HV_PH_POWER_OFF;
-    bool now_mem = rebooted || (unstepped && strncmp(p->rec.plan[HV_F_MEMORY], "live:", 5)),
-         now_cpus = rebooted || (unstepped && strncmp(p->rec.plan[HV_F_CPUS], "live:", 5));
+    struct hv_oprecord old = p->rec; /* an operation in flight may leave its base to this one */
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -877,18 +893,7 @@ static bool begin(struct pass *p)
     bool on = p->obs.power == HV_POWER_ON;
     if (!take_base(p, on))
         return false;
-    if (inherited) {
-        struct hv_guest_base now = p->rec.base;
-        p->rec.base = inherit;
-        if (inherit.guest_memory_mib < 0 && now.guest_memory_mib >= 0 && now_mem) {
-            p->rec.base.hv_memory_mib = now.hv_memory_mib;
-            p->rec.base.guest_memory_mib = now.guest_memory_mib;
-        }
-        if (inherit.guest_cpus < 0 && now.guest_cpus >= 0 && now_cpus) {
-            p->rec.base.hv_cpus = now.hv_cpus;
-            p->rec.base.guest_cpus = now.guest_cpus;
-        }
-    }
+    hv_begin_base(&old, p->s, p->now, &p->rec.base, &p->rec.base);
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {
