@@ -575,6 +575,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
                  hv_errcode_message(err.code));
         answer(p->out, false, RETRY_COLD, m);
+    } else if (!live) {
+        /* The record still says the step was sent (stored before it, attempts 0): this
+         * process forgets it has seen the operation, so its next pass sends the step again
+         * as for a record of a process that is gone, instead of waiting for its effect. */
+        p->b->first_sight(p->b->ctx, p->key, 0);
     }
     return false;
 }
