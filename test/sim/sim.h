@@ -130,6 +130,11 @@ struct sim_caller {
     bool done_last;
     int64_t done_ms;
     int n_wants;
+    /* every covered CanUpdateMachine: its desired state and when (invariant 4 dates the
+     * Failure of an operation begun before the current one by the one that began it) */
+    struct hv_hw cover_want[64];
+    int64_t cover_ms[64];
+    int n_covers;
 };
 
 struct sim_replica {

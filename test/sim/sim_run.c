@@ -309,6 +309,10 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     c->st = C_UPDATING;
     c->next_ms = s->now_ms;
     remember_want(c, &want);
+    if (c->n_covers < (int)(sizeof(c->cover_ms) / sizeof(c->cover_ms[0]))) {
+        c->cover_want[c->n_covers] = want;
+        c->cover_ms[c->n_covers++] = s->now_ms;
+    }
 }
 
 static void call_update(struct sim *s, int m)
@@ -338,13 +342,27 @@ static void call_update(struct sim *s, int m)
          * asked of it: CanUpdateMachine cannot know, whenever the fault arose. */
         bool deaf = v->ignores_acpi && strstr(res.message, "did not shut down within") &&
                     strstr(res.message, "powerOffMode is Soft");
-        if (c->op.covered && v->touched_ms < c->op.can_ms && !deaf)
+        /* The sticky Failure of the operation the engine began for this desired state before
+         * this CanUpdateMachine (A -> B -> A while A's operation was still in flight: the same
+         * request joins it, and its record says when it began) is that operation's: it dates
+         * from the covered CanUpdateMachine that began it */
+        const struct hv_oprecord *fr = sim_record(v);
+        int64_t can_ms = c->op.can_ms;
+        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
+            hv_hw_equal(&fr->desired, &c->op.want)) {
+            int64_t began_ms = (fr->started_at - s->unix0 + 1) * 1000; /* (whole seconds) */
+            for (int k = 0; k < c->n_covers; k++)
+                if (c->cover_ms[k] < began_ms && c->cover_ms[k] < can_ms &&
+                    hv_hw_equal(&c->cover_want[k], &c->op.want) &&
+                    (k + 1 == c->n_covers || c->cover_ms[k + 1] >= began_ms))
+                    can_ms = c->cover_ms[k];
+        }
+        if (c->op.covered && v->touched_ms < can_ms && !deaf)
             sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
                       v->name, res.message, blind ? " (the guest cannot tell)" : "",
                       c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
         /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
          * rollback) is true of the VM (only the engine and the operator change it) */
-        const struct hv_oprecord *fr = sim_record(v);
         s->r.checks++;
         if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
             strstr(res.message, "was restored") && !v->operator_config &&
