@@ -114,6 +114,9 @@ struct sim_op {
     int calls;
     bool failed; /* the last answer was a Failure */
     int backoff; /* CAPI's back-off after a Failure, s */
+    /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
+     * operation: what the guest shows of it is that done's claim, not this one's */
+    bool kept_mem, kept_cpus;
 };
 
 struct sim_caller {

@@ -300,6 +300,12 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         }
         return;
     }
+    bool on = v->power == HV_POWER_ON;
+    op.kept_mem = c->done_last && c->op.want.memory_mib == want.memory_mib &&
+                  v->config.memory_mib == want.memory_mib &&
+                  (!on || v->live.memory_mib == want.memory_mib);
+    op.kept_cpus = c->done_last && c->op.want.cpus == want.cpus && v->config.cpus == want.cpus &&
+                   (!on || v->live.cpus == want.cpus);
     c->done_last = false;
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
@@ -425,6 +431,10 @@ static void call_update(struct sim *s, int m)
             bool mem_tells = (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
                              (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
             bool cpu_tells = v->agent;
+            /* a field the last done answered and this operation leaves as it was: the guest
+             * tells nothing of this operation by it (that done was checked when answered) */
+            mem_tells &= !c->op.kept_mem;
+            cpu_tells &= !c->op.kept_cpus;
             struct hv_hw g = *w;
             if (!mem_tells)
                 g.memory_mib = -1;
