@@ -683,6 +683,58 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
         hv_engine_free(rs.r[k]);
 }
 
+/* A Failure for one call (a plan call that failed) is not answered once a later look, the
+ * CanUpdateMachine probe's, read and planned the VM: it said only that a look failed (seeds 784
+ * and 1712 of the simulation, A -> B -> A). Without such a look it is answered as before. */
+static int plan_fails; /* plan calls still to fail, through the driven replicas' backend */
+static int (*real_plan)(struct hv_backend *, const struct hv_vm_ref *, const struct hv_vm_obs *,
+                        const struct hv_hw *, struct hv_field_plan[HV_F_COUNT], struct hv_err *);
+static int failing_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
+                        const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
+{
+    if (plan_fails > 0) {
+        plan_fails--;
+        e->code = HV_E_INTERNAL;
+        snprintf(e->detail, sizeof(e->detail), "injected");
+        return HV_E_INTERNAL;
+    }
+    return real_plan(b, r, o, d, p, e);
+}
+
+static void test_one_call_failure_gives_way_to_a_later_look(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-once", 4096, 1024, 1, 1);
+    struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
+    struct replicas rs;
+    replicas_new(f, &rs);
+    real_plan = rs.ops.plan;
+    rs.ops.plan = failing_plan;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-once");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    /* without a look since, the next call gets the Failure */
+    plan_fails = 1;
+    struct hv_update_result r = capi_call(f, &rs, 0, "eng-once", b, 0); /* its pass fails */
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = capi_call(f, &rs, 0, "eng-once", b, 0);
+    assert_true(r.failure);
+    assert_non_null(strstr(r.message, "cannot plan the change: "));
+    /* A's pass fails to plan; then CanUpdateMachine for A reads and plans the VM */
+    plan_fails = 1;
+    r = capi_call(f, &rs, 0, "eng-once", a, 0);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    assert_int_equal(plan_fails, 0);
+    assert_int_equal(hv_engine_probe(rs.r[0], &p, &ref, &a, &f->s, plan, why, sizeof(why)), 0);
+    r = capi_call(f, &rs, 0, "eng-once", a, 0);
+    if (r.failure)
+        fail_msg("a Failure from before the probe's look: %s", r.message);
+    assert_int_equal(capi_until_done(f, &rs, 0, "eng-once", a) > 0, 1);
+    for (int k = 0; k < 2; k++)
+        hv_engine_free(rs.r[k]);
+}
+
 /* A conclusion holds for the settings it was reached under: after a change of settings
  * (here powerCycle Never -> IfNeeded) the first call must not repeat the old Failure. */
 static void test_settings_change_is_not_answered_from_the_old_conclusion(void **state)
@@ -1939,6 +1991,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_one_call_failure_gives_way_to_a_later_look, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
