@@ -187,7 +187,9 @@ static enum hv_step_kind fail_kind;
 static bool fail_records;
 static int fail_left = -1;       /* failures still to inject (-1: every time) */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
-static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
+/* the record write right after an injected step failure fails too (the attempt is not stored) */
+static bool fail_record_after_step, record_write_fails;
+static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
@@ -288,6 +290,7 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         (fail_memory < 0 || st->desired.memory_mib == fail_memory)) {
         if (fail_left > 0)
             fail_left--;
+        record_write_fails = fail_record_after_step;
         e->code = HV_E_BUSY;
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
@@ -309,7 +312,8 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
                           struct hv_err *e)
 {
-    if (fail_records) {
+    if (fail_records || record_write_fails) {
+        record_write_fails = false;
         e->code = HV_E_UNREACHABLE;
         return HV_E_UNREACHABLE;
     }
@@ -359,6 +363,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_records = records;
     fail_left = -1;
     fail_memory = -1;
+    fail_record_after_step = record_write_fails = false;
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -898,6 +903,34 @@ static void test_record_write_failure_takes_no_step(void **state)
                                    "hypervisor cannot be reached");
     unwrap(f);
     assert_int_equal(dom_id(f, "eng-norecord"), id); /* no power step without a record */
+}
+
+/* A shutdown is recorded before it is sent; when it fails and the failed attempt cannot be
+ * stored either, the record still says it was sent: the next pass sends it again instead of
+ * waiting for a shutdown the guest never got (seeds 645 and 226 of the simulation). */
+static void test_failed_step_left_unrecorded_is_sent_again(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-unrec", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-unrec");
+    use_wrapper(f, HV_STEP_SHUTDOWN, false);
+    fail_left = 1;
+    fail_record_after_step = true;
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-unrec", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "cannot store the operation record on the VM: the "
+                                   "hypervisor cannot be reached");
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-unrec").record));
+    assert_int_equal(rec.phase, HV_PH_SHUTDOWN);
+    assert_int_equal(rec.attempts, 0);
+    r = until_end(f, "eng-unrec", want, 10, NULL);
+    if (!is_done(&r))
+        fail_msg("not done after 10 passes: %s", r.message);
+    assert_int_not_equal(dom_id(f, "eng-unrec"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-unrec").hw.memory_mib, 1024);
+    unwrap(f);
 }
 
 static void test_live_balloon_growth_then_idempotent(void **state)
@@ -1989,6 +2022,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
                                         teardown),
