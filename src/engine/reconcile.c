@@ -1268,6 +1268,7 @@ static bool one_pass(struct pass *p)
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
+    bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -1351,6 +1352,13 @@ static bool one_pass(struct pass *p)
          * or off is taken over (below). */
         if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
+        /* Another process's cycle going down is taken over like a new one, within this
+         * process's caps: that process gives its slot back once the record is ours. */
+        if (old_going_down && old_others &&
+            !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+            progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return false;
         }
         p->down_at = old_going_down ? old_step_at : 0;
