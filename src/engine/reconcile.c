@@ -1262,9 +1262,14 @@ static bool one_pass(struct pass *p)
     bool old_failed_down =
         had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
         p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+    /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
+     * that shows takes no cycle for it) */
+    bool old_step_recent =
+        p->now - p->rec.step_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
     bool old_going_down =
         had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF || old_failed_down);
+        (((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) && old_step_recent) ||
+         old_failed_down);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
