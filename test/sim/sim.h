@@ -89,6 +89,11 @@ struct sim_vm {
      * absent or fresh (0: never) */
     int64_t record_cleared_ms;
     int64_t stats_changed_ms;
+    /* what the VM and its guest showed at the last done under guestVerification Off (the
+     * hardware taken unverified): a later operation's guest compares with itself */
+    struct hv_hw off_done_hw;
+    int64_t off_done_guest_mem;
+    int off_done_guest_cpus;
     enum hv_power power0;
     struct hv_hw config0;
 };
