@@ -117,8 +117,9 @@ struct sim_op {
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */
     int calls;
-    bool failed; /* the last answer was a Failure */
-    int backoff; /* CAPI's back-off after a Failure, s */
+    bool failed;   /* the last answer was a Failure */
+    int observing; /* "observing the VM" answers in a row since that Failure */
+    int backoff;   /* CAPI's back-off after a Failure, s */
 };
 
 struct sim_caller {
