@@ -764,11 +764,83 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                   const struct hv_guest_base *fresh, struct hv_guest_base *out)
+{
+    struct hv_guest_base b = *fresh;
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest), or whose live step failed: the VM as it was
+     * before A is what B changes; not once A's cycle has started the VM again (reconfigure,
+     * power-on): its guest booted afresh, with all its memory as boot memory */
+    bool inherited = old && old->has_base &&
+                     ((old->phase >= HV_PH_PLANNED && old->phase <= HV_PH_POWER_OFF) ||
+                      (old->phase == HV_PH_FAILED && !old->cold)) &&
+                     now - old->started_at <= s->deadline_s;
+    if (inherited) {
+        /* Where A's base has no guest view of a field (it began with the VM off, under
+         * guestVerification Off, or before the guest reported), the view taken now serves,
+         * with the hypervisor's value now, unless a live step of A may still be on its way
+         * into the guest: only when A took none of that field yet (planned or shutting down). */
+        bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
+                         old->phase == HV_PH_POWER_OFF;
+        bool now_mem = unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5),
+             now_cpus = unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5);
+        b = old->base;
+        if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
+            b.hv_memory_mib = fresh->hv_memory_mib;
+            b.guest_memory_mib = fresh->guest_memory_mib;
+        }
+        if (b.guest_cpus < 0 && fresh->guest_cpus >= 0 && now_cpus) {
+            b.hv_cpus = fresh->hv_cpus;
+            b.guest_cpus = fresh->guest_cpus;
+        }
+    }
+    *out = b;
+}
+
+/* What required_ok lists for field f: the field and why the guest cannot show it. */
+static const char *unshown(enum hv_field f)
+{
+    switch (f) {
+    case HV_F_MEMORY:
+        return HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+    case HV_F_CPUS:
+        return HV_MSG("vCPUs (no guest agent, or the VM is off)");
+    case HV_F_CORES:
+        return HV_MSG("cores per socket");
+    default:
+        return HV_MSG("the disk size");
+    }
+}
+
+#define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
+
+bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_guest_base *base,
+                          const struct hv_hw *desired, enum hv_how plan,
+                          const struct hv_settings *s, char *m, size_t cap)
+{
+    bool blind;
+    if (s->guest_check != HV_GC_REQUIRED)
+        return false;
+    if (f == HV_F_MEMORY)
+        blind = on && desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
+                base->guest_memory_mib < 0;
+    else if (f == HV_F_CPUS)
+        blind = on && desired->cpus >= 0 && desired->cpus != base->hv_cpus && base->guest_cpus < 0;
+    else
+        blind = plan != HV_HOW_NONE;
+    if (blind)
+        snprintf(m, cap, REQUIRED_UNSHOWN, unshown(f));
+    return blind;
+}
+
 /* guestVerification Required: a change of a field the guest cannot show is a Failure before
  * any step (waiting or a power cycle would not make the guest report it). Sticky, except
  * when the guest may still report by itself (it has the device or agent channel but has not
- * reported since it started: booting): then the next call begins anew. silent: an operation
- * started the VM longer than liveTimeoutSeconds ago and it has not reported since: sticky. */
+ * reported since it started: booting): then the next call begins anew. The fields are those
+ * hv_guest_cannot_show names, against the base (the guest's view as the record keeps it).
+ * silent: an operation started the VM longer than liveTimeoutSeconds ago and it has not
+ * reported since: sticky. */
 static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT], bool silent)
 {
     if (p->s->guest_check != HV_GC_REQUIRED)
@@ -779,17 +851,17 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     int n = 0;
     bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
     if (mem && on && p->rec.base.guest_memory_mib < 0) {
-        why[n++] = HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+        why[n++] = unshown(HV_F_MEMORY);
         sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
     }
     if (cpus && on && p->rec.base.guest_cpus < 0) {
-        why[n++] = HV_MSG("vCPUs (no guest agent, or the VM is off)");
+        why[n++] = unshown(HV_F_CPUS);
         sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
     }
     if (fp[HV_F_CORES].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("cores per socket");
+        why[n++] = unshown(HV_F_CORES);
     if (fp[HV_F_DISK].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("the disk size");
+        why[n++] = unshown(HV_F_DISK);
     if (!n)
         return true;
     sticky |= silent || fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
@@ -800,8 +872,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
                  : k == n - 1 ? " and "
                               : ", ",
                  why[k]);
-    snprintf(m, sizeof(m), HV_MSG("guestVerification is Required but the guest cannot show %s"),
-             list);
+    snprintf(m, sizeof(m), REQUIRED_UNSHOWN, list);
     if (sticky) {
         fail_sticky(p, m);
     } else {
@@ -827,21 +898,14 @@ static bool begin(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
-    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
-     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
-    struct hv_guest_base inherit = p->rec.base;
-    bool inherited = p->rec.has_base &&
-                     ((p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF) ||
-                      (p->rec.phase == HV_PH_FAILED && !p->rec.cold)) &&
-                     p->now - p->rec.started_at <= p->s->deadline_s;
-    /* ... unless it has started the VM again (reconfigure, power-on): its guest booted
-     * afresh, with all its memory as boot memory. A guest started by an operation that has
-     * not reported since (booting) is asked again until it does, for liveTimeoutSeconds
-     * from that start, before this operation takes its first step: else its baseline would
-     * be missing and the change could not be verified. */
-    bool started = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-    bool booting = (started || (p->rec.cold && p->rec.phase == HV_PH_DONE)) && /* done since */
-                   p->now - p->rec.step_at < p->s->live_timeout_s;
+    struct hv_oprecord old = p->rec; /* an operation in flight may leave its base to this one */
+    /* A guest started by an operation (its power-on, or done since) that has not reported
+     * since (booting) is asked again until it does, for liveTimeoutSeconds from that start,
+     * before this operation takes its first step: else its baseline would be missing and the
+     * change could not be verified. */
+    bool started = old.cold && old.phase == HV_PH_POWER_ON;
+    bool booting = (started || (old.cold && old.phase == HV_PH_DONE)) && /* done since */
+                   p->now - old.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -852,8 +916,7 @@ static bool begin(struct pass *p)
     bool on = p->obs.power == HV_POWER_ON;
     if (!take_base(p, on))
         return false;
-    if (inherited)
-        p->rec.base = inherit;
+    hv_begin_base(&old, p->s, p->now, &p->rec.base, &p->rec.base);
     bool mem, cpus;
     guest_fields(&p->rec, p->desired, &mem, &cpus);
     if (booting && on && p->s->guest_check != HV_GC_OFF &&
