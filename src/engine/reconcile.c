@@ -1154,10 +1154,12 @@ static void live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
-    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE && !p->be->ops->record_in_step) {
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE &&
+        !(p->be->ops->record_in_step && mem + cpus + disk == 1)) {
         /* the record, with the guest's view from before, is on the VM before the first step:
          * a restart or another replica that sees the change sees what to compare it with
-         * (a backend that stores the record with the step needs no separate write) */
+         * (a backend that stores the record with the step needs no separate write when that
+         * step is the only one: only the last step carries it) */
         p->rec.phase = HV_PH_LIVE;
         p->rec.step_at = p->now;
         if (!store(p))
