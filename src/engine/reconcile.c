@@ -1154,10 +1154,12 @@ static void live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
-    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE && !p->be->ops->record_in_step) {
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE &&
+        !(p->be->ops->record_in_step && mem + cpus + disk == 1)) {
         /* the record, with the guest's view from before, is on the VM before the first step:
          * a restart or another replica that sees the change sees what to compare it with
-         * (a backend that stores the record with the step needs no separate write) */
+         * (a backend that stores the record with the step needs no separate write when that
+         * step is the only one: only the last step carries it) */
         p->rec.phase = HV_PH_LIVE;
         p->rec.step_at = p->now;
         if (!store(p))
@@ -1325,12 +1327,18 @@ static bool one_pass(struct pass *p)
     bool old_failed_down =
         had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
         p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+    /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
+     * that shows takes no cycle for it) */
+    bool old_step_recent =
+        p->now - p->rec.step_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
     bool old_going_down =
         had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF || old_failed_down);
+        (((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) && old_step_recent) ||
+         old_failed_down);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
+    bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -1414,6 +1422,13 @@ static bool one_pass(struct pass *p)
          * or off is taken over (below). */
         if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
+        /* Another process's cycle going down is taken over like a new one, within this
+         * process's caps: that process gives its slot back once the record is ours. */
+        if (old_going_down && old_others &&
+            !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+            progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return false;
         }
         p->down_at = old_going_down ? old_step_at : 0;
