@@ -22,9 +22,13 @@
 
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
-/* A "done" is handed out only while it is fresh: concluded no longer before the call than
- * CAPI was asked to wait after the previous answer, plus this. */
-#define DONE_SLACK_MS 5000
+/* A call for the same hardware that comes this much or more after the wait CAPI was asked for
+ * (after this process's previous answer) begins a new series: what this process saw before it
+ * confirms nothing. Another replica can take the VM to other hardware and back to a state
+ * CAPI then asks here again (A -> B -> A) only while CAPI calls elsewhere: it must take that
+ * replica's done for A, then wait at least the 1 s its first answer for B asks ("observing
+ * the VM"), then its done for B; a call here less than 1 s late leaves no room for that. */
+#define LATE_CALL_MS 1000
 
 /* The VM's facts CanUpdateMachine asks for (the probe), cached per VM, only for probed
  * entries: the backend's plan for the desired hardware and what decides whether the engine
@@ -67,12 +71,12 @@ struct entry {
     int64_t unreach_since;
     /* "done" is only answered from an observation taken after the desired hardware was
      * asked for: calls are numbered (call_seq); a pass remembers the number current when it
-     * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
-     * the next "done" must postdate. */
+     * began (answer_seq); confirm_seq is the first call since the last "done" answer or
+     * since a call that came late (LATE_CALL_MS), which the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
     int64_t pass_ms;   /* how long the last pass took */
-    int64_t answer_ms; /* when the last pass ended (its answer's age) */
+    int64_t call_ms;   /* when the last hook call came */
     int64_t expect_ms; /* how long CAPI was asked to wait after the last answer given */
     /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
      * timed to end just before CAPI's next call while a change settles) */
@@ -382,7 +386,6 @@ static void run_head(struct hv_engine *e)
     if (x->probe) /* the pass may have changed the VM: CanUpdateMachine looks again */
         x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
     x->pass_ms = x->used_ms - began;
-    x->answer_ms = x->used_ms;
     x->have_answer = true;
     x->answer_for = desired;
     x->answer_s = s;
@@ -693,18 +696,17 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     pthread_mutex_lock(&e->lock);
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
+    int64_t now = now_ms(e);
     x->call_seq++;
     if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
+    else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
+        x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
     /* a conclusion holds for the hardware and the settings it was reached under */
     bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
                  hv_settings_equal(&x->answer_s, s);
     bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
-    /* ... and that look is not older than CAPI's wait allows: a "done" left unused (e.g. the
-     * other replica answered it) tells nothing of the VM a minute later, when CAPI comes back
-     * here for the same hardware after other states (A -> B -> A) another replica applied. */
-    bool fresh = now_ms(e) - x->answer_ms <= x->expect_ms + DONE_SLACK_MS;
-    bool answered_done = done && fresh && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    bool answered_done = done && x->confirm_seq && x->answer_seq >= x->confirm_seq;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -724,6 +726,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
             x->confirm_seq = x->call_seq;
     }
     x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
+    x->call_ms = now;
     x->desired = *desired;
     x->have_desired = true;
     x->s = *s;
