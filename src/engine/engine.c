@@ -44,6 +44,13 @@ struct probe {
     bool between;                    /* neither running nor off (paused, suspended, ...) */
     bool can_shutdown;               /* obs.can_shutdown */
     char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
+    struct hv_hw hw;                 /* obs.hw */
+    /* the guest's view was asked for (guestVerification Required needs it): guest is it, or
+     * guest_why says why it could not be read */
+    bool guest_looked;
+    struct hv_guest_obs guest;
+    char guest_why[200];
+    struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
 };
 
 struct entry {
@@ -806,6 +813,7 @@ struct probe_job {
     struct hv_engine *e;
     struct entry *x;
     struct hv_hw want;
+    bool guest; /* look into the guest too (guestVerification Required) */
 };
 
 /* Observe and plan one VM for the live probe, off the hook's thread. */
@@ -815,6 +823,7 @@ static void *probe_thread(void *arg)
     struct hv_engine *e = j->e;
     struct entry *x = j->x;
     struct hv_hw want = j->want;
+    bool guest = j->guest;
     free(j);
     pthread_mutex_lock(&e->lock);
     struct hv_vm_ref ref = x->ref;
@@ -826,6 +835,7 @@ static void *probe_thread(void *arg)
     if (!obs || !r)
         abort();
     r->rc = -1;
+    r->guest_looked = guest; /* asked for, whatever the answer */
     if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK) {
         snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
     } else if (!obs->found) {
@@ -839,6 +849,17 @@ static void *probe_thread(void *arg)
         r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
         r->can_shutdown = obs->can_shutdown;
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
+        r->hw = obs->hw;
+        (void)hv_oprecord_read(&r->rec, obs->record);
+        /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
+         * into the guest, of a running VM) */
+        if (guest && r->on && x->be->ops->observe_guest &&
+            x->be->ops->observe_guest(x->be, &ref, obs, &err) != HV_OK) {
+            snprintf(r->guest_why, sizeof(r->guest_why), HV_MSG("cannot observe the VM: %s"),
+                     hv_errcode_message(err.code));
+            hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
+        }
+        r->guest = obs->guest;
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -868,12 +889,14 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
     }
 }
 
-/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan,
- * and, when the VM runs and may not be power-cycled under s (the rule UpdateMachine applies
- * before it shuts a VM down: hv_cycle_refused), every change that needs a power cycle made
- * impossible with that reason. Under powerCycle=Never the planner says "needs a power cycle
- * and powerCycle is Never" itself. Caller holds the lock. */
-static int probe_answer(const struct probe *r, const struct hv_settings *s,
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan;
+ * under guestVerification Required, every change the guest cannot show made impossible with
+ * UpdateMachine's reason (hv_guest_cannot_show); and, when the VM runs and may not be
+ * power-cycled under s (the rule UpdateMachine applies before it shuts a VM down:
+ * hv_cycle_refused), every change that needs a power cycle made impossible with that reason.
+ * Under powerCycle=Never the planner says "needs a power cycle and powerCycle is Never"
+ * itself. Caller holds the lock. */
+static int probe_answer(const struct probe *r, const struct hv_settings *s, int64_t now,
                         struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     memcpy(plan, r->plan, sizeof(r->plan));
@@ -885,6 +908,25 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s,
     if (r->between) { /* UpdateMachine takes no step until it runs or is off: ask again then */
         snprintf(why, whylen, "%s", HV_MSG("the VM is paused, suspended or in transition"));
         return -1;
+    }
+    if (s->guest_check == HV_GC_REQUIRED && r->guest_why[0]) {
+        snprintf(why, whylen, "%s", r->guest_why);
+        return -1;
+    }
+    struct hv_guest_base base = {
+        .hv_memory_mib = r->hw.memory_mib,
+        .hv_cpus = r->hw.cpus,
+        .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
+        .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
+    hv_begin_base(&r->rec, s, now, &base, &base);
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        char m[HV_MSG_MAX];
+        if (plan[f].how != HV_HOW_IMPOSSIBLE &&
+            hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
+                                 sizeof(m))) {
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
+        }
     }
     char refused[HV_MSG_MAX + 64];
     if (r->on && s->power_cycle != HV_PC_NEVER &&
@@ -923,10 +965,11 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
         struct probe *r = x->probe;
-        bool fresh =
-            r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
+        bool fresh = r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms &&
+                     hv_hw_equal(&r->for_hw, desired) &&
+                     (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
         if (fresh) {
-            rc = probe_answer(r, s, plan, why, whylen);
+            rc = probe_answer(r, s, unix_s(e), plan, why, whylen);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
@@ -938,6 +981,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             j->e = e;
             j->x = x;
             j->want = *desired;
+            j->guest = s->guest_check == HV_GC_REQUIRED;
             x->probe_running = true;
             x->probe_began_ms = now_ms(e);
             e->probes_running++;

@@ -198,6 +198,17 @@ class Scenario:
             self.infra(*cur), self.infra(*des), self.mach, settings))
         return resp
 
+    def can_update_probed(self, cur, des, settings=None):
+        """CanUpdateMachine once the live probe has read the domain (it answers "still asking"
+        while the read takes longer than its bounded wait)."""
+        resp = self.can_update(cur, des, settings)
+        for _ in range(50):
+            if "still asking" not in resp.get("message", ""):
+                break
+            time.sleep(0.1)
+            resp = self.can_update(cur, des, settings)
+        return resp
+
     def update(self, des, settings=None, timeout=120, on_answer=None):
         return hvtest.drive(self.client, hvtest.update_request(self.infra(*des), self.mach,
                                                                settings), timeout=timeout,
@@ -964,6 +975,16 @@ def test_guest_verification_required_and_off():
         assert last["message"] == "done: memory 1024 MiB, 2 vCPUs (not verified in the guest)", msgs
         last, msgs, _ = s.update((1024, 3), dict(FAST, guestVerification="Off"))
         assert last["message"] == "done: memory 1024 MiB, 3 vCPUs (not verified in the guest)", msgs
+        # CanUpdateMachine reads the domain (no agent channel) and applies the same rule: the
+        # vCPU change is not covered under Required (Block: a Failure naming the reason)
+        block = dict(FAST, guestVerification="Required", onUncoverable="Block")
+        resp = s.can_update_probed((1024, 3), (1024, 4), block)
+        assert resp["status"] == "Failure", resp
+        assert ("guestVerification is Required but the guest cannot show vCPUs (no guest agent, "
+                "or the VM is off)") in resp["message"], resp
+        resp = s.can_update_probed((1024, 3), (1024, 4),
+                                   dict(block, guestVerification="IfAvailable"))
+        assert resp["status"] == "Success" and "infrastructureMachinePatch" in resp, resp
         # Required, and the guest cannot show vCPUs: a Failure at once, before any step; no
         # wait and no power cycle (under the default IfNeeded, where one would be allowed)
         t0 = time.monotonic()

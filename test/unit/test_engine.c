@@ -1550,6 +1550,115 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     unwrap(f);
 }
 
+/* Issue 17.3 and 17.8: CanUpdateMachine (the probe) applies the same rule: under Required, a
+ * change of a running VM's field its guest cannot show is not covered, with UpdateMachine's
+ * reason. test:///default runs no guest and the domain has no agent channel: neither its
+ * vCPUs nor its memory can show; under IfAvailable both are covered as the plan says. */
+static void test_required_probe_uncovers_what_the_guest_cannot_show(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-req-probe", 4096, 1024, 1, 4);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-req-probe");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    struct hv_hw want = {1024, 3, -1, -1}; /* vCPUs only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_CPUS].reason,
+                        "guestVerification is Required but the guest cannot show vCPUs (no guest "
+                        "agent, or the VM is off)");
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE); /* unchanged: nothing to show */
+    f->s.guest_check = HV_GC_IF_AVAILABLE;                /* the same cached facts */
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    want = (struct hv_hw){2048, 1, -1, -1}; /* memory only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_MEMORY].reason,
+                        "guestVerification is Required but the guest cannot show memory (no "
+                        "memory statistics from the guest, or the VM is off)");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    /* UpdateMachine refuses the same change for the same reason */
+    struct hv_update_result r = pass(f, "eng-req-probe", (struct hv_hw){1024, 3, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
+                                   "vCPUs (no guest agent, or the VM is off)");
+    /* a guest that shows its memory: a memory change is covered under Required */
+    define(f, "eng-req-probe-mem", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20;
+    ref = ref_of("eng-req-probe-mem");
+    want = (struct hv_hw){2048, 1, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    /* ... and one that is off takes it as boot memory: covered too */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-req-probe");
+    assert_non_null(d);
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    unwrap(f);
+    ref = ref_of("eng-req-probe");
+    want = (struct hv_hw){2048, 3, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+}
+
+/* A rollout that changed (A -> B) while A's power cycle had not taken a step yet: B keeps
+ * A's base, but where that base has no guest view (A began under guestVerification Off, or
+ * with the guest not reported yet) the guest's view now serves, so B under Required is not
+ * refused for a guest that shows its memory (issue 18, sim seed 172). */
+static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-inherit", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20; /* the guest shows its memory */
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){512, 1, -1, -1}; /* A: a shrink, its cycle not begun */
+    rec.phase = HV_PH_PLANNED;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
+    rec.has_base = true;
+    rec.base = (struct hv_guest_base){1024, 1, -1, -1}; /* taken under guestVerification Off */
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-inherit");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_hw want = {2048, 1, -1, -1}; /* B: live growth */
+    struct hv_profile p = libvirt_profile();
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE); /* CanUpdateMachine covers it */
+    struct hv_update_result r = pass(f, "eng-inherit", want);
+    assert_false(r.failure);
+    assert_null(strstr(r.message, "cannot show"));
+    /* a guest with no view: B is refused, and CanUpdateMachine says so first */
+    guest_cap = -1;
+    rec.desired.memory_mib = 768;
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    want.memory_mib = 3072;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    r = pass(f, "eng-inherit", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "guestVerification is Required but the guest cannot show "
+                        "memory (no memory statistics from the guest, or the VM is off)");
+    unwrap(f);
+}
+
 /* ... and a guest that reported before the step but not after it (its statistics stay as
  * they were): under Required a Failure once liveTimeoutSeconds has passed, never the power
  * cycle IfNeeded would otherwise try. */
@@ -1873,6 +1982,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_required_guest_silent_after_the_step_is_not_power_cycled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_required_probe_uncovers_what_the_guest_cannot_show,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inherited_base_without_a_guest_view_takes_the_view_now,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
