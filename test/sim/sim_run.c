@@ -52,13 +52,6 @@ static const struct known {
     {INV_COVERED, "(the VM differed from CAPI's current objects)", "issue 17 item 8"},
     /* an unreachable hypervisor is a Failure, not in progress (issue 17 item 10) */
     {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
-    /* A restarted process learns of a cycle its previous life left in flight only when a call
-     * or its own pass reaches that VM: a VM no call reaches after the restart stays off, and
-     * other VMs of its host may begin cycles meanwhile (issue 17 item 5's last sentence; its
-     * fix resumes a cycle once the VM is seen, it does not look for such VMs) */
-    {INV_NO_LOSS, "no process has seen the VM since", "issue 17 item 5 (unseen VM)"},
-    {INV_CYCLES, "(a restarted process has not seen one of them since)",
-     "issue 17 item 5 (unseen VM)"},
     /* the guest's memory is compared with a formula, not with itself (issue 17 item 1) */
     {INV_CYCLES, "(the guest reserves memory at boot)", "issue 17 item 1"},
     /* statistics older than the change are read as if fresh (issue 17 item 2) */
@@ -668,6 +661,7 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     s->ecfg.max_power_cycles_per_host = 1;
     s->ecfg.step_timeout_s = 30;
     s->ecfg.entry_idle_ms = IDLE_MS;
+    s->ecfg.scan_interval_s = 0; /* the scan at start only: an idle engine has no timer */
     s->n_reps = sim_chance(s, 300) ? 2 : 1;
     for (int r = 0; r < s->n_reps; r++)
         rep_start(s, r);
