@@ -291,7 +291,9 @@ static void describe(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *r
 }
 
 /* A Failure answer that operators should see on the object: settings that fail to parse, a
- * Block, or UpdateMachine's failure (CAPI does not call again for the same change). */
+ * Block, or UpdateMachine's failure (CAPI calls again with back-off: the Event is deduplicated).
+ * For CanUpdateMachineSet the object is the current MachineSet: CAPI's desired one does not exist
+ * until the call succeeds, and its name is drawn anew on every retry (seen in test/capi). */
 static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                        bool bad_settings, const char *message)
 {
@@ -304,8 +306,9 @@ static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj 
         reason = "UpdateFailed";
     else if (strncmp(message, HV_MSG_BLOCKED, strlen(HV_MSG_BLOCKED)) == 0)
         reason = "UpdateBlocked";
-    const hj *obj = hj_get(hj_get(req, "desired"),
-                           h == HV_HOOK_CAN_UPDATE_MACHINE_SET ? "machineSet" : "machine");
+    const hj *obj = h == HV_HOOK_CAN_UPDATE_MACHINE_SET
+                        ? hj_get(hj_get(req, "current"), "machineSet")
+                        : hj_get(hj_get(req, "desired"), "machine");
     if (reason && obj && obj->type == HJ_OBJECT)
         ctx->event(ctx->event_ctx, obj, reason, message);
 }

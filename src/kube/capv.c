@@ -105,6 +105,19 @@ static int secret_value(const hj *secret, const char *key, char *out, size_t cap
     return rc;
 }
 
+/* The Secret's encoded values, wiped before the parsed answer is freed (its collector's buffer
+ * is wiped by kube.c). */
+static void wipe_secret(hj *secret)
+{
+    hj *data = hj_get(secret, "data");
+    static const char *const keys[] = {"username", "password"};
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        char *v = (char *)hj_get_str(data, keys[k]);
+        if (v)
+            explicit_bzero(v, strlen(v));
+    }
+}
+
 enum hv_capv_rc hv_capv_credentials(struct hv_kube *k, const char *capv_namespace,
                                     const char *cluster, int timeout_ms, char *user, size_t ulen,
                                     char *pass, size_t plen, char *why, size_t whylen)
@@ -209,6 +222,7 @@ out:
     hj_free(vc);
     hj_free(id);
     hj_free(nso);
+    wipe_secret(sec);
     hj_free(sec);
     return rc;
 }

@@ -178,7 +178,7 @@ out:
 int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
                 size_t errlen)
 {
-    struct hv_bodybuf b = {.max = MAX_BODY};
+    struct hv_bodybuf b = {.max = MAX_BODY, .wipe = true}; /* may be a Secret */
     *out = NULL;
     int st = request(k, "GET", path, NULL, timeout_ms, &b, err, errlen);
     if (st == 200) {

@@ -10,8 +10,11 @@
  * connection forever; a reaper thread shuts down the socket of a connection past its
  * deadline and MHD then closes it as if the client had. Framing that RFC 9112 section 6.3
  * calls ambiguous (differing Content-Length values, Transfer-Encoding with Content-Length or
- * not ending in chunked), and whitespace between a field name and its colon (section 5.1),
- * are answered 400 and the connection closed. */
+ * not ending in chunked), whitespace between a field name and its colon (section 5.1),
+ * whitespace in the request target (section 3) and a missing or repeated Host (section 3.2)
+ * are answered 400 and the connection closed. A Content-Length that libmicrohttpd cannot
+ * parse (`2, 2`, `2x`, `-2`) is answered by libmicrohttpd itself, before on_request: 0.9.75
+ * sends two 400 heads there (see test/integration/abuse_test.py, case framing). */
 #include "server.h"
 #include "json.h"
 #include "hv_clock.h"
@@ -293,7 +296,7 @@ static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
 }
 
 struct framing {
-    int n_cl, n_te;
+    int n_cl, n_te, n_host;
     bool cl_bad, cl_differ, te_not_chunked, name_space;
     unsigned long long cl;
 };
@@ -333,6 +336,8 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
      * keeps it in the name instead of refusing the request) */
     if (key[strcspn(key, " \t")])
         f->name_space = true;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_HOST))
+        f->n_host++;
     if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
         framing_cl(f, value);
     } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
@@ -348,17 +353,32 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+/* What on_uri leaves in *con_cls for a request line whose target holds whitespace. */
+static char bad_target;
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target as sent, before MHD splits off the
+ * query and unescapes it; its result is the request's first *con_cls. libmicrohttpd 0.9.75
+ * takes the last space of the request line as the one before the version, so the target
+ * of 'GET /a b HTTP/1.1' is '/a b'. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    return uri[strcspn(uri, " \t")] ? &bad_target : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
 {
     struct hv_server *srv = cls;
     struct req *r = *con_cls;
-    if (!r) {
+    if (!r || r == (void *)&bad_target) {
+        bool target_ws = r != NULL;
         r = calloc(1, sizeof(*r));
+        *con_cls = r;
         if (!r)
             return MHD_NO;
-        *con_cls = r;
         clock_gettime(CLOCK_MONOTONIC, &r->start);
         r->route = match(url, &r->hook);
         if (r->route == R_HOOK)
@@ -367,6 +387,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         conn_busy(c, true);
         struct framing f = {0};
         MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+        if (target_ws) { /* RFC 9112 section 3: an invalid request line */
+            r->close = true;
+            return fail(c, r, 400, HV_MSG("malformed request line: whitespace in the target"), NULL,
+                        NULL);
+        }
+        /* RFC 9112 section 3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0 */
+        if (f.n_host > 1 || (!f.n_host && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)) {
+            r->close = true;
+            return fail(c, r, 400, HV_MSG("malformed header: Host missing or repeated"), NULL,
+                        NULL);
+        }
         if (f.name_space) {
             r->close = true;
             return fail(c, r, 400, HV_MSG("malformed header: whitespace before the colon"), NULL,
@@ -467,6 +498,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct req *r = *con_cls;
+    if (r == (void *)&bad_target) { /* on_uri's mark; on_request was not called */
+        r = NULL;
+        *con_cls = NULL;
+    }
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
     conn_busy(c, false);
@@ -707,15 +742,19 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* Strict level 0: level 1's only checks in libmicrohttpd 0.9.75 are a Host in HTTP/1.1
+     * (answered with two 400 heads back to back, the first announcing a body that is the
+     * second head) and no space in the target (a close without an answer); on_request and
+     * on_uri make both checks themselves and answer one 400. */
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_HTTPS_CERT_CALLBACK,
         hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES, hv_tls_priorities(),
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust,
-        MHD_OPTION_END);
+        s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)0, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;

@@ -11,9 +11,21 @@ size_t hv_bodybuf_write(char *data, size_t size, size_t nmemb, void *user)
         b->too_big = true;
         return 0;
     }
-    char *np = realloc(b->p, b->len + n + 1);
-    if (!np)
-        return 0;
+    char *np;
+    if (b->wipe) {
+        np = malloc(b->len + n + 1);
+        if (!np)
+            return 0;
+        if (b->p) {
+            memcpy(np, b->p, b->len);
+            explicit_bzero(b->p, b->len);
+            free(b->p);
+        }
+    } else {
+        np = realloc(b->p, b->len + n + 1);
+        if (!np)
+            return 0;
+    }
     b->p = np;
     memcpy(b->p + b->len, data, n);
     b->len += n;

@@ -10,6 +10,8 @@ struct hv_bodybuf {
     size_t len;   /* its length */
     size_t max;   /* the cap: a body that would grow past it stops the transfer */
     bool too_big; /* the transfer stopped at the cap */
+    bool wipe;    /* the body may hold a secret: growth copies it to a new block and wipes the
+                   * old one instead of realloc, which would leave the old block unwiped */
 };
 
 /* CURLOPT_WRITEFUNCTION with CURLOPT_WRITEDATA a struct hv_bodybuf *. Out of memory, or past

@@ -16,8 +16,14 @@ second cluster for the failing case:
                   once the first UpdateMachine arrived: the rollout ends, no power cycle
   replacement     the same kind of change plus a provider field outside hvupdater's profile
                   (guestArgs): CAPI replaces both Machines (rolling)
+  blocked         onUncoverable Block and a change hvupdater cannot cover (guestArgs):
+                  CanUpdateMachineSet answers Failure, CAPI neither updates nor replaces; what
+                  the MachineDeployment, its MachineSets and Machines show, CAPI's log and the
+                  UpdateBlocked Event; then the template is reverted and the rollout is over
   failing         powerCycle Never on a domain without memory slots (style plain): what the
-                  Machine conditions and the MachineDeployment show
+                  Machine, its MachineSet and the MachineDeployment show, CAPI's log and the
+                  UpdateFailed Event
+The lab's hvupdater posts Events (up.sh turns the events component on).
 Prints one line per scenario and closes with `N passed, N failed`.
 Usage: capi_e2e.py [-k NAME]...
 """
@@ -266,6 +272,39 @@ def hv_log_lines():
         return sum(1 for _ in f)
 
 
+def capi_log_lines():
+    with open(os.path.join(STATE, "capi-manager.log"), errors="replace") as f:
+        return f.readlines()
+
+
+def capi_log_has(since_line, text):
+    """Lines of CAPI's manager log after since_line that contain text."""
+    return [line for line in capi_log_lines()[since_line:] if text in line]
+
+
+def warning_events(ns, reason):
+    """The Events (events.k8s.io/v1) hvupdater posted in ns with this reason."""
+    return [e for e in get("events.events.k8s.io", ns)["items"]
+            if e.get("reason") == reason and e.get("reportingController") == "hvupdater"]
+
+
+def show(kind, obj, types=None):
+    """Log an object's conditions (all, or those of types) and return them as
+    {type: (status, reason, message)}."""
+    out = {}
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if types and c["type"] not in types:
+            continue
+        out[c["type"]] = (c.get("status"), c.get("reason"), c.get("message", ""))
+        log("    %s %s %s: %s %s %s" % (kind, obj["metadata"]["name"], c["type"], c.get("status"),
+                                       c.get("reason"), (c.get("message") or "").replace("\n", " / ")))
+    return out
+
+
+def machine_sets(ns, md):
+    return get("machinesets", ns, selector="cluster.x-k8s.io/deployment-name=" + md)["items"]
+
+
 def summarize(calls):
     counts = {}
     for hook, status, _, _ in calls:
@@ -375,6 +414,78 @@ def scenario_replacement():
     assert not left, ("old domains left", left)
 
 
+def scenario_blocked():
+    """onUncoverable Block: a template change with a field hvupdater cannot change in place
+    (guestArgs). CanUpdateMachineSet answers Failure; CAPI's rollout stops there."""
+    cur = get("machinedeployment", NS, MD)["spec"]["template"]["spec"]["infrastructureRef"]["name"]
+    before = {m["metadata"]["name"]: domain_of(m) for m in machines(NS, MD)}
+    sets_before = sorted(x["metadata"]["name"] for x in machine_sets(NS, MD))
+    mark, capi_mark = hv_log_lines(), len(capi_log_lines())
+    set_settings({"onUncoverable": "Block"})
+    apply([template(NS, "lmt-blocked", 5120, 4, guest_args="lab.generation=3")])
+    t0 = time.monotonic()
+    set_template(NS, MD, "lmt-blocked")
+
+    def blocked():
+        fails = [c for c in hv_calls(mark) if c[0] == "CanUpdateMachineSet" and c[1] == "Failure"]
+        if len(fails) < 3 or not capi_log_has(capi_mark, fails[-1][2]):
+            return None
+        ev = warning_events(NS, "UpdateBlocked")
+        return (fails, ev) if ev else None
+    fails, ev = wait("CAPI to retry a blocked CanUpdateMachineSet 3 times, log it, and the "
+                     "UpdateBlocked Event", blocked, 180)
+    RESULTS["blocked: 3 CanUpdateMachineSet Failures (s)"] = round(time.monotonic() - t0, 1)
+    msg = fails[-1][2]
+    log("hvupdater answered CanUpdateMachineSet Failure x%d: %s" % (len(fails), msg))
+    assert msg.startswith("cannot update in place (onUncoverable=Block): "), msg
+    assert "guestArgs" in msg, msg
+    for line in capi_log_has(capi_mark, msg)[:1]:
+        log("    CAPI's log: %s" % line.strip()[:600])
+    for e in ev[:1]:
+        r = e["regarding"]
+        log("    Event %s %s on %s %s/%s (uid %s): %s" % (
+            e["type"], e["reason"], r.get("kind"), r.get("namespace"), r.get("name"),
+            r.get("uid", "none"), e.get("note")))
+    RESULTS["blocked: Event regarding"] = "%s %s" % (ev[0]["regarding"].get("kind"),
+                                                     ev[0]["regarding"].get("name"))
+    # what the objects show while blocked
+    d = get("machinedeployment", NS, MD)
+    seen = show("MachineDeployment", d)
+    st = d.get("status") or {}
+    log("    MachineDeployment replicas %s upToDate %s available %s" % (
+        st.get("replicas"), st.get("upToDateReplicas"), st.get("availableReplicas")))
+    sets = machine_sets(NS, MD)
+    for x in sets:
+        show("MachineSet", x)
+    ms = machines(NS, MD)
+    for m in ms:
+        show("Machine", m)
+    RESULTS["blocked: MachineDeployment RollingOut"] = "%s %s" % seen.get("RollingOut", ("", "", ""))[1:]
+    RESULTS["blocked: Machine UpToDate"] = "%s %s" % show("Machine", ms[0], ["UpToDate"]).get(
+        "UpToDate", ("", "", ""))[1:]
+    everything = json.dumps([d.get("status"), [x.get("status") for x in sets],
+                             [m.get("status") for m in ms]])
+    assert msg not in everything and "onUncoverable" not in everything, \
+        "hvupdater's message reached a condition"
+    # nothing replaced, nothing updated, no new MachineSet
+    assert {m["metadata"]["name"]: domain_of(m) for m in ms} == before, ("Machines changed", before)
+    assert not any(m["metadata"].get("deletionTimestamp") for m in ms), ms
+    assert sorted(x["metadata"]["name"] for x in sets) == sets_before, (sets_before, sets)
+    assert not any(c[0] == "UpdateMachine" for c in hv_calls(mark)), "UpdateMachine was called"
+    # the Event is on the MachineSet that exists (CAPI's desired one is never created and is
+    # named anew on every retry), once however often CAPI retried
+    ev = warning_events(NS, "UpdateBlocked")
+    assert len(ev) == 1, ("one UpdateBlocked Event", [e["regarding"].get("name") for e in ev])
+    assert (ev[0]["regarding"].get("kind"), ev[0]["regarding"].get("name")) == \
+        ("MachineSet", sets_before[0]) and ev[0]["note"] == msg, ev[0]
+    # recovery 1 of docs/settings.md: revert the change; the rollout is over, same Machines
+    set_template(NS, MD, cur)
+    ms = wait("the reverted MachineDeployment to settle", lambda: md_settled(NS, MD, 2, cur), 120)
+    assert {m["metadata"]["name"]: domain_of(m) for m in ms} == before
+    set_settings({})
+    log("reverted: the same Machines %s, up to date" % sorted(before))
+
+
 def scenario_failing():
     ns, cl, md = "capi-b", "lab-b", "md-b"
     set_settings({"powerCycle": "Never", "liveTimeoutSeconds": "10"})
@@ -405,8 +516,17 @@ def scenario_failing():
     st = d.get("status") or {}
     log("    MachineDeployment replicas %s upToDate %s available %s" % (
         st.get("replicas"), st.get("upToDateReplicas"), st.get("availableReplicas")))
+    for x in machine_sets(ns, md):
+        show("MachineSet", x, ["MachinesUpToDate", "MachinesReady", "ScalingUp", "ScalingDown"])
     RESULTS["failing: Machine Updating condition"] = "%s: %s" % (
         cond(m, "Updating").get("reason"), cond(m, "Updating").get("message"))
+    assert capi_log_has(0, fails[-1][2]), "hvupdater's message is not in CAPI's log"
+    log("    CAPI's log: %s" % capi_log_has(0, fails[-1][2])[0].strip()[:600])
+    ev = wait("the UpdateFailed Event", lambda: warning_events(ns, "UpdateFailed"), 60)
+    r = ev[0]["regarding"]
+    log("    Event %s %s on %s %s/%s: %s" % (ev[0]["type"], ev[0]["reason"], r.get("kind"),
+                                            r.get("namespace"), r.get("name"), ev[0].get("note")))
+    assert (r.get("kind"), r.get("name")) == ("Machine", m["metadata"]["name"]), r
     # what the conditions show: CAPI's generic text, not hvupdater's message
     assert fails[-1][2] not in json.dumps(m.get("status")), "hvupdater's message reached the Machine"
     assert m["metadata"]["name"] == m0["metadata"]["name"] and domain_of(m) == dom
@@ -416,7 +536,7 @@ def scenario_failing():
 
 
 SCENARIOS = [scenario_scale_up, scenario_in_place, scenario_restart, scenario_replacement,
-             scenario_failing]
+             scenario_blocked, scenario_failing]
 
 
 def main():

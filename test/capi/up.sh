@@ -3,7 +3,8 @@
 # CRDs, CAPI's core manager (InPlaceUpdates + RuntimeSDK on, its webhooks served and
 # registered, CRD conversion through it), the lab's Libvirt* CRDs, the stand-in
 # infrastructure provider (QEMU domains through the QEMU lab's libvirtd), and hvupdater serve
-# registered by an ExtensionConfig (CAPI runs discovery itself).
+# registered by an ExtensionConfig (CAPI runs discovery itself) and posting Warning Events
+# (deploy/kubernetes/components/events) with a service account token.
 #
 # Binaries: build.sh (cached). Needs the QEMU lab (test/lab/libvirt-up.sh is run here, it is
 # idempotent) and the hvupdater binary (HV_BUILD, default build/ of this checkout).
@@ -190,11 +191,21 @@ log "provider"
 start provider "$BIN/provider" -kubeconfig "$KUBECONFIG" -uri "$HV_LIBVIRT_LAB_URI" \
     -domains "$ROOT/test/lab/domains"
 
-# --- hvupdater, registered by an ExtensionConfig
+# --- hvupdater, registered by an ExtensionConfig, with the optional Events component on: a
+# service account bound by the component's own ClusterRole (create Events, nothing else), in
+# a namespace of the lab's (clusterctl_test.py installs and deletes hvupdater-system)
 log "hvupdater"
+K create namespace hvupdater-lab >/dev/null
+K create serviceaccount hvupdater -n hvupdater-lab >/dev/null
+sed -e 's/namespace: hvupdater-system/namespace: hvupdater-lab/' \
+    -e 's/name: hvupdater-events$/name: hvupdater-lab-events/' \
+    "$ROOT/deploy/kubernetes/components/events/rbac.yaml" | K apply --server-side -f - >/dev/null
+K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"
 cat >"$STATE/hvupdater.json" <<EOF
 {"libvirt": {"uris": ["$HV_LIBVIRT_LAB_URI"]},
- "engine": {"workers": 4, "maxConcurrentPowerCycles": 4, "maxPowerCyclesPerHost": 4}}
+ "engine": {"workers": 4, "maxConcurrentPowerCycles": 4, "maxPowerCyclesPerHost": 4},
+ "kubernetes": {"server": "https://127.0.0.1:$API_PORT", "tokenFile": "$STATE/hvupdater.token",
+                "caFile": "$PKI/ca.crt", "events": true}}
 EOF
 start_hvupdater
 K apply --server-side -f - >/dev/null <<EOF

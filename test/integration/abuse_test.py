@@ -16,7 +16,9 @@ cases (default: all):
   closed    connections the client closes are released at once (no CLOSE-WAIT left)
   framing   differing duplicate Content-Length, Content-Length with chunked encoding,
             a bad Content-Length: 400 and the connection closed (RFC 9112 section 6.3);
-            identical duplicates are one value and answered 200
+            identical duplicates are one value and answered 200; whitespace before a
+            field's colon, in the request target, a missing or repeated Host: exactly one
+            400 answer, then the close
   garbage   malformed request lines and heads: each gets an HTTP answer or a close,
             never a hang (what libmicrohttpd reads as empty lines before a request line,
             e.g. CR LF only or NUL bytes, is closed by the head deadline)
@@ -145,6 +147,33 @@ def read_until_close(s, timeout):
     return buf
 
 
+def read_all(s, timeout):
+    """Everything the server sends on s, and whether it closed s (EOF or reset) in timeout."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            return buf, False
+        except (ConnectionError, ssl.SSLError, OSError):
+            return buf, True
+        if not chunk:
+            return buf, True
+        buf += chunk
+
+
+def one_answer(buf):
+    """True when buf is one HTTP answer: a head and exactly the body its Content-Length says."""
+    head, sep, rest = buf.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    lengths = [int(v.strip()) for k, _, v in (line.partition(b":") for line in
+               head.split(b"\r\n")[1:]) if k.strip().lower() == b"content-length"]
+    return len(lengths) == 1 and len(rest) == lengths[0]
+
+
 def status_of(buf):
     return buf.split(b"\r\n", 1)[0].decode("latin-1") if buf else None
 
@@ -179,13 +208,16 @@ def get(srv, path, body=None, src="127.0.0.1"):
 
 
 def close_wait(port):
-    """Sockets on our server port in CLOSE-WAIT (state 08 in /proc/net/tcp)."""
+    """The server's sockets in CLOSE-WAIT (state 08 in /proc/net/tcp): local address
+    127.0.0.1 (0100007F) and the server's port. A client socket from 127.0.0.2 can get the
+    same port number as its own ephemeral port; the server closes the flood's connections
+    past the per-address limit, so such a socket is in CLOSE-WAIT until the test closes it."""
     n = 0
     with open("/proc/net/tcp") as f:
         for line in f.readlines()[1:]:
             parts = line.split()
-            local, state = parts[1], parts[3]
-            if int(local.split(":")[1], 16) == port and state == "08":
+            ip, _, lport = parts[1].partition(":")
+            if ip == "0100007F" and int(lport, 16) == port and parts[3] == "08":
                 n += 1
     return n
 
@@ -375,15 +407,32 @@ def case_framing(binary):
             ("a tab before the colon",
              b"Content-Length\t: 2\r\n\r\n{}"),
         ]
-        for what, tail in once:
-            raw = b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n" + tail
+        once = [(what, b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n" + tail)
+                for what, tail in once]
+        # A request without Host, with two, or with a space in its target (RFC 9112 sections
+        # 3 and 3.2: 400). libmicrohttpd 0.9.75 answered a missing Host with two 400 heads
+        # back to back (its own check, MHD_OPTION_STRICT_FOR_CLIENT), the first announcing a
+        # body that is the second head; a space in the target was a close without an answer.
+        once += [
+            ("an HTTP/1.1 request without Host",
+             b"GET /healthz HTTP/1.1\r\n\r\n"),
+            ("a hook call without Host",
+             b"POST " + HOOK.encode() + b" HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"),
+            ("two Host fields",
+             b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: other\r\n\r\n"),
+            ("a space in the request target",
+             b"GET /healthz x HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+        ]
+        for what, raw in once:
             s = srv.tls()
             s.sendall(raw)
-            got = read_until_close(s, 3)
+            got, closed = read_all(s, HANG)
             s.close()
             heads = re.findall(rb"HTTP/1\.[01] (\d{3})", got)
-            print("  %s: %s" % (what, [h.decode() for h in heads]))
-            check(heads == [b"400"], "%s: one 400 answer, got %s" % (what, heads))
+            print("  %s: %s (closed %s)" % (what, [h.decode() for h in heads], closed))
+            check(heads == [b"400"] and one_answer(got) and closed,
+                  "%s: one 400 answer, nothing after it, then the close; got %r"
+                  % (what, got[:400]))
         raw = (b"POST " + HOOK.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
                b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n" + body)
         head, closed, dt, s = srv.request(raw)

@@ -462,6 +462,12 @@ def group_kube_events(binary, tmp):
     bad = fixture("lvm-grow.json", "UpdateMachineRequest", {"powerCycle": "Sometimes"})
     block = fixture("vsm-version-and-memory.json", "CanUpdateMachineRequest",
                     {"onUncoverable": "Block"})
+    # CAPI's desired MachineSet of a blocked rollout is never created: a new random name on
+    # every retry (seen in the test/capi lab); the Event belongs on the current one
+    block_ms = json.loads(fixture("vsmt-version.json", "CanUpdateMachineSetRequest",
+                                  {"onUncoverable": "Block"}))
+    block_ms["desired"]["machineSet"]["metadata"]["name"] = "md-0-new"
+    block_ms = json.dumps(block_ms)
     api = FakeKubeAPI(tmp)
     token = os.path.join(tmp, "token")
     with open(token, "w") as f:
@@ -476,20 +482,29 @@ def group_kube_events(binary, tmp):
             answers = []
             for body, route in ((bad, "updatemachine/update-machine"),
                                 (bad, "updatemachine/update-machine"),
-                                (block, "canupdatemachine/can-update-machine")):
+                                (block, "canupdatemachine/can-update-machine"),
+                                (block_ms, "canupdatemachineset/can-update-machine-set")):
                 code, text = https(srv, "POST", API + route, body=body)
                 answers.append(json.loads(text) if code == 200 else {})
             check(all(a.get("status") == "Failure" for a in answers),
-                  "kube-events: the three calls answer Failure", repr(answers)[:300])
-            api.wait_for(2)
+                  "kube-events: the four calls answer Failure", repr(answers)[:300])
+            api.wait_for(3)
         finally:
             srv.stop()
         got = api.got
-        check(len(got) == 2, "kube-events: two Events (the repeated failure posted once)",
+        check(len(got) == 3, "kube-events: three Events (the repeated failure posted once)",
               repr([g[2].get("reason") for g in got]))
+        ms_ev = got[2][2] if len(got) == 3 else {}
+        reg = ms_ev.get("regarding", {})
+        check(ms_ev.get("reason") == "UpdateBlocked" and
+              ms_ev.get("note") == answers[3].get("message") and
+              (reg.get("kind"), reg.get("name"), reg.get("namespace")) ==
+              ("MachineSet", "md-0-x", "default"),
+              "kube-events: a blocked CanUpdateMachineSet's Event is on the current MachineSet "
+              "(md-0-x), not on the desired one CAPI never creates", repr(ms_ev)[:400])
         want = [("InvalidSettings", answers[0].get("message")),
                 ("UpdateBlocked", answers[2].get("message"))]
-        for (path, auth, ev), (reason, message) in zip(got, want):
+        for (path, auth, ev), (reason, message) in zip(got[:2], want):
             check(path == "/apis/events.k8s.io/v1/namespaces/default/events",
                   f"kube-events: {reason} posted to the Machine's namespace", path)
             check(auth == "Bearer t0ken-" + "x" * 1200,

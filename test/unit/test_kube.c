@@ -4,10 +4,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "bodybuf.h"
 #include "capv.h"
 #include "kube.h"
 
@@ -115,13 +117,37 @@ static void test_capv_bad_keys(void **state)
     hv_kube_free(k);
 }
 
+/* The body collector the client reads Secrets with: many small pieces arrive whole in order
+ * whether growth copies and wipes (.wipe, for Secrets) or reallocates; past the cap the transfer
+ * stops (0) with too_big set and what came before kept. */
+static void test_bodybuf(void **state)
+{
+    (void)state;
+    for (int wipe = 0; wipe <= 1; wipe++) {
+        struct hv_bodybuf b = {.max = 600, .wipe = wipe};
+        char piece[7];
+        for (int i = 0; i < 100; i++) {
+            snprintf(piece, sizeof(piece), "%05d,", i);
+            assert_int_equal(hv_bodybuf_write(piece, 1, 6, &b), 6);
+        }
+        assert_int_equal(b.len, 600);
+        assert_int_equal(strlen(b.p), 600);
+        assert_memory_equal(b.p, "00000,00001,", 12);
+        assert_memory_equal(b.p + 594, "00099,", 6);
+        assert_false(b.too_big);
+        assert_int_equal(hv_bodybuf_write("x", 1, 1, &b), 0);
+        assert_true(b.too_big);
+        assert_int_equal(b.len, 600);
+        free(b.p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_selector),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_client_config),
-        cmocka_unit_test(test_capv_bad_keys),
+        cmocka_unit_test(test_selector),      cmocka_unit_test(test_names),
+        cmocka_unit_test(test_client_config), cmocka_unit_test(test_capv_bad_keys),
+        cmocka_unit_test(test_bodybuf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
