@@ -283,6 +283,8 @@ static void policy_of(const struct hv_settings *s, char *out, size_t cap)
              s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
+static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err);
+
 static bool store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
@@ -294,6 +296,8 @@ static bool store(struct pass *p)
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
+        if (wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+            return false;
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));
