@@ -22,9 +22,13 @@
 
 #define MAX_WORKERS 64
 #define MAX_PROBES  32 /* live probes in flight at once; more wait for a retry */
-/* A "done" is handed out only while it is fresh: concluded no longer before the call than
- * CAPI was asked to wait after the previous answer, plus this. */
-#define DONE_SLACK_MS 5000
+/* A call for the same hardware that comes this much or more after the wait CAPI was asked for
+ * (after this process's previous answer) begins a new series: what this process saw before it
+ * confirms nothing. Another replica can take the VM to other hardware and back to a state
+ * CAPI then asks here again (A -> B -> A) only while CAPI calls elsewhere: it must take that
+ * replica's done for A, then wait at least the 1 s its first answer for B asks ("observing
+ * the VM"), then its done for B; a call here less than 1 s late leaves no room for that. */
+#define LATE_CALL_MS 1000
 
 /* The VM's facts CanUpdateMachine asks for (the probe), cached per VM, only for probed
  * entries: the backend's plan for the desired hardware and what decides whether the engine
@@ -40,6 +44,13 @@ struct probe {
     bool between;                    /* neither running nor off (paused, suspended, ...) */
     bool can_shutdown;               /* obs.can_shutdown */
     char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
+    struct hv_hw hw;                 /* obs.hw */
+    /* the guest's view was asked for (guestVerification Required needs it): guest is it, or
+     * guest_why says why it could not be read */
+    bool guest_looked;
+    struct hv_guest_obs guest;
+    char guest_why[200];
+    struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
 };
 
 struct entry {
@@ -67,12 +78,12 @@ struct entry {
     int64_t unreach_since;
     /* "done" is only answered from an observation taken after the desired hardware was
      * asked for: calls are numbered (call_seq); a pass remembers the number current when it
-     * began (answer_seq); confirm_seq is the first call since the last "done" answer, which
-     * the next "done" must postdate. */
+     * began (answer_seq); confirm_seq is the first call since the last "done" answer or
+     * since a call that came late (LATE_CALL_MS), which the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
     int64_t pass_ms;   /* how long the last pass took */
-    int64_t answer_ms; /* when the last pass ended (its answer's age) */
+    int64_t call_ms;   /* when the last hook call came */
     int64_t expect_ms; /* how long CAPI was asked to wait after the last answer given */
     /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
      * timed to end just before CAPI's next call while a change settles) */
@@ -397,7 +408,6 @@ static void run_head(struct hv_engine *e)
     if (x->probe) /* the pass may have changed the VM: CanUpdateMachine looks again */
         x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
     x->pass_ms = x->used_ms - began;
-    x->answer_ms = x->used_ms;
     x->have_answer = true;
     x->answer_for = desired;
     x->answer_s = s;
@@ -958,18 +968,17 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     pthread_mutex_lock(&e->lock);
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
+    int64_t now = now_ms(e);
     x->call_seq++;
     if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
+    else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
+        x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
     /* a conclusion holds for the hardware and the settings it was reached under */
     bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
                  hv_settings_equal(&x->answer_s, s);
     bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
-    /* ... and that look is not older than CAPI's wait allows: a "done" left unused (e.g. the
-     * other replica answered it) tells nothing of the VM a minute later, when CAPI comes back
-     * here for the same hardware after other states (A -> B -> A) another replica applied. */
-    bool fresh = now_ms(e) - x->answer_ms <= x->expect_ms + DONE_SLACK_MS;
-    bool answered_done = done && fresh && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    bool answered_done = done && x->confirm_seq && x->answer_seq >= x->confirm_seq;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -989,6 +998,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
             x->confirm_seq = x->call_seq;
     }
     x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
+    x->call_ms = now;
     x->desired = *desired;
     x->have_desired = true;
     x->s = *s;
@@ -1068,6 +1078,7 @@ struct probe_job {
     struct hv_engine *e;
     struct entry *x;
     struct hv_hw want;
+    bool guest; /* look into the guest too (guestVerification Required) */
 };
 
 /* Observe and plan one VM for the live probe, off the hook's thread. */
@@ -1077,6 +1088,7 @@ static void *probe_thread(void *arg)
     struct hv_engine *e = j->e;
     struct entry *x = j->x;
     struct hv_hw want = j->want;
+    bool guest = j->guest;
     free(j);
     pthread_mutex_lock(&e->lock);
     struct hv_vm_ref ref = x->ref;
@@ -1088,6 +1100,7 @@ static void *probe_thread(void *arg)
     if (!obs || !r)
         abort();
     r->rc = -1;
+    r->guest_looked = guest; /* asked for, whatever the answer */
     if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK) {
         snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
     } else if (!obs->found) {
@@ -1101,6 +1114,17 @@ static void *probe_thread(void *arg)
         r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
         r->can_shutdown = obs->can_shutdown;
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
+        r->hw = obs->hw;
+        (void)hv_oprecord_read(&r->rec, obs->record);
+        /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
+         * into the guest, of a running VM) */
+        if (guest && r->on && x->be->ops->observe_guest &&
+            x->be->ops->observe_guest(x->be, &ref, obs, &err) != HV_OK) {
+            snprintf(r->guest_why, sizeof(r->guest_why), HV_MSG("cannot observe the VM: %s"),
+                     hv_errcode_message(err.code));
+            hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
+        }
+        r->guest = obs->guest;
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -1130,12 +1154,14 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
     }
 }
 
-/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan,
- * and, when the VM runs and may not be power-cycled under s (the rule UpdateMachine applies
- * before it shuts a VM down: hv_cycle_refused), every change that needs a power cycle made
- * impossible with that reason. Under powerCycle=Never the planner says "needs a power cycle
- * and powerCycle is Never" itself. Caller holds the lock. */
-static int probe_answer(const struct probe *r, const struct hv_settings *s,
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan;
+ * under guestVerification Required, every change the guest cannot show made impossible with
+ * UpdateMachine's reason (hv_guest_cannot_show); and, when the VM runs and may not be
+ * power-cycled under s (the rule UpdateMachine applies before it shuts a VM down:
+ * hv_cycle_refused), every change that needs a power cycle made impossible with that reason.
+ * Under powerCycle=Never the planner says "needs a power cycle and powerCycle is Never"
+ * itself. Caller holds the lock. */
+static int probe_answer(const struct probe *r, const struct hv_settings *s, int64_t now,
                         struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
     memcpy(plan, r->plan, sizeof(r->plan));
@@ -1147,6 +1173,25 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s,
     if (r->between) { /* UpdateMachine takes no step until it runs or is off: ask again then */
         snprintf(why, whylen, "%s", HV_MSG("the VM is paused, suspended or in transition"));
         return -1;
+    }
+    if (s->guest_check == HV_GC_REQUIRED && r->guest_why[0]) {
+        snprintf(why, whylen, "%s", r->guest_why);
+        return -1;
+    }
+    struct hv_guest_base base = {
+        .hv_memory_mib = r->hw.memory_mib,
+        .hv_cpus = r->hw.cpus,
+        .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
+        .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
+    hv_begin_base(&r->rec, s, now, &base, &base);
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        char m[HV_MSG_MAX];
+        if (plan[f].how != HV_HOW_IMPOSSIBLE &&
+            hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
+                                 sizeof(m))) {
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
+        }
     }
     char refused[HV_MSG_MAX + 64];
     if (r->on && s->power_cycle != HV_PC_NEVER &&
@@ -1185,10 +1230,11 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
     for (;;) {
         struct probe *r = x->probe;
-        bool fresh =
-            r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms && hv_hw_equal(&r->for_hw, desired);
+        bool fresh = r && now_ms(e) - r->at_ms < e->cfg.probe_cache_ms &&
+                     hv_hw_equal(&r->for_hw, desired) &&
+                     (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
         if (fresh) {
-            rc = probe_answer(r, s, plan, why, whylen);
+            rc = probe_answer(r, s, unix_s(e), plan, why, whylen);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
@@ -1200,6 +1246,7 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             j->e = e;
             j->x = x;
             j->want = *desired;
+            j->guest = s->guest_check == HV_GC_REQUIRED;
             x->probe_running = true;
             x->probe_began_ms = now_ms(e);
             e->probes_running++;

@@ -48,9 +48,12 @@ struct hv_oprecord {
     int recycles;                /* times the VM came back on before it was reconfigured */
     int starts;                  /* power-ons of this operation the hypervisor accepted */
     int64_t started_at, step_at; /* unix seconds */
-    char owner[96];              /* host:pid of the process that wrote it */
-    char policy[96];             /* settings the outcome depends on (see reconcile.c) */
-    char message[512];           /* Failure message (phase FAILED) */
+    /* phase failed: when a shutdown or power-off sent for a power cycle that the Failure
+     * came upon in flight was sent (unix seconds; 0: none): the VM may still go down */
+    int64_t down_at;
+    char owner[96];    /* host:pid of the process that wrote it */
+    char policy[96];   /* settings the outcome depends on (see reconcile.c) */
+    char message[512]; /* Failure message (phase FAILED) */
     /* How the calls name the VM (server, uuid, name, disk, cluster, thumbprint as the
      * request gave them; all "" in records of older versions): a process that finds the
      * record by itself (ops->list_records) carries the operation on under the same name as

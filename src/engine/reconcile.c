@@ -188,6 +188,12 @@ struct pass {
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */
     bool stalled;
+    /* while begin() runs: when the shutdown or power-off of a cycle of an older operation,
+     * which this one takes over, was sent (0: none); a Failure of begin() records it */
+    int64_t down_at;
+    /* a failed operation's VM may still go down from a cycle's shutdown or power-off: it
+     * keeps a slot (see hv_reconcile_key) */
+    bool going_down;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -212,9 +218,10 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
     const struct hv_guest_base *b = &p->rec.base;
     if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0) {
         /* its view before the change is not known. After the power cycle all its memory is
-         * boot memory, which a guest that reports (newer than the power-on) has online. */
+         * boot memory, which a guest that reports (newer than the power-on: stamped after
+         * it, see above, or read from the guest just now, mem_at 0) has online. */
         bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-        return cycled && g->mem_at != 0 ? GV_SHOWS : GV_UNKNOWN;
+        return cycled ? GV_SHOWS : GV_UNKNOWN;
     }
     int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
     int64_t grown = g->memory_mib - b->guest_memory_mib;
@@ -315,6 +322,11 @@ static void fail_sticky(struct pass *p, const char *msg)
 {
     p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
+    if (p->down_at) { /* the VM is still going down: started again once it is off */
+        p->rec.cold = true;
+        p->rec.down_at = p->down_at;
+        p->going_down = true;
+    }
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
     p->b->slot_release(p->b->ctx, p->key);
     hv_metrics_operation("failed", "failure");
@@ -763,11 +775,84 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                   const struct hv_guest_base *fresh, struct hv_guest_base *out)
+{
+    struct hv_guest_base b = *fresh;
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest), or whose live step failed: the VM as it was
+     * before A is what B changes; not once A's cycle has started the VM again (reconfigure,
+     * power-on): its guest booted afresh, with all its memory as boot memory */
+    bool inherited = old && old->has_base &&
+                     ((old->phase >= HV_PH_PLANNED && old->phase <= HV_PH_POWER_OFF) ||
+                      (old->phase == HV_PH_FAILED && !old->cold)) &&
+                     now - old->started_at <= s->deadline_s;
+    if (inherited) {
+        /* Where A's base has no guest view of a field (it began with the VM off, under
+         * guestVerification Off, or before the guest reported), the view taken now serves,
+         * with the hypervisor's value now, unless a live step of A may still be on its way
+         * into the guest: only when A took none of that field yet (planned or shutting down). */
+        bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
+                         old->phase == HV_PH_POWER_OFF;
+        bool now_mem = unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5),
+             now_cpus = unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5);
+        b = old->base;
+        if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
+            b.hv_memory_mib = fresh->hv_memory_mib;
+            b.guest_memory_mib = fresh->guest_memory_mib;
+        }
+        if (b.guest_cpus < 0 && fresh->guest_cpus >= 0 && now_cpus) {
+            b.hv_cpus = fresh->hv_cpus;
+            b.guest_cpus = fresh->guest_cpus;
+        }
+    }
+    *out = b;
+}
+
+/* What required_ok lists for field f: the field and why the guest cannot show it. */
+static const char *unshown(enum hv_field f)
+{
+    switch (f) {
+    case HV_F_MEMORY:
+        return HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+    case HV_F_CPUS:
+        return HV_MSG("vCPUs (no guest agent, or the VM is off)");
+    case HV_F_CORES:
+        return HV_MSG("cores per socket");
+    default:
+        return HV_MSG("the disk size");
+    }
+}
+
+#define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
+
+bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_guest_base *base,
+                          const struct hv_hw *desired, enum hv_how plan,
+                          const struct hv_settings *s, char *m, size_t cap)
+{
+    bool blind;
+    if (s->guest_check != HV_GC_REQUIRED)
+        return false;
+    if (f == HV_F_MEMORY)
+        blind = on && desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
+                base->guest_memory_mib < 0;
+    else if (f == HV_F_CPUS)
+        blind = on && desired->cpus >= 0 && desired->cpus != base->hv_cpus && base->guest_cpus < 0;
+    else
+        blind = plan != HV_HOW_NONE;
+    if (blind)
+        snprintf(m, cap, REQUIRED_UNSHOWN, unshown(f));
+    return blind;
+}
+
 /* guestVerification Required: a change of a field the guest cannot show is a Failure before
  * any step (waiting or a power cycle would not make the guest report it). Sticky, except
  * when the guest may still report by itself (it has the device or agent channel but has not
- * reported since it started: booting): then the next call begins anew. */
-static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT])
+ * reported since it started: booting): then the next call begins anew. The fields are those
+ * hv_guest_cannot_show names, against the base (the guest's view as the record keeps it).
+ * silent: an operation started the VM longer than liveTimeoutSeconds ago and it has not
+ * reported since: sticky. */
+static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT], bool silent)
 {
     if (p->s->guest_check != HV_GC_REQUIRED)
         return true;
@@ -777,20 +862,20 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     int n = 0;
     bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
     if (mem && on && p->rec.base.guest_memory_mib < 0) {
-        why[n++] = HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+        why[n++] = unshown(HV_F_MEMORY);
         sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
     }
     if (cpus && on && p->rec.base.guest_cpus < 0) {
-        why[n++] = HV_MSG("vCPUs (no guest agent, or the VM is off)");
+        why[n++] = unshown(HV_F_CPUS);
         sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
     }
     if (fp[HV_F_CORES].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("cores per socket");
+        why[n++] = unshown(HV_F_CORES);
     if (fp[HV_F_DISK].how != HV_HOW_NONE)
-        why[n++] = HV_MSG("the disk size");
+        why[n++] = unshown(HV_F_DISK);
     if (!n)
         return true;
-    sticky |= fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
+    sticky |= silent || fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
     char list[300] = "", m[400];
     for (int k = 0; k < n; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
@@ -798,8 +883,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
                  : k == n - 1 ? " and "
                               : ", ",
                  why[k]);
-    snprintf(m, sizeof(m), HV_MSG("guestVerification is Required but the guest cannot show %s"),
-             list);
+    snprintf(m, sizeof(m), REQUIRED_UNSHOWN, list);
     if (sticky) {
         fail_sticky(p, m);
     } else {
@@ -825,12 +909,14 @@ static bool begin(struct pass *p)
         answer(p->out, true, 0, m);
         return false;
     }
-    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
-     * while A's hot-plug waits for the guest): the VM as it was before A is what B changes */
-    struct hv_guest_base inherit = p->rec.base;
-    bool inherited = p->rec.has_base && p->rec.phase >= HV_PH_PLANNED &&
-                     p->rec.phase <= HV_PH_POWER_ON &&
-                     p->now - p->rec.started_at <= p->s->deadline_s;
+    struct hv_oprecord old = p->rec; /* an operation in flight may leave its base to this one */
+    /* A guest started by an operation (its power-on, or done since) that has not reported
+     * since (booting) is asked again until it does, for liveTimeoutSeconds from that start,
+     * before this operation takes its first step: else its baseline would be missing and the
+     * change could not be verified. */
+    bool started = old.cold && old.phase == HV_PH_POWER_ON;
+    bool booting = (started || (old.cold && old.phase == HV_PH_DONE)) && /* done since */
+                   p->now - old.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -841,8 +927,15 @@ static bool begin(struct pass *p)
     bool on = p->obs.power == HV_POWER_ON;
     if (!take_base(p, on))
         return false;
-    if (inherited)
-        p->rec.base = inherit;
+    hv_begin_base(&old, p->s, p->now, &p->rec.base, &p->rec.base);
+    bool mem, cpus;
+    guest_fields(&p->rec, p->desired, &mem, &cpus);
+    if (booting && on && p->s->guest_check != HV_GC_OFF &&
+        ((mem && p->obs.guest.mem_view == HV_GV_PENDING) ||
+         (cpus && p->obs.guest.cpu_view == HV_GV_PENDING))) {
+        progress(p, RETRY_LIVE_SOON, HV_MSG("waiting for the guest to finish starting"));
+        return false; /* nothing stored: the next call asks again */
+    }
     const char *cold_field = NULL, *cold_reason = NULL;
     for (int f = 0; f < HV_F_COUNT; f++) {
         switch (fp[f].how) {
@@ -868,7 +961,7 @@ static bool begin(struct pass *p)
         }
         }
     }
-    if (!required_ok(p, fp))
+    if (!required_ok(p, fp, started && !booting))
         return false;
     if (!on)
         p->rec.cold = true; /* an off VM is simply reconfigured */
@@ -1238,11 +1331,17 @@ static bool one_pass(struct pass *p)
      * down (a rollout that changed, or went back, mid-shutdown): the new operation takes that
      * cycle over instead of answering done or stepping live on a VM about to go off. */
     bool on_now = p->obs.power == HV_POWER_ON;
-    bool old_going_down = had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-                          (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
-    enum hv_phase old_phase = p->rec.phase;
+    /* (also a Failure that came upon such a shutdown or power-off while it may still land:
+     * downAt) */
+    bool old_failed_down =
+        had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
+        p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+    bool old_going_down =
+        had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
+        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF || old_failed_down);
+    enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
-    int64_t old_step_at = p->rec.step_at;
+    int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -1260,8 +1359,16 @@ static bool one_pass(struct pass *p)
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            if (power_on_anyway(p))
+            bool landed = p->rec.down_at != 0; /* the shutdown it came upon landed now */
+            if (landed) {
+                p->rec.down_at = 0;
+                p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
+            }
+            if (power_on_anyway(p) || landed)
                 store(p); /* counted */
+        } else if (p->rec.cold && p->rec.down_at && on_now &&
+                   p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
+            p->going_down = true; /* a shutdown or power-off it came upon may land yet */
         }
         answer(out, true, 0, p->rec.message);
         return false;
@@ -1287,10 +1394,20 @@ static bool one_pass(struct pass *p)
             done(p, had, HV_MSG("not verified in the guest: the VM is off"));
             return false;
         }
-        if (!look_into_guest(p, had))
-            return false;
-        if (done_in_guest(p, had, inflight))
-            return false;
+        /* Another hardware's Failure that came upon an operation still in flight (it kept
+         * that one's view from before): the VM changed since, so this state is not simply
+         * what it had; it begins an operation that verifies the change against that view. */
+        bool changed_since =
+            !had && p->other_failed && p->rec.has_base &&
+            p->now - p->rec.started_at <= s->deadline_s &&
+            ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
+             (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));
+        if (!changed_since) {
+            if (!look_into_guest(p, had))
+                return false;
+            if (done_in_guest(p, had, inflight))
+                return false;
+        }
     }
     if (!had || p->rec.phase == HV_PH_DONE) {
         if (!p->called && !(old_cold_inflight && (!on || !strcmp(p->rec.owner, p->b->owner)))) {
@@ -1302,7 +1419,18 @@ static bool one_pass(struct pass *p)
             progress(p, RETRY_COLD, HV_MSG("observing the VM"));
             return false;
         }
-        if (!begin(p))
+        /* Never begin over another process's operation in flight (a late call for an older
+         * spec reaching one replica while another carries out the newer one): its record
+         * would be lost and with it what the guest showed before. A cycle it left going down
+         * or off is taken over (below). */
+        if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
+            progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
+        p->down_at = old_going_down ? old_step_at : 0;
+        bool begun = begin(p);
+        p->down_at = 0;
+        if (!begun)
             return false;
         p->ours = true;
         if (old_going_down) { /* the cycle already under way is this operation's now */
@@ -1372,10 +1500,11 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
      * slot either: the other VMs of the host go on, and this one takes a slot again when it
      * runs or is off. */
-    if (left_off)
+    if (left_off || p->going_down)
         b->slot_acquire(b->ctx, key, p->obs.host, true);
     else if (p->seen && ((!cycling && !p->vm_cycle) || p->stalled))
         b->slot_release(b->ctx, key);
+    cycling |= p->going_down; /* the engine looks again by itself */
     free(p);
     return cycling;
 }

@@ -399,7 +399,8 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         snprintf(c->unreadable_why, sizeof(c->unreadable_why), "%s", why);
     }
     /* A field the spec does not change but the VM does not show yet is changed too, so one
-     * this VM cannot take fails the whole update. */
+     * this VM cannot take fails the whole update: impossible, or under powerCycle=Never one
+     * that needs a power cycle (UpdateMachine fails the whole change for it). */
     for (int f = 0; f < HV_F_COUNT && probed == 0 && !blocker[0]; f++) {
         bool listed = false;
         for (size_t k = 0; k < c->n_fields; k++)
@@ -407,6 +408,10 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         if (!listed && fp[f].how == HV_HOW_IMPOSSIBLE)
             snprintf(blocker, sizeof(blocker), HV_MSG("the VM cannot take %s as desired: %s"),
                      hv_field_name(p, (enum hv_field)f), fp[f].reason);
+        else if (!listed && never && fp[f].how == HV_HOW_COLD)
+            snprintf(blocker, sizeof(blocker), HV_MSG("the VM cannot take %s as desired: %s"),
+                     hv_field_name(p, (enum hv_field)f),
+                     HV_MSG("needs a power cycle and powerCycle is Never"));
     }
     for (size_t k = 0; k < c->n_fields; k++) {
         struct hv_field_result *r = &c->fields[k];

@@ -85,6 +85,10 @@ struct sim_vm {
     bool operator_config; /* the operator changed its configuration: end config exempt */
     bool halted_for_good; /* a fault keeps it from running */
     bool halted;          /* off because its guest halted after a power-on */
+    /* when the operator last cleared its record, and its statistics last went stale,
+     * absent or fresh (0: never) */
+    int64_t record_cleared_ms;
+    int64_t stats_changed_ms;
     enum hv_power power0;
     struct hv_hw config0;
 };
@@ -122,6 +126,9 @@ struct sim_caller {
     bool stopped_mid; /* stopped calling with an operation in flight */
     int64_t stopped_ms;
     struct hv_hw wants[64]; /* every desired state asked so far (for invariant 5) */
+    /* the last answer was done (no CanUpdateMachine since), at done_ms (invariant 5) */
+    bool done_last;
+    int64_t done_ms;
     int n_wants;
 };
 
@@ -189,6 +196,8 @@ struct sim {
     bool in_pass; /* a backend call comes from an engine pass (not a hook's probe) */
     int pass_rep;
     int64_t restart_ms[SIM_MAX_REPLICAS]; /* when each replica last restarted */
+    /* when each replica's next own pass falls due, as of its last run (0: none) */
+    int64_t due_ms[SIM_MAX_REPLICAS];
 };
 
 /* sim_world.c */

@@ -45,21 +45,9 @@ static const struct known {
     const char *text;
     const char *issue;
 } knowns[] = {
-    /* CanUpdateMachine under IfNeeded does not read the VM (issue 17 item 8) */
-    {INV_COVERED, "transient domain", "issue 17 item 8"},
-    {INV_COVERED, "disks cannot shrink", "issue 17 item 8"},
-    {INV_COVERED, "paused, suspended", "issue 17 item 8"},
-    {INV_COVERED, "(the VM differed from CAPI's current objects)", "issue 17 item 8"},
-    /* an unreachable hypervisor is a Failure, not in progress (issue 17 item 10) */
-    {INV_COVERED, "cannot observe the VM", "issue 17 item 10"},
-    /* the guest's memory is compared with a formula, not with itself (issue 17 item 1) */
-    {INV_CYCLES, "(the guest reserves memory at boot)", "issue 17 item 1"},
-    /* statistics older than the change are read as if fresh (issue 17 item 2) */
-    {INV_DONE_SHOWS, "(stale statistics)", "issue 17 item 2"},
-    /* a guest that cannot tell under Required fails at once (issue 17 item 3); whether it
-     * can tell shows only on the VM, which CanUpdateMachine does not read (issue 17 item 8) */
-    {INV_COVERED, "guestVerification is Required but the guest cannot show", "issue 17 item 8"},
-    {INV_COVERED, "(the guest cannot tell)", "issue 17 item 8"},
+    /* No open finding is listed now. This entry matches no break (no invariant is 0): C has
+     * no empty arrays. */
+    {(enum sim_inv)0, "", "none"},
 };
 
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
@@ -308,6 +296,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         }
         return;
     }
+    c->done_last = false;
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
@@ -341,10 +330,28 @@ static void call_update(struct sim *s, int m)
         bool blind =
             c->op.s.guest_check == HV_GC_REQUIRED &&
             ((c->op.want.memory_mib >= 0 && v->stats != 0) || (c->op.want.cpus >= 0 && !v->agent));
-        if (c->op.covered && v->touched_ms < c->op.can_ms)
+        /* A guest that ignores the ACPI button shows it to no one before a shutdown is
+         * asked of it: CanUpdateMachine cannot know, whenever the fault arose. */
+        bool deaf = v->ignores_acpi && strstr(res.message, "did not shut down within") &&
+                    strstr(res.message, "powerOffMode is Soft");
+        if (c->op.covered && v->touched_ms < c->op.can_ms && !deaf)
             sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
                       v->name, res.message, blind ? " (the guest cannot tell)" : "",
                       c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
+        /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
+         * rollback) is true of the VM (only the engine and the operator change it) */
+        const struct hv_oprecord *fr = sim_record(v);
+        s->r.checks++;
+        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
+            strstr(res.message, "was restored") && !v->operator_config &&
+            hv_hw_equal(&fr->desired, &c->op.want) &&
+            ((fr->prev.memory_mib > 0 && v->config.memory_mib != fr->prev.memory_mib) ||
+             (fr->prev.cpus > 0 && v->config.cpus != fr->prev.cpus)))
+            sim_break(s, INV_NO_LOSS,
+                      "%s: the Failure says the previous configuration was restored, but the VM "
+                      "has %lld MiB %d vCPUs (previous: %lld MiB %d vCPUs): %.120s",
+                      v->name, (long long)v->config.memory_mib, v->config.cpus,
+                      (long long)fr->prev.memory_mib, fr->prev.cpus, res.message);
         /* CAPI keeps calling with back-off; some callers give up (a new rollout instead) */
         c->op.failed = true;
         if (sim_chance(s, 400)) {
@@ -386,9 +393,15 @@ static void call_update(struct sim *s, int m)
             sim_break(s, INV_DONE_SHOWS, "%s: done while off in the middle of a power cycle",
                       v->name);
         else if (v->power == HV_POWER_ON && c->op.s.guest_check != HV_GC_OFF &&
-                 (!v->boot_at || v->boot_at <= s->now_ms)) {
-            /* stale statistics tell what the guest had when they stopped */
-            bool mem_tells = v->stats == 0 || (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
+                 (!v->boot_at || v->boot_at <= s->now_ms) &&
+                 v->record_cleared_ms < c->op.start_ms) {
+            /* (a record the operator cleared during the operation: the next call starts
+             * afresh, docs/messages.md "Clearing a sticky failure"; the engine no longer
+             * knows what the guest had before, so the guest cannot tell it) */
+            /* stale statistics tell what the guest had when they stopped; statistics that
+             * came back during the operation had nothing from before it to compare with */
+            bool mem_tells = (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
+                             (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
             bool cpu_tells = v->agent;
             struct hv_hw g = *w;
             if (!mem_tells)
@@ -404,6 +417,8 @@ static void call_update(struct sim *s, int m)
         }
     }
     c->st = C_IDLE;
+    c->done_last = true;
+    c->done_ms = s->now_ms;
     c->next_ms = s->now_ms + 1000 * sim_range(s, 5, 200);
 }
 
@@ -457,10 +472,14 @@ static void caller_step(struct sim *s)
 
 /* ---- invariants checked every step ---------------------------------------------------------- */
 
+/* v's record shows a power cycle in flight: also a Failure that came upon a cycle's
+ * shutdown or power-off, which may still take the VM down (downAt) */
 static bool in_cycle(struct sim_vm *v)
 {
     const struct hv_oprecord *r = v->exists ? sim_record(v) : NULL;
-    return r && r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+    return r && r->cold &&
+           ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) ||
+            (r->phase == HV_PH_FAILED && r->down_at));
 }
 
 static int64_t stuck_since[SIM_MAX_REPLICAS];
@@ -497,7 +516,11 @@ static void check_step(struct sim *s, bool calling)
         bool hosts_up = true; /* a slot of a VM on a host that does not answer waits for it */
         for (int h = 0; h < s->n_hosts; h++)
             hosts_up &= !s->hosts[h].down && !s->hosts[h].stalled;
-        if (pcs > can && hosts_up) {
+        /* (a pass of its own that is due but has not had its turn yet, which its workers
+         * would have run by now: the step loop's clock ran past it. The slot is not stuck,
+         * the engine has not looked yet) */
+        int64_t due = s->due_ms[r];
+        if (pcs > can && hosts_up && !(due && due <= s->now_ms)) {
             if (!stuck_since[r])
                 stuck_since[r] = s->now_ms;
             else if (s->now_ms - stuck_since[r] > STUCK_MS)
@@ -571,6 +594,17 @@ static void check_end(struct sim *s)
          * halfway, e.g. memory plugged and the vCPUs not yet, is not finished) */
         if (v->operator_config || v->power == HV_POWER_PAUSED)
             continue;
+        /* the last answer done stays true: no operation of an older desired state (another
+         * replica's, say) changes the VM after it, unless a fault or the operator did since */
+        const struct hv_hw *dw = &c->op.want;
+        if (c->done_last && v->touched_ms < c->done_ms && v->host_fault_ms < c->done_ms &&
+            ((dw->memory_mib >= 0 && v->config.memory_mib != dw->memory_mib) ||
+             (dw->cpus >= 0 && v->config.cpus != dw->cpus)))
+            sim_break(s, INV_NO_LOSS,
+                      "%s has %lld MiB %d vCPUs at the end, but the last answer was done for "
+                      "%lld MiB %d vCPUs (record: %.200s)",
+                      v->name, (long long)v->config.memory_mib, v->config.cpus,
+                      (long long)dw->memory_mib, dw->cpus, v->record);
         bool whole =
             v->config.memory_mib == v->config0.memory_mib && v->config.cpus == v->config0.cpus;
         for (int j = 0; j < c->n_wants; j++)
@@ -638,7 +672,7 @@ static void run_engines(struct sim *s, int max_each)
     for (int r = 0; r < s->n_reps; r++) {
         s->in_pass = true;
         s->pass_rep = r;
-        s->r.passes += hv_engine_run(s->reps[r].e, max_each, NULL);
+        s->r.passes += hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
         s->in_pass = false;
     }
 }

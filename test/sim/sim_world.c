@@ -394,6 +394,8 @@ static struct sim_replica *rep_of(struct hv_backend *b)
     return b->priv;
 }
 
+static bool record_in_cycle(struct sim_vm *v);
+
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
 static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 {
@@ -437,6 +439,10 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             continue;
         /* a VM paused or suspended mid-cycle gives its slot back (its cycle cannot
          * progress, issue 17 item 4): it does not count against the caps while it is */
+        /* a cycle is over once the VM runs with no shutdown pending and its record shows
+         * none in flight (as sim_world_tick sees it: ended earlier in this same step) */
+        if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
+            continue;
         if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
             on_host += w->host == v->host;
@@ -826,15 +832,18 @@ void sim_world_fault(struct sim *s)
         fill_obs(s, k, &o, true);
         v->stale = o.guest;
         v->stats = 1;
+        v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics stale", v->name);
         return;
     }
     case 13:
         v->stats = 2;
+        v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics absent", v->name);
         return;
     case 14:
         v->stats = 0;
+        v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics fresh again", v->name);
         return;
     case 15:
@@ -869,6 +878,7 @@ void sim_world_fault(struct sim *s)
         return;
     case 19:
         sim_set_record(v, "");
+        v->record_cleared_ms = s->now_ms;
         v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
         v->cycling = false;              /* ... so it counts as none against the cap either */
         sim_note(s, "operator: %s's record cleared", v->name);

@@ -563,59 +563,137 @@ static bool engine_settles(struct hv_engine *e, int ms)
     return ops == 0;
 }
 
-/* Every answer of e for want that says done must be what the VM shows at that moment. */
-static struct hv_update_result checked_until_end(struct fx *f, struct hv_engine *e,
-                                                 const char *name, struct hv_hw want, int n)
+/* Two replicas without worker threads (driven engines) on one clock that only the test moves:
+ * CAPI's calls and the replicas' passes interleave exactly as written, every run. */
+static int64_t drv_ms, drv_base_s;
+static int64_t drv_mono(void *ctx)
+{
+    (void)ctx;
+    return drv_ms;
+}
+static int64_t drv_unix(void *ctx)
+{
+    (void)ctx;
+    return drv_base_s + drv_ms / 1000;
+}
+
+struct replicas {
+    struct hv_backend_ops ops; /* the test backend's, without domain events (no thread) */
+    struct hv_backend be;
+    struct hv_engine_drive drive[2];
+    struct hv_engine *r[2];
+    int64_t wait_ms; /* what CAPI was told to wait after the last answer */
+};
+
+static void replicas_new(struct fx *f, struct replicas *rs)
+{
+    static const char *const owners[2] = {"replica-1:1", "replica-2:1"};
+    rs->ops = *f->be->ops;
+    rs->ops.watch = NULL;
+    rs->be = (struct hv_backend){&rs->ops, f->be->priv};
+    struct hv_backend *b = &rs->be;
+    drv_ms = 0;
+    rs->wait_ms = 0;
+    drv_base_s = (int64_t)time(NULL);
+    for (int k = 0; k < 2; k++) {
+        rs->drive[k] = (struct hv_engine_drive){drv_mono, drv_unix, NULL, owners[k]};
+        struct hv_engine_cfg c;
+        hv_engine_cfg_default(&c);
+        c.drive = &rs->drive[k];
+        rs->r[k] = hv_engine_new(&c, &b, 1);
+        assert_non_null(rs->r[k]);
+    }
+}
+
+/* The clock moves on by ms; each replica runs the passes that come due (as its workers would,
+ * at once), in steps of 100 ms. */
+static void replicas_wait(struct replicas *rs, int64_t ms)
+{
+    for (int64_t t = 0; t <= ms; t += 100) {
+        if (t)
+            drv_ms += 100;
+        for (int k = 0; k < 2; k++)
+            hv_engine_run(rs->r[k], 16, NULL);
+    }
+}
+
+/* One UpdateMachine call to replica k, when CAPI was told to call again (after a done: at once),
+ * plus late_ms. A done must be what the VM shows when it is answered. */
+static struct hv_update_result capi_call(struct fx *f, struct replicas *rs, int k, const char *name,
+                                         struct hv_hw want, int64_t late_ms)
 {
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of(name);
     struct hv_update_result r;
-    for (int k = 0; k < n; k++) {
-        hv_engine_update(e, &p, &ref, &want, &f->s, &r);
-        if (is_done(&r))
-            assert_int_equal(observe(f, name).hw.memory_mib, want.memory_mib);
-        if (r.failure || r.retry_after_s == 0)
-            break;
-        sleep_ms(20);
+    replicas_wait(rs, rs->wait_ms + late_ms);
+    hv_engine_update(rs->r[k], &p, &ref, &want, &f->s, &r);
+    replicas_wait(rs, 0); /* its pass, if one is queued, at once */
+    rs->wait_ms = r.failure ? 1000 : (int64_t)r.retry_after_s * 1000;
+    if (is_done(&r)) {
+        int64_t seen = observe(f, name).hw.memory_mib;
+        if (seen != want.memory_mib)
+            fail_msg("replica %d at %lld ms: \"%s\", but the VM shows %lld MiB", k + 1,
+                     (long long)drv_ms, r.message, (long long)seen);
     }
     return r;
 }
 
+/* CAPI calls replica k on time until done (at most 20 calls); how many calls it took. */
+static int capi_until_done(struct fx *f, struct replicas *rs, int k, const char *name,
+                           struct hv_hw want)
+{
+    for (int n = 1; n <= 20; n++) {
+        struct hv_update_result r = capi_call(f, rs, k, name, want, 0);
+        assert_false(r.failure);
+        if (is_done(&r))
+            return n;
+    }
+    fail_msg("replica %d: no done for %lld MiB in 20 calls", k + 1, (long long)want.memory_mib);
+    return 0;
+}
+
+/* Replica 1 concludes that the VM shows A while CAPI takes replica 2's done for A; CAPI then
+ * runs B on replica 2 at once (every call when told) and comes back to A on replica 1, a few
+ * seconds after replica 1's look. Every done either replica answers must be what the VM shows
+ * then: replica 1's conclusion from before B is not. */
 static void test_done_is_never_answered_from_a_stale_look(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-stale", 4096, 1024, 1, 1);
-    struct hv_profile p = libvirt_profile();
-    struct hv_vm_ref ref = ref_of("eng-stale");
     struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
-    struct hv_engine_cfg c;
-    hv_engine_cfg_default(&c);
-    /* another replica (its own engine) */
-    struct hv_engine *other = hv_engine_new(&c, &f->be, 1);
+    struct replicas rs;
+    replicas_new(f, &rs);
     struct hv_update_result r;
-    /* Rounds of: this replica concludes 2048 and answers done, the other replica takes the
-     * VM to 3072 at once (no wait for this engine to settle: a pass of its own may still be
-     * timed or running, racing the other replica), and this replica is asked for 2048 again.
-     * Every done either answers must be what the VM shows when it is answered. */
-    for (int round = 0; round < 3; round++) {
-        r = checked_until_end(f, f->e, "eng-stale", a, 400);
-        assert_true(is_done(&r));
-        r = checked_until_end(f, other, "eng-stale", b, 400);
-        assert_true(is_done(&r));
-        assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 3072);
-        /* asked for 2048 again, this replica must look before it says anything is done */
-        hv_engine_update(f->e, &p, &ref, &a, &f->s, &r);
+    for (int round = 0; round < 2; round++) {
+        r = capi_call(f, &rs, 1, "eng-stale", a, 0); /* replica 2 begins A */
         assert_false(is_done(&r));
-        r = checked_until_end(f, f->e, "eng-stale", a, 400);
-        assert_true(is_done(&r));
+        r = capi_call(f, &rs, 0, "eng-stale", a, 0); /* replica 1 looks: the VM shows A */
+        assert_false(is_done(&r));
+        capi_until_done(f, &rs, 1, "eng-stale", a); /* CAPI takes replica 2's done */
+        assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 2048);
+        capi_until_done(f, &rs, 1, "eng-stale", b); /* B, on replica 2 */
+        assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 3072);
+        /* back to A on replica 1: its look is older than B (capi_call fails on a false done) */
+        r = capi_call(f, &rs, 0, "eng-stale", a, 0);
+        assert_string_equal(r.message, "in progress: observing the VM");
+        capi_until_done(f, &rs, 0, "eng-stale", a);
         assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 2048);
     }
-    hv_engine_free(other);
     /* after a done, the next call looks again too; then done from that look */
-    hv_engine_update(f->e, &p, &ref, &a, &f->s, &r);
+    r = capi_call(f, &rs, 0, "eng-stale", a, 0);
     assert_string_equal(r.message, "in progress: observing the VM");
-    r = checked_until_end(f, f->e, "eng-stale", a, 400);
+    r = capi_call(f, &rs, 0, "eng-stale", a, 0);
     assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    r = capi_call(f, &rs, 0, "eng-stale", a, 0);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    /* a call a second or more later than CAPI was told may follow a whole other update on the
+     * other replica: it looks again; a call late by less is done */
+    r = capi_call(f, &rs, 0, "eng-stale", a, 1000);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = capi_call(f, &rs, 0, "eng-stale", a, 900);
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    for (int k = 0; k < 2; k++)
+        hv_engine_free(rs.r[k]);
 }
 
 /* A conclusion holds for the settings it was reached under: after a change of settings
@@ -1486,6 +1564,115 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     unwrap(f);
 }
 
+/* Issue 17.3 and 17.8: CanUpdateMachine (the probe) applies the same rule: under Required, a
+ * change of a running VM's field its guest cannot show is not covered, with UpdateMachine's
+ * reason. test:///default runs no guest and the domain has no agent channel: neither its
+ * vCPUs nor its memory can show; under IfAvailable both are covered as the plan says. */
+static void test_required_probe_uncovers_what_the_guest_cannot_show(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-req-probe", 4096, 1024, 1, 4);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-req-probe");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    struct hv_hw want = {1024, 3, -1, -1}; /* vCPUs only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_CPUS].reason,
+                        "guestVerification is Required but the guest cannot show vCPUs (no guest "
+                        "agent, or the VM is off)");
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE); /* unchanged: nothing to show */
+    f->s.guest_check = HV_GC_IF_AVAILABLE;                /* the same cached facts */
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    want = (struct hv_hw){2048, 1, -1, -1}; /* memory only */
+    f->s.guest_check = HV_GC_REQUIRED;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_MEMORY].reason,
+                        "guestVerification is Required but the guest cannot show memory (no "
+                        "memory statistics from the guest, or the VM is off)");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    /* UpdateMachine refuses the same change for the same reason */
+    struct hv_update_result r = pass(f, "eng-req-probe", (struct hv_hw){1024, 3, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
+                                   "vCPUs (no guest agent, or the VM is off)");
+    /* a guest that shows its memory: a memory change is covered under Required */
+    define(f, "eng-req-probe-mem", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20;
+    ref = ref_of("eng-req-probe-mem");
+    want = (struct hv_hw){2048, 1, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    /* ... and one that is off takes it as boot memory: covered too */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-req-probe");
+    assert_non_null(d);
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    unwrap(f);
+    ref = ref_of("eng-req-probe");
+    want = (struct hv_hw){2048, 3, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+}
+
+/* A rollout that changed (A -> B) while A's power cycle had not taken a step yet: B keeps
+ * A's base, but where that base has no guest view (A began under guestVerification Off, or
+ * with the guest not reported yet) the guest's view now serves, so B under Required is not
+ * refused for a guest that shows its memory (issue 18, sim seed 172). */
+static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-inherit", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1 << 20; /* the guest shows its memory */
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){512, 1, -1, -1}; /* A: a shrink, its cycle not begun */
+    rec.phase = HV_PH_PLANNED;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
+    rec.has_base = true;
+    rec.base = (struct hv_guest_base){1024, 1, -1, -1}; /* taken under guestVerification Off */
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-inherit");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_hw want = {2048, 1, -1, -1}; /* B: live growth */
+    struct hv_profile p = libvirt_profile();
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE); /* CanUpdateMachine covers it */
+    struct hv_update_result r = pass(f, "eng-inherit", want);
+    assert_false(r.failure);
+    assert_null(strstr(r.message, "cannot show"));
+    /* a guest with no view: B is refused, and CanUpdateMachine says so first */
+    guest_cap = -1;
+    rec.desired.memory_mib = 768;
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    want.memory_mib = 3072;
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    r = pass(f, "eng-inherit", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "guestVerification is Required but the guest cannot show "
+                        "memory (no memory statistics from the guest, or the VM is off)");
+    unwrap(f);
+}
+
 /* ... and a guest that reported before the step but not after it (its statistics stay as
  * they were): under Required a Failure once liveTimeoutSeconds has passed, never the power
  * cycle IfNeeded would otherwise try. */
@@ -1913,6 +2100,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_required_guest_silent_after_the_step_is_not_power_cycled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_required_probe_uncovers_what_the_guest_cannot_show,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inherited_base_without_a_guest_view_takes_the_view_now,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1175,6 +1175,41 @@ static void test_probe_error(void **state)
     env_free(&e);
 }
 
+/* Under powerCycle Never, a field the spec does not change but the VM does not show yet (an
+ * operation of the previous desired state left it behind) and cannot take live: UpdateMachine
+ * would change it too and fail the whole update ("memory needs a power cycle (...) and
+ * powerCycle is Never"), so nothing is covered (issue 18, sim seed 1732). */
+static void test_never_unchanged_field_needing_a_cycle_covers_nothing(void **state)
+{
+    (void)state;
+    struct env e;
+    struct hv_coverage c;
+    struct fake f;
+    struct hv_plan_hooks h;
+    env_init(&e, HV_PC_NEVER, HV_UNC_FALLBACK);
+    fake_init(&f, &h);
+    plan_live(&f, HV_F_CPUS, "hot-add");
+    plan_cold(&f, HV_F_DISK, "the VM is behind the spec");
+    e.hooks = &h;
+    hj *req = tu_fixture("vsm-memory-cpu-grow.json");
+    /* the spec changes memory and vCPUs; the VM also lacks the (unchanged) disk size */
+    plan_live(&f, HV_F_MEMORY, "hot-add");
+    plan_req(&e, req, &c);
+    assert_null(c.infra_patch);
+    assert_string_equal(c.uncovered[0].reason,
+                        "the VM cannot take diskGiB as desired: needs a power cycle and "
+                        "powerCycle is Never");
+    hv_coverage_free(&c);
+    /* under IfNeeded the power cycle is allowed: covered */
+    e.s.power_cycle = HV_PC_IF_NEEDED;
+    plan_req(&e, req, &c);
+    assert_non_null(c.infra_patch);
+    assert_int_equal(c.n_uncovered_all, 0);
+    hv_coverage_free(&c);
+    hj_free(req);
+    env_free(&e);
+}
+
 /* Under the default IfNeeded, CanUpdateMachine asks the VM too: a rule that depends on the VM
  * (here vSphere's: numCPUs must be a multiple of the VM's own cores per socket when the spec
  * names none) uncovers the field with the backend's reason, the one UpdateMachine gives. */
@@ -1597,6 +1632,7 @@ int main(void)
         cmocka_unit_test(test_probe_mixed_answers),
         cmocka_unit_test(test_probe_error),
         cmocka_unit_test(test_if_needed_applies_the_vms_own_rules),
+        cmocka_unit_test(test_never_unchanged_field_needing_a_cycle_covers_nothing),
         cmocka_unit_test(test_backend_static_rules_uncover),
         cmocka_unit_test(test_guest_required_on_vsphere_uncovers_memory_and_cpus),
         cmocka_unit_test(test_guest_required_uncovers_a_disk_change),
