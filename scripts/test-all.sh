@@ -93,6 +93,11 @@ eval "$(HV_BUILD=build test/capi/up.sh)" # the QEMU lab is already up (up.sh sta
 # then, on the same lab: clusterctl init --runtime-extension hvupdater, upgrade plan, delete
 /usr/bin/python3 test/deploy/clusterctl_test.py --source .
 test/capi/down.sh
+# again with CAPI's KubeadmControlPlane manager: the KCP scenarios (CanUpdateMachine)
+eval "$(HV_BUILD=build test/capi/up.sh --kcp)"
+/usr/bin/python3 test/capi/capi_e2e.py
+test/capi/down.sh
+unset HV_CAPI_KCP
 test/lab/libvirt-down.sh
 
 section "the Kubernetes API: CAPV identities and Events (etcd + kube-apiserver of the CAPI lab's build)"

@@ -298,6 +298,8 @@ static void policy_of(const struct hv_settings *s, char *out, size_t cap)
              s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
+static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err);
+
 static bool store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
@@ -305,9 +307,12 @@ static bool store(struct pass *p)
     p->after.found = false; /* a read from before this write no longer shows the VM */
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
+    p->rec.ref = *p->ref; /* a restarted process finds it by this name (engine.c's scan) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
+        if (wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+            return false;
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));
@@ -508,6 +513,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         waiting.phase = HV_PH_WAIT_LIVE;
         snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
         policy_of(p->s, waiting.policy, sizeof(waiting.policy));
+        waiting.ref = *p->ref;
         if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
             st.record = carried;
     }
@@ -667,18 +673,23 @@ static void done(struct pass *p, bool had_record, const char *note)
 }
 
 /* A call to the hypervisor failed. When it cannot be reached (a daemon or vCenter restarting,
- * a network cut, a connection being reopened), that is not the operation's failure: in
- * progress with a short retry, until the operation's deadline (deadlineSeconds from the start
- * of the operation in flight, or from the first failed look when none is): true, answered.
- * Past that bound, or for any other error, false: the caller's Failure. */
+ * a network cut, a connection being reopened) or did not answer in time (a host or vCenter
+ * that hangs, overloaded or restarting), that is not the operation's failure: in progress
+ * with a short retry, until the operation's deadline (deadlineSeconds from the start of the
+ * operation in flight, or from the first failed look when none is): true, answered. Past that
+ * bound, or for any other error, false: the caller's Failure. */
 static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err)
 {
-    if (err->code != HV_E_UNREACHABLE)
+    if (err->code != HV_E_UNREACHABLE && err->code != HV_E_TIMEOUT)
         return false;
     int64_t since = p->b->unreachable_since(p->b->ctx, p->key, p->now, true);
     if (p->now - since >= p->s->deadline_s)
         return false;
-    progress(p, RETRY_UNREACHABLE, HV_MSG("the hypervisor cannot be reached; trying again"));
+    if (err->code == HV_E_TIMEOUT)
+        progress(p, RETRY_UNREACHABLE,
+                 HV_MSG("the hypervisor did not answer in time; trying again"));
+    else
+        progress(p, RETRY_UNREACHABLE, HV_MSG("the hypervisor cannot be reached; trying again"));
     return true;
 }
 
@@ -1167,10 +1178,12 @@ static void live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
-    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE && !p->be->ops->record_in_step) {
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE &&
+        !(p->be->ops->record_in_step && mem + cpus + disk == 1)) {
         /* the record, with the guest's view from before, is on the VM before the first step:
          * a restart or another replica that sees the change sees what to compare it with
-         * (a backend that stores the record with the step needs no separate write) */
+         * (a backend that stores the record with the step needs no separate write when that
+         * step is the only one: only the last step carries it) */
         p->rec.phase = HV_PH_LIVE;
         p->rec.step_at = p->now;
         if (!store(p))
@@ -1338,12 +1351,18 @@ static bool one_pass(struct pass *p)
     bool old_failed_down =
         had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
         p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+    /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
+     * that shows takes no cycle for it) */
+    bool old_step_recent =
+        p->now - p->rec.step_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
     bool old_going_down =
         had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF || old_failed_down);
+        (((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) && old_step_recent) ||
+         old_failed_down);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
+    bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
     char pol[sizeof(p->rec.policy)];
@@ -1427,6 +1446,13 @@ static bool one_pass(struct pass *p)
          * or off is taken over (below). */
         if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
             progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+            return false;
+        }
+        /* Another process's cycle going down is taken over like a new one, within this
+         * process's caps: that process gives its slot back once the record is ours. */
+        if (old_going_down && old_others &&
+            !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+            progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
             return false;
         }
         p->down_at = old_going_down ? old_step_at : 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build.sh: build (once, cached) the binaries of the CAPI lab from the versions pinned in
 # go.mod next to this script: etcd, kube-apiserver, kubectl, Cluster API's core manager
-# (capi-manager), clusterctl, and the lab's own stand-in infrastructure provider (provider).
+# (capi-manager), its KubeadmControlPlane manager (kcp-manager), clusterctl, and the lab's own
+# stand-in infrastructure provider (provider).
 #
 # Output: a directory /var/cache/hvupdater-lab/capi-<key>/bin (HV_CAPI_CACHE overrides the
 # parent), <key> a hash over go.mod, go.sum, this script and the lab's Go sources. The large
@@ -79,10 +80,29 @@ if [ ! -x "$DEPS/clusterctl" ]; then
     log "upstream binaries built in $(($(date +%s) - t0)) s"
 fi
 
+# KubeadmControlPlane's manager (kcp-manager, the same module; up.sh --kcp starts it) with its
+# CRDs and webhooks and the KubeadmConfig CRDs (CAPI's kubeadm bootstrap manager does not build
+# with this go.mod: provider/ stands in for it). Added to DEPS on first use so that the key of
+# the upstream binaries above stays what it was.
+if [ ! -x "$DEPS/kcp-manager" ]; then
+    log "building kcp-manager ($modkey)"
+    t0=$(date +%s)
+    capi=$("$GO" list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)
+    nice -n 10 "$GO" build -ldflags "$(ldflags capi-manager)" -o "$DEPS/.kcp-manager.tmp" \
+        sigs.k8s.io/cluster-api/controlplane/kubeadm || die "building kcp-manager failed"
+    for d in controlplane/kubeadm bootstrap/kubeadm; do
+        mkdir -p "$DEPS/capi-config/$d/config/crd" "$DEPS/capi-config/$d/config/webhook"
+        cp -r "$capi/$d/config/crd/bases" "$DEPS/capi-config/$d/config/crd/"
+        cp "$capi/$d/config/webhook/manifests.yaml" "$DEPS/capi-config/$d/config/webhook/"
+    done
+    mv "$DEPS/.kcp-manager.tmp" "$DEPS/kcp-manager"
+    log "kcp-manager built in $(($(date +%s) - t0)) s"
+fi
+
 tmp=$(mktemp -d "$CACHE/.capi-bin.XXXXXX")
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-for e in $UPSTREAM; do ln "$DEPS/${e%%:*}" "$tmp/${e%%:*}"; done
+for e in $UPSTREAM kcp-manager; do ln "$DEPS/${e%%:*}" "$tmp/${e%%:*}"; done
 cp -r "$DEPS/capi-config" "$tmp/capi-config"
 nice -n 10 "$GO" build -ldflags '-s -w' -o "$tmp/provider" ./provider ||
     die "building the stand-in provider failed"

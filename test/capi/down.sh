@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # down.sh: stop what test/capi/up.sh started (hvupdater, the stand-in provider, CAPI's
-# manager, kube-apiserver, etcd: by their pid files in $HV_CAPI_STATE), remove the QEMU
+# managers, kube-apiserver, etcd: by their pid files in $HV_CAPI_STATE), remove the QEMU
 # domains the provider made (hvt-capi-*), and delete the state directory. The QEMU lab's
 # libvirtd stays (test/lab/libvirt-down.sh stops it). Logs are kept when HV_CAPI_KEEP=1.
 set -uo pipefail
 STATE=${HV_CAPI_STATE:-/run/hvupdater-capi}
 URI=${HV_LIBVIRT_LAB_URI:-qemu:///system}
-for name in hvupdater provider capi-manager kube-apiserver etcd; do
+for name in hvupdater provider kcp-manager capi-manager kube-apiserver etcd; do
     f=$STATE/$name.pid
     [ -s "$f" ] || continue
     pid=$(cat "$f")

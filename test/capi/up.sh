@@ -10,11 +10,16 @@
 # idempotent) and the hvupdater binary (HV_BUILD, default build/ of this checkout).
 # State, certificates, logs and pid files: $HV_CAPI_STATE (/run/hvupdater-capi); ports from
 # $HV_CAPI_PORT_BASE (17000): etcd +379/+380, kube-apiserver +443, CAPI webhooks +444,
-# CAPI health +440, CAPI diagnostics +441, hvupdater +445.
+# CAPI health +440, CAPI diagnostics +441, hvupdater +445; with --kcp: KCP webhooks +446, KCP
+# health +447, KCP diagnostics +448.
 #
 # Usage: up.sh                      start everything; stdout: export lines (KUBECONFIG,
 #                                   HV_CAPI_BIN with kubectl and clusterctl, HV_CAPI_STATE,
 #                                   HV_CAPI_HVUPDATER_LOG, HV_LIBVIRT_LAB_URI)
+#        up.sh --kcp                as well: CAPI's KubeadmControlPlane manager (kcp-manager, its
+#                                   CRDs, conversion and webhooks) and the KubeadmConfig CRDs
+#                                   (storage version only; provider/ stands in for the kubeadm
+#                                   bootstrap manager); prints HV_CAPI_KCP=1 too
 #        up.sh --restart-hvupdater  stop hvupdater serve (SIGTERM) and start it again with the
 #                                   same port, certificate and config
 # Stop with down.sh.
@@ -26,7 +31,8 @@ BASE=${HV_CAPI_PORT_BASE:-17000}
 HV_BIN=${HV_BUILD:-$ROOT/build}/hvupdater
 ETCD_PORT=$((BASE + 379)) ETCD_PEER=$((BASE + 380)) API_PORT=$((BASE + 443))
 HOOK_PORT=$((BASE + 444)) HEALTH_PORT=$((BASE + 440)) DIAG_PORT=$((BASE + 441))
-HV_PORT=$((BASE + 445))
+HV_PORT=$((BASE + 445)) KCP_HOOK_PORT=$((BASE + 446)) KCP_HEALTH_PORT=$((BASE + 447))
+KCP_DIAG_PORT=$((BASE + 448))
 WAIT_S=${HV_CAPI_WAIT_S:-120}
 
 log() { echo "capi-up: $(date +%T) $*" >&2; }
@@ -80,7 +86,9 @@ if [ "${1:-}" = --restart-hvupdater ]; then
     log "hvupdater restarted (pid $(cat "$STATE/hvupdater.pid"))"
     exit 0
 fi
-[ $# = 0 ] || die "usage: $0 [--restart-hvupdater]"
+KCP=0
+[ "${1:-}" = --kcp ] && { KCP=1; shift; }
+[ $# = 0 ] || die "usage: $0 [--kcp | --restart-hvupdater]"
 [ "$(id -u)" = 0 ] || die "must run as root (the QEMU lab's privileged libvirtd)"
 [ -x "$HV_BIN" ] || die "no hvupdater binary at $HV_BIN (build it, or set HV_BUILD)"
 for b in openssl curl virsh python3; do command -v $b >/dev/null || die "$b missing"; done
@@ -186,6 +194,27 @@ wait_for "capi webhooks" capi-manager curl -s --cacert "$PKI/webhook-ca.crt" "$H
 python3 "$HERE/manifests/render.py" webhooks "$CFG" "$HOOK_URL" "$PKI/webhook-ca.crt" |
     K apply --server-side -f - >/dev/null
 
+# --- KubeadmControlPlane's manager (--kcp), with the KubeadmConfig CRDs its Machines need
+if [ "$KCP" = 1 ]; then
+    log "kcp-manager"
+    KCP_URL=https://127.0.0.1:$KCP_HOOK_PORT
+    python3 "$HERE/manifests/render.py" crds-storage "$CFG" bootstrap/kubeadm | K apply --server-side -f - >/dev/null
+    python3 "$HERE/manifests/render.py" crds "$CFG" "$KCP_URL" "$PKI/webhook-ca.crt" controlplane/kubeadm |
+        K apply --server-side -f - >/dev/null
+    K wait --for condition=Established --timeout 60s crd --all >/dev/null
+    K create namespace capi-kubeadm-control-plane-system >/dev/null
+    start kcp-manager env POD_NAMESPACE=capi-kubeadm-control-plane-system POD_NAME=kcp-manager \
+        "$BIN/kcp-manager" --kubeconfig "$KUBECONFIG" --leader-elect=false \
+        --feature-gates "InPlaceUpdates=true" \
+        --webhook-port "$KCP_HOOK_PORT" --webhook-cert-dir "$STATE/webhook-certs" \
+        --health-addr "127.0.0.1:$KCP_HEALTH_PORT" --diagnostics-address "127.0.0.1:$KCP_DIAG_PORT" \
+        --insecure-diagnostics --v 2
+    wait_for "kcp-manager" kcp-manager curl -sf "http://127.0.0.1:$KCP_HEALTH_PORT/readyz"
+    wait_for "kcp webhooks" kcp-manager curl -s --cacert "$PKI/webhook-ca.crt" "$KCP_URL/convert"
+    python3 "$HERE/manifests/render.py" webhooks "$CFG" "$KCP_URL" "$PKI/webhook-ca.crt" controlplane/kubeadm |
+        K apply --server-side -f - >/dev/null
+fi
+
 # --- the stand-in provider
 log "provider"
 start provider "$BIN/provider" -kubeconfig "$KUBECONFIG" -uri "$HV_LIBVIRT_LAB_URI" \
@@ -232,3 +261,4 @@ echo "export HV_CAPI_BIN=$BIN"
 echo "export HV_CAPI_STATE=$STATE"
 echo "export HV_CAPI_HVUPDATER_LOG=$STATE/hvupdater.log"
 echo "export HV_LIBVIRT_LAB_URI=$HV_LIBVIRT_LAB_URI"
+[ "$KCP" = 0 ] || echo "export HV_CAPI_KCP=1"

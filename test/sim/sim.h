@@ -89,6 +89,11 @@ struct sim_vm {
      * absent or fresh (0: never) */
     int64_t record_cleared_ms;
     int64_t stats_changed_ms;
+    /* what the VM and its guest showed at the last done under guestVerification Off (the
+     * hardware taken unverified): a later operation's guest compares with itself */
+    struct hv_hw off_done_hw;
+    int64_t off_done_guest_mem;
+    int off_done_guest_cpus;
     enum hv_power power0;
     struct hv_hw config0;
 };
@@ -112,8 +117,9 @@ struct sim_op {
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */
     int calls;
-    bool failed; /* the last answer was a Failure */
-    int backoff; /* CAPI's back-off after a Failure, s */
+    bool failed;   /* the last answer was a Failure */
+    int observing; /* "observing the VM" answers in a row since that Failure */
+    int backoff;   /* CAPI's back-off after a Failure, s */
     /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
      * operation: what the guest shows of it is that done's claim, not this one's */
     bool kept_mem, kept_cpus;

@@ -4,16 +4,23 @@
 //
 // A level-triggered loop over the API server (every -interval):
 //   - LibvirtCluster: marks status.initialization.provisioned (CAPI's v1beta2 contract).
-//   - LabBootstrapConfig (bootstrap.cluster.x-k8s.io/v1alpha1): writes its data Secret and
-//     marks it created.
+//   - LabBootstrapConfig (bootstrap.cluster.x-k8s.io/v1alpha1) and, when its CRD is there
+//     (up.sh --kcp), KubeadmConfig (v1beta2): writes its data Secret and marks it created; a
+//     KubeadmConfig also gets the certificates-expiry annotation KCP would otherwise read from
+//     the API server's serving certificate on the Node. This stands in for CAPI's kubeadm
+//     bootstrap manager (test/capi/README.md, "KubeadmControlPlane").
 //   - LibvirtMachine owned by a Machine whose bootstrap data Secret exists: defines and starts
 //     a QEMU domain (test/lab/domains/<spec.style>.xml, memory and vCPUs from the spec,
 //     booting the lab guest), sets spec.providerID to libvirt://<domain UUID>, marks
 //     status.initialization.provisioned, and keeps a Node of the same name with that
 //     providerID and Ready=True in the "workload cluster" (the same API server: no kubelet
-//     runs in the lab, so the provider writes what a kubelet would).
+//     runs in the lab, so the provider writes what a kubelet would). For a KubeadmControlPlane's
+//     Machine the Node carries kubeadm's node-role.kubernetes.io/control-plane label and NoSchedule
+//     taint, and the static Pods
+//     kube-system/{kube-apiserver,kube-controller-manager,kube-scheduler}-<node> are kept as a
+//     kubelet mirrors them: Running and Ready (what KCP's preflight checks read).
 //   - A deleted LibvirtMachine: its domain is destroyed and undefined, its Node deleted, its
-//     finalizer removed.
+//     finalizer removed (and its stand-in static Pods deleted).
 //
 // Once a domain exists, spec changes of memoryMiB and vcpu are not applied by the provider:
 // in-place changes are hvupdater's job, which is what the lab tests.
@@ -51,7 +58,16 @@ var (
 	lcGVR      = gvLab.WithResource("libvirtclusters")
 	machineGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
 	lbGVR      = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha1", Resource: "labbootstrapconfigs"}
+	kcGVR      = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigs"}
 )
+
+// certExpiryAnnotation is clusterv1.MachineCertificatesExpiryDateAnnotation: with it on every
+// KubeadmConfig, KCP does not look for the API server's certificate behind the Node.
+const certExpiryAnnotation = "machine.cluster.x-k8s.io/certificates-expiry"
+
+// staticPods are the kubeadm control-plane components KCP's preflight checks look for (etcd
+// is external in the lab's KCP scenario).
+var staticPods = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 type provider struct {
 	dyn        dynamic.Interface
@@ -109,8 +125,20 @@ func (p *provider) pass(ctx context.Context) {
 		return
 	}
 	for i := range lbs.Items {
-		if err := p.reconcileBootstrap(ctx, &lbs.Items[i]); err != nil {
+		if err := p.reconcileBootstrap(ctx, lbGVR, &lbs.Items[i]); err != nil {
 			log.Printf("provider: LabBootstrapConfig %s/%s: %v", lbs.Items[i].GetNamespace(), lbs.Items[i].GetName(), err)
+		}
+	}
+	kcs, err := p.dyn.Resource(kcGVR).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) { // NotFound: no KubeadmConfig CRD (up.sh without --kcp)
+		log.Printf("provider: list KubeadmConfigs: %v", err)
+		return
+	}
+	if err == nil {
+		for i := range kcs.Items {
+			if err := p.reconcileBootstrap(ctx, kcGVR, &kcs.Items[i]); err != nil {
+				log.Printf("provider: KubeadmConfig %s/%s: %v", kcs.Items[i].GetNamespace(), kcs.Items[i].GetName(), err)
+			}
 		}
 	}
 	lms, err := p.dyn.Resource(lmGVR).List(ctx, metav1.ListOptions{})
@@ -125,14 +153,28 @@ func (p *provider) pass(ctx context.Context) {
 	}
 }
 
-// reconcileBootstrap writes a LabBootstrapConfig's data Secret (owned by it) and marks it
+// reconcileBootstrap writes a bootstrap config's data Secret (owned by it) and marks it
 // created: CAPI's v1beta2 bootstrap contract (status.dataSecretName,
-// status.initialization.dataSecretCreated).
-func (p *provider) reconcileBootstrap(ctx context.Context, lb *unstructured.Unstructured) error {
+// status.initialization.dataSecretCreated). A KubeadmConfig's data is a placeholder (the lab
+// guest runs no kubeadm) and it gets the certificates-expiry annotation.
+func (p *provider) reconcileBootstrap(ctx context.Context, gvr schema.GroupVersionResource, lb *unstructured.Unstructured) error {
+	if gvr == kcGVR {
+		if _, ok := lb.GetAnnotations()[certExpiryAnnotation]; !ok {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+				certExpiryAnnotation: time.Now().Add(365 * 24 * time.Hour).UTC().Format(time.RFC3339)}}})
+			if _, err := p.dyn.Resource(gvr).Namespace(lb.GetNamespace()).Patch(ctx, lb.GetName(),
+				types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return err
+			}
+		}
+	}
 	if ok, _, _ := unstructured.NestedBool(lb.Object, "status", "initialization", "dataSecretCreated"); ok {
 		return nil
 	}
 	data, _, _ := unstructured.NestedString(lb.Object, "spec", "data")
+	if gvr == kcGVR {
+		data = "#!/bin/sh\n# stand-in for kubeadm's bootstrap data: the lab guest needs none\n"
+	}
 	name := lb.GetName() + "-bootstrap"
 	_, err := p.kube.CoreV1().Secrets(lb.GetNamespace()).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: lb.GetNamespace(),
@@ -145,7 +187,7 @@ func (p *provider) reconcileBootstrap(ctx context.Context, lb *unstructured.Unst
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	p.patchStatus(ctx, lbGVR, lb, map[string]any{"dataSecretName": name,
+	p.patchStatus(ctx, gvr, lb, map[string]any{"dataSecretName": name,
 		"initialization": map[string]any{"dataSecretCreated": true}})
 	return nil
 }
@@ -164,6 +206,12 @@ func (p *provider) reconcileMachine(ctx context.Context, lm *unstructured.Unstru
 		}
 		if err := p.kube.CoreV1().Nodes().Delete(ctx, lm.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
+		}
+		for _, c := range staticPods {
+			err := p.kube.CoreV1().Pods("kube-system").Delete(ctx, c+"-"+lm.GetName(), metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
 		return p.setFinalizer(ctx, lm, false)
 	}
@@ -209,8 +257,18 @@ func (p *provider) reconcileMachine(ctx context.Context, lm *unstructured.Unstru
 		}
 		log.Printf("provider: %s/%s is %s (domain %s)", lm.GetNamespace(), lm.GetName(), pid, name)
 	}
-	if err := p.ensureNode(ctx, lm.GetName(), pid); err != nil {
+	// a KubeadmControlPlane's Machine (KCP sets this label; the lab's own control-plane
+	// Machines of the MachineDeployment clusters need no kubeadm look)
+	_, controlPlane := m.GetLabels()["cluster.x-k8s.io/control-plane-name"]
+	if err := p.ensureNode(ctx, lm.GetName(), pid, controlPlane); err != nil {
 		return err
+	}
+	if controlPlane {
+		for _, c := range staticPods {
+			if err := p.ensureStaticPod(ctx, c, lm.GetName()); err != nil {
+				return err
+			}
+		}
 	}
 	if ok, _, _ := unstructured.NestedBool(lm.Object, "status", "initialization", "provisioned"); !ok {
 		p.patchStatus(ctx, lmGVR, lm, map[string]any{
@@ -275,15 +333,22 @@ func (p *provider) boot(lm *unstructured.Unstructured, name string) error {
 	return nil
 }
 
-// ensureNode keeps the Node a kubelet would register: providerID and Ready=True.
-func (p *provider) ensureNode(ctx context.Context, name, providerID string) error {
+// ensureNode keeps the Node a kubelet would register: providerID and Ready=True, and kubeadm's
+// control-plane role label and NoSchedule taint on a control-plane Machine's Node.
+func (p *provider) ensureNode(ctx context.Context, name, providerID string, controlPlane bool) error {
 	nodes := p.kube.CoreV1().Nodes()
+	labels := map[string]string{"lab.hvupdater.io/stand-in": "true"}
+	if controlPlane {
+		labels["node-role.kubernetes.io/control-plane"] = ""
+	}
 	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		n, err = nodes.Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"lab.hvupdater.io/stand-in": "true"}},
-			Spec:       corev1.NodeSpec{ProviderID: providerID},
-		}, metav1.CreateOptions{})
+		spec := corev1.NodeSpec{ProviderID: providerID}
+		if controlPlane { // kubeadm's taint, which KCP's NodeKubeadmLabelsAndTaintsSet checks
+			spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		n, err = nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec},
+			metav1.CreateOptions{})
 	}
 	if err != nil {
 		return err
@@ -313,6 +378,40 @@ func (p *provider) ensureNode(ctx context.Context, name, providerID string) erro
 	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// ensureStaticPod keeps kube-system/<component>-<node> as a kubelet mirrors a kubeadm static
+// Pod: bound to the Node, Running, Ready.
+func (p *provider) ensureStaticPod(ctx context.Context, component, node string) error {
+	pods := p.kube.CoreV1().Pods("kube-system")
+	name := component + "-" + node
+	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		pod, err = pods.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system",
+				Labels:      map[string]string{"component": component, "tier": "control-plane", "lab.hvupdater.io/stand-in": "true"},
+				Annotations: map[string]string{"kubernetes.io/config.mirror": "stand-in", "kubernetes.io/config.source": "file"}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: component,
+				Image: "registry.k8s.io/" + component + ":stand-in"}}},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		return nil
+	}
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = nil
+	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized,
+		corev1.ContainersReady, corev1.PodReady} {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: t,
+			Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	pod.Status.StartTime = &now
+	_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	return err
 }
 
