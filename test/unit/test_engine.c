@@ -1981,6 +1981,54 @@ static void test_never_failure_then_if_needed_cycles_under_required(void **state
     check_recovery_after_never(*state, "eng-recover-req", HV_GC_REQUIRED);
 }
 
+/* ... the failed operation's view from before serves for deadlineSeconds from its start (as
+ * every inherited base): a Failure left by another process an hour ago is past it, and the
+ * new operation has only the guest's view now, which cannot tell a change (done, not
+ * verified); a recent one is verified and power-cycled. */
+static void test_never_failure_past_the_deadline_is_not_verified(void **state)
+{
+    struct fx *f = *state;
+    const int64_t ages[2] = {3600, 60};
+    const char *names[2] = {"eng-recover-late", "eng-recover-recent"};
+    for (int k = 0; k < 2; k++) {
+        define(f, names[k], 4096, 1024, 2, 2); /* the hot-add the guest left offline */
+        int id = dom_id(f, names[k]);
+        use_wrapper(f, 0, false);
+        noonline_keep = 108;
+        noonline_boot = 512;
+        struct hv_oprecord rec;
+        memset(&rec, 0, sizeof(rec));
+        rec.desired = (struct hv_hw){1024, 2, -1, -1};
+        rec.phase = HV_PH_FAILED;
+        snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "live:balloon");
+        snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
+        rec.has_base = true;
+        rec.base = (struct hv_guest_base){512, 2, 404, 2};
+        rec.started_at = rec.step_at = (int64_t)time(NULL) - ages[k];
+        snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+        snprintf(rec.policy, sizeof(rec.policy), "Never/Soft/1/1/1800/IfAvailable");
+        snprintf(rec.message, sizeof(rec.message), "the guest did not take it");
+        char buf[HV_RECORD_MAX];
+        assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+        struct hv_vm_ref ref = ref_of(names[k]);
+        struct hv_err err = {0};
+        assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+        f->s.live_timeout_s = 1;
+        struct hv_hw want = {1024, 2, -1, -1};
+        struct hv_update_result r = until_end_slow(f, names[k], want, 15);
+        assert_false(r.failure);
+        if (k == 0) {
+            assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (not verified in the "
+                                           "guest)");
+            assert_int_equal(dom_id(f, names[k]), id);
+        } else {
+            assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (the guest shows it)");
+            assert_int_not_equal(dom_id(f, names[k]), id);
+        }
+        unwrap(f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2063,6 +2111,8 @@ int main(void)
             test_never_failure_then_if_needed_cycles_what_the_guest_lacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_failure_then_if_needed_cycles_under_required,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_failure_past_the_deadline_is_not_verified, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
