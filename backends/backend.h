@@ -185,6 +185,18 @@ struct hv_backend;
 typedef void (*hv_vm_changed_fn)(void *ctx, struct hv_backend *b, const char *server,
                                  const char *uuid, const char *name);
 
+/* One VM that carries hvupdater's operation record, as ops->list_records finds it; or
+ * (unlisted) one host whose VMs could not be listed. */
+struct hv_vm_found {
+    bool unlisted;          /* only host is set: its VMs could not be listed */
+    struct hv_vm_ref ref;   /* how to find it again: server, uuid and name set */
+    char host[HV_NAME_MAX]; /* the host it runs on (as hv_vm_obs.host says) */
+    enum hv_power power;
+    char record[HV_RECORD_MAX]; /* the record stored on it (never "") */
+};
+/* Called by ops->list_records for each such VM, on the caller's thread; vm is borrowed. */
+typedef void (*hv_vm_found_fn)(void *ctx, const struct hv_vm_found *vm);
+
 struct hv_backend_ops {
     const char *name; /* "libvirt", "vsphere", ... (matches the profile's backend) */
     /* true when this backend holds a connection (or config) able to reach ref's server. */
@@ -232,6 +244,14 @@ struct hv_backend_ops {
      * desired hardware). Fails like observe() when the VM cannot be read. */
     int (*observe_guest)(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
                          struct hv_err *err);
+    /* Call fn(ctx, vm) for every VM on every configured host or server that carries an
+     * operation record of hvupdater (any phase: the engine decides which to carry on). A
+     * restarted process finds with it the power cycles its previous life left in flight, which
+     * no call may ever reach again. HV_OK when every host answered; else the first host's
+     * error, after the VMs of the hosts that did answer were reported and each host that did
+     * not was reported as unlisted. Optional (NULL: the
+     * engine learns of such VMs only from calls). May block for seconds (engine worker). */
+    int (*list_records)(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err);
 };
 
 struct hv_backend {

@@ -95,6 +95,7 @@ static const struct hv_backend_ops lv_ops = {
     .check = lv_check_op,
     .watch = lv_watch,
     .observe_guest = lv_observe_guest_op,
+    .list_records = lv_list_records,
 };
 
 struct hv_backend *hv_libvirt_new(const struct hv_libvirt_opts *o, char *err, size_t errlen)

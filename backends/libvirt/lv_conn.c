@@ -815,3 +815,69 @@ int lv_with_dom_settled(struct lv_backend *be, const struct hv_vm_ref *ref, lv_b
     }
     return rc;
 }
+
+/* ops->list_records: every domain of every configured host that carries our record. A host
+ * that cannot be listed fails the scan (its error is returned after the others were listed);
+ * a domain that goes away meanwhile is left out. */
+int lv_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err)
+{
+    struct lv_backend *be = b->priv;
+    struct hv_vm_found *f = malloc(sizeof(*f));
+    if (!f)
+        return lv_seterr(err, HV_E_INTERNAL, "out of memory");
+    int rc = HV_OK;
+    for (size_t i = 0; i < be->n_hosts; i++) {
+        struct lv_host *h = &be->hosts[i];
+        struct hv_err herr = {HV_OK, ""};
+        virConnectPtr conn = lv_host_get(be, h, &herr);
+        virDomainPtr *doms = NULL;
+        int n = conn ? virConnectListAllDomains(conn, &doms, 0) : -1;
+        if (conn && n < 0) {
+            struct lv_lasterr e;
+            lv_error_capture(&e);
+            char what[HV_NAME_MAX + 32];
+            snprintf(what, sizeof(what), "list domains on %s", h->uri);
+            lv_seterr_virt(&herr, &e, what);
+            if (lv_error_is_dead_conn(&e) || virConnectIsAlive(conn) == 0) {
+                lv_host_reset(h, conn);
+                herr.code = HV_E_UNREACHABLE;
+            }
+        }
+        for (int k = 0; k < n; k++) {
+            struct lv_dom d = {.be = be, .host = h, .conn = conn, .dom = doms[k]};
+            int state = VIR_DOMAIN_NOSTATE, reason = 0;
+            int active = virDomainIsActive(doms[k]);
+            struct hv_err derr = {HV_OK, ""};
+            memset(f, 0, sizeof(*f));
+            bool ok =
+                active >= 0 && virDomainGetState(doms[k], &state, &reason, 0) == 0 &&
+                lv_record_read(&d, active == 1, f->record, sizeof(f->record), &derr) == HV_OK &&
+                f->record[0] && virDomainGetUUIDString(doms[k], f->ref.uuid) == 0;
+            const char *name = ok ? virDomainGetName(doms[k]) : NULL;
+            if (name) {
+                snprintf(f->ref.server, sizeof(f->ref.server), "%s", h->uri);
+                snprintf(f->ref.name, sizeof(f->ref.name), "%s", name);
+                snprintf(f->host, sizeof(f->host), "%s", h->uri);
+                f->power = lv_power_of(state, active == 1);
+                fn(ctx, f);
+            }
+            virDomainFree(doms[k]);
+        }
+        free(doms);
+        if (conn)
+            virConnectClose(conn);
+        if (herr.code != HV_OK) {
+            memset(f, 0, sizeof(*f));
+            f->unlisted = true;
+            snprintf(f->host, sizeof(f->host), "%s", h->uri);
+            fn(ctx, f);
+        }
+        if (herr.code != HV_OK && rc == HV_OK) {
+            rc = herr.code;
+            if (err)
+                *err = herr;
+        }
+    }
+    free(f);
+    return rc;
+}

@@ -108,6 +108,8 @@ int lv_with_dom(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn f
 int lv_with_dom_settled(struct lv_backend *be, const struct hv_vm_ref *ref, lv_body_fn fn,
                         void *arg, bool *found, struct hv_err *err);
 bool lv_serves(struct hv_backend *b, const struct hv_vm_ref *ref);
+/* ops->list_records (lv_conn.c). */
+int lv_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err);
 /* Record the last libvirt error of this thread into err (what = the call that failed), and
  * reset d's host connection when the failure shows a dead connection. Returns err->code. */
 int lv_fail(struct lv_dom *d, const char *what, struct hv_err *err);
@@ -259,6 +261,8 @@ int lv_observe_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_v
                   struct hv_err *err);
 int lv_observe_guest_op(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
                         struct hv_err *err);
+/* The contract's power state of a domain in libvirt state `state` (active: it has a process). */
+enum hv_power lv_power_of(int state, bool active);
 
 /* ---- steps (lv_live.c, lv_cold.c) ---- */
 

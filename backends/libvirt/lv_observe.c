@@ -32,7 +32,7 @@ int lv_read_live(struct lv_dom *d, struct lv_dominfo *li, bool *active, char **x
     return HV_OK;
 }
 
-static enum hv_power lv_power(int state, bool active)
+enum hv_power lv_power_of(int state, bool active)
 {
     switch (state) {
     case VIR_DOMAIN_RUNNING:
@@ -206,7 +206,7 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
     int rc = lv_read_live(d, &li, &active, NULL, err);
     if (rc != HV_OK)
         return rc;
-    obs->power = lv_power(state, active);
+    obs->power = lv_power_of(state, active);
     if (obs->power == HV_POWER_PAUSED)
         snprintf(obs->power_state, sizeof(obs->power_state), "%s",
                  state == VIR_DOMAIN_PMSUSPENDED ? "suspended" : "paused");

@@ -391,3 +391,109 @@ int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int
     vs_reply_free(&r);
     return rc;
 }
+
+/* Report the VMs of one RetrievePropertiesEx(-Continue) answer that carry our record; the
+ * continuation token goes to token ("" when the answer is the last). */
+static void list_parse(xmlNodePtr body, vs_record_fn fn, void *ctx, char *token, size_t toklen)
+{
+    xmlNodePtr rv = vs_xml_child(body, "returnval");
+    if (!vs_xml_child_text(rv, "token", token, toklen))
+        token[0] = '\0';
+    char *record = malloc(HV_RECORD_MAX);
+    if (!record)
+        return;
+    for (xmlNodePtr o = vs_xml_child(rv, "objects"); o; o = vs_xml_next(o, "objects")) {
+        char moref[64], name[HV_NAME_MAX] = "", uuid[64] = "", t[32];
+        enum hv_power power = HV_POWER_UNKNOWN;
+        if (!vs_xml_text(vs_xml_child(o, "obj"), moref, sizeof(moref)))
+            continue;
+        record[0] = '\0';
+        bool record_ok = true;
+        for (xmlNodePtr p = vs_xml_child(o, "propSet"); p; p = vs_xml_next(p, "propSet")) {
+            char pname[64];
+            if (!vs_xml_child_text(p, "name", pname, sizeof(pname)))
+                continue;
+            xmlNodePtr val = vs_xml_child(p, "val");
+            if (strcmp(pname, "name") == 0) {
+                vs_xml_text(val, name, sizeof(name));
+            } else if (strcmp(pname, "config.uuid") == 0) {
+                vs_xml_text(val, uuid, sizeof(uuid));
+            } else if (strcmp(pname, "runtime.powerState") == 0) {
+                vs_xml_text(val, t, sizeof(t));
+                power = strcmp(t, "poweredOn") == 0    ? HV_POWER_ON
+                        : strcmp(t, "poweredOff") == 0 ? HV_POWER_OFF
+                        : strcmp(t, "suspended") == 0  ? HV_POWER_PAUSED
+                                                       : HV_POWER_UNKNOWN;
+            } else if (strcmp(pname, "config.extraConfig") == 0) {
+                record_ok = read_record(val, record, HV_RECORD_MAX);
+            }
+        }
+        if (record_ok && record[0])
+            fn(ctx, moref, name, uuid, power, record);
+    }
+    free(record);
+}
+
+int vs_list_records(struct vs_server *s, int timeout_ms, vs_record_fn fn, void *ctx,
+                    struct hv_err *err)
+{
+    const struct vs_content *c = vs_session(s, timeout_ms, err);
+    if (!c)
+        return err->code;
+    if (!c->view_manager[0] || !c->root_folder[0])
+        return vs_err(err, HV_E_UNSUPPORTED, "the vCenter names no ViewManager or root folder");
+    struct vs_buf req;
+    struct vs_reply r;
+    vs_buf_init(&req);
+    vs_env_begin(&req, "CreateContainerView", "ViewManager", c->view_manager);
+    vs_buf_moref(&req, "container", "Folder", c->root_folder);
+    vs_buf_add(&req, "<type>VirtualMachine</type><recursive>true</recursive>");
+    vs_env_end(&req, "CreateContainerView");
+    int rc = vs_call(s, "CreateContainerView", &req, timeout_ms, &r, err);
+    vs_buf_free(&req);
+    if (rc != HV_OK)
+        return rc;
+    char view[256]; /* (vcsim: "session[<uuid>]<uuid>") */
+    bool have_view = vs_xml_child_text(r.body, "returnval", view, sizeof(view)) && view[0];
+    vs_reply_free(&r);
+    if (!have_view)
+        return vs_err(err, HV_E_INTERNAL, "CreateContainerView returned no view");
+    char token[256] = "";
+    for (int page = 0; rc == HV_OK && (page == 0 || token[0]); page++) {
+        vs_buf_init(&req);
+        if (page == 0) {
+            vs_env_begin(&req, "RetrievePropertiesEx", "PropertyCollector", c->property_collector);
+            vs_buf_add(&req, "<specSet><propSet><type>VirtualMachine</type><all>false</all>"
+                             "<pathSet>name</pathSet><pathSet>config.uuid</pathSet>"
+                             "<pathSet>runtime.powerState</pathSet>"
+                             "<pathSet>config.extraConfig</pathSet></propSet><objectSet>");
+            vs_buf_moref(&req, "obj", "ContainerView", view);
+            vs_buf_add(&req, "<skip>true</skip><selectSet xsi:type=\"TraversalSpec\">"
+                             "<name>vmsInView</name><type>ContainerView</type><path>view</path>"
+                             "<skip>false</skip></selectSet></objectSet></specSet>"
+                             "<options></options>");
+            vs_env_end(&req, "RetrievePropertiesEx");
+        } else {
+            vs_env_begin(&req, "ContinueRetrievePropertiesEx", "PropertyCollector",
+                         c->property_collector);
+            vs_buf_elem(&req, "token", token);
+            vs_env_end(&req, "ContinueRetrievePropertiesEx");
+        }
+        rc = vs_call(s, page == 0 ? "RetrievePropertiesEx" : "ContinueRetrievePropertiesEx", &req,
+                     timeout_ms, &r, err);
+        vs_buf_free(&req);
+        if (rc == HV_OK) {
+            list_parse(r.body, fn, ctx, token, sizeof(token));
+            vs_reply_free(&r);
+        }
+    }
+    /* best effort: a view left behind goes with the session */
+    struct hv_err derr = {0};
+    vs_buf_init(&req);
+    vs_env_begin(&req, "DestroyView", "ContainerView", view);
+    vs_env_end(&req, "DestroyView");
+    if (vs_call(s, "DestroyView", &req, timeout_ms, &r, &derr) == HV_OK)
+        vs_reply_free(&r);
+    vs_buf_free(&req);
+    return rc;
+}

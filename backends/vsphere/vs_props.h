@@ -64,6 +64,14 @@ int vs_find_vm(struct vs_server *s, const char *uuid, int timeout_ms, char *more
 int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int timeout_ms,
                struct vs_vm *vm, struct hv_err *err);
 
+/* One VM of vs_list_records: its moref, name, BIOS UUID, power state and record. */
+typedef void (*vs_record_fn)(void *ctx, const char *moref, const char *name, const char *uuid,
+                             enum hv_power power, const char *record);
+/* Every VM of the vCenter whose extraConfig holds our record (a ContainerView over the root
+ * folder, read with RetrievePropertiesEx and its continuations); fn for each. */
+int vs_list_records(struct vs_server *s, int timeout_ms, vs_record_fn fn, void *ctx,
+                    struct hv_err *err);
+
 /* Pure parts. */
 void vs_find_request(struct vs_buf *b, const char *search_index, const char *uuid);
 /* moref of <FindByUuidResponse>, "" when empty. */

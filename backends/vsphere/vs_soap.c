@@ -477,6 +477,8 @@ static int fetch_content(struct vs_server *s, int timeout_ms, struct hv_err *err
     vs_xml_child_text(rv, "searchIndex", c.search_index, sizeof(c.search_index));
     vs_xml_child_text(rv, "sessionManager", c.session_manager, sizeof(c.session_manager));
     vs_xml_child_text(rv, "eventManager", c.event_manager, sizeof(c.event_manager));
+    vs_xml_child_text(rv, "rootFolder", c.root_folder, sizeof(c.root_folder));
+    vs_xml_child_text(rv, "viewManager", c.view_manager, sizeof(c.view_manager));
     vs_reply_free(&r);
     if (!c.property_collector[0] || !c.search_index[0] || !c.session_manager[0])
         return vs_err(err, HV_E_UNREACHABLE, "RetrieveServiceContent: not a vCenter answer");

@@ -23,6 +23,8 @@ struct vs_content {
     char search_index[64];
     char session_manager[64];
     char event_manager[64];
+    char root_folder[64];  /* "" when the answer names none */
+    char view_manager[64]; /* "" when the answer names none */
 };
 
 struct vs_stats {

@@ -558,6 +558,62 @@ static void vs_free(struct hv_backend *b)
     curl_global_cleanup();
 }
 
+struct vs_list_ctx {
+    const struct vs_server *s;
+    hv_vm_found_fn fn;
+    void *ctx;
+    struct hv_vm_found *f;
+};
+
+static void vs_list_one(void *ctx, const char *moref, const char *name, const char *uuid,
+                        enum hv_power power, const char *record)
+{
+    struct vs_list_ctx *l = ctx;
+    struct hv_vm_found *f = l->f;
+    (void)moref;
+    memset(f, 0, sizeof(*f));
+    snprintf(f->ref.server, sizeof(f->ref.server), "%s", vs_server_name(l->s));
+    snprintf(f->ref.uuid, sizeof(f->ref.uuid), "%s", uuid);
+    snprintf(f->ref.name, sizeof(f->ref.name), "%s", name);
+    snprintf(f->host, sizeof(f->host), "%s", vs_server_name(l->s));
+    f->power = power;
+    snprintf(f->record, sizeof(f->record), "%s", record);
+    l->fn(l->ctx, f);
+}
+
+/* ops->list_records: each configured vCenter that hvupdater logs in to with its own
+ * credentials (one whose credentials come per cluster has no session to list with). */
+static int vs_list_records_op(struct hv_backend *b, hv_vm_found_fn fn, void *ctx,
+                              struct hv_err *err)
+{
+    struct vs_backend *vb = vsb(b);
+    struct vs_list_ctx l = {.fn = fn, .ctx = ctx, .f = malloc(sizeof(struct hv_vm_found))};
+    if (!l.f)
+        return vs_err(err, HV_E_INTERNAL, "out of memory");
+    int rc = HV_OK;
+    for (size_t i = 0; i < vb->n; i++) {
+        if (vb->cfg[i].creds)
+            continue;
+        struct hv_err e = {0};
+        l.s = vb->servers[i];
+        int r =
+            vs_list_records(vb->servers[i], vs_server_timeout(vb->servers[i]), vs_list_one, &l, &e);
+        if (r != HV_OK) {
+            memset(l.f, 0, sizeof(*l.f));
+            l.f->unlisted = true;
+            snprintf(l.f->host, sizeof(l.f->host), "%s", vs_server_name(l.s));
+            fn(ctx, l.f);
+        }
+        if (r != HV_OK && rc == HV_OK) {
+            rc = r;
+            if (err)
+                *err = e;
+        }
+    }
+    free(l.f);
+    return rc;
+}
+
 static void vs_check_op(struct hv_backend *b, const struct hv_hw *desired,
                         struct hv_field_plan plan[HV_F_COUNT])
 {
@@ -568,6 +624,7 @@ static void vs_check_op(struct hv_backend *b, const struct hv_hw *desired,
 static const struct hv_backend_ops vs_ops = {
     .name = "vsphere",
     .record_in_step = true,
+    .list_records = vs_list_records_op,
     .serves = vs_serves,
     .observe = vs_observe,
     .plan = vs_plan_op,

@@ -411,6 +411,7 @@ static int do_apply(struct hv_backend *be, const struct hv_vm_ref *ref, const st
     struct hv_engine_cfg ec;
     hv_engine_cfg_default(&ec);
     ec.workers = 1;
+    ec.scan_interval_s = -1; /* one VM, one command: no other VM's cycle is carried on here */
     struct hv_engine *e = hv_engine_new(&ec, &be, 1);
     if (!e) {
         fprintf(stderr, "hvupdater: cannot start the engine\n");

@@ -117,9 +117,23 @@ struct hv_engine {
     int slots_used;
     int probes_running;
     pthread_cond_t probe_cond;
+    /* the scan for cycles left in flight (run_scan): when it is due next (0: never), and
+     * whether one runs now */
+    bool scan_on; /* a scan is due at scan_due_ms */
+    int64_t scan_due_ms;
+    bool scanning;
+    /* New cycles wait for the first scan, and on a host it could not list (gates, n_gates:
+     * hosts no scan has listed yet) until one does. */
+    bool scanned;
+    char (*gates)[HV_NAME_MAX];
+    size_t n_gates;
+    int64_t scan_end_ms;
 };
 
 static bool slot_acquire(void *ctx, const char *key, const char *host, bool force);
+static bool slot_take(struct hv_engine *e, struct entry *x, const char *host, bool force);
+static bool scan_due(const struct hv_engine *e);
+static void run_scan(struct hv_engine *e);
 static void slot_release(void *ctx, const char *key);
 static bool first_sight(void *ctx, const char *key, int64_t op_started_at);
 static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool unreachable);
@@ -134,6 +148,7 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->probe_cache_ms = 5000;
     c->probe_wait_ms = 300;
     c->entry_idle_ms = 600000;
+    c->scan_interval_s = 300;
     c->drive = NULL;
 }
 
@@ -432,8 +447,14 @@ static void *worker(void *arg)
     for (;;) {
         for (;;) {
             int64_t next = run_timers(e);
+            if (scan_due(e)) {
+                run_scan(e);
+                continue;
+            }
             if (e->q_head || e->stopping)
                 break;
+            if (e->scan_on && !e->scanning && (!next || e->scan_due_ms < next))
+                next = e->scan_due_ms;
             if (next)
                 hv_cond_wait_until(&e->cond, &e->lock, next);
             else
@@ -451,11 +472,20 @@ int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms)
 {
     int n = 0;
     pthread_mutex_lock(&e->lock);
+    if (max > 0 && scan_due(e)) /* (max 0: only asks when something is due) */
+        run_scan(e);
     int64_t next = run_timers(e);
     for (; n < max && e->q_head; n++)
         run_head(e);
-    if (next_ms)
+    if (next_ms) {
         *next_ms = n ? run_timers(e) : next;
+        /* (a rescan that came due during the passes: the next run, a moment later; the
+         * first scan runs with the first passes anyway) */
+        int64_t scan_at =
+            e->scan_due_ms > now_ms(e) || !e->scanned ? e->scan_due_ms : now_ms(e) + 1;
+        if (e->scan_on && (!*next_ms || scan_at < *next_ms))
+            *next_ms = scan_at;
+    }
     pthread_mutex_unlock(&e->lock);
     return n;
 }
@@ -506,6 +536,208 @@ uint64_t hv_engine_woken(struct hv_engine *e)
     return n;
 }
 
+/* ---- the scan for cycles left in flight --------------------------------------------------- */
+
+/* A restarted process (or the replica that stays when another is gone) learns of a power
+ * cycle its previous life left in flight only from the record on the VM. No call may ever
+ * reach that VM again (CAPI may have stopped calling), so at start, and every
+ * scan_interval_s after, the engine asks each backend for the VMs that carry a record
+ * (ops->list_records) and carries on each cycle that no live process carries: it takes a
+ * power-cycle slot for it like for a new one and runs its passes by itself until the cycle
+ * ends (done, or failed and rolled back), as for a cycle it began. */
+#define SCAN_RETRY_MS 30000 /* a scan that could not reach every host is tried again */
+#define SCAN_AGAIN_MS 5000  /* ... sooner when a cycle waits for a host it could not list */
+/* A record of another process that has not changed for this long past the longest wait of
+ * its phase (the shutdown or live timeout, one hypervisor call) is carried by no one: the
+ * process that wrote it is gone (a live one steps or ends it by then). */
+#define SCAN_STALE_S 60
+
+struct found {
+    struct hv_backend *be;
+    struct hv_vm_ref ref;
+    char host[HV_NAME_MAX];
+    bool off;
+    bool own; /* written by this very process (owner equal to ours) */
+    struct hv_hw desired;
+    struct hv_settings s;
+};
+
+struct scan {
+    struct hv_engine *e;
+    struct hv_backend *be;
+    int64_t now; /* unix seconds */
+    struct found *v;
+    size_t n, cap;
+    char (*bad)[HV_NAME_MAX]; /* hosts that could not be listed */
+    size_t n_bad;
+};
+
+/* The settings a record's policy names ("IfNeeded/TrySoft/120/300/1800/IfAvailable", see
+ * reconcile.c's policy_of); false when it names none. */
+static bool settings_of(const char *policy, struct hv_settings *s)
+{
+    char pc[32], pom[32], gc[32];
+    int live, shut, dl;
+    hv_settings_default(s);
+    if (sscanf(policy, "%31[^/]/%31[^/]/%d/%d/%d/%31s", pc, pom, &live, &shut, &dl, gc) != 6)
+        return false;
+    bool ok = false;
+    for (int k = HV_PC_IF_NEEDED; k <= HV_PC_NEVER; k++)
+        if (!strcmp(pc, hv_power_cycle_name((enum hv_power_cycle)k)))
+            s->power_cycle = (enum hv_power_cycle)k, ok = true;
+    for (int k = HV_POM_TRY_SOFT; k <= HV_POM_HARD; k++)
+        if (!strcmp(pom, hv_power_off_mode_name((enum hv_power_off_mode)k)))
+            s->power_off_mode = (enum hv_power_off_mode)k;
+    for (int k = HV_GC_IF_AVAILABLE; k <= HV_GC_OFF; k++)
+        if (!strcmp(gc, hv_guest_check_name((enum hv_guest_check)k)))
+            s->guest_check = (enum hv_guest_check)k;
+    s->live_timeout_s = live;
+    s->shutdown_timeout_s = shut;
+    s->deadline_s = dl;
+    return ok;
+}
+
+/* "host" of an owner "host:pid". */
+static size_t owner_host_len(const char *owner)
+{
+    const char *c = strrchr(owner, ':');
+    return c ? (size_t)(c - owner) : strlen(owner);
+}
+
+/* hv_vm_found_fn: keep the VMs whose record shows a power cycle no live process carries. */
+static void scan_found(void *ctx, const struct hv_vm_found *vm)
+{
+    struct scan *sc = ctx;
+    struct hv_engine *e = sc->e;
+    if (vm->unlisted) {
+        char(*bad)[HV_NAME_MAX] = realloc(sc->bad, (sc->n_bad + 1) * sizeof(*sc->bad));
+        if (!bad)
+            abort();
+        sc->bad = bad;
+        snprintf(sc->bad[sc->n_bad++], HV_NAME_MAX, "%s", vm->host);
+        return;
+    }
+    struct hv_oprecord *r = malloc(sizeof(*r));
+    if (!r)
+        abort();
+    struct found f;
+    memset(&f, 0, sizeof(f));
+
+    /* (a VM paused or suspended mid-cycle cannot go on: the scan after it runs or is off,
+     * or a call, carries it on) */
+    bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF) &&
+                hv_oprecord_read(r, vm->record) && r->cold && r->phase >= HV_PH_SHUTDOWN &&
+                r->phase <= HV_PH_POWER_ON && settings_of(r->policy, &f.s);
+    if (keep) {
+        size_t hl = owner_host_len(r->owner);
+        f.own = !strcmp(r->owner, e->owner);
+        /* this process's previous life (same host, another pid) is gone; another process is
+         * taken to be gone when its record has not moved past the longest wait of its phase */
+        bool previous =
+            !f.own && hl == owner_host_len(e->owner) && !strncmp(r->owner, e->owner, hl);
+        int64_t wait = f.s.shutdown_timeout_s > f.s.live_timeout_s ? f.s.shutdown_timeout_s
+                                                                   : f.s.live_timeout_s;
+        if (e->cfg.step_timeout_s > wait)
+            wait = e->cfg.step_timeout_s;
+        bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
+        keep = f.own || previous || stale;
+    }
+    if (keep) {
+        f.be = sc->be;
+        /* the name the calls used (newer records keep it), else the backend's */
+        f.ref = r->ref.name[0] || r->ref.uuid[0] ? r->ref : vm->ref;
+        snprintf(f.host, sizeof(f.host), "%s", vm->host);
+        f.off = vm->power == HV_POWER_OFF;
+        f.desired = r->desired;
+        if (sc->n == sc->cap) {
+            sc->cap = sc->cap ? sc->cap * 2 : 8;
+            sc->v = realloc(sc->v, sc->cap * sizeof(*sc->v));
+            if (!sc->v)
+                abort();
+        }
+        sc->v[sc->n++] = f;
+    }
+    free(r);
+}
+
+/* Carry on the cycle of f, unless a call or a pass of this process already does; caller holds
+ * the lock. */
+static void resume_found(struct hv_engine *e, const struct found *f)
+{
+    char key[HV_KEY_MAX];
+    make_key(key, sizeof(key), f->be, &f->ref);
+    struct entry *x = find(e, key);
+    if ((x && x->slot) || !f->be->ops->serves(f->be, &f->ref))
+        return; /* carried here already, with its slot */
+    x = entry_for(e, key, f->be, &f->ref);
+    if (!x->have_desired) { /* else what the calls asked last: a pass for it takes the cycle
+                               over (reconcile.c), as when a call comes */
+        x->desired = f->desired;
+        x->have_desired = true;
+        x->s = f->s;
+    }
+    /* a slot like a new cycle's (also for a pass already queued: before any new cycle's),
+     * within the caps while the VM still runs; an off VM is down already and takes one over
+     * them (as a pass that finds it off does) */
+    slot_take(e, x, f->host, f->off);
+    hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
+    if (!x->queued && !x->running) {
+        x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
+        enqueue(e, x);
+    }
+}
+
+/* Whether a scan is due now; caller holds the lock. */
+static bool scan_due(const struct hv_engine *e)
+{
+    return e->scan_on && !e->scanning && !e->stopping && now_ms(e) >= e->scan_due_ms;
+}
+
+/* Run the scan (scan_due); caller holds the lock, which is released while backends list. */
+static void run_scan(struct hv_engine *e)
+{
+    e->scanning = true;
+    pthread_mutex_unlock(&e->lock);
+    struct scan sc = {.e = e, .now = unix_s(e)};
+    bool failed = false;
+    for (size_t k = 0; k < e->n_bes; k++) {
+        struct hv_backend *be = e->bes[k];
+        struct hv_err err = {0};
+        if (!be->ops->list_records)
+            continue;
+        sc.be = be;
+        if (be->ops->list_records(be, scan_found, &sc, &err) != HV_OK) {
+            failed = true;
+            hv_log(HV_LOG_WARN, "scan-error", "backend", be->ops->name, "detail", err.detail,
+                   (char *)NULL);
+        }
+    }
+    pthread_mutex_lock(&e->lock);
+    /* the hosts no scan has listed yet: those this one could not, of those before */
+    size_t keep = 0;
+    for (size_t k = 0; k < sc.n_bad; k++) {
+        bool before = !e->scanned;
+        for (size_t j = 0; j < e->n_gates && !before; j++)
+            before = !strcmp(e->gates[j], sc.bad[k]);
+        if (before)
+            memmove(sc.bad[keep++], sc.bad[k], HV_NAME_MAX);
+    }
+    free(e->gates);
+    e->gates = sc.bad;
+    e->n_gates = keep;
+    e->scanned = true;
+    /* (after the gates: a host listed now no longer counts as unlisted) */
+    for (size_t k = 0; k < sc.n; k++)
+        resume_found(e, &sc.v[k]);
+    free(sc.v);
+    e->scanning = false;
+    int64_t now = now_ms(e);
+    e->scan_end_ms = now;
+    e->scan_on = failed || e->cfg.scan_interval_s > 0;
+    e->scan_due_ms = now + (failed ? SCAN_RETRY_MS : (int64_t)e->cfg.scan_interval_s * 1000);
+    pthread_cond_broadcast(&e->cond);
+}
+
 struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
                                 size_t n)
 {
@@ -543,6 +775,11 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
+    for (size_t k = 0; k < n && e->cfg.scan_interval_s >= 0; k++) /* the first scan, at once */
+        if (e->bes[k]->ops->list_records)
+            e->scan_on = true;
+    e->scan_due_ms = now_ms(e);
+    e->scanned = !e->scan_on;
     int nw = cfg->workers < 1 ? 1 : cfg->workers > MAX_WORKERS ? MAX_WORKERS : cfg->workers;
     if (cfg->drive)
         nw = 0; /* the driver runs the passes (hv_engine_run) */
@@ -586,6 +823,7 @@ void hv_engine_free(struct hv_engine *e)
         }
     }
     free(e->buckets);
+    free(e->gates);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     pthread_cond_destroy(&e->probe_cond);
@@ -608,6 +846,31 @@ static bool slot_acquire(void *ctx, const char *key, const char *host, bool forc
     struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = find(e, key);
+    /* A cycle left in flight on a host no scan has listed may hold a slot this process does
+     * not know of: no new cycle there (nor anywhere before the first scan) until a scan lists
+     * it, which a pass that reached the host asks for now. */
+    bool gated = false;
+    if (!force && !(x && x->slot)) {
+        gated = !e->scanned;
+        for (size_t k = 0; k < e->n_gates && !gated; k++)
+            gated = !strcmp(e->gates[k], host);
+        if (gated && e->scanned && !e->scanning) {
+            int64_t at = e->scan_end_ms + SCAN_AGAIN_MS;
+            if (!e->scan_on || e->scan_due_ms > at) {
+                e->scan_on = true;
+                e->scan_due_ms = at;
+                pthread_cond_broadcast(&e->cond);
+            }
+        }
+    }
+    bool ok = !gated && slot_take(e, x, host, force);
+    pthread_mutex_unlock(&e->lock);
+    return ok;
+}
+
+/* slot_acquire for the entry x (NULL: a pass outside the entry table); caller holds the lock. */
+static bool slot_take(struct hv_engine *e, struct entry *x, const char *host, bool force)
+{
     bool ok = false;
     if (x && x->slot && (force || !x->slot_forced)) {
         ok = true;
@@ -617,7 +880,10 @@ static bool slot_acquire(void *ctx, const char *key, const char *host, bool forc
         int on_host = 0;
         for (struct entry *y = e->slots; y; y = y->next_slot)
             on_host += y != x && !strcmp(y->slot_host, host);
-        bool within = e->slots_used - (x->slot ? 1 : 0) < e->cfg.max_power_cycles &&
+        /* a host no scan has listed may hold as many cycles of a previous life as a host
+         * can: they count against the overall cap until a scan lists it */
+        int64_t unlisted = (int64_t)e->n_gates * e->cfg.max_power_cycles_per_host;
+        bool within = e->slots_used - (x->slot ? 1 : 0) + unlisted < e->cfg.max_power_cycles &&
                       on_host < e->cfg.max_power_cycles_per_host;
         if (force || within) {
             if (!x->slot) {
@@ -633,7 +899,6 @@ static bool slot_acquire(void *ctx, const char *key, const char *host, bool forc
     } else {
         ok = true; /* a pass outside the entry table (no other VM can be tracked): allow */
     }
-    pthread_mutex_unlock(&e->lock);
     return ok;
 }
 

@@ -74,6 +74,21 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     hj_obj_set_take(o, "policy", hj_new_string(r->policy));
     if (r->message[0])
         hj_obj_set_take(o, "message", hj_new_string(r->message));
+    const struct {
+        const char *key, *val;
+    } refs[] = {{"server", r->ref.server},   {"uuid", r->ref.uuid},
+                {"name", r->ref.name},       {"disk", r->ref.disk},
+                {"cluster", r->ref.cluster}, {"thumbprint", r->ref.thumbprint}};
+    hj *rf = NULL;
+    for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); k++) {
+        if (!refs[k].val[0])
+            continue; /* absent when "": records stay short */
+        if (!rf)
+            rf = hj_new_object();
+        hj_obj_set_take(rf, refs[k].key, hj_new_string(refs[k].val));
+    }
+    if (rf)
+        hj_obj_set_take(o, "ref", rf);
     size_t len;
     char *text = hj_dump(o, &len);
     hj_free(o);
@@ -142,6 +157,18 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         snprintf(r->policy, sizeof(r->policy), "%s", pol ? pol : "");
         snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
         snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
+        const hj *rf = hj_get(o, "ref");
+        const char *v;
+#define REF_FIELD(f)                                                                               \
+    if ((v = hj_get_str(rf, #f)) != NULL)                                                          \
+    snprintf(r->ref.f, sizeof(r->ref.f), "%s", v)
+        REF_FIELD(server);
+        REF_FIELD(uuid);
+        REF_FIELD(name);
+        REF_FIELD(disk);
+        REF_FIELD(cluster);
+        REF_FIELD(thumbprint);
+#undef REF_FIELD
         ok = r->phase != HV_PH_NONE;
     }
     hj_free(o);

@@ -54,6 +54,11 @@ struct hv_oprecord {
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */
     char message[512]; /* Failure message (phase FAILED) */
+    /* How the calls name the VM (server, uuid, name, disk, cluster, thumbprint as the
+     * request gave them; all "" in records of older versions): a process that finds the
+     * record by itself (ops->list_records) carries the operation on under the same name as
+     * the calls that began it. */
+    struct hv_vm_ref ref;
 };
 
 const char *hv_phase_name(enum hv_phase p);

@@ -290,6 +290,8 @@ static void policy_of(const struct hv_settings *s, char *out, size_t cap)
              s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
+static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err);
+
 static bool store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
@@ -297,9 +299,12 @@ static bool store(struct pass *p)
     p->after.found = false; /* a read from before this write no longer shows the VM */
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
+    p->rec.ref = *p->ref; /* a restarted process finds it by this name (engine.c's scan) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
+        if (wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+            return false;
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));
@@ -500,6 +505,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         waiting.phase = HV_PH_WAIT_LIVE;
         snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
         policy_of(p->s, waiting.policy, sizeof(waiting.policy));
+        waiting.ref = *p->ref;
         if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
             st.record = carried;
     }
@@ -654,18 +660,23 @@ static void done(struct pass *p, bool had_record, const char *note)
 }
 
 /* A call to the hypervisor failed. When it cannot be reached (a daemon or vCenter restarting,
- * a network cut, a connection being reopened), that is not the operation's failure: in
- * progress with a short retry, until the operation's deadline (deadlineSeconds from the start
- * of the operation in flight, or from the first failed look when none is): true, answered.
- * Past that bound, or for any other error, false: the caller's Failure. */
+ * a network cut, a connection being reopened) or did not answer in time (a host or vCenter
+ * that hangs, overloaded or restarting), that is not the operation's failure: in progress
+ * with a short retry, until the operation's deadline (deadlineSeconds from the start of the
+ * operation in flight, or from the first failed look when none is): true, answered. Past that
+ * bound, or for any other error, false: the caller's Failure. */
 static bool wait_for_hypervisor(struct pass *p, const struct hv_err *err)
 {
-    if (err->code != HV_E_UNREACHABLE)
+    if (err->code != HV_E_UNREACHABLE && err->code != HV_E_TIMEOUT)
         return false;
     int64_t since = p->b->unreachable_since(p->b->ctx, p->key, p->now, true);
     if (p->now - since >= p->s->deadline_s)
         return false;
-    progress(p, RETRY_UNREACHABLE, HV_MSG("the hypervisor cannot be reached; trying again"));
+    if (err->code == HV_E_TIMEOUT)
+        progress(p, RETRY_UNREACHABLE,
+                 HV_MSG("the hypervisor did not answer in time; trying again"));
+    else
+        progress(p, RETRY_UNREACHABLE, HV_MSG("the hypervisor cannot be reached; trying again"));
     return true;
 }
 

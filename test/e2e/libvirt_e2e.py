@@ -792,9 +792,10 @@ def first_answer(client, req, timeout=30):
 
 def test_restart_mid_cycle_takes_a_slot_and_finishes_on_its_own():
     # Issue 17 item 5. hvupdater dies while VM A is in the shutdown phase of its cycle (A
-    # has no OS and ignores ACPI). The restarted process is first asked for B, which takes
-    # the host's only slot; then once for A, and never again. A's resumed cycle must wait
-    # for the slot (not cycle beside B), then finish on its own.
+    # has no OS and ignores ACPI), and no call for A ever comes again. The restarted process
+    # finds A's cycle by itself (its previous life's record on the domain) and carries it on
+    # in the host's only slot: B, asked for a cycle meanwhile, waits for the slot (it is not
+    # cycled beside A), A comes back on uncalled, then B gets its cycle.
     cfg = dict(CONFIG, engine={"workers": 2, "maxConcurrentPowerCycles": 4,
                                "maxPowerCyclesPerHost": 1})
     settings = dict(FAST, shutdownTimeoutSeconds="6")
@@ -819,28 +820,61 @@ def test_restart_mid_cycle_takes_a_slot_and_finishes_on_its_own():
         server.kill()
         assert (record(a) or {}).get("phase") == "shutdown", record(a)
         assert state(a)["id"] == a0["id"]
-        server.start()
+        server.start()  # and no call for A from here on
         c = server.client()
         rb = first_answer(c, req_b)
-        assert "shut" in rb["message"], rb  # B is in its cycle, holding the host's slot
-        ra = first_answer(c, req_a)  # the last call for A
-        assert ra["status"] == "Success", ra
-        assert ra["message"] == "in progress: waiting for a power-cycle slot", ra
-        # B finishes (called as CAPI would); A is not cycled beside it
-        last, bmsgs, _ = hvtest.drive(c, req_b, timeout=90)
-        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, bmsgs
-        assert state(b)["id"] != b0["id"] and state(b)["memory"] == 768
-        # no call for A: the engine carries its cycle to the end by itself
+        assert rb["message"] == "in progress: waiting for a power-cycle slot", rb
+        assert state(b)["id"] == b0["id"], state(b)
         after = wait_for("A to come back on with the desired size, uncalled",
                          lambda: (lambda st: st if st["running"] and st["memory"] == 768
                                   and st["id"] != a0["id"] else None)(state(a)))
         assert after["vcpus"] == 2 and after["config_memory"] == 768, after
         wait_for("A's record to say done", lambda: (record(a) or {}).get("phase") == "done")
-        print("     A after the restart: %r; B: %s" % (ra["message"], bmsgs[-1]))
+        # then B, called as CAPI would
+        last, bmsgs, _ = hvtest.drive(c, req_b, timeout=90)
+        assert last["status"] == "Success" and last["retryAfterSeconds"] == 0, bmsgs
+        assert state(b)["id"] != b0["id"] and state(b)["memory"] == 768
+        print("     B after the restart: %r; B: %s" % (rb["message"], bmsgs[-1]))
     finally:
         stop(server)
         remove_domain(a)
         remove_domain(b)
+
+
+def test_restart_with_the_vm_off_and_no_call_finishes_it():
+    # Issue 17 item 5: hvupdater dies right after powering the VM off for a cold change, and
+    # no call for it ever comes again (CAPI stopped calling). The restarted process finds the
+    # cycle its previous life left by itself: the VM comes back on with the new size.
+    name = "hvt-e2e-resume-off"
+    new_domain("dimm", name, guest=False)
+    server = hvtest.Server(BINARY, CONFIG, env={"HV_FAILPOINT": "after:power-off"}).start()
+    try:
+        req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 1), hvtest.machine(name),
+                                    dict(FAST, powerOffMode="Hard"))
+        c = server.client()
+        deadline = time.monotonic() + 60
+        while server.alive():
+            try:
+                resp, _ = c.post("UpdateMachine", req)
+            except Exception:
+                if server.alive():
+                    raise
+                continue
+            assert time.monotonic() < deadline, "failpoint after:power-off never reached"
+            time.sleep(hvtest.retry_wait(resp))
+        assert not state(name)["running"], state(name)
+        assert (record(name) or {}).get("phase") == "power-off", record(name)
+        server.start(env={"HV_FAILPOINT": ""})  # and no call
+        t0 = time.monotonic()
+        after = wait_for("the VM to come back on with the desired size, uncalled",
+                         lambda: (lambda st: st if st["running"] else None)(state(name)),
+                         timeout=60)
+        assert after["memory"] == 512 and after["config_memory"] == 512, after
+        assert (record(name) or {}).get("phase") in ("power-on", "done"), record(name)
+        print("     back on %.1fs after the restart, with no call" % (time.monotonic() - t0))
+    finally:
+        stop(server)
+        remove_domain(name)
 
 
 def host_refusable_mib():
@@ -1264,6 +1298,7 @@ CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_two_replicas_never_answer_a_stale_done,
          test_abandoned_power_cycle_finishes_and_frees_the_slot,
          test_restart_mid_cycle_takes_a_slot_and_finishes_on_its_own,
+         test_restart_with_the_vm_off_and_no_call_finishes_it,
          test_failed_power_on_is_rolled_back,
          test_transient_domain_is_never_power_cycled,
          test_transient_domain_live_change_that_does_not_show_is_not_power_cycled,

@@ -1233,6 +1233,40 @@ def test_restart_mid_shutdown_finishes_on_its_own():
         sim.stop()
 
 
+def test_restart_with_the_vm_off_and_no_call_finishes_it():
+    # Issue 17 item 5 on vSphere: hvupdater dies right after powering VM 0 off for a cold
+    # change (no VMware Tools), and no call for VM 0 ever comes again (CAPI stopped calling).
+    # The restarted process finds the cycle its previous life left (the record in the VM's
+    # extraConfig) by itself, and the VM comes back on with the new configuration.
+    sim = Launcher("-vm", "0:memory=4096,cpus=2", vms=1)
+    server = None
+    try:
+        cfg = server_config(sim, engine={"maxPowerCyclesPerHost": 1})
+        moref = sim.vm(0)["moref"]
+        req = hvtest.update_request(vsphere_machine("m0", 8192, 4),
+                                    machine("m0", "vsphere://" + sim.vm(0)["uuid"]), FAST)
+        server = hvtest.Server(BINARY, cfg, env={"HV_FAILPOINT": "after:power-off"}).start()
+        call_until_killed(server, req, "after:power-off")
+        mid = sim.vim.vm(moref)
+        assert not mid["on"] and mid["record"]["phase"] == "power-off", mid
+        server.start(env={"HV_FAILPOINT": ""})  # and no call
+        t0 = time.monotonic()
+        deadline = t0 + 60
+        while True:
+            st = sim.vim.vm(moref)
+            if st["on"]:
+                break
+            assert time.monotonic() < deadline, "the VM stayed off after the restart: %s" % st
+            time.sleep(0.2)
+        assert st["memory"] == 8192 and st["cpus"] == 4, st
+        assert st["record"]["phase"] in ("power-on", "done"), st
+        print("     back on %.1fs after the restart, with no call" % (time.monotonic() - t0))
+    finally:
+        if server:
+            stop_server(server)
+        sim.stop()
+
+
 def test_failed_power_on_is_rolled_back():
     s = Scenario("-vm", "0:memory=4096,cpus=2,tools",
                  "-fail", "PowerOnVM_Task=3:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=1)
@@ -1275,6 +1309,7 @@ CASES = [test_hot_add_memory_and_cpu_live, test_no_hot_add_power_cycle_graceful_
          test_lab_cli_plan_and_apply, test_two_replicas_never_answer_a_stale_done,
          test_abandoned_power_cycle_finishes_and_frees_the_slot,
          test_restart_mid_shutdown_finishes_on_its_own,
+         test_restart_with_the_vm_off_and_no_call_finishes_it,
          test_failed_power_on_is_rolled_back]
 
 if __name__ == "__main__":

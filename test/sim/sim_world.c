@@ -624,6 +624,42 @@ static void b_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
     }
 }
 
+/* Every VM with a record, host by host (a host down or stalled fails the scan for its VMs). */
+static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int rc = HV_OK;
+    for (int h = 0; h < s->n_hosts; h++) {
+        if (s->hosts[h].down || s->hosts[h].stalled) {
+            if (s->hosts[h].stalled)
+                s->now_ms += 3000; /* the call waits for its timeout */
+            if (rc == HV_OK) {
+                rc = s->hosts[h].down ? HV_E_UNREACHABLE : HV_E_TIMEOUT;
+                err_set(err, (enum hv_errcode)rc, "host down or stalled");
+            }
+            struct hv_vm_found u;
+            memset(&u, 0, sizeof(u));
+            u.unlisted = true;
+            snprintf(u.host, sizeof(u.host), "%s", s->hosts[h].name);
+            fn(ctx, &u);
+            continue;
+        }
+        for (int k = 0; k < s->n_vms; k++) {
+            struct sim_vm *v = &s->vms[k];
+            if (v->host != h || !v->exists || !v->record[0])
+                continue;
+            struct hv_vm_found f;
+            memset(&f, 0, sizeof(f));
+            snprintf(f.ref.name, sizeof(f.ref.name), "%s", v->name);
+            snprintf(f.host, sizeof(f.host), "%s", s->hosts[h].name);
+            f.power = v->power;
+            snprintf(f.record, sizeof(f.record), "%s", v->record);
+            fn(ctx, &f);
+        }
+    }
+    return rc;
+}
+
 static const struct hv_backend_ops ops_guest = {
     .name = "libvirt",
     .serves = b_serves,
@@ -636,6 +672,7 @@ static const struct hv_backend_ops ops_guest = {
     .record_in_step = false,
     .watch = b_watch,
     .observe_guest = b_observe_guest,
+    .list_records = b_list_records,
 };
 
 /* vSphere-like: the record rides with the last live step, the guest is read in observe. */
@@ -651,6 +688,7 @@ static const struct hv_backend_ops ops_carry = {
     .record_in_step = true,
     .watch = b_watch,
     .observe_guest = NULL,
+    .list_records = b_list_records,
 };
 
 void sim_backend_init(struct sim *s, struct sim_replica *r)

@@ -52,9 +52,13 @@ static void quiet(void *ud, virErrorPtr err)
     (void)err;
 }
 
+/* looks through the wrapper (below) fail as a hypervisor call that timed out (HV_E_TIMEOUT) */
+static bool observe_times_out;
+
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
+    observe_times_out = false; /* (a failed test leaves it set) */
     virSetErrorFunc(NULL, quiet);
     hv_log_set_level(getenv("HV_TEST_LOG") ? HV_LOG_INFO : HV_LOG_ERROR);
     f->conn = virConnectOpen("test:///default");
@@ -68,6 +72,7 @@ static int setup(void **state)
     hv_engine_cfg_default(&c);
     c.workers = 1;
     c.max_power_cycles_per_host = 1;
+    c.scan_interval_s = -1; /* no scan (its own test makes an engine with one) */
     f->e = hv_engine_new(&c, &f->be, 1);
     hv_settings_default(&f->s);
     f->s.shutdown_timeout_s = 1;
@@ -200,6 +205,7 @@ static int64_t guest_mem_at;
 /* > 0: the VM has a disk of this many MiB that can grow live (the test driver has none) */
 static int64_t fake_disk_mib;
 static int n_observes; /* looks taken through the wrapper */
+
 /* closed: looks through the wrapper hang until it opens (a hypervisor that does not answer) */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
@@ -241,6 +247,11 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
         pthread_cond_wait(&gate_cv, &gate_mu);
     gate_held--;
     pthread_mutex_unlock(&gate_mu);
+    if (observe_times_out) {
+        e->code = HV_E_TIMEOUT;
+        snprintf(e->detail, sizeof(e->detail), "injected: the call timed out");
+        return HV_E_TIMEOUT;
+    }
     int rc = inner_be->ops->observe(inner_be, r, o, e);
     if (rc == HV_OK && o->found && fake_disk_mib > 0)
         o->hw.disk_mib = o->config.disk_mib = fake_disk_mib;
@@ -377,6 +388,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
     c.workers = 1;
+    c.scan_interval_s = -1;
     struct hv_backend *b = &wrapped;
     f->e = hv_engine_new(&c, &b, 1);
     f->be = &wrapped;
@@ -397,6 +409,7 @@ static void unwrap(struct fx *f)
     halted_starts = 0;
     noonline_keep = 0;
     noonline_boot = -1;
+    observe_times_out = false;
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -857,9 +870,10 @@ static void test_record_write_failure_takes_no_step(void **state)
     int id = dom_id(f, "eng-norecord");
     use_wrapper(f, 0, true);
     struct hv_update_result r = pass(f, "eng-norecord", (struct hv_hw){1024, -1, -1, -1});
-    assert_true(r.failure);
-    assert_string_equal(r.message, "cannot store the operation record on the VM: the "
-                                   "hypervisor cannot be reached");
+    /* the record cannot be stored because the hypervisor cannot be reached: an outage,
+     * in progress until the deadline (issue 17 item 10), and no step */
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: the hypervisor cannot be reached; trying again");
     unwrap(f);
     assert_int_equal(dom_id(f, "eng-norecord"), id); /* no power step without a record */
 }
@@ -1732,6 +1746,105 @@ static void test_unreachable_hypervisor_is_in_progress_until_the_deadline(void *
     dead->ops->free(dead);
 }
 
+/* Issue 17 item 10: a hypervisor call that timed out (a host or vCenter that hangs) is an
+ * outage, not the operation's failure: in progress with a short retry until deadlineSeconds
+ * after the first failed look, then the stable Failure. */
+static void test_timed_out_call_is_in_progress_until_the_deadline(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-tmo", 2048, 2048, 1, 2);
+    use_wrapper(f, 0, false);
+    observe_times_out = true;
+    f->s.deadline_s = 2;
+    struct hv_hw want = {2048, 2, -1, -1};
+    struct hv_update_result r = pass(f, "eng-tmo", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
+    assert_string_equal(r.message,
+                        "in progress: the hypervisor did not answer in time; trying again");
+    for (int k = 0; k < 25 && !r.failure; k++) { /* at most 5 s of 200 ms passes */
+        sleep_ms(200);
+        r = pass(f, "eng-tmo", want);
+    }
+    assert_true(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message, "cannot observe the VM: the hypervisor did not answer in time");
+    unwrap(f);
+}
+
+/* A record a process left on an off domain in the middle of a power cycle, as written by
+ * owner (policy: the defaults, deadline 1800 s), for desired memory `mib`. */
+static void put_cycle_record(struct fx *f, const char *name, int64_t mib, int64_t prev_mib,
+                             enum hv_phase phase, const char *owner)
+{
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){mib, -1, -1, -1};
+    rec.prev = (struct hv_hw){prev_mib, -1, -1, -1};
+    rec.phase = phase;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    snprintf(rec.owner, sizeof(rec.owner), "%s", owner);
+    snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/TrySoft/120/300/1800/IfAvailable");
+    rec.ref = ref_of(name);
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+}
+
+static void power_off(struct fx *f, const char *name)
+{
+    virDomainPtr d = virDomainLookupByName(f->conn, name);
+    assert_non_null(d);
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+}
+
+/* Issue 17 item 5: a process restarts while a VM is off in the middle of its power cycle, and
+ * no call ever comes for it again (CAPI stopped calling). The restarted process finds the
+ * cycle its previous life (same host, another pid) left by itself, and finishes it: the VM
+ * runs with the new configuration. A cycle another process recorded just now (a live replica
+ * carries it) is left to that process. */
+static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-left", 2048, 2048, 1, 1);
+    define(f, "eng-peer", 2048, 2048, 1, 1);
+    power_off(f, "eng-left");
+    power_off(f, "eng-peer");
+    char host[64] = "unknown", prev[96];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    put_cycle_record(f, "eng-left", 1024, 2048, HV_PH_POWER_OFF, prev);
+    put_cycle_record(f, "eng-peer", 1024, 2048, HV_PH_POWER_OFF, "replica-elsewhere:1");
+    struct hv_vm_obs peer0 = observe(f, "eng-peer");
+    /* the restart: a new engine, and no call */
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    struct hv_vm_obs o;
+    for (int k = 0; k < 150; k++) { /* at most 30 s */
+        o = observe(f, "eng-left");
+        if (o.power == HV_POWER_ON)
+            break;
+        sleep_ms(200);
+    }
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.config.memory_mib, 1024);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_POWER_ON);
+    struct hv_vm_obs peer = observe(f, "eng-peer");
+    assert_int_equal(peer.power, HV_POWER_OFF);
+    assert_string_equal(peer.record, peer0.record);
+}
+
 /* A worker that cannot be started fails the engine's start (with none, every UpdateMachine
  * would answer "in progress" forever), whichever of them it is. */
 static void test_engine_fails_to_start_without_its_workers(void **state)
@@ -1740,6 +1853,7 @@ static void test_engine_fails_to_start_without_its_workers(void **state)
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
     c.workers = 3;
+    c.scan_interval_s = -1; /* (the scan's connections start threads of their own) */
     for (int at = 1; at <= 3; at++) {
         fail_thread_at = at;
         struct hv_engine *e = hv_engine_new(&c, &f->be, 1);
@@ -2037,6 +2151,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_unreachable_hypervisor_is_in_progress_until_the_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timed_out_call_is_in_progress_until_the_deadline,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restarted_process_finishes_a_cycle_left_in_flight,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
