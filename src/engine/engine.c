@@ -1137,6 +1137,12 @@ static void *probe_thread(void *arg)
     x->probe = r;
     x->probe_running = false;
     x->used_ms = r->at_ms;
+    /* A Failure for one call (the VM could not be read or planned) that a pass concluded
+     * before this look, which read and planned it, is not true any more: the next call asks
+     * for a new pass instead of answering it (after A -> B -> A, CAPI's CanUpdateMachine for
+     * A covered the change on this look; the old Failure would fail it for nothing). */
+    if (r->rc == 0 && !r->guest_why[0] && x->have_answer && x->answer.failure && x->answer.once)
+        x->have_answer = false;
     e->probes_running--;
     pthread_cond_broadcast(&e->probe_cond);
     pthread_mutex_unlock(&e->lock);

@@ -159,7 +159,15 @@ static void answer(struct hv_update_result *out, bool failure, int retry, const 
     out->failure = failure;
     out->retry_after_s = failure ? 0 : retry;
     out->settling = false;
+    out->once = failure; /* the sticky ones say otherwise (sticky) */
     snprintf(out->message, sizeof(out->message), "%s", msg);
+}
+
+/* The Failure recorded on the VM, answered on every call for its desired hardware. */
+static void answer_sticky(struct hv_update_result *out, const char *msg)
+{
+    answer(out, true, 0, msg);
+    out->once = false;
 }
 
 struct pass {
@@ -332,7 +340,7 @@ static void fail_sticky(struct pass *p, const char *msg)
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(msg);
     if (store(p))
-        answer(p->out, true, 0, msg);
+        answer_sticky(p->out, msg);
     hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
 }
 
@@ -573,6 +581,11 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
                  hv_errcode_message(err.code));
         answer(p->out, false, RETRY_COLD, m);
+    } else if (!live) {
+        /* The record still says the step was sent (stored before it, attempts 0): this
+         * process forgets it has seen the operation, so its next pass sends the step again
+         * as for a record of a process that is gone, instead of waiting for its effect. */
+        p->b->first_sight(p->b->ctx, p->key, 0);
     }
     return false;
 }
@@ -1236,7 +1249,7 @@ static void neither_on_nor_off(struct pass *p)
     p->seen = true;
     p->ours = mine;
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
-        answer(p->out, true, 0, p->rec.message);
+        answer_sticky(p->out, p->rec.message);
         return;
     }
     if (!(mine && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
@@ -1379,7 +1392,7 @@ static bool one_pass(struct pass *p)
                    p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
             p->going_down = true; /* a shutdown or power-off it came upon may land yet */
         }
-        answer(out, true, 0, p->rec.message);
+        answer_sticky(out, p->rec.message);
         return false;
     }
     bool on = p->obs.power == HV_POWER_ON;

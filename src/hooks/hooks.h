@@ -17,6 +17,9 @@ struct hv_update_result {
      * in the guest): nothing to act on, so the engine times its next look to end just before
      * the next call instead of right after this one */
     bool settling;
+    /* a Failure for this call only (the VM could not be read, or not yet as asked): nothing
+     * recorded on the VM; a sticky Failure (recorded, answered again) has it false */
+    bool once;
     char message[1024];
 };
 

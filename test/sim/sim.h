@@ -120,6 +120,9 @@ struct sim_op {
     bool failed;   /* the last answer was a Failure */
     int observing; /* "observing the VM" answers in a row since that Failure */
     int backoff;   /* CAPI's back-off after a Failure, s */
+    /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
+     * operation: what the guest shows of it is that done's claim, not this one's */
+    bool kept_mem, kept_cpus;
 };
 
 struct sim_caller {
@@ -136,6 +139,11 @@ struct sim_caller {
     bool done_last;
     int64_t done_ms;
     int n_wants;
+    /* every covered CanUpdateMachine: its desired state and when (invariant 4 dates the
+     * Failure of an operation begun before the current one by the one that began it) */
+    struct hv_hw cover_want[64];
+    int64_t cover_ms[64];
+    int n_covers;
 };
 
 struct sim_replica {

@@ -297,6 +297,12 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         }
         return;
     }
+    bool on = v->power == HV_POWER_ON;
+    op.kept_mem = c->done_last && c->op.want.memory_mib == want.memory_mib &&
+                  v->config.memory_mib == want.memory_mib &&
+                  (!on || v->live.memory_mib == want.memory_mib);
+    op.kept_cpus = c->done_last && c->op.want.cpus == want.cpus && v->config.cpus == want.cpus &&
+                   (!on || v->live.cpus == want.cpus);
     c->done_last = false;
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
@@ -306,6 +312,10 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     c->st = C_UPDATING;
     c->next_ms = s->now_ms;
     remember_want(c, &want);
+    if (c->n_covers < (int)(sizeof(c->cover_ms) / sizeof(c->cover_ms[0]))) {
+        c->cover_want[c->n_covers] = want;
+        c->cover_ms[c->n_covers++] = s->now_ms;
+    }
 }
 
 static void call_update(struct sim *s, int m)
@@ -335,13 +345,27 @@ static void call_update(struct sim *s, int m)
          * asked of it: CanUpdateMachine cannot know, whenever the fault arose. */
         bool deaf = v->ignores_acpi && strstr(res.message, "did not shut down within") &&
                     strstr(res.message, "powerOffMode is Soft");
-        if (c->op.covered && v->touched_ms < c->op.can_ms && !deaf)
+        /* The sticky Failure of the operation the engine began for this desired state before
+         * this CanUpdateMachine (A -> B -> A while A's operation was still in flight: the same
+         * request joins it, and its record says when it began) is that operation's: it dates
+         * from the covered CanUpdateMachine that began it */
+        const struct hv_oprecord *fr = sim_record(v);
+        int64_t can_ms = c->op.can_ms;
+        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
+            hv_hw_equal(&fr->desired, &c->op.want)) {
+            int64_t began_ms = (fr->started_at - s->unix0 + 1) * 1000; /* (whole seconds) */
+            for (int k = 0; k < c->n_covers; k++)
+                if (c->cover_ms[k] < began_ms && c->cover_ms[k] < can_ms &&
+                    hv_hw_equal(&c->cover_want[k], &c->op.want) &&
+                    (k + 1 == c->n_covers || c->cover_ms[k + 1] >= began_ms))
+                    can_ms = c->cover_ms[k];
+        }
+        if (c->op.covered && v->touched_ms < can_ms && !deaf)
             sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
                       v->name, res.message, blind ? " (the guest cannot tell)" : "",
                       c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
         /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
          * rollback) is true of the VM (only the engine and the operator change it) */
-        const struct hv_oprecord *fr = sim_record(v);
         s->r.checks++;
         if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
             strstr(res.message, "was restored") && !v->operator_config &&
@@ -410,6 +434,10 @@ static void call_update(struct sim *s, int m)
             bool mem_tells = (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
                              (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
             bool cpu_tells = v->agent;
+            /* a field the last done answered and this operation leaves as it was: the guest
+             * tells nothing of this operation by it (that done was checked when answered) */
+            mem_tells &= !c->op.kept_mem;
+            cpu_tells &= !c->op.kept_cpus;
             struct hv_hw g = *w;
             if (!mem_tells)
                 g.memory_mib = -1;
@@ -633,6 +661,22 @@ static void check_end(struct sim *s)
         for (int j = 0; j < c->n_wants; j++)
             whole |= v->config.memory_mib == c->wants[j].memory_mib &&
                      v->config.cpus == c->wants[j].cpus;
+        /* A live change left halfway when CAPI stopped calling in the middle of it (the
+         * Machine deleted, or a rollout changed to a state not covered: CAPI replaces the
+         * Machine): memory plugged and the vCPUs not yet, say. The engine acts on a live
+         * change only when called and cannot unplug what it plugged; each field is still
+         * the old one or one asked for. (A cold change writes the whole configuration at
+         * once: not excused.) */
+        const struct hv_oprecord *er = sim_record(v);
+        if (!whole && c->stopped_mid && c->st == C_STOPPED && !(er && er->cold)) {
+            bool mem = v->config.memory_mib == v->config0.memory_mib,
+                 cpus = v->config.cpus == v->config0.cpus;
+            for (int j = 0; j < c->n_wants; j++) {
+                mem |= v->config.memory_mib == c->wants[j].memory_mib;
+                cpus |= v->config.cpus == c->wants[j].cpus;
+            }
+            whole = mem && cpus;
+        }
         if (!whole)
             sim_break(s, INV_NO_LOSS,
                       "%s's configuration (%lld MiB, %d vCPUs) is neither the old one nor one "

@@ -192,7 +192,9 @@ static enum hv_step_kind fail_kind;
 static bool fail_records;
 static int fail_left = -1;       /* failures still to inject (-1: every time) */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
-static int64_t guest_cap = -1;   /* >= 0: the guest shows at most this much memory (MiB) */
+/* the record write right after an injected step failure fails too (the attempt is not stored) */
+static bool fail_record_after_step, record_write_fails;
+static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
 static int64_t guest_from_ms;
@@ -311,6 +313,7 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         (fail_memory < 0 || st->desired.memory_mib == fail_memory)) {
         if (fail_left > 0)
             fail_left--;
+        record_write_fails = fail_record_after_step;
         e->code = HV_E_BUSY;
         snprintf(e->detail, sizeof(e->detail), "injected");
         return HV_E_BUSY;
@@ -334,6 +337,11 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
                           struct hv_err *e)
 {
+    if (record_write_fails) { /* an error, not an outage (which waits for the hypervisor) */
+        record_write_fails = false;
+        e->code = HV_E_INTERNAL;
+        return HV_E_INTERNAL;
+    }
     if (fail_records) {
         e->code = HV_E_UNREACHABLE;
         return HV_E_UNREACHABLE;
@@ -384,6 +392,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_records = records;
     fail_left = -1;
     fail_memory = -1;
+    fail_record_after_step = record_write_fails = false;
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -712,6 +721,58 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
         hv_engine_free(rs.r[k]);
 }
 
+/* A Failure for one call (a plan call that failed) is not answered once a later look, the
+ * CanUpdateMachine probe's, read and planned the VM: it said only that a look failed (seeds 784
+ * and 1712 of the simulation, A -> B -> A). Without such a look it is answered as before. */
+static int plan_fails; /* plan calls still to fail, through the driven replicas' backend */
+static int (*real_plan)(struct hv_backend *, const struct hv_vm_ref *, const struct hv_vm_obs *,
+                        const struct hv_hw *, struct hv_field_plan[HV_F_COUNT], struct hv_err *);
+static int failing_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_vm_obs *o,
+                        const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT], struct hv_err *e)
+{
+    if (plan_fails > 0) {
+        plan_fails--;
+        e->code = HV_E_INTERNAL;
+        snprintf(e->detail, sizeof(e->detail), "injected");
+        return HV_E_INTERNAL;
+    }
+    return real_plan(b, r, o, d, p, e);
+}
+
+static void test_one_call_failure_gives_way_to_a_later_look(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-once", 4096, 1024, 1, 1);
+    struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
+    struct replicas rs;
+    replicas_new(f, &rs);
+    real_plan = rs.ops.plan;
+    rs.ops.plan = failing_plan;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-once");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    /* without a look since, the next call gets the Failure */
+    plan_fails = 1;
+    struct hv_update_result r = capi_call(f, &rs, 0, "eng-once", b, 0); /* its pass fails */
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = capi_call(f, &rs, 0, "eng-once", b, 0);
+    assert_true(r.failure);
+    assert_non_null(strstr(r.message, "cannot plan the change: "));
+    /* A's pass fails to plan; then CanUpdateMachine for A reads and plans the VM */
+    plan_fails = 1;
+    r = capi_call(f, &rs, 0, "eng-once", a, 0);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    assert_int_equal(plan_fails, 0);
+    assert_int_equal(hv_engine_probe(rs.r[0], &p, &ref, &a, &f->s, plan, why, sizeof(why)), 0);
+    r = capi_call(f, &rs, 0, "eng-once", a, 0);
+    if (r.failure)
+        fail_msg("a Failure from before the probe's look: %s", r.message);
+    assert_int_equal(capi_until_done(f, &rs, 0, "eng-once", a) > 0, 1);
+    for (int k = 0; k < 2; k++)
+        hv_engine_free(rs.r[k]);
+}
+
 /* A conclusion holds for the settings it was reached under: after a change of settings
  * (here powerCycle Never -> IfNeeded) the first call must not repeat the old Failure. */
 static void test_settings_change_is_not_answered_from_the_old_conclusion(void **state)
@@ -876,6 +937,34 @@ static void test_record_write_failure_takes_no_step(void **state)
     assert_string_equal(r.message, "in progress: the hypervisor cannot be reached; trying again");
     unwrap(f);
     assert_int_equal(dom_id(f, "eng-norecord"), id); /* no power step without a record */
+}
+
+/* A shutdown is recorded before it is sent; when it fails and the failed attempt cannot be
+ * stored either, the record still says it was sent: the next pass sends it again instead of
+ * waiting for a shutdown the guest never got (seeds 645 and 226 of the simulation). */
+static void test_failed_step_left_unrecorded_is_sent_again(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-unrec", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-unrec");
+    use_wrapper(f, HV_STEP_SHUTDOWN, false);
+    fail_left = 1;
+    fail_record_after_step = true;
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-unrec", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "cannot store the operation record on the VM: the "
+                                   "hypervisor reported an error");
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-unrec").record));
+    assert_int_equal(rec.phase, HV_PH_SHUTDOWN);
+    assert_int_equal(rec.attempts, 0);
+    r = until_end(f, "eng-unrec", want, 10, NULL);
+    if (!is_done(&r))
+        fail_msg("not done after 10 passes: %s", r.message);
+    assert_int_not_equal(dom_id(f, "eng-unrec"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-unrec").hw.memory_mib, 1024);
+    unwrap(f);
 }
 
 static void test_live_balloon_growth_then_idempotent(void **state)
@@ -2176,8 +2265,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_one_call_failure_gives_way_to_a_later_look, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
