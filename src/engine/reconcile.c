@@ -1369,7 +1369,8 @@ static bool one_pass(struct pass *p)
     policy_of(s, pol, sizeof(pol));
     /* A failure is final for this hardware under this policy; a changed policy (e.g. the
      * operator allowed power cycles) gets a new operation. */
-    if (had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol))
+    bool refailed = had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol);
+    if (refailed)
         had = false;
     if (had && p->rec.phase == HV_PH_FAILED) {
         p->b->slot_release(p->b->ctx, p->key);
@@ -1416,10 +1417,12 @@ static bool one_pass(struct pass *p)
             return false;
         }
         /* Another hardware's Failure that came upon an operation still in flight (it kept
-         * that one's view from before): the VM changed since, so this state is not simply
-         * what it had; it begins an operation that verifies the change against that view. */
+         * that one's view from before), or this hardware's Failure under other settings (e.g.
+         * a hot-add the guest did not take under Never, then IfNeeded): the VM changed since,
+         * so this state is not simply what it had; it begins an operation that verifies the
+         * change against that view. */
         bool changed_since =
-            !had && p->other_failed && p->rec.has_base &&
+            !had && (p->other_failed || refailed) && p->rec.has_base &&
             p->now - p->rec.started_at <= s->deadline_s &&
             ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
              (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));

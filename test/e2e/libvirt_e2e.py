@@ -1000,6 +1000,31 @@ def test_guest_never_onlining_memory_is_power_cycled_under_ifneeded():
         s.close()
 
 
+def test_never_failure_then_ifneeded_power_cycles_what_the_guest_did_not_take():
+    # The CAPI lab's recovery (KCP): under Never a DIMM the guest leaves offline is the sticky
+    # Failure; the operator switches to IfNeeded. The hypervisor shows the memory already, the
+    # guest does not: the new operation is verified against the failed one's view from before
+    # and power-cycles, never "done (not verified in the guest)" while the guest lacks it.
+    s = scenario("dimm", "hvt-e2e-recover", switches=["hvguest.noonline"])
+    try:
+        before = state(s.name)
+        settings = dict(FAST, powerCycle="Never", liveTimeoutSeconds="20")
+        last, msgs, _ = s.update((1536, 1), settings)
+        assert last["status"] == "Failure", msgs
+        assert "but the guest did not take it within 20 s" in last["message"], last
+        assert state(s.name)["memory"] == 1536 and state(s.name)["id"] == before["id"]
+        mark = len(console(s.name))
+        last, msgs, _ = s.update((1536, 1), dict(settings, powerCycle="IfNeeded",
+                                                 shutdownTimeoutSeconds="60"))
+        assert not any(m.startswith("done") for m in msgs[:-1]), msgs
+        assert last["message"] == "done: memory 1536 MiB, 1 vCPU (the guest shows it)", msgs
+        after = state(s.name)
+        assert after["id"] != before["id"] and after["memory"] == 1536, after
+        wait_guest(s.name, lambda v: v[0] > 1400, 120, mark)
+    finally:
+        s.close()
+
+
 def test_guest_verification_required_and_off():
     s = scenario("dimm", "hvt-e2e-gv", switches=["hvguest.noagent"])
     try:
@@ -1286,6 +1311,7 @@ CASES = [test_dimm_and_vcpu_hotplug_live, test_vcpu_growth_only,
          test_guest_ignoring_power_button_is_powered_off_hard,
          test_guest_never_onlining_memory_fails_under_never,
          test_guest_never_onlining_memory_is_power_cycled_under_ifneeded,
+         test_never_failure_then_ifneeded_power_cycles_what_the_guest_did_not_take,
          test_guest_verification_required_and_off,
          test_crashkernel_guest_vcpus_then_memory_live,
          test_guest_that_never_reported_is_done_at_once,

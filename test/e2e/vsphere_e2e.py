@@ -717,17 +717,29 @@ def test_session_idle_timeout_mid_operation():
     s = Scenario("-session-idle", "1s", "-vm", "0:memory=4096,cpus=2,memhotadd,cpuhotadd",
                  "-fail", "ReconfigVM_Task=1:InsufficientResourcesFault@DC0_C0_RP0_VM0", vms=1)
     try:
-        # The first pass's live step fails once (the pass records it and ends, retrying),
-        # then vCenter forgets the idle session: the retry, mid-operation, logs in again.
-        # (Without the failure one pass makes the whole hot-add and nothing is left to do.)
+        # The first pass's first ReconfigVM fails once, then vCenter forgets the idle session:
+        # the retry, mid-operation, logs in again. (Without the failure one pass makes the
+        # whole hot-add and nothing is left to do.) A change of two steps stores its record
+        # before the first (vSphere keeps it in extraConfig, written by ReconfigVM), so the
+        # call that fails is that write: a Failure for that call only, which CAPI follows with
+        # another call after its back-off (CONTRACT: "CAPI keeps calling"), as done here.
         req = s.update_req(0, (8192, 4), FAST)
         first = s.post("UpdateMachine", req)
         assert first["status"] == "Success", first
         deadline = time.monotonic() + 10
-        while s.sim.stats()[0]["ReconfigVM_Task"] < 2 and time.monotonic() < deadline:
+        while s.sim.stats()[0]["ReconfigVM_Task"] < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert s.sim.stats()[0]["ReconfigVM_Task"] >= 1, s.sim.stats()[0]
         time.sleep(2.5)
         last, msgs, _ = s.update(0, (8192, 4), FAST)
+        for _ in range(5):  # CAPI's back-off after a Failure: 1 s, then growing
+            if last["status"] != "Failure":
+                break
+            assert last["message"] == ("cannot store the operation record on the VM: "
+                                       "the host lacks the resources"), (last, msgs)
+            time.sleep(1)
+            last, more, _ = s.update(0, (8192, 4), FAST)
+            msgs = msgs + more
         assert_done(last, msgs)
         st = s.state(0)
         assert st["on"] and st["memory"] == 8192 and st["cpus"] == 4, st

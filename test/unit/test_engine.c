@@ -222,6 +222,11 @@ static int64_t fail2_memory = -1;
  * panics at boot, with on_crash=destroy); starts counts those starts */
 static int64_t halt_memory = -1;
 static int halted_starts;
+/* > 0: a guest that leaves hot-added memory offline (booted with hvguest.noonline): it shows
+ * the memory it booted with less this much (MiB); noonline_boot is that boot memory (-1: what
+ * the hypervisor shows at the first look after a start) */
+static int64_t noonline_keep;
+static int64_t noonline_boot = -1;
 
 static int64_t mono_ms(void)
 {
@@ -272,6 +277,13 @@ static int w_observe_guest(struct hv_backend *b, const struct hv_vm_ref *r, stru
         o->guest.mem_view = HV_GV_SEEN;
         o->guest.memory_mib = o->hw.memory_mib - guest_reserve;
     }
+    if (rc == HV_OK && noonline_keep > 0 && o->power == HV_POWER_ON) {
+        if (noonline_boot < 0)
+            noonline_boot = o->hw.memory_mib;
+        o->guest.mem_view = HV_GV_SEEN;
+        o->guest.memory_mib =
+            (o->hw.memory_mib < noonline_boot ? o->hw.memory_mib : noonline_boot) - noonline_keep;
+    }
     if (rc == HV_OK && guest_mem_at != 0 && o->power == HV_POWER_ON) {
         o->guest.mem_view = guest_mem_at < 0 ? HV_GV_PENDING : HV_GV_SEEN;
         o->guest.mem_at = guest_mem_at < 0 ? 0 : guest_mem_at;
@@ -318,6 +330,8 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         halted_starts++;
         return HV_OK; /* accepted; the VM is off again by the next look */
     }
+    if (st->kind == HV_STEP_POWER_ON)
+        noonline_boot = -1; /* it boots with what it has now */
     return inner_be->ops->act(inner_be, r, st, e);
 }
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
@@ -402,6 +416,8 @@ static void unwrap(struct fx *f)
     fail2_memory = -1;
     halt_memory = -1;
     halted_starts = 0;
+    noonline_keep = 0;
+    noonline_boot = -1;
     observe_times_out = false;
 }
 
@@ -2111,6 +2127,111 @@ static void test_vm_halting_after_each_start_is_rolled_back(void **state)
     unwrap(f);
 }
 
+/* The CAPI lab's recovery (KCP, powerCycle Never): a hot-add the guest leaves offline is the
+ * sticky Failure; the operator then allows power cycles. The new operation for the same
+ * hardware keeps the failed one's view from before (the hypervisor shows the memory already,
+ * the guest never took it): it is not done while the guest lacks the memory, and under
+ * IfNeeded the power cycle makes it take. */
+static int64_t guest_memory(struct fx *f, const char *name)
+{
+    struct hv_vm_ref r = ref_of(name);
+    struct hv_vm_obs o = observe(f, name);
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->observe_guest(f->be, &r, &o, &err), HV_OK);
+    return o.guest.mem_view == HV_GV_SEEN ? o.guest.memory_mib : -1;
+}
+
+static void check_recovery_after_never(struct fx *f, const char *name, enum hv_guest_check gc)
+{
+    define(f, name, 4096, 512, 2, 2);
+    int id = dom_id(f, name);
+    use_wrapper(f, 0, false);
+    noonline_keep = 108; /* 512 MiB: the guest shows 404 */
+    noonline_boot = 512;
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.guest_check = gc;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {1024, 2, -1, -1};
+    struct hv_update_result r = until_end_slow(f, name, want, 10);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 1024 MiB, 2 vCPUs but the guest did not take "
+                        "it within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    assert_int_equal(observe(f, name).hw.memory_mib, 1024);
+    assert_int_equal(guest_memory(f, name), 404);
+    f->s.power_cycle = HV_PC_IF_NEEDED;
+    for (int k = 0; k < 15; k++) {
+        r = pass(f, name, want);
+        if (r.failure || r.retry_after_s == 0)
+            break;
+        sleep(1);
+    }
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (the guest shows it)");
+    assert_int_not_equal(dom_id(f, name), id); /* power-cycled */
+    assert_int_equal(guest_memory(f, name), 1024 - 108);
+    unwrap(f);
+}
+
+static void test_never_failure_then_if_needed_cycles_what_the_guest_lacks(void **state)
+{
+    check_recovery_after_never(*state, "eng-recover", HV_GC_IF_AVAILABLE);
+}
+
+static void test_never_failure_then_if_needed_cycles_under_required(void **state)
+{
+    check_recovery_after_never(*state, "eng-recover-req", HV_GC_REQUIRED);
+}
+
+/* ... the failed operation's view from before serves for deadlineSeconds from its start (as
+ * every inherited base): a Failure left by another process an hour ago is past it, and the
+ * new operation has only the guest's view now, which cannot tell a change (done, not
+ * verified); a recent one is verified and power-cycled. */
+static void test_never_failure_past_the_deadline_is_not_verified(void **state)
+{
+    struct fx *f = *state;
+    const int64_t ages[2] = {3600, 60};
+    const char *names[2] = {"eng-recover-late", "eng-recover-recent"};
+    for (int k = 0; k < 2; k++) {
+        define(f, names[k], 4096, 1024, 2, 2); /* the hot-add the guest left offline */
+        int id = dom_id(f, names[k]);
+        use_wrapper(f, 0, false);
+        noonline_keep = 108;
+        noonline_boot = 512;
+        struct hv_oprecord rec;
+        memset(&rec, 0, sizeof(rec));
+        rec.desired = (struct hv_hw){1024, 2, -1, -1};
+        rec.phase = HV_PH_FAILED;
+        snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "live:balloon");
+        snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
+        rec.has_base = true;
+        rec.base = (struct hv_guest_base){512, 2, 404, 2};
+        rec.started_at = rec.step_at = (int64_t)time(NULL) - ages[k];
+        snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+        snprintf(rec.policy, sizeof(rec.policy), "Never/Soft/1/1/1800/IfAvailable");
+        snprintf(rec.message, sizeof(rec.message), "the guest did not take it");
+        char buf[HV_RECORD_MAX];
+        assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+        struct hv_vm_ref ref = ref_of(names[k]);
+        struct hv_err err = {0};
+        assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+        f->s.live_timeout_s = 1;
+        struct hv_hw want = {1024, 2, -1, -1};
+        struct hv_update_result r = until_end_slow(f, names[k], want, 15);
+        assert_false(r.failure);
+        if (k == 0) {
+            assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (not verified in the "
+                                           "guest)");
+            assert_int_equal(dom_id(f, names[k]), id);
+        } else {
+            assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (the guest shows it)");
+            assert_int_not_equal(dom_id(f, names[k]), id);
+        }
+        unwrap(f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2197,6 +2318,12 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_inherited_base_without_a_guest_view_takes_the_view_now,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_never_failure_then_if_needed_cycles_what_the_guest_lacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_failure_then_if_needed_cycles_under_required,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_failure_past_the_deadline_is_not_verified, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
