@@ -373,13 +373,15 @@ def test_hard_power_off_mode_skips_shutdown():
 
 
 def test_power_cycle_never_declines_cold_change():
-    s = scenario("plain", "hvt-e2e-never", ready=False)
+    s = scenario("plain", "hvt-e2e-never", ready=False)  # 1024 MiB, 2 vCPUs, no slots
     try:
-        resp = s.can_update((1024, 1), (2048, 1), {"powerCycle": "Never"})
+        # the spec's vCPUs are the VM's: with 1 there, UpdateMachine would have to shrink
+        # 2 -> 1 vCPUs, which Never also refuses (CanUpdateMachine names that field then)
+        resp = s.can_update((1024, 2), (2048, 2), {"powerCycle": "Never"})
         assert resp["status"] == "Success", resp
         assert hvtest.patch_ops(resp, "infrastructureMachinePatch") == [], resp
         assert "infrastructureMachine.spec.memoryMiB" in resp["message"], resp
-        resp = s.can_update((1024, 1), (2048, 1),
+        resp = s.can_update((1024, 2), (2048, 2),
                             {"powerCycle": "Never", "onUncoverable": "Block"})
         assert resp["status"] == "Failure", resp
         assert "not possible live on this VM now" in resp["message"], resp
