@@ -203,9 +203,23 @@ def set_template(ns, md, tmpl):
 
 
 def set_settings(settings):
-    """Replace the ExtensionConfig's settings (a merge patch would keep the keys not named)."""
+    """Replace the ExtensionConfig's settings (a merge patch would keep the keys not named),
+    then wait until CAPI's ExtensionConfig controller has reconciled that generation: it
+    patches the status (its conditions' observedGeneration) and then registers the
+    ExtensionConfig, settings included, in the registry every hook call reads. Without the
+    wait, a change made at once can be judged with the old settings (a full run saw
+    CanUpdateMachineSet asked under Fallback just after Block was set: CAPI rolled out)."""
     kubectl("patch", "extensionconfig", "hvupdater", "--type", "json", "-p",
             json.dumps([{"op": "add", "path": "/spec/settings", "value": settings}]))
+    gen = get("extensionconfig", name="hvupdater")["metadata"]["generation"]
+
+    def reconciled():
+        ec = get("extensionconfig", name="hvupdater")
+        conds = (ec.get("status") or {}).get("conditions") or []
+        return conds and all(c.get("observedGeneration", 0) >= gen for c in conds)
+
+    wait("CAPI to reconcile ExtensionConfig generation %d" % gen, reconciled, timeout=60,
+         every=0.1)
 
 
 # ---- what CAPI shows --------------------------------------------------------------------------
