@@ -449,6 +449,22 @@ def calls_while_libvirtd_is_down(client, req, n=3):
     return msgs
 
 
+def call_until_the_failpoint_ends_it(server, req, point):
+    """Call UpdateMachine as CAPI does (honouring retryAfterSeconds) until the server's
+    HV_FAILPOINT point ends the process."""
+    c = server.client()
+    deadline = time.monotonic() + 60
+    while server.alive():
+        try:
+            resp, _ = c.post("UpdateMachine", req)
+        except Exception:
+            if server.alive():
+                raise
+            continue
+        assert time.monotonic() < deadline, "failpoint %s never reached" % point
+        time.sleep(hvtest.retry_wait(resp))
+
+
 def test_libvirtd_down_while_the_vm_is_off_mid_cycle():
     # The server dies right after the power-off (as a node would), libvirtd goes down with
     # the VM off; a new server is asked while libvirtd is down: in progress, never a Failure,
@@ -459,17 +475,7 @@ def test_libvirtd_down_while_the_vm_is_off_mid_cycle():
     try:
         req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 1), hvtest.machine(name),
                                     dict(FAST, powerOffMode="Hard"))
-        c = server.client()
-        deadline = time.monotonic() + 60
-        while server.alive():
-            try:
-                resp, _ = c.post("UpdateMachine", req)
-            except Exception:
-                if server.alive():
-                    raise
-                continue
-            assert time.monotonic() < deadline, "failpoint after:power-off never reached"
-            time.sleep(hvtest.retry_wait(resp))
+        call_until_the_failpoint_ends_it(server, req, "after:power-off")
         assert not state(name)["running"], state(name)
         server.start(env={"HV_FAILPOINT": ""})
         c = server.client()
@@ -853,17 +859,7 @@ def test_restart_with_the_vm_off_and_no_call_finishes_it():
     try:
         req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 1), hvtest.machine(name),
                                     dict(FAST, powerOffMode="Hard"))
-        c = server.client()
-        deadline = time.monotonic() + 60
-        while server.alive():
-            try:
-                resp, _ = c.post("UpdateMachine", req)
-            except Exception:
-                if server.alive():
-                    raise
-                continue
-            assert time.monotonic() < deadline, "failpoint after:power-off never reached"
-            time.sleep(hvtest.retry_wait(resp))
+        call_until_the_failpoint_ends_it(server, req, "after:power-off")
         assert not state(name)["running"], state(name)
         assert (record(name) or {}).get("phase") == "power-off", record(name)
         server.start(env={"HV_FAILPOINT": ""})  # and no call
