@@ -788,6 +788,12 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+/* A recorded field plan that changes nothing. */
+static bool untouched(const char *plan)
+{
+    return !plan[0] || !strcmp(plan, "none");
+}
+
 void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out)
 {
@@ -804,11 +810,15 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
         /* Where A's base has no guest view of a field (it began with the VM off, under
          * guestVerification Off, or before the guest reported), the view taken now serves,
          * with the hypervisor's value now, unless a live step of A may still be on its way
-         * into the guest: only when A took none of that field yet (planned or shutting down). */
+         * into the guest: only when A took none of that field yet (planned or shutting down)
+         * or A does not change that field at all (its plan for it is none, e.g. A's live disk
+         * step: nothing of A is on its way into the guest's memory or vCPUs). */
         bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
                          old->phase == HV_PH_POWER_OFF;
-        bool now_mem = unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5),
-             now_cpus = unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5);
+        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+                       untouched(old->plan[HV_F_MEMORY]),
+             now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+                        untouched(old->plan[HV_F_CPUS]);
         b = old->base;
         if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
             b.hv_memory_mib = fresh->hv_memory_mib;
