@@ -51,6 +51,10 @@ struct probe {
     struct hv_guest_obs guest;
     char guest_why[200];
     struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
+    /* the VM is off and an operation for other hardware is going on: it starts the VM with
+     * other's hardware (never leaves it off), so this state's first pass may find it running */
+    bool other_starts;
+    struct hv_hw other;
 };
 
 struct entry {
@@ -1159,8 +1163,11 @@ static void *probe_thread(void *arg)
             own_other = true;
             other = r->rec.desired;
         }
-        if (own_other)
+        if (own_other) {
             plan_worst_with(x->be, &ref, obs, &other, &want, r->plan);
+            r->other_starts = obs->power == HV_POWER_OFF;
+            r->other = other;
+        }
         /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
          * into the guest, of a running VM) */
         if (guest && r->on && x->be->ops->observe_guest &&
@@ -1235,11 +1242,20 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
         .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
         .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
     hv_begin_base(&r->rec, s, now, &base, &base);
+    /* an operation for other hardware starts the off VM first: this state then changes a
+     * running VM from other's hardware, whose freshly booted guest has shown nothing yet */
+    struct hv_guest_base started = {.hv_memory_mib = r->other.memory_mib >= 0 ? r->other.memory_mib
+                                                                              : r->hw.memory_mib,
+                                    .hv_cpus = r->other.cpus >= 0 ? r->other.cpus : r->hw.cpus,
+                                    .guest_memory_mib = -1,
+                                    .guest_cpus = -1};
     for (int f = 0; f < HV_F_COUNT; f++) {
         char m[HV_MSG_MAX];
         if (plan[f].how != HV_HOW_IMPOSSIBLE &&
-            hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
-                                 sizeof(m))) {
+            (hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
+                                  sizeof(m)) ||
+             (r->other_starts && hv_guest_cannot_show((enum hv_field)f, true, &started, &r->for_hw,
+                                                      plan[f].how, s, m, sizeof(m))))) {
             plan[f].how = HV_HOW_IMPOSSIBLE;
             snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
         }
