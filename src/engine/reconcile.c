@@ -1371,6 +1371,11 @@ static bool one_pass(struct pass *p)
          old_failed_down);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
+    /* ... or still open before its cycle (planned, live, waiting for the guest, going down):
+     * the VM may show this state by another operation's step the guest has not taken yet
+     * (A -> B hot-plugged, then back to A, then B again) */
+    bool other_open = had && !hv_hw_equal(&p->rec.desired, desired) &&
+                      p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF;
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
     bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
@@ -1427,12 +1432,14 @@ static bool one_pass(struct pass *p)
             return false;
         }
         /* Another hardware's Failure that came upon an operation still in flight (it kept
-         * that one's view from before), or this hardware's Failure under other settings (e.g.
-         * a hot-add the guest did not take under Never, then IfNeeded): the VM changed since,
+         * that one's view from before), another hardware's operation still open (its base is
+         * the view from before the chain of them), or this hardware's Failure under other
+         * settings (e.g. a hot-add the guest did not take under Never, then IfNeeded): the VM
+         * changed since,
          * so this state is not simply what it had; it begins an operation that verifies the
          * change against that view. */
         bool changed_since =
-            !had && (p->other_failed || refailed) && p->rec.has_base &&
+            !had && (p->other_failed || other_open || refailed) && p->rec.has_base &&
             p->now - p->rec.started_at <= s->deadline_s &&
             ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
              (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));
