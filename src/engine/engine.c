@@ -51,6 +51,10 @@ struct probe {
     struct hv_guest_obs guest;
     char guest_why[200];
     struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
+    /* the VM is off and an operation for other hardware is going on: it starts the VM with
+     * other's hardware (never leaves it off), so this state's first pass may find it running */
+    bool other_starts;
+    struct hv_hw other;
 };
 
 struct entry {
@@ -1074,6 +1078,37 @@ static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool u
     return since;
 }
 
+/* UpdateMachine for want changes the VM as it is when its first pass looks, which an
+ * operation for other hardware still going on (CAPI's rollout changed A -> B while A's steps
+ * are queued or in flight) may change first: each field of plan is also planned from the VM
+ * as that operation leaves it, and the worse of the two is kept (it cannot be told which the
+ * pass will find). Errors keep plan as it is. */
+static void plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
+                            const struct hv_vm_obs *obs, const struct hv_hw *other,
+                            const struct hv_hw *want, struct hv_field_plan plan[HV_F_COUNT])
+{
+    struct hv_vm_obs *after = malloc(sizeof(*after));
+    struct hv_field_plan *p2 = calloc(HV_F_COUNT, sizeof(*p2));
+    struct hv_err err = {0};
+    if (!after || !p2)
+        abort();
+    *after = *obs;
+    if (other->memory_mib > 0)
+        after->hw.memory_mib = after->config.memory_mib = other->memory_mib;
+    if (other->cpus > 0)
+        after->hw.cpus = after->config.cpus = other->cpus;
+    if (other->cores_per_socket > 0)
+        after->hw.cores_per_socket = after->config.cores_per_socket = other->cores_per_socket;
+    if (hv_disk_set(other->disk_mib))
+        after->hw.disk_mib = after->config.disk_mib = other->disk_mib;
+    if (be->ops->plan(be, ref, after, want, p2, &err) == HV_OK)
+        for (int f = 0; f < HV_F_COUNT; f++)
+            if (p2[f].how > plan[f].how)
+                plan[f] = p2[f];
+    free(p2);
+    free(after);
+}
+
 struct probe_job {
     struct hv_engine *e;
     struct entry *x;
@@ -1092,6 +1127,12 @@ static void *probe_thread(void *arg)
     free(j);
     pthread_mutex_lock(&e->lock);
     struct hv_vm_ref ref = x->ref;
+    /* an operation of this process for other hardware, queued, running or in flight: its
+     * steps may land before this state's first pass, which then changes what it left */
+    bool own_other = x->have_desired && !hv_hw_equal(&x->desired, &want) &&
+                     (x->queued || x->running ||
+                      (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0));
+    struct hv_hw other = x->desired;
     pthread_mutex_unlock(&e->lock);
 
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
@@ -1116,6 +1157,17 @@ static void *probe_thread(void *arg)
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
         r->hw = obs->hw;
         (void)hv_oprecord_read(&r->rec, obs->record);
+        /* the VM's record of an operation for other hardware in flight: the same */
+        if (!own_other && r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
+            !hv_hw_equal(&r->rec.desired, &want)) {
+            own_other = true;
+            other = r->rec.desired;
+        }
+        if (own_other) {
+            plan_worst_with(x->be, &ref, obs, &other, &want, r->plan);
+            r->other_starts = obs->power == HV_POWER_OFF;
+            r->other = other;
+        }
         /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
          * into the guest, of a running VM) */
         if (guest && r->on && x->be->ops->observe_guest &&
@@ -1190,11 +1242,20 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
         .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
         .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
     hv_begin_base(&r->rec, s, now, &base, &base);
+    /* an operation for other hardware starts the off VM first: this state then changes a
+     * running VM from other's hardware, whose freshly booted guest has shown nothing yet */
+    struct hv_guest_base started = {.hv_memory_mib = r->other.memory_mib >= 0 ? r->other.memory_mib
+                                                                              : r->hw.memory_mib,
+                                    .hv_cpus = r->other.cpus >= 0 ? r->other.cpus : r->hw.cpus,
+                                    .guest_memory_mib = -1,
+                                    .guest_cpus = -1};
     for (int f = 0; f < HV_F_COUNT; f++) {
         char m[HV_MSG_MAX];
         if (plan[f].how != HV_HOW_IMPOSSIBLE &&
-            hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
-                                 sizeof(m))) {
+            (hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
+                                  sizeof(m)) ||
+             (r->other_starts && hv_guest_cannot_show((enum hv_field)f, true, &started, &r->for_hw,
+                                                      plan[f].how, s, m, sizeof(m))))) {
             plan[f].how = HV_HOW_IMPOSSIBLE;
             snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
         }

@@ -788,6 +788,12 @@ static bool take_base(struct pass *p, bool on)
     return true;
 }
 
+/* A recorded field plan that changes nothing. */
+static bool untouched(const char *plan)
+{
+    return !plan[0] || !strcmp(plan, "none");
+}
+
 void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out)
 {
@@ -804,11 +810,15 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
         /* Where A's base has no guest view of a field (it began with the VM off, under
          * guestVerification Off, or before the guest reported), the view taken now serves,
          * with the hypervisor's value now, unless a live step of A may still be on its way
-         * into the guest: only when A took none of that field yet (planned or shutting down). */
+         * into the guest: only when A took none of that field yet (planned or shutting down)
+         * or A does not change that field at all (its plan for it is none, e.g. A's live disk
+         * step: nothing of A is on its way into the guest's memory or vCPUs). */
         bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
                          old->phase == HV_PH_POWER_OFF;
-        bool now_mem = unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5),
-             now_cpus = unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5);
+        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+                       untouched(old->plan[HV_F_MEMORY]),
+             now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+                        untouched(old->plan[HV_F_CPUS]);
         b = old->base;
         if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
             b.hv_memory_mib = fresh->hv_memory_mib;
@@ -1361,6 +1371,11 @@ static bool one_pass(struct pass *p)
          old_failed_down);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
+    /* ... or still open before its cycle (planned, live, waiting for the guest, going down):
+     * the VM may show this state by another operation's step the guest has not taken yet
+     * (A -> B hot-plugged, then back to A, then B again) */
+    bool other_open = had && !hv_hw_equal(&p->rec.desired, desired) &&
+                      p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF;
     int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
     bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
@@ -1417,12 +1432,14 @@ static bool one_pass(struct pass *p)
             return false;
         }
         /* Another hardware's Failure that came upon an operation still in flight (it kept
-         * that one's view from before), or this hardware's Failure under other settings (e.g.
-         * a hot-add the guest did not take under Never, then IfNeeded): the VM changed since,
+         * that one's view from before), another hardware's operation still open (its base is
+         * the view from before the chain of them), or this hardware's Failure under other
+         * settings (e.g. a hot-add the guest did not take under Never, then IfNeeded): the VM
+         * changed since,
          * so this state is not simply what it had; it begins an operation that verifies the
          * change against that view. */
         bool changed_since =
-            !had && (p->other_failed || refailed) && p->rec.has_base &&
+            !had && (p->other_failed || other_open || refailed) && p->rec.has_base &&
             p->now - p->rec.started_at <= s->deadline_s &&
             ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
              (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));
