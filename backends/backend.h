@@ -127,6 +127,10 @@ struct hv_vm_obs {
     bool busy;                  /* a hypervisor task is still running on the VM */
     struct hv_guest_obs guest;  /* the guest's own view; all zero = it cannot tell (filled by
                                    ops->observe_guest when the backend has it) */
+    /* The VM's definition gives its guest no way to report its memory (libvirt: no virtio
+     * balloon) or its vCPUs (no guest agent channel): known also while the VM is off, when the
+     * guest itself cannot be asked. false: it may (also when the backend cannot tell). */
+    bool no_mem_report, no_cpu_report;
     char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
                                         (stable text, e.g. a libvirt transient domain, which a
                                         power cycle would delete) */

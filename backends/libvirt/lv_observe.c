@@ -215,6 +215,10 @@ static int lv_observe_body(struct lv_dom *d, void *arg, struct hv_err *err)
         snprintf(obs->id, sizeof(obs->id), "%u", id);
     lv_hw_from(&li, &obs->hw);
     obs->tools_running = active && li.agent_connected;
+    /* no device in its definition its guest could report through (what a running guest
+     * reports: lv_observe_guest) */
+    obs->no_mem_report = !li.balloon_virtio;
+    obs->no_cpu_report = !li.agent_channel;
     obs->can_shutdown = active; /* ACPI power button, or the agent when connected */
     if (obs->power == HV_POWER_ON)
         lv_stats_on(d, &li);

@@ -40,11 +40,12 @@ struct probe {
     bool gone; /* the VM was not found */
     struct hv_field_plan plan[HV_F_COUNT];
     char why[200];
-    bool on;                         /* running: a cold change power-cycles it */
-    bool between;                    /* neither running nor off (paused, suspended, ...) */
-    bool can_shutdown;               /* obs.can_shutdown */
-    char no_power_cycle[HV_MSG_MAX]; /* obs.no_power_cycle */
-    struct hv_hw hw;                 /* obs.hw */
+    bool on;                           /* running: a cold change power-cycles it */
+    bool between;                      /* neither running nor off (paused, suspended, ...) */
+    bool can_shutdown;                 /* obs.can_shutdown */
+    bool no_mem_report, no_cpu_report; /* obs.no_mem_report, no_cpu_report */
+    char no_power_cycle[HV_MSG_MAX];   /* obs.no_power_cycle */
+    struct hv_hw hw;                   /* obs.hw */
     /* the guest's view was asked for (guestVerification Required needs it): guest is it, or
      * guest_why says why it could not be read */
     bool guest_looked;
@@ -396,7 +397,11 @@ static void run_head(struct hv_engine *e)
     struct hv_settings s = x->s;
     struct hv_vm_ref ref = x->ref;
     uint64_t seq = x->call_seq;
-    bool called = x->called;
+    /* A pass that runs after CAPI's next call was due, with no call since, follows a call CAPI
+     * may have left behind (the rollout changed or went back and another replica serves it,
+     * the Machine went): it begins nothing. A call that comes queues a pass that may. */
+    int64_t wait = x->expect_ms > 1000 ? x->expect_ms : 1000;
+    bool called = x->called && now_ms(e) - x->call_ms <= wait;
     x->called = false;
     pthread_mutex_unlock(&e->lock);
 
@@ -1154,6 +1159,8 @@ static void *probe_thread(void *arg)
         r->on = obs->power == HV_POWER_ON;
         r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
         r->can_shutdown = obs->can_shutdown;
+        r->no_mem_report = obs->no_mem_report;
+        r->no_cpu_report = obs->no_cpu_report;
         snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
         r->hw = obs->hw;
         (void)hv_oprecord_read(&r->rec, obs->record);
@@ -1249,13 +1256,15 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
                                     .hv_cpus = r->other.cpus >= 0 ? r->other.cpus : r->hw.cpus,
                                     .guest_memory_mib = -1,
                                     .guest_cpus = -1};
+    bool no_report[HV_F_COUNT] = {[HV_F_MEMORY] = r->no_mem_report, [HV_F_CPUS] = r->no_cpu_report};
     for (int f = 0; f < HV_F_COUNT; f++) {
         char m[HV_MSG_MAX];
         if (plan[f].how != HV_HOW_IMPOSSIBLE &&
-            (hv_guest_cannot_show((enum hv_field)f, r->on, &base, &r->for_hw, plan[f].how, s, m,
-                                  sizeof(m)) ||
-             (r->other_starts && hv_guest_cannot_show((enum hv_field)f, true, &started, &r->for_hw,
-                                                      plan[f].how, s, m, sizeof(m))))) {
+            (hv_guest_cannot_show((enum hv_field)f, r->on, no_report[f], &base, &r->for_hw,
+                                  plan[f].how, s, m, sizeof(m)) ||
+             (r->other_starts &&
+              hv_guest_cannot_show((enum hv_field)f, true, no_report[f], &started, &r->for_hw,
+                                   plan[f].how, s, m, sizeof(m))))) {
             plan[f].how = HV_HOW_IMPOSSIBLE;
             snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
         }

@@ -849,18 +849,19 @@ static const char *unshown(enum hv_field f)
 
 #define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
 
-bool hv_guest_cannot_show(enum hv_field f, bool on, const struct hv_guest_base *base,
-                          const struct hv_hw *desired, enum hv_how plan,
-                          const struct hv_settings *s, char *m, size_t cap)
+bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
+                          const struct hv_guest_base *base, const struct hv_hw *desired,
+                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap)
 {
     bool blind;
     if (s->guest_check != HV_GC_REQUIRED)
         return false;
     if (f == HV_F_MEMORY)
-        blind = on && desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
-                base->guest_memory_mib < 0;
+        blind = desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
+                (on ? base->guest_memory_mib < 0 : no_report);
     else if (f == HV_F_CPUS)
-        blind = on && desired->cpus >= 0 && desired->cpus != base->hv_cpus && base->guest_cpus < 0;
+        blind = desired->cpus >= 0 && desired->cpus != base->hv_cpus &&
+                (on ? base->guest_cpus < 0 : no_report);
     else
         blind = plan != HV_HOW_NONE;
     if (blind)
@@ -883,14 +884,16 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     guest_fields(&p->rec, p->desired, &mem, &cpus);
     const char *why[4];
     int n = 0;
-    bool on = p->obs.power == HV_POWER_ON; /* an off VM is started with it as boot memory */
-    if (mem && on && p->rec.base.guest_memory_mib < 0) {
+    /* an off VM is started with it as boot memory, which its guest shows unless the VM has
+     * no way for it to report (then for good) */
+    bool on = p->obs.power == HV_POWER_ON;
+    if (mem && (on ? p->rec.base.guest_memory_mib < 0 : p->obs.no_mem_report)) {
         why[n++] = unshown(HV_F_MEMORY);
-        sticky |= p->obs.guest.mem_view != HV_GV_PENDING;
+        sticky |= !on || p->obs.guest.mem_view != HV_GV_PENDING;
     }
-    if (cpus && on && p->rec.base.guest_cpus < 0) {
+    if (cpus && (on ? p->rec.base.guest_cpus < 0 : p->obs.no_cpu_report)) {
         why[n++] = unshown(HV_F_CPUS);
-        sticky |= p->obs.guest.cpu_view != HV_GV_PENDING;
+        sticky |= !on || p->obs.guest.cpu_view != HV_GV_PENDING;
     }
     if (fp[HV_F_CORES].how != HV_HOW_NONE)
         why[n++] = unshown(HV_F_CORES);
@@ -1063,15 +1066,23 @@ static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
+    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    /* This process's own shutdown or power-off, sent (no failed try recorded) within the time
+     * it may still take the VM down, of a cycle that lost its slot while the VM was paused:
+     * the VM may go down at any moment, so the cycle counts against the caps at once (taken
+     * over them), before a new cycle of its host begins. */
+    bool sent = p->vm_cycle && !first && !p->rec.attempts &&
+                elapsed < p->s->shutdown_timeout_s + cfg->step_timeout_s;
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, sent)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
-         * by another replica, or one that lost its slot while the VM was paused): it goes on
-         * like a new one, when a slot is free. */
+         * by another replica, or one whose step is older): it goes on like a new one, when a
+         * slot is free (not handled here yet: the pass that goes on sends its step again). */
+        if (first)
+            p->b->first_sight(p->b->ctx, p->key, 0);
         progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return;
     }
-    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
         if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {

@@ -214,6 +214,48 @@ static void test_test_driver_has_no_guest_view(void **state)
     be->ops->free(be);
 }
 
+/* Issue 18 (sim seed 1000528): whether the VM's definition gives its guest a way to report
+ * its memory (a virtio balloon) and its vCPUs (a guest agent channel) is known also while
+ * it is off, so CanUpdateMachine under guestVerification Required can refuse what the guest
+ * an operation starts could never show. */
+static void test_report_channels_of_an_off_vm(void **state)
+{
+    (void)state;
+    char with[64], without[64], xml[1024];
+    lvt_name(with, sizeof(with), "chan");
+    lvt_name(without, sizeof(without), "nochan");
+    snprintf(xml, sizeof(xml),
+             "<domain type='test'><name>%s</name><memory unit='MiB'>1024</memory>"
+             "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices>"
+             "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/>"
+             "</channel><memballoon model='virtio'/></devices></domain>",
+             with);
+    lvt_define(TURI, xml, false);
+    snprintf(xml, sizeof(xml),
+             "<domain type='test'><name>%s</name><memory unit='MiB'>1024</memory>"
+             "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices>"
+             "<memballoon model='none'/></devices></domain>",
+             without);
+    lvt_define(TURI, xml, false);
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", "", with);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    assert_false(obs.no_mem_report);
+    assert_false(obs.no_cpu_report);
+    lvt_ref(&ref, "", "", without);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_int_equal(obs.power, HV_POWER_OFF);
+    assert_true(obs.no_mem_report);
+    assert_true(obs.no_cpu_report);
+    be->ops->free(be);
+    lvt_remove(TURI, with);
+    lvt_remove(TURI, without);
+}
+
 static void test_balloon_growth_via_act(void **state)
 {
     (void)state;
@@ -665,6 +707,7 @@ int main(void)
                                         lvt_teardown),
         cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_balloon_growth_via_act, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_report_channels_of_an_off_vm, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_dimm_plan_and_driver_refusal, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_cold_path, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_uri, lvt_setup, lvt_teardown),

@@ -429,10 +429,15 @@ static void call_update(struct sim *s, int m)
             /* (a record the operator cleared during the operation: the next call starts
              * afresh, docs/messages.md "Clearing a sticky failure"; the engine no longer
              * knows what the guest had before, so the guest cannot tell it) */
-            /* stale statistics tell what the guest had when they stopped; statistics that
-             * came back during the operation had nothing from before it to compare with */
-            bool mem_tells = (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
-                             (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN);
+            /* stale statistics tell what the guest had when they stopped, stamped then in
+             * whole seconds (libvirt's last-update): only a report from a later second than the
+             * operation's last step (its record's stepAt) tells of it; statistics that came
+             * back during the operation had nothing from before it to compare with */
+            const struct hv_oprecord *sr = sim_record(v);
+            int64_t after = sr ? sr->step_at : s->unix0 + c->op.start_ms / 1000;
+            bool mem_tells =
+                (v->stats == 0 && v->stats_changed_ms < c->op.start_ms) ||
+                (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN && v->stale.mem_at > after);
             bool cpu_tells = v->agent;
             /* a field the last done answered and this operation leaves as it was: the guest
              * tells nothing of this operation by it (that done was checked when answered) */
@@ -666,9 +671,12 @@ static void check_end(struct sim *s)
          * Machine): memory plugged and the vCPUs not yet, say. The engine acts on a live
          * change only when called and cannot unplug what it plugged; each field is still
          * the old one or one asked for. (A cold change writes the whole configuration at
-         * once: not excused.) */
+         * once: not excused once it may have, unless it stopped before: planned, waiting for
+         * a slot, or on its way down, the mix left by an earlier live change is still there.) */
         const struct hv_oprecord *er = sim_record(v);
-        if (!whole && c->stopped_mid && c->st == C_STOPPED && !(er && er->cold)) {
+        bool rewritten =
+            er && er->cold && (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF);
+        if (!whole && c->stopped_mid && c->st == C_STOPPED && !rewritten) {
             bool mem = v->config.memory_mib == v->config0.memory_mib,
                  cpus = v->config.cpus == v->config0.cpus;
             for (int j = 0; j < c->n_wants; j++) {

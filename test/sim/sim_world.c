@@ -144,6 +144,7 @@ static void fill_guest(const struct sim *s, const struct sim_vm *v, struct hv_vm
     } else if (v->stats == 1) {
         o->guest.mem_view = v->stale.mem_view;
         o->guest.memory_mib = v->stale.memory_mib;
+        o->guest.mem_at = v->stale.mem_at;
     }
     if (v->agent) {
         o->guest.cpu_view = HV_GV_SEEN;
@@ -237,6 +238,9 @@ static void fill_obs(struct sim *s, int k, struct hv_vm_obs *o, bool guest)
     o->busy = s->now_ms < v->busy_until;
     if (v->transient)
         snprintf(o->no_power_cycle, sizeof(o->no_power_cycle), TRANSIENT_REASON);
+    /* statistics absent: no balloon device for them in the VM's definition */
+    o->no_mem_report = v->stats == 2;
+    o->no_cpu_report = !v->agent;
     if (guest)
         fill_guest(s, v, o);
 }
@@ -831,6 +835,10 @@ void sim_world_fault(struct sim *s)
         struct hv_vm_obs o;
         fill_obs(s, k, &o, true);
         v->stale = o.guest;
+        /* the last report stays as it was, stamped when it was made (libvirt's last-update):
+         * not newer than any step taken from now on */
+        if (v->stale.mem_view == HV_GV_SEEN)
+            v->stale.mem_at = s->unix0 + s->now_ms / 1000;
         v->stats = 1;
         v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics stale", v->name);

@@ -1713,7 +1713,9 @@ static void test_required_probe_uncovers_what_the_guest_cannot_show(void **state
     want = (struct hv_hw){2048, 1, -1, -1};
     assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
-    /* ... and one that is off takes it as boot memory: covered too */
+    /* ... and one that is off takes it as boot memory: covered too, as its definition has a
+     * balloon its guest reports through; not its vCPUs: with no guest agent channel in the
+     * definition, the guest it starts could never show them (issue 18, sim seed 1000528) */
     virDomainPtr d = virDomainLookupByName(f->conn, "eng-req-probe");
     assert_non_null(d);
     assert_int_equal(virDomainDestroy(d), 0);
@@ -1723,7 +1725,20 @@ static void test_required_probe_uncovers_what_the_guest_cannot_show(void **state
     want = (struct hv_hw){2048, 3, -1, -1};
     assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
-    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_CPUS].reason,
+                        "guestVerification is Required but the guest cannot show vCPUs (no guest "
+                        "agent, or the VM is off)");
+    /* UpdateMachine refuses it before any step: the VM stays off, as it was */
+    r = pass(f, "eng-req-probe", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
+                                   "vCPUs (no guest agent, or the VM is off)");
+    d = virDomainLookupByName(f->conn, "eng-req-probe");
+    assert_non_null(d);
+    assert_int_equal(virDomainIsActive(d), 0);
+    assert_int_equal(virDomainGetMaxMemory(d), 4096 * 1024UL);
+    virDomainFree(d);
 }
 
 /* A rollout that changed (A -> B) while A's power cycle had not taken a step yet: B keeps
