@@ -336,7 +336,10 @@ static void fail_sticky(struct pass *p, const char *msg)
         p->going_down = true;
     }
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
-    p->b->slot_release(p->b->ctx, p->key);
+    /* The slot goes back at the end of the pass (hv_reconcile_key) once the stored Failure
+     * shows no cycle: while a write that failed leaves the VM's record showing this process's
+     * cycle in flight (a shutdown sent that may still land), it stays, as after any other
+     * failed write (vm_cycle), until a later pass stores the Failure. */
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(msg);
     if (store(p))
