@@ -87,6 +87,10 @@ struct entry {
      * since a call that came late (LATE_CALL_MS), which the next "done" must postdate. */
     uint64_t call_seq, confirm_seq, answer_seq;
     bool have_desired;
+    bool told_failure; /* the last answer given to a call was a Failure */
+    /* the call answered "observing the VM" instead of a Failure concluded before it (see
+     * hv_engine_update): a Failure from a pass begun since is answered */
+    uint64_t fail_check_seq;
     int64_t pass_ms;   /* how long the last pass took */
     int64_t call_ms;   /* when the last hook call came */
     int64_t expect_ms; /* how long CAPI was asked to wait after the last answer given */
@@ -979,6 +983,8 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     struct entry *x = entry_for(e, key, be, ref);
     int64_t now = now_ms(e);
     x->call_seq++;
+    /* CAPI retries a Failure at its own back-off, at no pace this process asked for */
+    bool retried = x->have_desired && hv_hw_equal(&x->desired, desired) && x->told_failure;
     if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
     else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
@@ -995,9 +1001,20 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         *out = x->answer;
         x->confirm_seq = 0;
     } else {
-        if (known && !done) {
-            *out = x->answer; /* in progress or a Failure: an older conclusion is safe */
+        /* In progress, or a Failure of one look: an older conclusion is safe. The sticky
+         * Failure recorded on the VM is final for this hardware: like a done, not from a pass
+         * begun before a call that came late or for other hardware (CAPI may have been
+         * through other states elsewhere: after A -> B -> A another replica may have begun
+         * this hardware anew over that record), unless it is what this process answered
+         * CAPI's last call (CAPI retrying it) or a pass began since the call answered this
+         * way for it (a caller late every time still gets it). */
+        bool checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq;
+        bool sticky = x->answer.failure && !x->answer.once;
+        if (known && !done && (!sticky || x->confirm_seq || retried || checked)) {
+            *out = x->answer;
         } else {
+            if (known && !done)
+                x->fail_check_seq = x->call_seq;
             out->failure = false;
             out->retry_after_s = 1;
             out->settling = false;
@@ -1007,6 +1024,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
             x->confirm_seq = x->call_seq;
     }
     x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
+    x->told_failure = out->failure;
     x->call_ms = now;
     x->desired = *desired;
     x->have_desired = true;

@@ -49,7 +49,9 @@ struct hv_oprecord {
     int starts;                  /* power-ons of this operation the hypervisor accepted */
     int64_t started_at, step_at; /* unix seconds */
     /* phase failed: when a shutdown or power-off sent for a power cycle that the Failure
-     * came upon in flight was sent (unix seconds; 0: none): the VM may still go down */
+     * came upon in flight was sent (unix seconds; 0: none): the VM may still go down.
+     * Phase shutdown or power-off: that step is an older operation's, taken over by this one,
+     * which needs no power cycle itself (it sends none of its own) */
     int64_t down_at;
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */

@@ -336,7 +336,10 @@ static void fail_sticky(struct pass *p, const char *msg)
         p->going_down = true;
     }
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
-    p->b->slot_release(p->b->ctx, p->key);
+    /* The slot goes back at the end of the pass (hv_reconcile_key) once the stored Failure
+     * shows no cycle: while a write that failed leaves the VM's record showing this process's
+     * cycle in flight (a shutdown sent that may still land), it stays, as after any other
+     * failed write (vm_cycle), until a later pass stores the Failure. */
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(msg);
     if (store(p))
@@ -492,6 +495,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
         p->rec.attempts = 0;
     p->rec.phase = phase;
     p->rec.step_at = p->now;
+    p->rec.down_at = 0; /* (a step taken over, if any, is past: this one is the operation's) */
     if (kind == HV_STEP_POWER_ON)
         p->rec.starts++; /* recorded with the step; taken back below if it is refused */
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
@@ -1062,11 +1066,27 @@ bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struc
     return false;
 }
 
+static void live_path(struct pass *p);
+
 static void cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
     bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    /* The shutdown or power-off in flight is an older operation's that this one, which needs
+     * no power cycle itself, took over while it might still take the VM down (downAt): it
+     * sends no step of its own (no new cycle for hardware that needs none). Once that step
+     * has not taken the VM down within the time it could (see old_step_recent), it will not:
+     * the operation goes on as planned, live, and the slot goes back with the record. */
+    bool inherited =
+        p->rec.down_at && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (inherited && elapsed >= p->s->shutdown_timeout_s + cfg->step_timeout_s) {
+        p->rec.cold = false;
+        p->rec.down_at = 0;
+        p->rec.phase = HV_PH_NONE;
+        live_path(p);
+        return;
+    }
     /* This process's own shutdown or power-off, sent (no failed try recorded) within the time
      * it may still take the VM down, of a cycle that lost its slot while the VM was paused:
      * the VM may go down at any moment, so the cycle counts against the caps at once (taken
@@ -1081,6 +1101,13 @@ static void cold_on_path(struct pass *p)
         if (first)
             p->b->first_sight(p->b->ctx, p->key, 0);
         progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return;
+    }
+    if (inherited) {
+        if (p->rec.phase == HV_PH_SHUTDOWN)
+            going_off(p, HV_MSG("waiting for the guest to shut down"));
+        else
+            going_off(p, HV_MSG("waiting for the VM to power off"));
         return;
     }
     switch (p->rec.phase) {
@@ -1493,6 +1520,10 @@ static bool one_pass(struct pass *p)
             return false;
         p->ours = true;
         if (old_going_down) { /* the cycle already under way is this operation's now */
+            /* (an operation that needs no cycle of its own only waits for that step: its
+             * record says when it was sent, downAt, see cold_on_path) */
+            if (!p->rec.cold)
+                p->rec.down_at = old_step_at;
             p->rec.cold = true;
             p->rec.phase = old_phase;
             p->rec.step_at = old_step_at;

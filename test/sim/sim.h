@@ -66,6 +66,9 @@ struct sim_vm {
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
     bool ignores_acpi;
+    /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
+     * lost (a guest that heeds the button later does not act on an old one) */
+    bool acpi_missed;
     int64_t off_at;  /* a shutdown the guest accepted completes at this ms (0: none) */
     int halts;       /* power-ons left that halt right after (-1: every one) */
     int pauses;      /* power-ons left that pause right after */

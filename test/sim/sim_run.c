@@ -342,8 +342,12 @@ static void call_update(struct sim *s, int m)
             c->op.s.guest_check == HV_GC_REQUIRED &&
             ((c->op.want.memory_mib >= 0 && v->stats != 0) || (c->op.want.cpus >= 0 && !v->agent));
         /* A guest that ignores the ACPI button shows it to no one before a shutdown is
-         * asked of it: CanUpdateMachine cannot know, whenever the fault arose. */
-        bool deaf = v->ignores_acpi && strstr(res.message, "did not shut down within") &&
+         * asked of it: CanUpdateMachine cannot know, whenever the fault arose. That holds of
+         * the guest when the shutdown was asked (a press it ignored is lost, as on a real
+         * hypervisor: a guest that heeds the button later does not act on an old one), also
+         * when it heeds the button by the time of the Failure (acpi_missed). */
+        bool deaf = (v->ignores_acpi || v->acpi_missed) &&
+                    strstr(res.message, "did not shut down within") &&
                     strstr(res.message, "powerOffMode is Soft");
         /* The sticky Failure of the operation the engine began for this desired state before
          * this CanUpdateMachine (A -> B -> A while A's operation was still in flight: the same

@@ -385,6 +385,7 @@ static void power_off(struct sim *s, int k)
 {
     struct sim_vm *v = &s->vms[k];
     v->power = HV_POWER_OFF;
+    v->acpi_missed = false;
     v->live = v->config;
     v->off_at = v->online_at = v->halt_at = v->boot_at = 0;
     if (v->transient) {
@@ -525,6 +526,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
             return err->code;
         }
         check_cycle_start(s, b, k);
+        v->acpi_missed = v->ignores_acpi;
         if (v->ignores_acpi)
             v->touched_ms = s->now_ms;
         if (!v->ignores_acpi && !v->off_at)
