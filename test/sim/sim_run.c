@@ -443,6 +443,12 @@ static void call_update(struct sim *s, int m)
              * tells nothing of this operation by it (that done was checked when answered) */
             mem_tells &= !c->op.kept_mem;
             cpu_tells &= !c->op.kept_cpus;
+            /* a field an operation under guestVerification Off stepped live, begun over while
+             * in flight: nothing from before that step to compare with (note_begun_over) */
+            if (sr && hv_hw_equal(&sr->desired, w) && hv_hw_equal(&v->off_blind_for, w)) {
+                mem_tells &= !v->off_blind_mem;
+                cpu_tells &= !v->off_blind_cpus;
+            }
             struct hv_hw g = *w;
             if (!mem_tells)
                 g.memory_mib = -1;
