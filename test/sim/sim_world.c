@@ -113,6 +113,14 @@ void sim_set_record(struct sim_vm *v, const char *text)
     const struct hv_oprecord *n = sim_record(v);
     if (had && n && n->phase < HV_PH_DONE && !hv_hw_equal(&old.desired, &n->desired))
         note_begun_over(v, &old, n);
+    /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
+     * pass concluded it after the rollout had changed): what the VM and its guest show now is
+     * taken unverified, as by an answered one (sim_run.c's invariant 1) */
+    if (n && n->phase == HV_PH_DONE && policy_off(n) && v->power == HV_POWER_ON) {
+        v->off_done_hw = v->live;
+        v->off_done_guest_mem = v->guest_mem;
+        v->off_done_guest_cpus = v->guest_cpus;
+    }
 }
 
 static void changed(struct sim *s, int vm)
