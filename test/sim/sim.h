@@ -100,6 +100,9 @@ struct sim_vm {
      * guest view, reconcile.c hv_begin_base): set when its record replaces the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
+    /* when the guest of the operator's last power-on finished booting (0: the last power-on
+     * was the engine's, or none) */
+    int64_t foreign_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;
 };

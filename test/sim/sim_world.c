@@ -412,6 +412,7 @@ static void power_on(struct sim *s, int k)
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
+    v->foreign_boot_ms = 0; /* (the operator's power-on sets it after this) */
     if (v->halts) {
         if (v->halts > 0)
             v->halts--;
@@ -923,6 +924,7 @@ void sim_world_fault(struct sim *s)
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
             power_on(s, k);
+            v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
         }
         changed(s, k);
