@@ -81,8 +81,8 @@ static bool policy_off(const struct hv_oprecord *r)
     return gc && !strcmp(gc + 1, "Off");
 }
 
-/* A record for other hardware (n) replaces old: does n's operation begin over old's in flight
- * with old's base (reconcile.c hv_begin_base), and old, under guestVerification Off, looked
+/* A record for other hardware (n) replaces old (NULL: none): does n's operation begin over old's in
+ * flight with old's base (reconcile.c hv_begin_base), and old, under guestVerification Off, looked
  * into no guest before its live step of memory (vCPUs), which may still be on its way into the
  * guest? Then no view of that field from before it exists: the guest cannot tell it (a real
  * guest's view taken now may or may not hold that step yet; docs/settings.md "nothing from
@@ -91,9 +91,9 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
                             const struct hv_oprecord *n)
 {
     int deadline = 0;
-    bool stepped = old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
-                   (old->phase == HV_PH_FAILED && !old->cold);
-    bool inherits = old->has_base && stepped && policy_off(old) &&
+    bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
+                           (old->phase == HV_PH_FAILED && !old->cold));
+    bool inherits = stepped && old->has_base && policy_off(old) &&
                     sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1 &&
                     n->started_at - old->started_at <= deadline;
     v->off_blind_for = n->desired;
@@ -111,8 +111,8 @@ void sim_set_record(struct sim_vm *v, const char *text)
     snprintf(v->record, sizeof(v->record), "%s", text);
     v->rec_parsed = false;
     const struct hv_oprecord *n = sim_record(v);
-    if (had && n && n->phase < HV_PH_DONE && !hv_hw_equal(&old.desired, &n->desired))
-        note_begun_over(v, &old, n);
+    if (n && n->phase < HV_PH_DONE && !(had && hv_hw_equal(&old.desired, &n->desired)))
+        note_begun_over(v, had ? &old : NULL, n); /* (none: e.g. after the operator cleared it) */
     /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
      * pass concluded it after the rollout had changed): what the VM and its guest show now is
      * taken unverified, as by an answered one (sim_run.c's invariant 1) */
