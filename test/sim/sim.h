@@ -97,6 +97,15 @@ struct sim_vm {
     struct hv_hw off_done_hw;
     int64_t off_done_guest_mem;
     int off_done_guest_cpus;
+    /* memory (vCPUs) of the operation for off_blind_for has no guest view from before it: it
+     * began over an operation under guestVerification Off in flight whose live step of that
+     * field may be on its way into the guest (the engine keeps that one's base, which holds no
+     * guest view, reconcile.c hv_begin_base): set when its record replaces the older one */
+    struct hv_hw off_blind_for;
+    bool off_blind_mem, off_blind_cpus;
+    /* when the guest of the operator's last power-on finished booting (0: the last power-on
+     * was the engine's, or none) */
+    int64_t foreign_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;
 };

@@ -447,6 +447,23 @@ static void call_update(struct sim *s, int m)
              * tells nothing of this operation by it (that done was checked when answered) */
             mem_tells &= !c->op.kept_mem;
             cpu_tells &= !c->op.kept_cpus;
+            /* a field an operation under guestVerification Off stepped live, begun over while
+             * in flight: nothing from before that step to compare with (note_begun_over) */
+            if (sr && hv_hw_equal(&sr->desired, w) && hv_hw_equal(&v->off_blind_for, w)) {
+                mem_tells &= !v->off_blind_mem;
+                cpu_tells &= !v->off_blind_cpus;
+            }
+            /* a guest the operator started, still booting when the operation began (its
+             * base: no view of memory from before it) or, for vCPUs (an exact count), when the
+             * engine concluded done: it had reported nothing since it started, which no engine
+             * can tell from a guest without an agent or driver (libvirt's agent channel and
+             * balloon are there either way; docs/settings.md "nothing reported since it
+             * started"). After the engine's own power-on it waits for the guest instead. */
+            if (v->foreign_boot_ms && sr && sr->phase == HV_PH_DONE &&
+                hv_hw_equal(&sr->desired, w)) {
+                mem_tells &= v->foreign_boot_ms < (sr->started_at - s->unix0) * 1000;
+                cpu_tells &= v->foreign_boot_ms < (sr->step_at - s->unix0) * 1000;
+            }
             struct hv_hw g = *w;
             if (!mem_tells)
                 g.memory_mib = -1;

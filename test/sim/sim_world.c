@@ -74,10 +74,53 @@ const struct hv_oprecord *sim_record(struct sim_vm *v)
     return v->rec_ok ? v->rec : NULL;
 }
 
+/* The guestVerification setting a record's policy names was Off (reconcile.c policy_of). */
+static bool policy_off(const struct hv_oprecord *r)
+{
+    const char *gc = strrchr(r->policy, '/');
+    return gc && !strcmp(gc + 1, "Off");
+}
+
+/* A record for other hardware (n) replaces old (NULL: none): does n's operation begin over old's in
+ * flight with old's base (reconcile.c hv_begin_base), and old, under guestVerification Off, looked
+ * into no guest before its live step of memory (vCPUs), which may still be on its way into the
+ * guest? Then no view of that field from before it exists: the guest cannot tell it (a real
+ * guest's view taken now may or may not hold that step yet; docs/settings.md "nothing from
+ * before the change to compare with"). */
+static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
+                            const struct hv_oprecord *n)
+{
+    int deadline = 0;
+    bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
+                           (old->phase == HV_PH_FAILED && !old->cold));
+    bool inherits = stepped && old->has_base && policy_off(old) &&
+                    sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1 &&
+                    n->started_at - old->started_at <= deadline;
+    v->off_blind_for = n->desired;
+    v->off_blind_mem = inherits && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
+    v->off_blind_cpus = inherits && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
+}
+
 void sim_set_record(struct sim_vm *v, const char *text)
 {
+    const struct hv_oprecord *o = sim_record(v);
+    struct hv_oprecord old;
+    bool had = o != NULL;
+    if (had)
+        old = *o;
     snprintf(v->record, sizeof(v->record), "%s", text);
     v->rec_parsed = false;
+    const struct hv_oprecord *n = sim_record(v);
+    if (n && n->phase < HV_PH_DONE && !(had && hv_hw_equal(&old.desired, &n->desired)))
+        note_begun_over(v, had ? &old : NULL, n); /* (none: e.g. after the operator cleared it) */
+    /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
+     * pass concluded it after the rollout had changed): what the VM and its guest show now is
+     * taken unverified, as by an answered one (sim_run.c's invariant 1) */
+    if (n && n->phase == HV_PH_DONE && policy_off(n) && v->power == HV_POWER_ON) {
+        v->off_done_hw = v->live;
+        v->off_done_guest_mem = v->guest_mem;
+        v->off_done_guest_cpus = v->guest_cpus;
+    }
 }
 
 static void changed(struct sim *s, int vm)
@@ -369,6 +412,7 @@ static void power_on(struct sim *s, int k)
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
+    v->foreign_boot_ms = 0; /* (the operator's power-on sets it after this) */
     if (v->halts) {
         if (v->halts > 0)
             v->halts--;
@@ -882,6 +926,7 @@ void sim_world_fault(struct sim *s)
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
             power_on(s, k);
+            v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
         }
         changed(s, k);
