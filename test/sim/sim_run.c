@@ -304,6 +304,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     op.kept_cpus = c->done_last && c->op.want.cpus == want.cpus && v->config.cpus == want.cpus &&
                    (!on || v->live.cpus == want.cpus);
     c->done_last = false;
+    c->stopped_mid = false; /* (a caller that gave up calls again: see call_update) */
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
@@ -383,6 +384,13 @@ static void call_update(struct sim *s, int m)
         if (sim_chance(s, 400)) {
             c->st = C_IDLE;
             c->next_ms = s->now_ms + 1000 * sim_range(s, 10, 300);
+            /* A Failure the VM's record does not hold as final (e.g. the record could not be
+             * stored) leaves the operation open: CAPI keeps calling after a Failure (the
+             * contract), so the pass that call asked for may begin a live change, which the
+             * next call would carry on. A caller that gives up here stops calling in the
+             * middle of it, like a Machine deleted (until a new covered operation begins). */
+            c->stopped_mid |=
+                !(fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message));
         } else {
             c->op.backoff = c->op.backoff ? c->op.backoff * 2 : 10;
             c->next_ms = s->now_ms + 1000 * (int64_t)c->op.backoff;
