@@ -642,8 +642,20 @@ static void check_end(struct sim *s)
         /* a VM that was off is started by an operation (docs/how-it-works.md: reconfigure,
          * then power-on): a Machine's desired state is a running VM */
         bool asked = c->n_wants > 0;
-        if (!v->operator_power && !v->halted_for_good && !v->halted && v->power != v->power0 &&
-            !(v->power0 == HV_POWER_OFF && asked))
+        /* A failed cold operation that left the VM off retries its start by itself for
+         * step_timeout_s after the Failure (reconcile.c left_off), then only on CAPI's calls,
+         * and CAPI has stopped. When the hypervisor refused or failed the engine's starts
+         * through that window (the last one at or after its end), the engine kept its bound:
+         * no bounded engine can know that one more start would have worked (the step loop may
+         * also run its passes late, which real workers run when due: fewer tries fit the
+         * window). A VM left off with no start tried that late is still a break. */
+        const struct hv_oprecord *fr = sim_record(v);
+        bool start_given_up =
+            fr && fr->cold && fr->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
+            v->start_failed_ms &&
+            s->unix0 + v->start_failed_ms / 1000 - fr->step_at >= s->ecfg.step_timeout_s;
+        if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
+            v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(
                 s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
                 v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",
