@@ -74,6 +74,8 @@ struct sim_vm {
     int pauses;      /* power-ons left that pause right after */
     int refuses;     /* power-ons left that the hypervisor refuses (-1: every one) */
     int64_t halt_at; /* a halt or pause after power-on happens at this ms */
+    /* the last power-on the hypervisor refused or that failed (busy, call failure) */
+    int64_t start_failed_ms;
     bool halt_pauses;
     bool restore_fails; /* a reconfigure back to the configuration it had fails */
     int64_t busy_until;

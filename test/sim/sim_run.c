@@ -304,6 +304,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     op.kept_cpus = c->done_last && c->op.want.cpus == want.cpus && v->config.cpus == want.cpus &&
                    (!on || v->live.cpus == want.cpus);
     c->done_last = false;
+    c->stopped_mid = false; /* (a caller that gave up calls again: see call_update) */
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
@@ -387,6 +388,13 @@ static void call_update(struct sim *s, int m)
         if (sim_chance(s, 400)) {
             c->st = C_IDLE;
             c->next_ms = s->now_ms + 1000 * sim_range(s, 10, 300);
+            /* A Failure the VM's record does not hold as final (e.g. the record could not be
+             * stored) leaves the operation open: CAPI keeps calling after a Failure (the
+             * contract), so the pass that call asked for may begin a live change, which the
+             * next call would carry on. A caller that gives up here stops calling in the
+             * middle of it, like a Machine deleted (until a new covered operation begins). */
+            c->stopped_mid |=
+                !(fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message));
         } else {
             c->op.backoff = c->op.backoff ? c->op.backoff * 2 : 10;
             c->next_ms = s->now_ms + 1000 * (int64_t)c->op.backoff;
@@ -655,8 +663,20 @@ static void check_end(struct sim *s)
         /* a VM that was off is started by an operation (docs/how-it-works.md: reconfigure,
          * then power-on): a Machine's desired state is a running VM */
         bool asked = c->n_wants > 0;
-        if (!v->operator_power && !v->halted_for_good && !v->halted && v->power != v->power0 &&
-            !(v->power0 == HV_POWER_OFF && asked))
+        /* A failed cold operation that left the VM off retries its start by itself for
+         * step_timeout_s after the Failure (reconcile.c left_off), then only on CAPI's calls,
+         * and CAPI has stopped. When the hypervisor refused or failed the engine's starts
+         * through that window (the last one at or after its end), the engine kept its bound:
+         * no bounded engine can know that one more start would have worked (the step loop may
+         * also run its passes late, which real workers run when due: fewer tries fit the
+         * window). A VM left off with no start tried that late is still a break. */
+        const struct hv_oprecord *fr = sim_record(v);
+        bool start_given_up =
+            fr && fr->cold && fr->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
+            v->start_failed_ms &&
+            s->unix0 + v->start_failed_ms / 1000 - fr->step_at >= s->ecfg.step_timeout_s;
+        if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
+            v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(
                 s, INV_NO_LOSS, "%s is %s at the end, was %s%s (record: %s)", v->name,
                 v->power == HV_POWER_OFF ? "off" : "on", v->power0 == HV_POWER_OFF ? "off" : "on",

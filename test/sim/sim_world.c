@@ -521,6 +521,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     int rc = call_fault(s, k, err);
     if (rc != HV_OK) {
         sim_note(s, "  act %d on %s: call failed (%d)", st->kind, ref->name, rc);
+        if (k >= 0 && st->kind == HV_STEP_POWER_ON)
+            s->vms[k].start_failed_ms = s->now_ms;
         return rc;
     }
     if ((k = find(s, ref)) < 0) {
@@ -530,6 +532,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     struct sim_vm *v = &s->vms[k];
     if (s->now_ms < v->busy_until) {
         v->touched_ms = s->now_ms; /* the other task shows now */
+        if (st->kind == HV_STEP_POWER_ON)
+            v->start_failed_ms = s->now_ms;
         err_set(err, HV_E_BUSY, "busy");
         return HV_E_BUSY;
     }
@@ -615,6 +619,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         }
         if (v->refuses) {
             v->touched_ms = s->now_ms;
+            v->start_failed_ms = s->now_ms;
             if (v->refuses > 0)
                 v->refuses--;
             err_set(err, HV_E_RESOURCES, "refuses to start");
