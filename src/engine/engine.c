@@ -50,6 +50,7 @@ struct probe {
      * guest_why says why it could not be read */
     bool guest_looked;
     struct hv_guest_obs guest;
+    bool guest_mem_current; /* hv_guest_mem_current(guest) at the look */
     char guest_why[200];
     struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
     /* the VM is off and an operation for other hardware is going on: it starts the VM with
@@ -1184,6 +1185,8 @@ static void *probe_thread(void *arg)
             hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
         }
         r->guest = obs->guest;
+        /* judged as of the look, not of the cached answer's use */
+        r->guest_mem_current = hv_guest_mem_current(&obs->guest, unix_s(e));
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -1246,7 +1249,7 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
     struct hv_guest_base base = {
         .hv_memory_mib = r->hw.memory_mib,
         .hv_cpus = r->hw.cpus,
-        .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
+        .guest_memory_mib = r->guest_mem_current ? r->guest.memory_mib : -1,
         .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
     hv_begin_base(&r->rec, s, now, &base, &base);
     /* an operation for other hardware starts the off VM first: this state then changes a
