@@ -50,12 +50,16 @@ struct probe {
      * guest_why says why it could not be read */
     bool guest_looked;
     struct hv_guest_obs guest;
+    bool guest_mem_current; /* hv_guest_mem_current(guest) at the look */
     char guest_why[200];
     struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
     /* the VM is off and an operation for other hardware is going on: it starts the VM with
      * other's hardware (never leaves it off), so this state's first pass may find it running */
     bool other_starts;
     struct hv_hw other;
+    /* that operation is this process's, and the VM's record does not show it yet (queued, or
+     * in its first pass): its base, which this state's begin may inherit, is not read */
+    bool other_unseen;
 };
 
 struct entry {
@@ -1192,6 +1196,8 @@ static void *probe_thread(void *arg)
             plan_worst_with(x->be, &ref, obs, &other, &want, r->plan);
             r->other_starts = obs->power == HV_POWER_OFF;
             r->other = other;
+            r->other_unseen = !(r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
+                                hv_hw_equal(&r->rec.desired, &other));
         }
         /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
          * into the guest, of a running VM) */
@@ -1202,6 +1208,8 @@ static void *probe_thread(void *arg)
             hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
         }
         r->guest = obs->guest;
+        /* judged as of the look, not of the cached answer's use */
+        r->guest_mem_current = hv_guest_mem_current(&obs->guest, unix_s(e));
     }
     free(obs);
     if (r->rc < 0 && !r->gone)
@@ -1264,9 +1272,22 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
     struct hv_guest_base base = {
         .hv_memory_mib = r->hw.memory_mib,
         .hv_cpus = r->hw.cpus,
-        .guest_memory_mib = r->guest.mem_view == HV_GV_SEEN ? r->guest.memory_mib : -1,
+        .guest_memory_mib = r->guest_mem_current ? r->guest.memory_mib : -1,
         .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
     hv_begin_base(&r->rec, s, now, &base, &base);
+    /* An operation of this process for other hardware whose record the look did not find yet
+     * stores one before this state's first pass, which inherits its base (hv_begin_base):
+     * without a guest view of a field it changes when it began without one (the VM off,
+     * guestVerification Off, the guest not reported yet) and may step live. The probe cannot
+     * read that base: it takes none for those fields, as begin may (seed 4654: A under Off
+     * planned a cycle, CanUpdateMachine for B under Required covered the vCPUs by the guest's
+     * view, then B's begin, on A's base, refused them). */
+    if (r->other_unseen) {
+        if (r->other.memory_mib >= 0 && r->other.memory_mib != r->hw.memory_mib)
+            base.guest_memory_mib = -1;
+        if (r->other.cpus >= 0 && r->other.cpus != r->hw.cpus)
+            base.guest_cpus = -1;
+    }
     /* an operation for other hardware starts the off VM first: this state then changes a
      * running VM from other's hardware, whose freshly booted guest has shown nothing yet */
     struct hv_guest_base started = {.hv_memory_mib = r->other.memory_mib >= 0 ? r->other.memory_mib

@@ -785,11 +785,17 @@ static bool take_base(struct pass *p, bool on)
         return true;
     if (!look_into_guest(p, true))
         return false;
-    if (p->obs.guest.mem_view == HV_GV_SEEN)
+    if (hv_guest_mem_current(&p->obs.guest, p->now))
         b->guest_memory_mib = p->obs.guest.memory_mib;
     if (p->obs.guest.cpu_view == HV_GV_SEEN)
         b->guest_cpus = p->obs.guest.cpus;
     return true;
+}
+
+bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now)
+{
+    /* (a report stamped in the future: a clock ahead of ours, as good as now) */
+    return g->mem_view == HV_GV_SEEN && (g->mem_at <= 0 || now - g->mem_at <= GUEST_REPORT_S);
 }
 
 /* A recorded field plan that changes nothing. */
@@ -893,7 +899,11 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     bool on = p->obs.power == HV_POWER_ON;
     if (mem && (on ? p->rec.base.guest_memory_mib < 0 : p->obs.no_mem_report)) {
         why[n++] = unshown(HV_F_MEMORY);
-        sticky |= !on || p->obs.guest.mem_view != HV_GV_PENDING;
+        /* not sticky either when its statistics stopped (its last report older than a few
+         * periods): they may come back (its driver reloaded) */
+        bool stopped =
+            p->obs.guest.mem_view == HV_GV_SEEN && !hv_guest_mem_current(&p->obs.guest, p->now);
+        sticky |= !on || (p->obs.guest.mem_view != HV_GV_PENDING && !stopped);
     }
     if (cpus && (on ? p->rec.base.guest_cpus < 0 : p->obs.no_cpu_report)) {
         why[n++] = unshown(HV_F_CPUS);

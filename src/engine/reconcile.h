@@ -76,6 +76,12 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
                       char *m, size_t cap);
 
+/* Whether the guest's memory view g, looked at unix second now, is a report it still makes:
+ * seen, and read just now (mem_at 0) or stamped within a few of its periods. An older one
+ * (its statistics stopped) tells what it had then, not now: no base to compare a change
+ * with. The rule of UpdateMachine's base (begin) and CanUpdateMachine's (the probe). */
+bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
+
 /* The base (what the hypervisor and the guest showed before the first step, for guest
  * verification) an operation beginning now at unix second now takes: fresh, what it sees now
  * (guest views -1 when the guest shows none or the VM is off), or, while the VM's record old

@@ -409,6 +409,12 @@ static void power_on(struct sim *s, int k)
     v->guest_cpus = v->config.cpus;
     v->online_at = 0;
     v->off_at = 0;
+    /* Stale statistics are a running guest's balloon driver that stopped reporting: a new
+     * QEMU process has no report of the last one (libvirt: no last-update until the freshly
+     * booted guest reports, the booting case of fill_guest), and the new kernel's driver
+     * reports again. Kept, the old report would outlive the process that made it. */
+    if (v->stats == 1)
+        v->stats = 0;
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;

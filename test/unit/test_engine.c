@@ -1802,7 +1802,9 @@ static void test_required_guest_silent_after_the_step_is_not_power_cycled(void *
     define(f, "eng-req-silent", 4096, 1024, 1, 4);
     int id = dom_id(f, "eng-req-silent");
     use_wrapper(f, 0, false);
-    guest_mem_at = (int64_t)time(NULL) - 3600; /* it shows its memory, as of an hour ago */
+    /* it shows its memory as of now (a report an hour old would be no base at all: see
+     * test_required_stopped_statistics_are_uncovered) */
+    guest_mem_at = (int64_t)time(NULL);
     f->s.guest_check = HV_GC_REQUIRED;
     f->s.live_timeout_s = 1;
     struct hv_hw want = {2048, 1, -1, -1};
@@ -1811,6 +1813,41 @@ static void test_required_guest_silent_after_the_step_is_not_power_cycled(void *
     assert_string_equal(r.message, "guestVerification is Required but the guest did not report "
                                    "its memory after the change");
     assert_int_equal(dom_id(f, "eng-req-silent"), id);
+    unwrap(f);
+}
+
+/* A guest whose memory statistics stopped (its last report an hour old) cannot show a memory
+ * change: under guestVerification Required, CanUpdateMachine does not cover it and
+ * UpdateMachine refuses it before any step, for that call only (they may come back). Before,
+ * the old report served as the base: covered, hot-plugged, then a Failure after the wait
+ * (issue 18, sim seed 4576). */
+static void test_required_stopped_statistics_are_uncovered(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-req-stopped", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_mem_at = (int64_t)time(NULL) - 3600;
+    f->s.guest_check = HV_GC_REQUIRED;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-req-stopped");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    struct hv_hw want = {2048, 1, -1, -1};
+    assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_string_equal(plan[HV_F_MEMORY].reason,
+                        "guestVerification is Required but the guest cannot show memory (no "
+                        "memory statistics from the guest, or the VM is off)");
+    struct hv_update_result r = pass(f, "eng-req-stopped", want);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "guestVerification is Required but the guest cannot show "
+                        "memory (no memory statistics from the guest, or the VM is off)");
+    assert_int_equal(observe(f, "eng-req-stopped").hw.memory_mib, 1024); /* no step */
+    /* its statistics back: the next call begins the change */
+    guest_mem_at = (int64_t)time(NULL);
+    r = pass(f, "eng-req-stopped", want);
+    assert_false(r.failure);
     unwrap(f);
 }
 
@@ -2331,6 +2368,8 @@ int main(void)
             test_required_guest_silent_after_the_step_is_not_power_cycled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_required_probe_uncovers_what_the_guest_cannot_show,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_required_stopped_statistics_are_uncovered, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_inherited_base_without_a_guest_view_takes_the_view_now,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
