@@ -832,7 +832,11 @@ def scenario_kcp_failing():
     cycles = shutdowns(dom)
     hmark = hv_log_lines()
     t1 = time.monotonic()
-    set_settings(dict(KCP_SETTINGS, powerCycle="IfNeeded"))
+    # (liveTimeoutSeconds bounds the wait for the rebooted guest's agent after the power
+    # cycle too: 10 s, as the Never phase uses to fail quickly, is shorter than a TCG guest
+    # on a loaded machine may take to boot and report (a full run saw "done ... (not verified
+    # in the guest)" after 10 s); 120 s is a bound the lab guest always meets)
+    set_settings(dict(KCP_SETTINGS, powerCycle="IfNeeded", liveTimeoutSeconds="120"))
 
     def recovered():
         x = [y for y in kcp_machines() if y["metadata"]["name"] == name][0]
