@@ -247,6 +247,10 @@ int sim_vm_by_name(struct sim *s, const char *name);
 /* v's cycle was begun by process owner (replica index) in its life gen, which has ended, and
  * no pass of any process has observed v since that replica restarted: no process knows it. */
 bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int owner, int gen);
+/* v is off, its record a failed cold operation's, and the hypervisor refused or failed the
+ * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
+ * left_off; the last one at or after its end): the engine gave the VM up, bounded */
+bool sim_start_given_up(struct sim *s, struct sim_vm *v);
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -63,6 +63,14 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
     return true;
 }
 
+bool sim_start_given_up(struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    return r && r->cold && r->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
+           v->start_failed_ms &&
+           s->unix0 + v->start_failed_ms / 1000 - r->step_at >= s->ecfg.step_timeout_s;
+}
+
 const struct hv_oprecord *sim_record(struct sim_vm *v)
 {
     if (!v->rec_parsed) {
@@ -491,6 +499,14 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * later operation for it finds it off, which no cap can undo); holding a slot for it
          * would stop every cycle of its host for ever. */
         if (w->halted_for_good && w->power == HV_POWER_OFF)
+            continue;
+        /* Nor one the engine gave up on as such: a failed cycle left it off and the hypervisor
+         * refused or failed every start the engine tried through its retry window (a real host
+         * refuses a power-on for lack of resources, a lock, a task; nothing tells the engine it
+         * would take the next one). Its slot went back then (reconcile.c left_off), by design,
+         * and the VM stays off until a call or the operator starts it, however many refusals
+         * the fault had left: the cap bounds cycles under way, not VMs given up. */
+        if (w != v && sim_start_given_up(s, w))
             continue;
         /* a VM paused or suspended mid-cycle gives its slot back (its cycle cannot
          * progress, issue 17 item 4): it does not count against the caps while it is */
