@@ -85,6 +85,7 @@ struct sim_vm {
     int cycle_gen;         /* ... in its life (restarts count up) */
     int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
+    int64_t resumed_ms;    /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
     bool operator_power;  /* the operator set its power at some time: end power exempt */
     bool operator_config; /* the operator changed its configuration: end config exempt */
