@@ -614,13 +614,6 @@ static bool settings_of(const char *policy, struct hv_settings *s)
     return ok;
 }
 
-/* "host" of an owner "host:pid". */
-static size_t owner_host_len(const char *owner)
-{
-    const char *c = strrchr(owner, ':');
-    return c ? (size_t)(c - owner) : strlen(owner);
-}
-
 /* hv_vm_found_fn: keep the VMs whose record shows a power cycle no live process carries. */
 static void scan_found(void *ctx, const struct hv_vm_found *vm)
 {
@@ -646,12 +639,10 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
                 hv_oprecord_read(r, vm->record) && r->cold && r->phase >= HV_PH_SHUTDOWN &&
                 r->phase <= HV_PH_POWER_ON && settings_of(r->policy, &f.s);
     if (keep) {
-        size_t hl = owner_host_len(r->owner);
         f.own = !strcmp(r->owner, e->owner);
         /* this process's previous life (same host, another pid) is gone; another process is
          * taken to be gone when its record has not moved past the longest wait of its phase */
-        bool previous =
-            !f.own && hl == owner_host_len(e->owner) && !strncmp(r->owner, e->owner, hl);
+        bool previous = hv_owner_previous(r->owner, e->owner);
         int64_t wait = f.s.shutdown_timeout_s > f.s.live_timeout_s ? f.s.shutdown_timeout_s
                                                                    : f.s.live_timeout_s;
         if (e->cfg.step_timeout_s > wait)

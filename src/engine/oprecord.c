@@ -176,3 +176,16 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         memset(r, 0, sizeof(*r));
     return ok;
 }
+
+/* "host" of an owner "host:pid". */
+static size_t owner_host_len(const char *owner)
+{
+    const char *c = strrchr(owner, ':');
+    return c ? (size_t)(c - owner) : strlen(owner);
+}
+
+bool hv_owner_previous(const char *owner, const char *mine)
+{
+    size_t hl = owner_host_len(owner);
+    return strcmp(owner, mine) != 0 && hl == owner_host_len(mine) && !strncmp(owner, mine, hl);
+}

@@ -69,5 +69,8 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap);
 /* Parse; false (and *r zeroed) when text is empty or not a record of ours. */
 bool hv_oprecord_read(struct hv_oprecord *r, const char *text);
 bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b);
+/* owner (host:pid) is a previous life of the process mine: the same host, another pid (that
+ * process is gone: its power-cycle slots went with it) */
+bool hv_owner_previous(const char *owner, const char *mine);
 
 #endif

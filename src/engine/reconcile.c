@@ -202,6 +202,10 @@ struct pass {
     /* a failed operation's VM may still go down from a cycle's shutdown or power-off: it
      * keeps a slot (see hv_reconcile_key) */
     bool going_down;
+    /* the VM runs and its record, as read, shows a shutdown or power-off of this process's
+     * previous life (for any hardware) sent recently enough to take it down yet: a slot held
+     * for it stays (no live process holds one for it) */
+    bool record_down;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -1417,6 +1421,9 @@ static bool one_pass(struct pass *p)
         had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
         (((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) && old_step_recent) ||
          old_failed_down);
+    p->record_down = had && on_now && p->rec.cold &&
+                     (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
+                     old_step_recent && hv_owner_previous(p->rec.owner, p->b->owner);
     enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
     p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
     /* ... or still open before its cycle (planned, live, waiting for the guest, going down):
@@ -1599,12 +1606,16 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
                     p->now - p->rec.step_at < b->cfg->step_timeout_s;
     /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
      * slot either: the other VMs of the host go on, and this one takes a slot again when it
-     * runs or is off. */
+     * runs or is off. A shutdown or power-off of this process's previous life that may still
+     * take the VM down is a cycle no live process holds a slot for: a slot this process took
+     * for it (the scan's resume, a takeover) stays, also when this pass took no step (its
+     * write failed, an uncalled pass for other hardware), and the engine keeps looking, until
+     * the step lands (the VM off: taken over as a cycle under way) or its window ends. */
     if (left_off || p->going_down)
         b->slot_acquire(b->ctx, key, p->obs.host, true);
-    else if (p->seen && ((!cycling && !p->vm_cycle) || p->stalled))
+    else if (p->seen && ((!cycling && !p->vm_cycle && !p->record_down) || p->stalled))
         b->slot_release(b->ctx, key);
-    cycling |= p->going_down; /* the engine looks again by itself */
+    cycling |= p->going_down || p->record_down; /* the engine looks again by itself */
     free(p);
     return cycling;
 }

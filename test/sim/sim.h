@@ -85,6 +85,7 @@ struct sim_vm {
     int cycle_gen;         /* ... in its life (restarts count up) */
     int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
+    int64_t resumed_ms;    /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
     bool operator_power;  /* the operator set its power at some time: end power exempt */
     bool operator_config; /* the operator changed its configuration: end config exempt */
@@ -247,6 +248,10 @@ int sim_vm_by_name(struct sim *s, const char *name);
 /* v's cycle was begun by process owner (replica index) in its life gen, which has ended, and
  * no pass of any process has observed v since that replica restarted: no process knows it. */
 bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int owner, int gen);
+/* v is off, its record a failed cold operation's, and the hypervisor refused or failed the
+ * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
+ * left_off; the last one at or after its end): the engine gave the VM up, bounded */
+bool sim_start_given_up(struct sim *s, struct sim_vm *v);
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

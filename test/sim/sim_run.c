@@ -699,11 +699,7 @@ static void check_end(struct sim *s)
          * no bounded engine can know that one more start would have worked (the step loop may
          * also run its passes late, which real workers run when due: fewer tries fit the
          * window). A VM left off with no start tried that late is still a break. */
-        const struct hv_oprecord *fr = sim_record(v);
-        bool start_given_up =
-            fr && fr->cold && fr->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
-            v->start_failed_ms &&
-            s->unix0 + v->start_failed_ms / 1000 - fr->step_at >= s->ecfg.step_timeout_s;
+        bool start_given_up = sim_start_given_up(s, v);
         if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
             v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(

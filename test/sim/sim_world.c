@@ -13,6 +13,9 @@
 #include <string.h>
 
 #define TRANSIENT_REASON "transient domain: a power cycle would delete it"
+/* the longest an engine waits between its own looks at a power cycle it carries (engine.c
+ * run_head: the retry it would ask CAPI for, at most 5 s) */
+#define CYCLE_LOOK_MS 5000
 
 uint64_t sim_rand(struct sim *s)
 {
@@ -61,6 +64,14 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
         if (v->look_ms[r] > s->restart_ms[owner])
             return false;
     return true;
+}
+
+bool sim_start_given_up(struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    return r && r->cold && r->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
+           v->start_failed_ms &&
+           s->unix0 + v->start_failed_ms / 1000 - r->step_at >= s->ecfg.step_timeout_s;
 }
 
 const struct hv_oprecord *sim_record(struct sim_vm *v)
@@ -492,6 +503,24 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * would stop every cycle of its host for ever. */
         if (w->halted_for_good && w->power == HV_POWER_OFF)
             continue;
+        /* Nor one the engine gave up on as such: a failed cycle left it off and the hypervisor
+         * refused or failed every start the engine tried through its retry window (a real host
+         * refuses a power-on for lack of resources, a lock, a task; nothing tells the engine it
+         * would take the next one). Its slot went back then (reconcile.c left_off), by design,
+         * and the VM stays off until a call or the operator starts it, however many refusals
+         * the fault had left: the cap bounds cycles under way, not VMs given up. */
+        if (w != v && sim_start_given_up(s, w))
+            continue;
+        /* Nor, until its process has looked at it, one the operator resumed in the middle of
+         * its cycle in the last CYCLE_LOOK_MS: paused, it gave its slot back (issue 17 item 4),
+         * and a real guest that got the shutdown before it was paused goes on with it when it
+         * runs. No hypervisor tells the engine of a resume before it looks (every
+         * CYCLE_LOOK_MS at most); then the cycle counts against the caps again (reconcile.c
+         * cold_on_path `sent`, off_path). */
+        if (w != v && w->resumed_ms && s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS &&
+            w->cycle_owner >= 0 && w->cycle_owner < s->n_reps &&
+            w->look_ms[w->cycle_owner] < w->resumed_ms)
+            continue;
         /* a VM paused or suspended mid-cycle gives its slot back (its cycle cannot
          * progress, issue 17 item 4): it does not count against the caps while it is */
         /* a cycle is over once the VM runs with no shutdown pending and its record shows
@@ -858,6 +887,7 @@ void sim_world_fault(struct sim *s)
     case 5:
         if (v->power == HV_POWER_PAUSED) {
             v->power = HV_POWER_ON;
+            v->resumed_ms = s->now_ms;
             changed(s, k);
             sim_note(s, "operator: %s resumed", v->name);
         }
