@@ -953,9 +953,11 @@ static bool begin(struct pass *p)
     /* A guest started by an operation (its power-on, or done since) that has not reported
      * since (booting) is asked again until it does, for liveTimeoutSeconds from that start,
      * before this operation takes its first step: else its baseline would be missing and the
-     * change could not be verified. */
-    bool started = old.cold && old.phase == HV_PH_POWER_ON;
-    bool booting = (started || (old.cold && old.phase == HV_PH_DONE)) && /* done since */
+     * change could not be verified. A live operation that found the VM off (the operator
+     * powered it off) and started it (starts) is not cold, yet its guest boots as well. */
+    bool powered = old.cold || old.starts > 0;
+    bool started = powered && old.phase == HV_PH_POWER_ON;
+    bool booting = (started || (powered && old.phase == HV_PH_DONE)) && /* done since */
                    p->now - old.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;
