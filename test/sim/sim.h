@@ -69,6 +69,9 @@ struct sim_vm {
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
      * lost (a guest that heeds the button later does not act on an old one) */
     bool acpi_missed;
+    /* the last shutdown asked of the guest landed and the operator started the VM again (it
+     * was off from the engine's cycle): that press is spent */
+    bool press_undone;
     int64_t off_at;  /* a shutdown the guest accepted completes at this ms (0: none) */
     int halts;       /* power-ons left that halt right after (-1: every one) */
     int pauses;      /* power-ons left that pause right after */

@@ -581,6 +581,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         }
         check_cycle_start(s, b, k);
         v->acpi_missed = v->ignores_acpi;
+        v->press_undone = false;
         if (v->ignores_acpi)
             v->touched_ms = s->now_ms;
         if (!v->ignores_acpi && !v->off_at)
@@ -936,6 +937,7 @@ void sim_world_fault(struct sim *s)
             power_off(s, k);
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
+            v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
             power_on(s, k);
             v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
