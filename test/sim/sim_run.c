@@ -899,8 +899,16 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     /* The end: CAPI stops calling, the faults heal (hosts back, calls answer); the engines
      * carry on by themselves until nothing is left to do, then sit idle. */
     if (!s->r.broken) {
-        for (int m = 0; m < s->n_vms; m++)
+        for (int m = 0; m < s->n_vms; m++) {
+            /* one still updating stops in the middle of its operation, as for a Machine
+             * deleted (real CAPI would call on): a live change its last pass left halfway (a
+             * step that failed, retried on the next call) stays so (check_end) */
+            if (s->callers[m].st == C_UPDATING) {
+                s->callers[m].stopped_mid = true;
+                s->callers[m].stopped_ms = s->now_ms;
+            }
             s->callers[m].st = C_STOPPED;
+        }
         for (int h = 0; h < s->n_hosts; h++)
             s->hosts[h].down = s->hosts[h].stalled = false;
         s->fail_permille = s->timeout_permille = 0;
