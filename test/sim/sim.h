@@ -105,7 +105,9 @@ struct sim_vm {
     /* memory (vCPUs) of the operation for off_blind_for has no guest view from before it: it
      * began over an operation under guestVerification Off in flight whose live step of that
      * field may be on its way into the guest (the engine keeps that one's base, which holds no
-     * guest view, reconcile.c hv_begin_base): set when its record replaces the older one */
+     * guest view, reconcile.c hv_begin_base), or over one that stepped it live and began
+     * longer than deadlineSeconds before (no base kept at all): set when its record replaces
+     * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
     /* when the guest of the operator's last power-on finished booting (0: the last power-on

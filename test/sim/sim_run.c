@@ -478,7 +478,9 @@ static void call_update(struct sim *s, int m)
             mem_tells &= !c->op.kept_mem;
             cpu_tells &= !c->op.kept_cpus;
             /* a field an operation under guestVerification Off stepped live, begun over while
-             * in flight: nothing from before that step to compare with (note_begun_over) */
+             * in flight, or one any operation stepped live that began longer than
+             * deadlineSeconds before (its base is not kept): nothing from before that step to
+             * compare with (note_begun_over) */
             if (sr && hv_hw_equal(&sr->desired, w) && hv_hw_equal(&v->off_blind_for, w)) {
                 mem_tells &= !v->off_blind_mem;
                 cpu_tells &= !v->off_blind_cpus;

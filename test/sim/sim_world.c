@@ -93,12 +93,17 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
     int deadline = 0;
     bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
                            (old->phase == HV_PH_FAILED && !old->cold));
-    bool inherits = stepped && old->has_base && policy_off(old) &&
-                    sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1 &&
-                    n->started_at - old->started_at <= deadline;
+    bool timed = stepped && sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1;
+    bool inherits =
+        timed && old->has_base && policy_off(old) && n->started_at - old->started_at <= deadline;
+    /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
+     * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
+     * deadlineSeconds the new operation has only the guest's view now), so a live step of it
+     * the guest never took (a hot-add left offline) is what the guest shows already */
+    bool past = timed && n->started_at - old->started_at > deadline;
     v->off_blind_for = n->desired;
-    v->off_blind_mem = inherits && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
-    v->off_blind_cpus = inherits && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
+    v->off_blind_mem = (inherits || past) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
+    v->off_blind_cpus = (inherits || past) && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
 }
 
 void sim_set_record(struct sim_vm *v, const char *text)
