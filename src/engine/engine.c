@@ -1331,6 +1331,12 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     pthread_mutex_lock(&e->lock);
     sweep(e, false);
     struct entry *x = entry_for(e, key, be, ref);
+    /* CanUpdateMachine for other hardware than UpdateMachine last asked: the rollout changed,
+     * and CAPI may call another replica for it, which changes the VM. A "done" for the older
+     * hardware concluded before (A -> B -> A) is not answered: the next UpdateMachine for it
+     * waits for a pass begun after that call, as for a call that came late. */
+    if (x->have_desired && !hv_hw_equal(&x->desired, desired))
+        x->confirm_seq = 0;
     x->waiters++;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));

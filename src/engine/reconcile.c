@@ -870,12 +870,17 @@ bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
     bool blind;
     if (s->guest_check != HV_GC_REQUIRED)
         return false;
+    /* A VM whose definition gives the guest no way to report the field (no_report) shows no
+     * change of it, running or not: a base with a guest view (inherited from an operation in
+     * flight, from before the device went) does not make a report after the step (seed
+     * 13144: CanUpdateMachine covered B on A's base, A ended first, B's begin on a fresh base
+     * refused it; B on A's base would have waited for a report that never comes). */
     if (f == HV_F_MEMORY)
         blind = desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
-                (on ? base->guest_memory_mib < 0 : no_report);
+                (no_report || (on && base->guest_memory_mib < 0));
     else if (f == HV_F_CPUS)
         blind = desired->cpus >= 0 && desired->cpus != base->hv_cpus &&
-                (on ? base->guest_cpus < 0 : no_report);
+                (no_report || (on && base->guest_cpus < 0));
     else
         blind = plan != HV_HOW_NONE;
     if (blind)
@@ -899,9 +904,10 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
     const char *why[4];
     int n = 0;
     /* an off VM is started with it as boot memory, which its guest shows unless the VM has
-     * no way for it to report (then for good) */
+     * no way for it to report (then for good); a running VM with no such way cannot show the
+     * change either, whatever view the base keeps (hv_guest_cannot_show) */
     bool on = p->obs.power == HV_POWER_ON;
-    if (mem && (on ? p->rec.base.guest_memory_mib < 0 : p->obs.no_mem_report)) {
+    if (mem && (p->obs.no_mem_report || (on && p->rec.base.guest_memory_mib < 0))) {
         why[n++] = unshown(HV_F_MEMORY);
         /* not sticky either when its statistics stopped (its last report older than a few
          * periods): they may come back (its driver reloaded) */
@@ -909,7 +915,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
             p->obs.guest.mem_view == HV_GV_SEEN && !hv_guest_mem_current(&p->obs.guest, p->now);
         sticky |= !on || (p->obs.guest.mem_view != HV_GV_PENDING && !stopped);
     }
-    if (cpus && (on ? p->rec.base.guest_cpus < 0 : p->obs.no_cpu_report)) {
+    if (cpus && (p->obs.no_cpu_report || (on && p->rec.base.guest_cpus < 0))) {
         why[n++] = unshown(HV_F_CPUS);
         sticky |= !on || p->obs.guest.cpu_view != HV_GV_PENDING;
     }
@@ -957,9 +963,11 @@ static bool begin(struct pass *p)
     /* A guest started by an operation (its power-on, or done since) that has not reported
      * since (booting) is asked again until it does, for liveTimeoutSeconds from that start,
      * before this operation takes its first step: else its baseline would be missing and the
-     * change could not be verified. */
-    bool started = old.cold && old.phase == HV_PH_POWER_ON;
-    bool booting = (started || (old.cold && old.phase == HV_PH_DONE)) && /* done since */
+     * change could not be verified. A live operation that found the VM off (the operator
+     * powered it off) and started it (starts) is not cold, yet its guest boots as well. */
+    bool powered = old.cold || old.starts > 0;
+    bool started = powered && old.phase == HV_PH_POWER_ON;
+    bool booting = (started || (powered && old.phase == HV_PH_DONE)) && /* done since */
                    p->now - old.step_at < p->s->live_timeout_s;
     memset(&p->rec, 0, sizeof(p->rec));
     p->rec.desired = *p->desired;

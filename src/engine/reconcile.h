@@ -95,9 +95,9 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
 /* guestVerification Required: whether UpdateMachine refuses field f of desired before any
  * step because the guest of this VM (running: on) cannot show its change, and why (m, a
  * stable message naming the one field). Memory and vCPUs: they differ from the base
- * (hv_begin_base) and the base has no guest view of them, or, for an off VM (started with
- * them), its definition gives the guest no way to report the field (no_report:
- * hv_vm_obs.no_mem_report, no_cpu_report);
+ * (hv_begin_base) and the base has no guest view of them (running), or its definition gives
+ * the guest no way to report the field (no_report: hv_vm_obs.no_mem_report, no_cpu_report;
+ * running or off);
  * cores per socket and disks: whenever they change (plan: how the backend would change f,
  * HV_HOW_NONE when the VM has it). The rule UpdateMachine applies (it lists every such field
  * in one message), and CanUpdateMachine through the probe (engine.c). */

@@ -69,6 +69,9 @@ struct sim_vm {
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
      * lost (a guest that heeds the button later does not act on an old one) */
     bool acpi_missed;
+    /* the last shutdown asked of the guest landed and the operator started the VM again (it
+     * was off from the engine's cycle): that press is spent */
+    bool press_undone;
     int64_t off_at;  /* a shutdown the guest accepted completes at this ms (0: none) */
     int halts;       /* power-ons left that halt right after (-1: every one) */
     int pauses;      /* power-ons left that pause right after */
@@ -103,7 +106,9 @@ struct sim_vm {
     /* memory (vCPUs) of the operation for off_blind_for has no guest view from before it: it
      * began over an operation under guestVerification Off in flight whose live step of that
      * field may be on its way into the guest (the engine keeps that one's base, which holds no
-     * guest view, reconcile.c hv_begin_base): set when its record replaces the older one */
+     * guest view, reconcile.c hv_begin_base), or over one that stepped it live and began
+     * longer than deadlineSeconds before (no base kept at all): set when its record replaces
+     * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
     /* when the guest of the operator's last power-on finished booting (0: the last power-on

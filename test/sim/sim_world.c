@@ -104,12 +104,17 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
     int deadline = 0;
     bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
                            (old->phase == HV_PH_FAILED && !old->cold));
-    bool inherits = stepped && old->has_base && policy_off(old) &&
-                    sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1 &&
-                    n->started_at - old->started_at <= deadline;
+    bool timed = stepped && sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1;
+    bool inherits =
+        timed && old->has_base && policy_off(old) && n->started_at - old->started_at <= deadline;
+    /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
+     * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
+     * deadlineSeconds the new operation has only the guest's view now), so a live step of it
+     * the guest never took (a hot-add left offline) is what the guest shows already */
+    bool past = timed && n->started_at - old->started_at > deadline;
     v->off_blind_for = n->desired;
-    v->off_blind_mem = inherits && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
-    v->off_blind_cpus = inherits && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
+    v->off_blind_mem = (inherits || past) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
+    v->off_blind_cpus = (inherits || past) && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
 }
 
 void sim_set_record(struct sim_vm *v, const char *text)
@@ -610,6 +615,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         }
         check_cycle_start(s, b, k);
         v->acpi_missed = v->ignores_acpi;
+        v->press_undone = false;
         if (v->ignores_acpi)
             v->touched_ms = s->now_ms;
         if (!v->ignores_acpi && !v->off_at)
@@ -966,6 +972,7 @@ void sim_world_fault(struct sim *s)
             power_off(s, k);
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
+            v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
             power_on(s, k);
             v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
