@@ -527,19 +527,9 @@ def test_sigkill_at_each_cold_step():
         del dom_before
         server = hvtest.Server(BINARY, CONFIG, env={"HV_FAILPOINT": point}).start()
         try:
-            c = server.client()
             req = hvtest.update_request(hvtest.libvirt_machine(name, 512, 2),
                                         hvtest.machine(name), FAST)
-            deadline = time.monotonic() + 60
-            while server.alive():
-                try:
-                    resp, _ = c.post("UpdateMachine", req)
-                except Exception:
-                    if server.alive():
-                        raise
-                    continue
-                assert time.monotonic() < deadline, "failpoint %s never reached" % point
-                time.sleep(hvtest.retry_wait(resp))
+            call_until_the_failpoint_ends_it(server, req, point)
             assert server.proc.returncode == -9, (point, server.proc.returncode)
             server.start(env={"HV_FAILPOINT": ""})
             last, msgs, _ = hvtest.drive(server.client(), req)
