@@ -25,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -64,6 +66,12 @@ struct hv_server {
     struct hv_server_opts o;
     char ca_file[512];
     char max_body_text[32];
+    /* Bodies of hook calls in flight, in bytes reserved as their heads (Content-Length) or
+     * chunks arrive, and the budget for them: over it a call is answered 503 with
+     * Retry-After. With the JSON node budget (json.h) this bounds the memory that request
+     * bodies and their parse trees can take at once, whatever the clients send. */
+    atomic_size_t inflight;
+    size_t inflight_cap;
     atomic_bool ready;
     unsigned port;
     pthread_mutex_t conns_lock;
@@ -86,8 +94,31 @@ struct req {
     int pending_code;
     const char *pending_a, *pending_b, *pending_allow;
     size_t drained;
-    bool close; /* answer with Connection: close (framing we cannot trust) */
+    size_t reserved; /* bytes of srv->inflight this request holds */
+    bool close;      /* answer with Connection: close (framing we cannot trust) */
 };
+
+/* Reserve n more bytes of the in-flight body budget for r; false (nothing reserved) when
+ * that would go over it. */
+static bool inflight_reserve(struct hv_server *srv, struct req *r, size_t n)
+{
+    size_t now = atomic_load(&srv->inflight);
+    do {
+        if (n > srv->inflight_cap || now > srv->inflight_cap - n)
+            return false;
+    } while (!atomic_compare_exchange_weak(&srv->inflight, &now, now + n));
+    r->reserved += n;
+    return true;
+}
+
+static void inflight_release(struct hv_server *srv, struct req *r)
+{
+    if (r->reserved)
+        atomic_fetch_sub(&srv->inflight, r->reserved);
+    r->reserved = 0;
+}
+
+#define BUSY_MESSAGE HV_MSG("server busy: too many request bytes in flight; retry")
 
 static double since(const struct timespec *t0)
 {
@@ -175,8 +206,16 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, int code, c
 
 char *hv_server_metrics(struct hv_server *srv, size_t *len)
 {
-    char extra[640];
+    char extra[1024];
     snprintf(extra, sizeof(extra),
+             "# HELP hvupdater_request_body_bytes_in_flight Bytes of hook request bodies "
+             "being received or served.\n"
+             "# TYPE hvupdater_request_body_bytes_in_flight gauge\n"
+             "hvupdater_request_body_bytes_in_flight %zu\n"
+             "# HELP hvupdater_request_body_bytes_in_flight_limit Over it a hook call is "
+             "answered 503.\n"
+             "# TYPE hvupdater_request_body_bytes_in_flight_limit gauge\n"
+             "hvupdater_request_body_bytes_in_flight_limit %zu\n"
              "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
              "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
              "hvupdater_tls_certificate_reloads_total %u\n"
@@ -184,7 +223,8 @@ char *hv_server_metrics(struct hv_server *srv, size_t *len)
              "certificate now served expires (Unix time).\n"
              "# TYPE hvupdater_tls_certificate_expiry_timestamp_seconds gauge\n"
              "hvupdater_tls_certificate_expiry_timestamp_seconds %lld\n",
-             hv_tls_generation(srv->tls), hv_tls_not_after(srv->tls));
+             atomic_load(&srv->inflight), srv->inflight_cap, hv_tls_generation(srv->tls),
+             hv_tls_not_after(srv->tls));
     return hv_metrics_render(extra, len);
 }
 
@@ -435,6 +475,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         else if (body > srv->o.max_body)
             pend(r, 413, HV_MSG("request body larger than the limit of "), srv->max_body_text,
                  NULL);
+        else if (body && !inflight_reserve(srv, r, (size_t)body))
+            pend(r, 503, BUSY_MESSAGE, NULL, NULL); /* the body is read and dropped */
         /* No body coming, or too much to read for nothing: answer now. */
         if (r->pending_code && ((!body && !te) || body > drain_cap(srv)))
             return fail(c, r, r->pending_code, r->pending_a, r->pending_b, r->pending_allow);
@@ -452,6 +494,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             free(r->body);
             r->body = NULL;
             r->len = r->cap = 0;
+            inflight_release(srv, r);
+        }
+        /* a chunked body (no Content-Length) reserves its bytes as they come */
+        if (!r->pending_code && r->len + *upload_size > r->reserved &&
+            !inflight_reserve(srv, r, r->len + *upload_size - r->reserved)) {
+            pend(r, 503, BUSY_MESSAGE, NULL, NULL);
+            r->drained = r->len;
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            inflight_release(srv, r);
         }
         if (r->pending_code) {
             r->drained += *upload_size;
@@ -509,6 +562,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     if (r->route == R_HOOK && !r->answered) /* client went away before an answer */
         hv_metrics_call_end(r->hook, HV_CALL_ERROR, since(&r->start));
+    inflight_release(cls, r);
     free(r->body);
     free(r);
     *con_cls = NULL;
@@ -682,7 +736,17 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     struct hv_server *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
+    /* Keys, session cookies and credentials live in this process: no core dumps, no
+     * ptrace by other processes of the same user (PR_SET_DUMPABLE 0). Large allocations
+     * (request bodies, parse arenas' big blocks) are mmap'd so that their memory goes back to
+     * the system when the request ends instead of staying in malloc's heaps. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     s->o = *o;
+    /* by default one largest body at a time, beside 1/4 of that for the usual small calls */
+    s->inflight_cap = o->max_inflight ? o->max_inflight : o->max_body + o->max_body / 4;
+    if (s->inflight_cap < o->max_body)
+        s->inflight_cap = o->max_body; /* one largest body always fits */
     snprintf(s->max_body_text, sizeof(s->max_body_text), "%zu bytes", o->max_body);
     const char *cert = o->cert_file, *key = o->key_file;
     char cert_path[512], key_path[512];

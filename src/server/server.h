@@ -17,10 +17,13 @@ struct hv_server_opts {
     const char *cert_dir;          /* where a self-signed CA and serving cert are kept */
     const char *const *extra_sans; /* NULL-terminated extra DNS names for the self-signed cert */
     size_t max_body;               /* bytes; larger bodies get 413 */
-    unsigned threads;              /* worker threads answering requests */
-    unsigned max_connections;      /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
-    unsigned max_per_address;      /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
-    unsigned head_timeout;         /* s for TLS handshake + first request head; 0 = default */
+    /* bytes of hook bodies in flight at once (0: max_body * 5 / 4); over it 503 with
+     * Retry-After */
+    size_t max_inflight;
+    unsigned threads;         /* worker threads answering requests */
+    unsigned max_connections; /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
+    unsigned max_per_address; /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
+    unsigned head_timeout;    /* s for TLS handshake + first request head; 0 = default */
     const struct hv_hooks_ctx *hooks;
     /* Client certificates (NULL: none asked for). When set, hook routes and /metrics answer
      * 403 unless the client presented a certificate that chains to a CA in this PEM file;

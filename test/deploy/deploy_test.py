@@ -661,7 +661,7 @@ REQUIRED_UNIT = {
     "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
     "PrivateTmp": "yes", "PrivateDevices": "yes", "StateDirectory": "hvupdater",
     "ConfigurationDirectory": "hvupdater", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
-    "CapabilityBoundingSet": "", "User": "hvupdater",
+    "CapabilityBoundingSet": "", "User": "hvupdater", "LimitCORE": "0",
 }
 
 
