@@ -3,11 +3,11 @@
  * so an oversized request never costs more than the cap. Hook work is in hooks.c.
  *
  * Abuse limits: MHD caps connections per client address and in total; every connection also
- * has a deadline (struct conn, kept in one list) by which its next step must be done: the TLS
+ * has a deadline (conntrack.h) by which its next step must be done: the TLS
  * handshake and the first request head within head_timeout of the accept, the body and the
  * answer within IO_TIMEOUT_S of the head, the next head within IO_TIMEOUT_S of the previous
  * answer. MHD's own timeout only counts idle time, so a byte now and then would keep a
- * connection forever; a reaper thread shuts down the socket of a connection past its
+ * connection forever; conntrack.c's thread shuts down the socket of a connection past its
  * deadline and MHD then closes it as if the client had. Framing that RFC 9112 section 6.3
  * calls ambiguous (differing Content-Length values, Transfer-Encoding with Content-Length or
  * not ending in chunked), whitespace between a field name and its colon (section 5.1),
@@ -20,6 +20,7 @@
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "conntrack.h"
 #include "respond.h"
 #include "tls.h"
 
@@ -28,14 +29,12 @@
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -49,15 +48,6 @@ enum route { R_NONE = 0, R_HOOK, R_HEALTHZ, R_READYZ, R_METRICS };
 /* Idle timeout (MHD's) and the deadline for a body plus answer, or for the next head of a
  * keep-alive connection. */
 #define IO_TIMEOUT_S 60
-
-/* One accepted connection; lives from MHD's STARTED to its CLOSED notification, which MHD
- * sends before it closes the socket, so fd stays valid while the entry is in the list. */
-struct conn {
-    struct conn *prev, *next;
-    int fd;
-    atomic_llong deadline_ms; /* CLOCK_MONOTONIC; 0 = already shut down */
-    atomic_bool busy;         /* a request's head has come and its answer is not done */
-};
 
 struct hv_server {
     struct MHD_Daemon *d;
@@ -74,11 +64,7 @@ struct hv_server {
     size_t inflight_cap;
     atomic_bool ready;
     unsigned port;
-    pthread_mutex_t conns_lock;
-    pthread_cond_t reaper_cv;
-    struct conn *conns;
-    bool reaper_started, reaper_stop;
-    pthread_t reaper;
+    struct hv_conntrack *conns; /* the connections' deadlines (conntrack.h) */
 };
 
 struct req {
@@ -313,28 +299,6 @@ static void pend(struct req *r, int code, const char *a, const char *b, const ch
     r->pending_allow = allow;
 }
 
-static struct conn *conn_of(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-static void conn_busy(struct MHD_Connection *c, bool busy)
-{
-    struct conn *cs = conn_of(c);
-    if (cs)
-        atomic_store(&cs->busy, busy);
-}
-
-/* Give the connection of c a new deadline, seconds from now. */
-static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
-{
-    struct conn *cs = conn_of(c);
-    if (cs && atomic_load(&cs->deadline_ms))
-        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)seconds * 1000);
-}
-
 struct framing {
     int n_cl, n_te, n_host;
     bool cl_bad, cl_differ, te_not_chunked, name_space;
@@ -423,8 +387,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->route = match(url, &r->hook);
         if (r->route == R_HOOK)
             hv_metrics_call_start();
-        conn_deadline(c, IO_TIMEOUT_S);
-        conn_busy(c, true);
+        hv_conn_deadline(c, IO_TIMEOUT_S);
+        hv_conn_busy(c, true);
         struct framing f = {0};
         MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
         if (target_ws) { /* RFC 9112 section 3: an invalid request line */
@@ -556,8 +520,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         *con_cls = NULL;
     }
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
-    conn_busy(c, false);
+        hv_conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
+    hv_conn_busy(c, false);
     if (!r)
         return;
     if (r->route == R_HOOK && !r->answered) /* client went away before an answer */
@@ -566,102 +530,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r->body);
     free(r);
     *con_cls = NULL;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    struct hv_server *srv = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct conn *cs = ci ? calloc(1, sizeof(*cs)) : NULL;
-        if (!cs)
-            return; /* no deadline for this one; MHD's idle timeout still applies */
-        cs->fd = ci->connect_fd;
-        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)srv->o.head_timeout * 1000);
-        pthread_mutex_lock(&srv->conns_lock);
-        cs->next = srv->conns;
-        if (srv->conns)
-            srv->conns->prev = cs;
-        srv->conns = cs;
-        pthread_mutex_unlock(&srv->conns_lock);
-        *socket_context = cs;
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        struct conn *cs = *socket_context;
-        if (!cs)
-            return;
-        pthread_mutex_lock(&srv->conns_lock);
-        if (cs->prev)
-            cs->prev->next = cs->next;
-        else
-            srv->conns = cs->next;
-        if (cs->next)
-            cs->next->prev = cs->prev;
-        pthread_mutex_unlock(&srv->conns_lock);
-        free(cs);
-        *socket_context = NULL;
-    }
-}
-
-/* Shut down the socket of each connection past its deadline, four times a second. MHD sees
- * the socket end and closes the connection in its own thread. */
-/* A safety net for closes libmicrohttpd misses (seen once in a few hundred runs of
- * integration.abuse under load: a connection the client had closed stayed in CLOSE-WAIT
- * until its idle deadline). A connection with no request in progress whose peer has
- * closed, with no byte left unread, can carry nothing more: it is shut down, which
- * libmicrohttpd then closes as if the client had just closed it. Caller holds conns_lock. */
-static void reap_closed(struct hv_server *srv, size_t idle)
-{
-    if (!idle)
-        return;
-    struct pollfd *pf = calloc(idle, sizeof(*pf));
-    struct conn **who = calloc(idle, sizeof(*who));
-    size_t n = 0;
-    for (struct conn *cs = srv->conns; pf && who && cs && n < idle; cs = cs->next) {
-        if (atomic_load(&cs->deadline_ms) && !atomic_load(&cs->busy)) {
-            pf[n].fd = cs->fd;
-            pf[n].events = POLLRDHUP;
-            who[n++] = cs;
-        }
-    }
-    if (n && poll(pf, n, 0) > 0) {
-        for (size_t k = 0; k < n; k++) {
-            int pending = 0;
-            if (!(pf[k].revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
-                ioctl(pf[k].fd, FIONREAD, &pending) < 0 || pending > 0)
-                continue;
-            atomic_store(&who[k]->deadline_ms, 0);
-            shutdown(pf[k].fd, SHUT_RDWR);
-        }
-    }
-    free(pf);
-    free(who);
-}
-
-static void *reaper_main(void *arg)
-{
-    struct hv_server *srv = arg;
-    pthread_mutex_lock(&srv->conns_lock);
-    while (!srv->reaper_stop) {
-        int64_t until = hv_mono_ms() + 250;
-        while (!srv->reaper_stop && hv_mono_ms() < until)
-            hv_cond_wait_until(&srv->reaper_cv, &srv->conns_lock, until);
-        long long now = hv_mono_ms();
-        size_t idle = 0;
-        for (struct conn *cs = srv->conns; cs; cs = cs->next) {
-            long long d = atomic_load(&cs->deadline_ms);
-            if (d && d <= now) {
-                atomic_store(&cs->deadline_ms, 0);
-                shutdown(cs->fd, SHUT_RDWR);
-            } else if (d && !atomic_load(&cs->busy)) {
-                idle++;
-            }
-        }
-        reap_closed(srv, idle);
-    }
-    pthread_mutex_unlock(&srv->conns_lock);
-    return NULL;
 }
 
 /* Let the process hold the connections it may accept (plus files for logs, backends and
@@ -800,8 +668,9 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     }
     if (limit < threads)
         limit = threads;
-    pthread_mutex_init(&s->conns_lock, NULL);
-    pthread_cond_init(&s->reaper_cv, NULL); /* waited on with hv_cond_wait_until */
+    s->conns = hv_conntrack_start(s->o.head_timeout, err, errlen);
+    if (!s->conns)
+        goto fail;
     unsigned flags =
         MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
@@ -817,22 +686,17 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)0, MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
+        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, hv_conntrack_notify, s->conns,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;
     }
-    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
-        MHD_stop_daemon(s->d);
-        snprintf(err, errlen, "cannot start a thread");
-        goto fail;
-    }
-    s->reaper_started = true;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : 0;
     return s;
 fail:
+    hv_conntrack_free(s->conns);
     if (s->tls) {
         hv_tls_activate(NULL);
         hv_tls_free(s->tls);
@@ -857,6 +721,12 @@ void hv_server_set_ready(struct hv_server *s, bool ready)
     atomic_store(&s->ready, ready);
 }
 
+void hv_server_limits(const struct hv_server *s, unsigned *per_address, unsigned *head_timeout)
+{
+    *per_address = s->o.max_per_address;
+    *head_timeout = s->o.head_timeout;
+}
+
 bool hv_server_ready(const struct hv_server *s)
 {
     return atomic_load(&s->ready);
@@ -866,14 +736,9 @@ void hv_server_stop(struct hv_server *s)
 {
     if (!s)
         return;
-    if (s->reaper_started) {
-        pthread_mutex_lock(&s->conns_lock);
-        s->reaper_stop = true;
-        pthread_cond_signal(&s->reaper_cv);
-        pthread_mutex_unlock(&s->conns_lock);
-        pthread_join(s->reaper, NULL);
-    }
+    hv_conntrack_stop(s->conns);
     MHD_stop_daemon(s->d);
+    hv_conntrack_free(s->conns);
     hv_tls_activate(NULL);
     hv_tls_free(s->tls);
     free(s->client_ca_pem);

@@ -40,6 +40,9 @@ struct hv_server;
 
 struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, size_t errlen);
 unsigned hv_server_port(const struct hv_server *s);
+/* The per-address connection cap and head timeout in force (the status listener uses the
+ * same). */
+void hv_server_limits(const struct hv_server *s, unsigned *per_address, unsigned *head_timeout);
 /* The CA file clients should trust when the server made its own certificate, else NULL. */
 const char *hv_server_ca_file(const struct hv_server *s);
 void hv_server_set_ready(struct hv_server *s, bool ready);

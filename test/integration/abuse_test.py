@@ -639,9 +639,72 @@ def case_dumpable(binary):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def case_status(binary):
+    print("status listener (--metrics-listen, --max-connections-per-address 8, --head-timeout 2):"
+          " 64 trickling connections from 127.0.0.2")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    sport = probe.getsockname()[1]
+    probe.close()
+    srv = Server(binary, "--metrics-listen", "127.0.0.1:%d" % sport,
+                 "--max-connections-per-address", "8", "--head-timeout", "2")
+    held = []
+    try:
+        for _ in range(64):  # plain HTTP heads that never end, a byte now and then
+            s = socket.socket()
+            s.settimeout(1)
+            s.bind(("127.0.0.2", 0))
+            try:
+                s.connect(("127.0.0.1", sport))
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            except OSError:
+                pass
+            held.append(s)
+        # keep trickling while a fresh client from another address asks /healthz
+        t0 = time.monotonic()
+        for s in held:
+            try:
+                s.sendall(b"X")
+            except OSError:
+                pass
+        c = socket.create_connection(("127.0.0.1", sport), timeout=HANG)
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        ans, _ = read_all(c, HANG)
+        c.close()
+        head = ans.split(b"\r\n")[0].decode(errors="replace")
+        check(" 200 " in head, "/healthz from a fresh client answered 200 (%s)" % head)
+        # the tricklers: at most 8 of them were let in, and those are shut down by the head
+        # deadline although they keep sending
+        open_ = 0
+        deadline = time.monotonic() + HANG
+        while time.monotonic() < deadline:
+            open_ = 0
+            for s in held:
+                try:
+                    s.sendall(b"X")
+                    s.settimeout(0.01)
+                    if s.recv(1) == b"":
+                        continue
+                    open_ += 1
+                except socket.timeout:
+                    open_ += 1
+                except OSError:
+                    pass
+            if open_ == 0:
+                break
+            time.sleep(0.3)
+        check(open_ == 0, "every trickling connection was closed by the head deadline (%d open "
+              "after %.1f s)" % (open_, time.monotonic() - t0))
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
+
+
 CASES = {"flood": case_flood, "deadline": case_deadline, "closed": case_closed,
          "framing": case_framing, "garbage": case_garbage, "budget": case_budget,
-         "ciphers": case_ciphers, "dumpable": case_dumpable}
+         "ciphers": case_ciphers, "dumpable": case_dumpable,
+         "status": case_status}
 
 
 def main():
