@@ -214,19 +214,74 @@ char *hv_server_metrics(struct hv_server *srv, size_t *len)
     return hv_metrics_render(extra, len);
 }
 
-/* With a client CA: NULL when the peer's certificate chains to it, else why not. */
-static const char *client_cert_problem(struct MHD_Connection *c)
+/* Whether crt names itself name: its subject's CN or a DNS, URI or e-mail SAN, exactly. */
+static bool cert_has_name(gnutls_x509_crt_t crt, const char *name)
+{
+    char buf[512];
+    size_t len = sizeof(buf);
+    if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, buf, &len) == 0 &&
+        len == strlen(name) && memcmp(buf, name, len) == 0)
+        return true;
+    for (unsigned i = 0;; i++) {
+        len = sizeof(buf);
+        int type = gnutls_x509_crt_get_subject_alt_name(crt, i, buf, &len, NULL);
+        if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            return false;
+        if (type < 0)
+            continue; /* too long or unreadable: not this name */
+        if ((type == GNUTLS_SAN_DNSNAME || type == GNUTLS_SAN_URI ||
+             type == GNUTLS_SAN_RFC822NAME) &&
+            len == strlen(name) && memcmp(buf, name, len) == 0)
+            return true;
+    }
+}
+
+/* Whether crt's extended key usage allows TLS client authentication. A certificate without
+ * the extension is refused: a CA certificate or a serving certificate of the same CA (the CA
+ * bundle's own Certificate) is no client's. */
+static bool cert_for_client_auth(gnutls_x509_crt_t crt)
+{
+    for (unsigned i = 0;; i++) {
+        char oid[128];
+        size_t len = sizeof(oid);
+        int rc = gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &len, NULL);
+        if (rc < 0)
+            return false; /* no more (or no extension) */
+        if (!strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT) || !strcmp(oid, GNUTLS_KP_ANY))
+            return true;
+    }
+}
+
+/* With a client CA: NULL when the peer's certificate chains to it, is meant for client
+ * authentication and (with an allow-list) names one of the allowed clients; else why not. */
+static const char *client_cert_problem(const struct hv_server *srv, struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
     unsigned n = 0;
-    if (!session || !gnutls_certificate_get_peers(session, &n) || n == 0)
+    const gnutls_datum_t *peers = session ? gnutls_certificate_get_peers(session, &n) : NULL;
+    if (!peers || n == 0)
         return HV_MSG("client certificate required");
     unsigned status = 0;
     if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0)
         return HV_MSG("client certificate not trusted");
-    return NULL;
+    gnutls_x509_crt_t crt;
+    if (gnutls_x509_crt_init(&crt) < 0)
+        return HV_MSG("client certificate not trusted");
+    const char *why = NULL;
+    if (gnutls_x509_crt_import(crt, &peers[0], GNUTLS_X509_FMT_DER) < 0) {
+        why = HV_MSG("client certificate not trusted");
+    } else if (!cert_for_client_auth(crt)) {
+        why = HV_MSG("client certificate not for client authentication");
+    } else if (srv->o.client_names && srv->o.client_names[0]) {
+        why = HV_MSG("client certificate names no allowed client");
+        for (size_t k = 0; srv->o.client_names[k]; k++)
+            if (cert_has_name(crt, srv->o.client_names[k]))
+                why = NULL;
+    }
+    gnutls_x509_crt_deinit(crt);
+    return why;
 }
 
 static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *c, struct req *r)
@@ -427,7 +482,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             r->route = R_NONE;
         const char *cert_problem =
             srv->client_ca_pem && (r->route == R_HOOK || r->route == R_METRICS)
-                ? client_cert_problem(c)
+                ? client_cert_problem(srv, c)
                 : NULL;
         if (r->route == R_NONE)
             pend(r, 404, HV_MSG("no such path"), NULL, NULL);

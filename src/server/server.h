@@ -29,6 +29,11 @@ struct hv_server_opts {
      * 403 unless the client presented a certificate that chains to a CA in this PEM file;
      * /healthz and /readyz stay open for kubelet probes. */
     const char *client_ca_file;
+    /* With client_ca_file: NULL-terminated names of the clients allowed (a certificate's
+     * subject CN or a DNS, URI or e-mail SAN, exact); NULL or empty: any client of that CA.
+     * Either way the certificate must allow TLS client authentication (extended key usage
+     * clientAuth). */
+    const char *const *client_names;
     bool metrics_elsewhere; /* /metrics is served by the status listener only (statusd.h) */
 };
 
