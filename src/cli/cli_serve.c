@@ -50,7 +50,11 @@ static void serve_usage(FILE *out)
             "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
             "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
-            "                         /metrics, verified against the CAs in FILE (PEM)\n"
+            "                         /metrics, verified against the CAs in FILE (PEM),\n"
+            "                         with extended key usage clientAuth\n"
+            "  --client-name NAME     with a client CA, only a certificate naming NAME (its\n"
+            "                         subject CN or a DNS, URI or e-mail SAN) is let in\n"
+            "                         (repeat, up to 16; default: any client of the CA)\n"
             "  --metrics-listen ADDR:PORT\n"
             "                         serve /metrics, /healthz and /readyz over plain HTTP\n"
             "                         there, and no /metrics on --listen\n"
@@ -131,6 +135,7 @@ int hv_cmd_serve(int argc, char **argv)
         {"kube-events", no_argument, NULL, 'E'},
         {"check-config", no_argument, NULL, 'C'},
         {"client-ca", required_argument, NULL, 'A'},
+        {"client-name", required_argument, NULL, 'u'},
         {"metrics-listen", required_argument, NULL, 'M'},
         {"drain-seconds", required_argument, NULL, 'D'},
         {"max-connections", required_argument, NULL, 'N'},
@@ -140,8 +145,8 @@ int hv_cmd_serve(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
     char cert_dir[512] = "";
-    const char *sans[16];
-    size_t n_sans = 0;
+    const char *sans[16], *client_names[17];
+    size_t n_sans = 0, n_client_names = 0;
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
     bool check_only = false, kube_events = false;
@@ -208,6 +213,11 @@ int hv_cmd_serve(int argc, char **argv)
         case 'A':
             client_ca = optarg;
             break;
+        case 'u':
+            if (n_client_names == 16 || !*optarg)
+                return serve_error(2, "--client-name: 1 to 16 names, none empty");
+            client_names[n_client_names++] = optarg;
+            break;
         case 'M':
             metrics_listen = optarg;
             break;
@@ -240,6 +250,7 @@ int hv_cmd_serve(int argc, char **argv)
                               "1..max-connections, --head-timeout 1..3600");
     }
     sans[n_sans] = NULL;
+    client_names[n_client_names] = NULL;
     char err[512];
     struct hv_config cfg;
     hv_config_default(&cfg);
@@ -253,6 +264,10 @@ int hv_cmd_serve(int argc, char **argv)
         cfg.max_body = (size_t)max_body;
     if (!client_ca)
         client_ca = cfg.client_ca_file;
+    if (n_client_names && !client_ca) {
+        hv_config_free(&cfg);
+        return serve_error(2, "--client-name needs a client CA (--client-ca or clientCAFile)");
+    }
     if (!metrics_listen)
         metrics_listen = cfg.metrics_listen;
     if (check_only) {
@@ -303,6 +318,7 @@ int hv_cmd_serve(int argc, char **argv)
         .head_timeout = (unsigned)head_timeout,
         .hooks = hv_runtime_hooks(rt),
         .client_ca_file = client_ca,
+        .client_names = client_names,
         .metrics_elsewhere = metrics_listen != NULL,
     };
     struct hv_server *srv = hv_server_start(&so, err, sizeof(err));

@@ -42,11 +42,99 @@ static bool str_in(const char *s, const hj *arr)
     return false;
 }
 
+/* [A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])? of at most max bytes; empty allowed if empty_ok
+ * (apimachinery's qualified-name part and label value). */
+static bool label_token_ok(const char *s, size_t n, size_t max, bool empty_ok)
+{
+    if (n == 0)
+        return empty_ok;
+    if (n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.')))
+            return false;
+    }
+    return true;
+}
+
+/* A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253, alphanumeric at
+ * both ends and around each '.'. */
+static bool dns_subdomain_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (alnum)
+            continue;
+        if ((c != '-' && c != '.') || i == 0 || i == n - 1)
+            return false;
+        if (c == '.' && (s[i - 1] == '.' || s[i - 1] == '-' || s[i + 1] == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* A label key as Go's validation.IsQualifiedName takes it: [prefix/]name. */
+static bool label_key_ok(const char *k)
+{
+    const char *slash = strchr(k, '/');
+    if (!slash)
+        return label_token_ok(k, strlen(k), 63, false);
+    if (strchr(slash + 1, '/'))
+        return false;
+    return dns_subdomain_ok(k, (size_t)(slash - k)) &&
+           label_token_ok(slash + 1, strlen(slash + 1), 63, false);
+}
+
+static bool label_value_ok(const hj *v)
+{
+    return v && v->type == HJ_STRING && strlen(v->s) == v->slen &&
+           label_token_ok(v->s, v->slen, 63, true);
+}
+
+/* The selector as metav1.LabelSelectorAsSelector would accept it: every key a qualified name,
+ * every value a label value, In and NotIn with at least one value, Exists and DoesNotExist
+ * with none. Where Go's parser returns an error, CAPV allows no namespace: so do we. */
+static bool selector_ok(const hj *selector)
+{
+    const hj *ml = hj_get(selector, "matchLabels");
+    if (ml && ml->type != HJ_OBJECT && ml->type != HJ_NULL)
+        return false;
+    for (size_t i = 0; ml && ml->type == HJ_OBJECT && i < ml->n; i++)
+        if (!label_key_ok(ml->keys[i]) || !label_value_ok(ml->items[i]))
+            return false;
+    const hj *me = hj_get(selector, "matchExpressions");
+    if (me && me->type != HJ_ARRAY && me->type != HJ_NULL)
+        return false;
+    for (size_t i = 0; me && me->type == HJ_ARRAY && i < me->n; i++) {
+        const hj *e = me->items[i];
+        const char *key = hj_get_str(e, "key"), *op = hj_get_str(e, "operator");
+        const hj *values = hj_get(e, "values");
+        if (e->type != HJ_OBJECT || !key || !op || !label_key_ok(key))
+            return false;
+        if (values && values->type != HJ_ARRAY && values->type != HJ_NULL)
+            return false;
+        size_t nv = values && values->type == HJ_ARRAY ? values->n : 0;
+        for (size_t j = 0; j < nv; j++)
+            if (!label_value_ok(values->items[j]))
+                return false;
+        bool set_op = !strcmp(op, "In") || !strcmp(op, "NotIn");
+        bool exists_op = !strcmp(op, "Exists") || !strcmp(op, "DoesNotExist");
+        if ((set_op && nv == 0) || (exists_op && nv != 0) || (!set_op && !exists_op))
+            return false;
+    }
+    return true;
+}
+
 int hv_label_selector_match(const hj *selector, const hj *labels)
 {
     if (!selector || selector->type == HJ_NULL)
         return 1;
-    if (selector->type != HJ_OBJECT)
+    if (selector->type != HJ_OBJECT || !selector_ok(selector))
         return -1;
     const hj *ml = hj_get(selector, "matchLabels");
     if (ml && ml->type != HJ_OBJECT && ml->type != HJ_NULL)

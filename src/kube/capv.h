@@ -27,7 +27,10 @@ enum hv_capv_rc hv_capv_credentials(struct hv_kube *k, const char *capv_namespac
 
 /* true when labels (an object of strings, may be NULL) match a metav1.LabelSelector
  * (matchLabels and matchExpressions with In, NotIn, Exists, DoesNotExist); an empty selector
- * matches everything. -1 when the selector is malformed. */
+ * matches everything. -1 when the selector is malformed: wherever Go's
+ * metav1.LabelSelectorAsSelector returns an error (In/NotIn without values, Exists/DoesNotExist
+ * with values, a key or value that is not a label key or value, an unknown operator), so that
+ * CAPV's "allowed" is never read from a selector CAPV itself refuses. */
 int hv_label_selector_match(const hj *selector, const hj *labels);
 
 #endif

@@ -17,6 +17,8 @@ enum MHD_Result hv_respond(struct MHD_Connection *c, unsigned code, const char *
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (code == 503) /* busy or not ready: a client may come back in a second */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, code, resp);

@@ -3,11 +3,11 @@
  * so an oversized request never costs more than the cap. Hook work is in hooks.c.
  *
  * Abuse limits: MHD caps connections per client address and in total; every connection also
- * has a deadline (struct conn, kept in one list) by which its next step must be done: the TLS
+ * has a deadline (conntrack.h) by which its next step must be done: the TLS
  * handshake and the first request head within head_timeout of the accept, the body and the
  * answer within IO_TIMEOUT_S of the head, the next head within IO_TIMEOUT_S of the previous
  * answer. MHD's own timeout only counts idle time, so a byte now and then would keep a
- * connection forever; a reaper thread shuts down the socket of a connection past its
+ * connection forever; conntrack.c's thread shuts down the socket of a connection past its
  * deadline and MHD then closes it as if the client had. Framing that RFC 9112 section 6.3
  * calls ambiguous (differing Content-Length values, Transfer-Encoding with Content-Length or
  * not ending in chunked), whitespace between a field name and its colon (section 5.1),
@@ -20,21 +20,22 @@
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "conntrack.h"
 #include "respond.h"
 #include "tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -48,15 +49,6 @@ enum route { R_NONE = 0, R_HOOK, R_HEALTHZ, R_READYZ, R_METRICS };
  * keep-alive connection. */
 #define IO_TIMEOUT_S 60
 
-/* One accepted connection; lives from MHD's STARTED to its CLOSED notification, which MHD
- * sends before it closes the socket, so fd stays valid while the entry is in the list. */
-struct conn {
-    struct conn *prev, *next;
-    int fd;
-    atomic_llong deadline_ms; /* CLOCK_MONOTONIC; 0 = already shut down */
-    atomic_bool busy;         /* a request's head has come and its answer is not done */
-};
-
 struct hv_server {
     struct MHD_Daemon *d;
     char *client_ca_pem; /* MHD_OPTION_HTTPS_MEM_TRUST keeps the pointer */
@@ -64,13 +56,15 @@ struct hv_server {
     struct hv_server_opts o;
     char ca_file[512];
     char max_body_text[32];
+    /* Bodies of hook calls in flight, in bytes reserved as their heads (Content-Length) or
+     * chunks arrive, and the budget for them: over it a call is answered 503 with
+     * Retry-After. With the JSON node budget (json.h) this bounds the memory that request
+     * bodies and their parse trees can take at once, whatever the clients send. */
+    atomic_size_t inflight;
+    size_t inflight_cap;
     atomic_bool ready;
     unsigned port;
-    pthread_mutex_t conns_lock;
-    pthread_cond_t reaper_cv;
-    struct conn *conns;
-    bool reaper_started, reaper_stop;
-    pthread_t reaper;
+    struct hv_conntrack *conns; /* the connections' deadlines (conntrack.h) */
 };
 
 struct req {
@@ -86,8 +80,31 @@ struct req {
     int pending_code;
     const char *pending_a, *pending_b, *pending_allow;
     size_t drained;
-    bool close; /* answer with Connection: close (framing we cannot trust) */
+    size_t reserved; /* bytes of srv->inflight this request holds */
+    bool close;      /* answer with Connection: close (framing we cannot trust) */
 };
+
+/* Reserve n more bytes of the in-flight body budget for r; false (nothing reserved) when
+ * that would go over it. */
+static bool inflight_reserve(struct hv_server *srv, struct req *r, size_t n)
+{
+    size_t now = atomic_load(&srv->inflight);
+    do {
+        if (n > srv->inflight_cap || now > srv->inflight_cap - n)
+            return false;
+    } while (!atomic_compare_exchange_weak(&srv->inflight, &now, now + n));
+    r->reserved += n;
+    return true;
+}
+
+static void inflight_release(struct hv_server *srv, struct req *r)
+{
+    if (r->reserved)
+        atomic_fetch_sub(&srv->inflight, r->reserved);
+    r->reserved = 0;
+}
+
+#define BUSY_MESSAGE HV_MSG("server busy: too many request bytes in flight; retry")
 
 static double since(const struct timespec *t0)
 {
@@ -175,8 +192,16 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, int code, c
 
 char *hv_server_metrics(struct hv_server *srv, size_t *len)
 {
-    char extra[640];
+    char extra[1024];
     snprintf(extra, sizeof(extra),
+             "# HELP hvupdater_request_body_bytes_in_flight Bytes of hook request bodies "
+             "being received or served.\n"
+             "# TYPE hvupdater_request_body_bytes_in_flight gauge\n"
+             "hvupdater_request_body_bytes_in_flight %zu\n"
+             "# HELP hvupdater_request_body_bytes_in_flight_limit Over it a hook call is "
+             "answered 503.\n"
+             "# TYPE hvupdater_request_body_bytes_in_flight_limit gauge\n"
+             "hvupdater_request_body_bytes_in_flight_limit %zu\n"
              "# HELP hvupdater_tls_certificate_reloads_total Serving certificate reloads.\n"
              "# TYPE hvupdater_tls_certificate_reloads_total counter\n"
              "hvupdater_tls_certificate_reloads_total %u\n"
@@ -184,23 +209,79 @@ char *hv_server_metrics(struct hv_server *srv, size_t *len)
              "certificate now served expires (Unix time).\n"
              "# TYPE hvupdater_tls_certificate_expiry_timestamp_seconds gauge\n"
              "hvupdater_tls_certificate_expiry_timestamp_seconds %lld\n",
-             hv_tls_generation(srv->tls), hv_tls_not_after(srv->tls));
+             atomic_load(&srv->inflight), srv->inflight_cap, hv_tls_generation(srv->tls),
+             hv_tls_not_after(srv->tls));
     return hv_metrics_render(extra, len);
 }
 
-/* With a client CA: NULL when the peer's certificate chains to it, else why not. */
-static const char *client_cert_problem(struct MHD_Connection *c)
+/* Whether crt names itself name: its subject's CN or a DNS, URI or e-mail SAN, exactly. */
+static bool cert_has_name(gnutls_x509_crt_t crt, const char *name)
+{
+    char buf[512];
+    size_t len = sizeof(buf);
+    if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, buf, &len) == 0 &&
+        len == strlen(name) && memcmp(buf, name, len) == 0)
+        return true;
+    for (unsigned i = 0;; i++) {
+        len = sizeof(buf);
+        int type = gnutls_x509_crt_get_subject_alt_name(crt, i, buf, &len, NULL);
+        if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            return false;
+        if (type < 0)
+            continue; /* too long or unreadable: not this name */
+        if ((type == GNUTLS_SAN_DNSNAME || type == GNUTLS_SAN_URI ||
+             type == GNUTLS_SAN_RFC822NAME) &&
+            len == strlen(name) && memcmp(buf, name, len) == 0)
+            return true;
+    }
+}
+
+/* Whether crt's extended key usage allows TLS client authentication. A certificate without
+ * the extension is refused: a CA certificate or a serving certificate of the same CA (the CA
+ * bundle's own Certificate) is no client's. */
+static bool cert_for_client_auth(gnutls_x509_crt_t crt)
+{
+    for (unsigned i = 0;; i++) {
+        char oid[128];
+        size_t len = sizeof(oid);
+        int rc = gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &len, NULL);
+        if (rc < 0)
+            return false; /* no more (or no extension) */
+        if (!strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT) || !strcmp(oid, GNUTLS_KP_ANY))
+            return true;
+    }
+}
+
+/* With a client CA: NULL when the peer's certificate chains to it, is meant for client
+ * authentication and (with an allow-list) names one of the allowed clients; else why not. */
+static const char *client_cert_problem(const struct hv_server *srv, struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
     unsigned n = 0;
-    if (!session || !gnutls_certificate_get_peers(session, &n) || n == 0)
+    const gnutls_datum_t *peers = session ? gnutls_certificate_get_peers(session, &n) : NULL;
+    if (!peers || n == 0)
         return HV_MSG("client certificate required");
     unsigned status = 0;
     if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0)
         return HV_MSG("client certificate not trusted");
-    return NULL;
+    gnutls_x509_crt_t crt;
+    if (gnutls_x509_crt_init(&crt) < 0)
+        return HV_MSG("client certificate not trusted");
+    const char *why = NULL;
+    if (gnutls_x509_crt_import(crt, &peers[0], GNUTLS_X509_FMT_DER) < 0) {
+        why = HV_MSG("client certificate not trusted");
+    } else if (!cert_for_client_auth(crt)) {
+        why = HV_MSG("client certificate not for client authentication");
+    } else if (srv->o.client_names && srv->o.client_names[0]) {
+        why = HV_MSG("client certificate names no allowed client");
+        for (size_t k = 0; srv->o.client_names[k]; k++)
+            if (cert_has_name(crt, srv->o.client_names[k]))
+                why = NULL;
+    }
+    gnutls_x509_crt_deinit(crt);
+    return why;
 }
 
 static enum MHD_Result serve_hook(struct hv_server *srv, struct MHD_Connection *c, struct req *r)
@@ -271,28 +352,6 @@ static void pend(struct req *r, int code, const char *a, const char *b, const ch
     r->pending_a = a;
     r->pending_b = b;
     r->pending_allow = allow;
-}
-
-static struct conn *conn_of(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-static void conn_busy(struct MHD_Connection *c, bool busy)
-{
-    struct conn *cs = conn_of(c);
-    if (cs)
-        atomic_store(&cs->busy, busy);
-}
-
-/* Give the connection of c a new deadline, seconds from now. */
-static void conn_deadline(struct MHD_Connection *c, unsigned seconds)
-{
-    struct conn *cs = conn_of(c);
-    if (cs && atomic_load(&cs->deadline_ms))
-        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)seconds * 1000);
 }
 
 struct framing {
@@ -383,8 +442,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->route = match(url, &r->hook);
         if (r->route == R_HOOK)
             hv_metrics_call_start();
-        conn_deadline(c, IO_TIMEOUT_S);
-        conn_busy(c, true);
+        hv_conn_deadline(c, IO_TIMEOUT_S);
+        hv_conn_busy(c, true);
         struct framing f = {0};
         MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
         if (target_ws) { /* RFC 9112 section 3: an invalid request line */
@@ -423,7 +482,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             r->route = R_NONE;
         const char *cert_problem =
             srv->client_ca_pem && (r->route == R_HOOK || r->route == R_METRICS)
-                ? client_cert_problem(c)
+                ? client_cert_problem(srv, c)
                 : NULL;
         if (r->route == R_NONE)
             pend(r, 404, HV_MSG("no such path"), NULL, NULL);
@@ -435,6 +494,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         else if (body > srv->o.max_body)
             pend(r, 413, HV_MSG("request body larger than the limit of "), srv->max_body_text,
                  NULL);
+        else if (body && !inflight_reserve(srv, r, (size_t)body))
+            pend(r, 503, BUSY_MESSAGE, NULL, NULL); /* the body is read and dropped */
         /* No body coming, or too much to read for nothing: answer now. */
         if (r->pending_code && ((!body && !te) || body > drain_cap(srv)))
             return fail(c, r, r->pending_code, r->pending_a, r->pending_b, r->pending_allow);
@@ -452,6 +513,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             free(r->body);
             r->body = NULL;
             r->len = r->cap = 0;
+            inflight_release(srv, r);
+        }
+        /* a chunked body (no Content-Length) reserves its bytes as they come */
+        if (!r->pending_code && r->len + *upload_size > r->reserved &&
+            !inflight_reserve(srv, r, r->len + *upload_size - r->reserved)) {
+            pend(r, 503, BUSY_MESSAGE, NULL, NULL);
+            r->drained = r->len;
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            inflight_release(srv, r);
         }
         if (r->pending_code) {
             r->drained += *upload_size;
@@ -503,111 +575,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         *con_cls = NULL;
     }
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
-    conn_busy(c, false);
+        hv_conn_deadline(c, IO_TIMEOUT_S); /* for the next head on this keep-alive connection */
+    hv_conn_busy(c, false);
     if (!r)
         return;
     if (r->route == R_HOOK && !r->answered) /* client went away before an answer */
         hv_metrics_call_end(r->hook, HV_CALL_ERROR, since(&r->start));
+    inflight_release(cls, r);
     free(r->body);
     free(r);
     *con_cls = NULL;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    struct hv_server *srv = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct conn *cs = ci ? calloc(1, sizeof(*cs)) : NULL;
-        if (!cs)
-            return; /* no deadline for this one; MHD's idle timeout still applies */
-        cs->fd = ci->connect_fd;
-        atomic_store(&cs->deadline_ms, hv_mono_ms() + (long long)srv->o.head_timeout * 1000);
-        pthread_mutex_lock(&srv->conns_lock);
-        cs->next = srv->conns;
-        if (srv->conns)
-            srv->conns->prev = cs;
-        srv->conns = cs;
-        pthread_mutex_unlock(&srv->conns_lock);
-        *socket_context = cs;
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        struct conn *cs = *socket_context;
-        if (!cs)
-            return;
-        pthread_mutex_lock(&srv->conns_lock);
-        if (cs->prev)
-            cs->prev->next = cs->next;
-        else
-            srv->conns = cs->next;
-        if (cs->next)
-            cs->next->prev = cs->prev;
-        pthread_mutex_unlock(&srv->conns_lock);
-        free(cs);
-        *socket_context = NULL;
-    }
-}
-
-/* Shut down the socket of each connection past its deadline, four times a second. MHD sees
- * the socket end and closes the connection in its own thread. */
-/* A safety net for closes libmicrohttpd misses (seen once in a few hundred runs of
- * integration.abuse under load: a connection the client had closed stayed in CLOSE-WAIT
- * until its idle deadline). A connection with no request in progress whose peer has
- * closed, with no byte left unread, can carry nothing more: it is shut down, which
- * libmicrohttpd then closes as if the client had just closed it. Caller holds conns_lock. */
-static void reap_closed(struct hv_server *srv, size_t idle)
-{
-    if (!idle)
-        return;
-    struct pollfd *pf = calloc(idle, sizeof(*pf));
-    struct conn **who = calloc(idle, sizeof(*who));
-    size_t n = 0;
-    for (struct conn *cs = srv->conns; pf && who && cs && n < idle; cs = cs->next) {
-        if (atomic_load(&cs->deadline_ms) && !atomic_load(&cs->busy)) {
-            pf[n].fd = cs->fd;
-            pf[n].events = POLLRDHUP;
-            who[n++] = cs;
-        }
-    }
-    if (n && poll(pf, n, 0) > 0) {
-        for (size_t k = 0; k < n; k++) {
-            int pending = 0;
-            if (!(pf[k].revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
-                ioctl(pf[k].fd, FIONREAD, &pending) < 0 || pending > 0)
-                continue;
-            atomic_store(&who[k]->deadline_ms, 0);
-            shutdown(pf[k].fd, SHUT_RDWR);
-        }
-    }
-    free(pf);
-    free(who);
-}
-
-static void *reaper_main(void *arg)
-{
-    struct hv_server *srv = arg;
-    pthread_mutex_lock(&srv->conns_lock);
-    while (!srv->reaper_stop) {
-        int64_t until = hv_mono_ms() + 250;
-        while (!srv->reaper_stop && hv_mono_ms() < until)
-            hv_cond_wait_until(&srv->reaper_cv, &srv->conns_lock, until);
-        long long now = hv_mono_ms();
-        size_t idle = 0;
-        for (struct conn *cs = srv->conns; cs; cs = cs->next) {
-            long long d = atomic_load(&cs->deadline_ms);
-            if (d && d <= now) {
-                atomic_store(&cs->deadline_ms, 0);
-                shutdown(cs->fd, SHUT_RDWR);
-            } else if (d && !atomic_load(&cs->busy)) {
-                idle++;
-            }
-        }
-        reap_closed(srv, idle);
-    }
-    pthread_mutex_unlock(&srv->conns_lock);
-    return NULL;
 }
 
 /* Let the process hold the connections it may accept (plus files for logs, backends and
@@ -682,7 +659,17 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     struct hv_server *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
+    /* Keys, session cookies and credentials live in this process: no core dumps, no
+     * ptrace by other processes of the same user (PR_SET_DUMPABLE 0). Large allocations
+     * (request bodies, parse arenas' big blocks) are mmap'd so that their memory goes back to
+     * the system when the request ends instead of staying in malloc's heaps. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     s->o = *o;
+    /* by default one largest body at a time, beside 1/4 of that for the usual small calls */
+    s->inflight_cap = o->max_inflight ? o->max_inflight : o->max_body + o->max_body / 4;
+    if (s->inflight_cap < o->max_body)
+        s->inflight_cap = o->max_body; /* one largest body always fits */
     snprintf(s->max_body_text, sizeof(s->max_body_text), "%zu bytes", o->max_body);
     const char *cert = o->cert_file, *key = o->key_file;
     char cert_path[512], key_path[512];
@@ -736,8 +723,9 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     }
     if (limit < threads)
         limit = threads;
-    pthread_mutex_init(&s->conns_lock, NULL);
-    pthread_cond_init(&s->reaper_cv, NULL); /* waited on with hv_cond_wait_until */
+    s->conns = hv_conntrack_start(s->o.head_timeout, err, errlen);
+    if (!s->conns)
+        goto fail;
     unsigned flags =
         MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
@@ -753,22 +741,17 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)0, MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
+        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, hv_conntrack_notify, s->conns,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;
     }
-    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
-        MHD_stop_daemon(s->d);
-        snprintf(err, errlen, "cannot start a thread");
-        goto fail;
-    }
-    s->reaper_started = true;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : 0;
     return s;
 fail:
+    hv_conntrack_free(s->conns);
     if (s->tls) {
         hv_tls_activate(NULL);
         hv_tls_free(s->tls);
@@ -793,6 +776,12 @@ void hv_server_set_ready(struct hv_server *s, bool ready)
     atomic_store(&s->ready, ready);
 }
 
+void hv_server_limits(const struct hv_server *s, unsigned *per_address, unsigned *head_timeout)
+{
+    *per_address = s->o.max_per_address;
+    *head_timeout = s->o.head_timeout;
+}
+
 bool hv_server_ready(const struct hv_server *s)
 {
     return atomic_load(&s->ready);
@@ -802,14 +791,9 @@ void hv_server_stop(struct hv_server *s)
 {
     if (!s)
         return;
-    if (s->reaper_started) {
-        pthread_mutex_lock(&s->conns_lock);
-        s->reaper_stop = true;
-        pthread_cond_signal(&s->reaper_cv);
-        pthread_mutex_unlock(&s->conns_lock);
-        pthread_join(s->reaper, NULL);
-    }
+    hv_conntrack_stop(s->conns);
     MHD_stop_daemon(s->d);
+    hv_conntrack_free(s->conns);
     hv_tls_activate(NULL);
     hv_tls_free(s->tls);
     free(s->client_ca_pem);

@@ -17,15 +17,23 @@ struct hv_server_opts {
     const char *cert_dir;          /* where a self-signed CA and serving cert are kept */
     const char *const *extra_sans; /* NULL-terminated extra DNS names for the self-signed cert */
     size_t max_body;               /* bytes; larger bodies get 413 */
-    unsigned threads;              /* worker threads answering requests */
-    unsigned max_connections;      /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
-    unsigned max_per_address;      /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
-    unsigned head_timeout;         /* s for TLS handshake + first request head; 0 = default */
+    /* bytes of hook bodies in flight at once (0: max_body * 5 / 4); over it 503 with
+     * Retry-After */
+    size_t max_inflight;
+    unsigned threads;         /* worker threads answering requests */
+    unsigned max_connections; /* in total; 0 = HV_SERVER_MAX_CONNECTIONS */
+    unsigned max_per_address; /* from one client address; 0 = HV_SERVER_MAX_PER_ADDRESS */
+    unsigned head_timeout;    /* s for TLS handshake + first request head; 0 = default */
     const struct hv_hooks_ctx *hooks;
     /* Client certificates (NULL: none asked for). When set, hook routes and /metrics answer
      * 403 unless the client presented a certificate that chains to a CA in this PEM file;
      * /healthz and /readyz stay open for kubelet probes. */
     const char *client_ca_file;
+    /* With client_ca_file: NULL-terminated names of the clients allowed (a certificate's
+     * subject CN or a DNS, URI or e-mail SAN, exact); NULL or empty: any client of that CA.
+     * Either way the certificate must allow TLS client authentication (extended key usage
+     * clientAuth). */
+    const char *const *client_names;
     bool metrics_elsewhere; /* /metrics is served by the status listener only (statusd.h) */
 };
 
@@ -37,6 +45,9 @@ struct hv_server;
 
 struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, size_t errlen);
 unsigned hv_server_port(const struct hv_server *s);
+/* The per-address connection cap and head timeout in force (the status listener uses the
+ * same). */
+void hv_server_limits(const struct hv_server *s, unsigned *per_address, unsigned *head_timeout);
 /* The CA file clients should trust when the server made its own certificate, else NULL. */
 const char *hv_server_ca_file(const struct hv_server *s);
 void hv_server_set_ready(struct hv_server *s, bool ready);

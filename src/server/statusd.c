@@ -1,6 +1,10 @@
 /* statusd.c: see statusd.h. One small libmicrohttpd daemon (one thread); requests carry no
- * body, so each is answered on its first callback. */
+ * body, so each is answered on its second callback. The hook port's abuse limits hold here
+ * too (kubelet's probes come here, and a liveness probe that times out restarts the pod): the
+ * per-address connection cap, and a deadline for each connection's head (conntrack.h), so
+ * that clients trickling bytes cannot hold every slot. */
 #include "statusd.h"
+#include "conntrack.h"
 #include "log.h"
 #include "msg.h"
 #include "respond.h"
@@ -10,8 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Connections at once; the answer's deadline after a head. */
+#define STATUS_CONNECTIONS 256
+#define STATUS_IO_TIMEOUT  10
+
 struct hv_statusd {
     struct MHD_Daemon *d;
+    struct hv_conntrack *conns;
     struct hv_server *srv;
     unsigned port;
 };
@@ -31,6 +40,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct hv_statusd *s = cls;
     if (!*con_cls) { /* first call: headers only; answer on the next one */
         *con_cls = s;
+        hv_conn_busy(c, true);
+        hv_conn_deadline(c, STATUS_IO_TIMEOUT);
         return MHD_YES;
     }
     if (*upload_size) { /* no route takes a body: drop it */
@@ -52,6 +63,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return m ? hv_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, len, NULL, false,
                           NULL)
              : MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)toe;
+    *con_cls = NULL;
+    hv_conn_busy(c, false);
+    hv_conn_deadline(c, STATUS_IO_TIMEOUT); /* for the next head on a keep-alive connection */
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -80,14 +101,25 @@ struct hv_statusd *hv_statusd_start(const char *listen, struct hv_server *srv, c
         return NULL;
     }
     s->srv = srv;
+    unsigned per_address, head_timeout;
+    hv_server_limits(srv, &per_address, &head_timeout);
+    s->conns = hv_conntrack_start(head_timeout, err, errlen);
+    if (!s->conns) {
+        free(s);
+        return NULL;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                             on_mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)STATUS_IO_TIMEOUT,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)STATUS_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address,
+                            MHD_OPTION_NOTIFY_CONNECTION, hv_conntrack_notify, s->conns,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
+        hv_conntrack_free(s->conns);
         snprintf(err, errlen,
                  "metrics listener: cannot listen on %s (address in use or not "
                  "permitted)",
@@ -109,6 +141,8 @@ void hv_statusd_stop(struct hv_statusd *s)
 {
     if (!s)
         return;
+    hv_conntrack_stop(s->conns);
     MHD_stop_daemon(s->d);
+    hv_conntrack_free(s->conns);
     free(s);
 }

@@ -482,7 +482,11 @@ int hv_tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, in
 
 const char *hv_tls_priorities(void)
 {
-    return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE";
+    /* TLS 1.3, and TLS 1.2 with forward secrecy and AEAD only: ECDHE key exchange (no static
+     * RSA, no finite-field DHE), AES-GCM or ChaCha20-Poly1305 (no CBC, no SHA-1 MACs). */
+    return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-KX-ALL:+ECDHE-RSA:+ECDHE-ECDSA:"
+           "-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:"
+           "%SERVER_PRECEDENCE";
 }
 
 char *hv_tls_read_ca_bundle(const char *path, char *err, size_t errlen)

@@ -380,7 +380,8 @@ struct pstate {
     struct pentry *ents;
     size_t n_ents, cap_ents;
     struct pentry inline_ents[PARSE_INLINE_ENTS];
-    const char *why; /* our own reason for cancelling */
+    size_t nodes, node_budget; /* values made so far, and how many this input may make */
+    const char *why;           /* our own reason for cancelling */
 };
 
 static void pkey_free(struct pstate *p, char *key)
@@ -410,6 +411,13 @@ static void ents_push(struct pstate *p, char *key, size_t klen, hj *v)
 
 static int add_value(struct pstate *p, hj *v)
 {
+    /* Every value (containers too) passes here: the node budget bounds the tree, so parsing
+     * memory is a small multiple of the input's bytes whatever its shape (hj_node_budget). */
+    if (++p->nodes > p->node_budget) {
+        hj_free(v);
+        p->why = HV_MSG("more values than the input's size allows (one per 8 bytes)");
+        return 0;
+    }
     if (p->depth == 0) {
         if (p->root) {
             hj_free(v);
@@ -561,6 +569,11 @@ static void yajl_reason(yajl_handle h, const char *buf, size_t len, char *out, s
         yajl_free_error(h, e);
 }
 
+size_t hj_node_budget(size_t len)
+{
+    return len / HJ_BYTES_PER_NODE + HJ_NODE_SLACK;
+}
+
 hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
 {
     struct pstate p;
@@ -573,6 +586,8 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
     p.n_ents = 0;
     p.cap_ents = PARSE_INLINE_ENTS;
     p.why = NULL;
+    p.nodes = 0;
+    p.node_budget = hj_node_budget(len);
     yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
     if (!h)
         abort();

@@ -18,6 +18,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import hvtest  # noqa: E402
 import libvirt_e2e as lab  # noqa: E402
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 # method: (domain style, from (MiB, vCPUs), to, guest shows it when)
 METHODS = [
     ("DIMM", "dimm", (1024, 1), (1536, 1), lambda v: v[0] > 1400),

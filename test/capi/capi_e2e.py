@@ -51,6 +51,10 @@ import sys
 import time
 import traceback
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 BIN = os.environ.get("HV_CAPI_BIN", "")
 STATE = os.environ.get("HV_CAPI_STATE", "")
 HVLOG = os.environ.get("HV_CAPI_HVUPDATER_LOG", "")
@@ -885,14 +889,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", action="append", default=[])
     a = ap.parse_args()
+    passed = failed = 0
+    kcp = os.environ.get("HV_CAPI_KCP") == "1"
+    chosen = [fn for fn in (KCP_SCENARIOS if kcp else SCENARIOS)
+              if not a.k or any(k in fn.__name__ for k in a.k)]
+    if not chosen:
+        # a filter that selects nothing tested nothing: that is a usage error, never a pass
+        sys.exit("capi_e2e: -k %s selects no %sscenario" % (" -k ".join(a.k), "KCP " if kcp else ""))
     for v in ("KUBECONFIG", "HV_CAPI_BIN", "HV_CAPI_STATE", "HV_CAPI_HVUPDATER_LOG"):
         if not os.environ.get(v):
             sys.exit("capi_e2e: %s is not set: eval \"$(test/capi/up.sh)\" first" % v)
-    passed = failed = 0
-    kcp = os.environ.get("HV_CAPI_KCP") == "1"
-    for fn in KCP_SCENARIOS if kcp else SCENARIOS:
-        if a.k and not any(k in fn.__name__ for k in a.k):
-            continue
+    for fn in chosen:
         t0 = time.monotonic()
         try:
             fn()

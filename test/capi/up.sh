@@ -95,7 +95,8 @@ for b in openssl curl virsh python3; do command -v $b >/dev/null || die "$b miss
 [ -d "$STATE" ] && alive etcd && die "a CAPI lab is already running ($STATE): down.sh first"
 
 T0=$(date +%s%N)
-eval "$("$ROOT/test/lab/libvirt-up.sh")"
+lab_env=$("$ROOT/test/lab/libvirt-up.sh")
+eval "$lab_env"
 BIN=$("$HERE/build.sh")
 rm -rf "$STATE"
 mkdir -p "$STATE/pki" "$STATE/webhook-certs"

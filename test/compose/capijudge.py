@@ -9,6 +9,12 @@ judge() returns the JSON pointers that still differ ([] = covered).
 import base64
 import copy
 import json
+import os
+import sys
+
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
 
 
 def same(a, b):

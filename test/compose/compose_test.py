@@ -27,6 +27,10 @@ sys.path.insert(0, HERE)
 import capijudge  # noqa: E402
 import hvtest  # noqa: E402
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 BINARY = None
 PKI = None
 WORK = tempfile.mkdtemp(prefix="hv-compose-")

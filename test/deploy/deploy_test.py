@@ -474,6 +474,27 @@ def check_deployment(r, dep, binary, version):
                 if m["mountPath"] in writable), "only emptyDir mounts are writable", writable)
 
 
+def check_secret_key(r, dep, name, key, what):
+    """A whole-Secret volume provides key only if something makes a Secret of that name with
+    that key: a Secret in the manifests, cert-manager (a Certificate's secretName: tls.crt,
+    tls.key, ca.crt), or the user, as deploy/README.md tells them (name and key both named)."""
+    sec = dep.find("Secret", name)
+    if sec is not None:
+        keys = set(sec.get("data", {})) | set(sec.get("stringData", {}))
+        r.check(key in keys, f"{what}: Secret {name} in the manifests has key {key}", sorted(keys))
+        return
+    certs = [c for c in dep.by_kind.get("Certificate", [])
+             if c.get("spec", {}).get("secretName") == name]
+    if certs:
+        r.check(key in ("tls.crt", "tls.key", "ca.crt"),
+                f"{what}: cert-manager's Secret {name} (Certificate "
+                f"{certs[0]['metadata']['name']}) has key {key}")
+        return
+    readme = open(os.path.join(dep.source, "deploy", "README.md")).read()
+    r.check(name in readme and key in readme,
+            f"{what}: Secret {name} is the user's and deploy/README.md names it and its key {key}")
+
+
 def check_file_in_volume(r, dep, path, what):
     m, vol, key = dep.mounted_file(path)
     if not r.check(m and vol, f"{what} {path} is inside a mounted volume"):
@@ -484,7 +505,7 @@ def check_file_in_volume(r, dep, path, what):
             r.check(any(i["path"] == key for i in items),
                     f"{what} {path}: secret {vol['secret']['secretName']} item {key} mounted")
         else:
-            r.check(True, f"{what} {path}: key {key} of secret {vol['secret']['secretName']}")
+            check_secret_key(r, dep, vol["secret"]["secretName"], key, f"{what} {path}")
     elif "configMap" in vol:
         cm = dep.configmap_for_volume(vol)
         r.check(cm is not None and key in cm.get("data", {}),
@@ -640,7 +661,7 @@ REQUIRED_UNIT = {
     "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
     "PrivateTmp": "yes", "PrivateDevices": "yes", "StateDirectory": "hvupdater",
     "ConfigurationDirectory": "hvupdater", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
-    "CapabilityBoundingSet": "", "User": "hvupdater",
+    "CapabilityBoundingSet": "", "User": "hvupdater", "LimitCORE": "0",
 }
 
 

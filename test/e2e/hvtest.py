@@ -17,6 +17,10 @@ import tempfile
 import time
 import traceback
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 API = "hooks.runtime.cluster.x-k8s.io/v1alpha1"
 PATHS = {
     "Discovery": "/hooks.runtime.cluster.x-k8s.io/v1alpha1/discovery",

@@ -26,6 +26,10 @@ import hvtest  # noqa: E402
 import kubeapi  # noqa: E402
 import vsphere_e2e as vse  # noqa: E402
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMPONENTS = os.path.join(ROOT, "deploy", "kubernetes", "components")
 KUBE_BIN = None

@@ -23,6 +23,10 @@ import hvtest  # noqa: E402
 
 import libvirt  # noqa: E402
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 URI = os.environ.get("HV_LIBVIRT_LAB_URI", "qemu:///system")
 BINARY = None

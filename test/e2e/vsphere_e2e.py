@@ -31,6 +31,10 @@ from xml.sax.saxutils import escape
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hvtest  # noqa: E402
 
+if sys.flags.optimize:  # python -O / PYTHONOPTIMIZE strips assert, and these checks are asserts
+    raise SystemExit("%s: run without -O or PYTHONOPTIMIZE: its checks are assert statements"
+                     % os.path.basename(__file__))
+
 BINARY = None
 VCSIM = None
 USER = "hv-e2e-operator"  # distinctive, so a leak into a message is easy to spot

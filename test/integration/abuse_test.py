@@ -53,7 +53,7 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, binary, *flags):
+    def __init__(self, binary, *flags, ca=None):
         self.tmp = tempfile.mkdtemp(prefix="hv-abuse-")
         port_file = os.path.join(self.tmp, "port")
         self.log = open(os.path.join(self.tmp, "server.log"), "w+")
@@ -68,7 +68,7 @@ class Server:
                 raise RuntimeError("server did not start: " + self.log.read())
             time.sleep(0.02)
         self.port = int(open(port_file).read())
-        self.ctx = ssl.create_default_context(cafile=os.path.join(self.tmp, "tls", "ca.crt"))
+        self.ctx = ssl.create_default_context(cafile=ca or os.path.join(self.tmp, "tls", "ca.crt"))
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -487,8 +487,224 @@ def case_garbage(binary):
         srv.stop()
 
 
+def metric(srv, name):
+    """A metric's value from /metrics, or None."""
+    raw = ("GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").encode()
+    s = srv.tls()
+    s.sendall(raw)
+    buf, _ = read_all(s, HANG)
+    s.close()
+    for line in buf.decode(errors="replace").splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
+
+
+def wait_metric(srv, name, want):
+    """Poll /metrics until name reads want (the server's own count, not a sleep); HANG bound."""
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        v = metric(srv, name)
+        if v == want:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def case_budget(binary):
+    print("budget (--max-body-bytes 4096: 5120 bytes of hook bodies in flight)")
+    srv = Server(binary, "--max-body-bytes", "4096")
+    gauge = "hvupdater_request_body_bytes_in_flight"
+    held = []
+    body = b'{"apiVersion":"hooks.runtime.cluster.x-k8s.io/v1alpha1","kind":"DiscoveryRequest"}'
+
+    def padded(size):
+        return body + b" " * (size - len(body))
+
+    def begin(size):
+        """A hook call whose head says size bytes and whose body stops after 10."""
+        s = srv.tls()
+        s.sendall(("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\n\r\n" % (HOOK, size)).encode() + padded(size)[:10])
+        held.append(s)
+        return s
+
+    def call():
+        """A whole call on its own connection; the answer's head and body as text."""
+        s = srv.tls()
+        s.sendall(("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\nConnection: close\r\n\r\n" % (HOOK, len(body)))
+                  .encode() + body)
+        ans = read_all(s, HANG)[0].decode(errors="replace")
+        s.close()
+        return ans
+
+    try:
+        check(metric(srv, gauge + "_limit") == 5120, "the in-flight limit is 5/4 of the body cap")
+        big = begin(4096)
+        check(wait_metric(srv, gauge, 4096), "a begun body of 4096 bytes holds them")
+        small = begin(1024)
+        check(wait_metric(srv, gauge, 5120), "a second body fits beside it: 5120 held")
+        ans = call()
+        check(" 503 " in ans.split("\r\n")[0],
+              "a third body over the budget: 503 (%s)" % ans.split("\r\n")[0])
+        check("\r\nRetry-After: 1\r\n" in ans and "server busy" in ans,
+              "the 503 says Retry-After: 1 and why")
+        big.sendall(padded(4096)[10:])
+        a = read_answer(big, HANG)[0]
+        check(a is not None and " 200 " in a, "the first finishes: 200 (%s)" % a)
+        check(wait_metric(srv, gauge, 1024), "its bytes are given back")
+        a = call().split("\r\n")[0]
+        check(" 200 " in a, "the third, retried, fits: 200 (%s)" % a)
+        small.close()
+        check(wait_metric(srv, gauge, 0), "a client that goes away gives its bytes back")
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
+
+
+def tls12_handshake(srv, ciphers, cafile):
+    """Whether a TLS 1.2 client offering only ciphers (OpenSSL names) completes a handshake."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.check_hostname = False
+    ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(ciphers)
+    try:
+        s = ctx.wrap_socket(srv.tcp(), server_hostname="localhost")
+    except (ssl.SSLError, OSError):
+        return None
+    got = s.cipher()[0]
+    s.close()
+    return got
+
+
+def case_ciphers(binary):
+    print("ciphers: TLS 1.2 only with ECDHE and AEAD (the self-signed ECDSA key, and an RSA one)")
+    srv = Server(binary)
+    try:
+        ca = os.path.join(srv.tmp, "tls", "ca.crt")
+        for c in ("ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA"):
+            check(tls12_handshake(srv, c, ca) is None, "%s (CBC, SHA-1) refused" % c)
+        for c in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+                  "ECDHE-ECDSA-CHACHA20-POLY1305"):
+            check(tls12_handshake(srv, c, ca) == c, "%s accepted" % c)
+    finally:
+        srv.stop()
+    tmp = tempfile.mkdtemp(prefix="hv-rsa-")
+    key, crt = os.path.join(tmp, "tls.key"), os.path.join(tmp, "tls.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+    srv = Server(binary, "--tls-cert", crt, "--tls-key", key, ca=crt)
+    try:
+        for c in ("AES128-SHA", "AES128-GCM-SHA256", "AES256-GCM-SHA384"):
+            check(tls12_handshake(srv, c, crt) is None, "%s (static RSA key exchange) refused" % c)
+        for c in ("ECDHE-RSA-AES128-SHA", "DHE-RSA-AES128-GCM-SHA256"):
+            check(tls12_handshake(srv, c, crt) is None, "%s refused" % c)
+        for c in ("ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"):
+            check(tls12_handshake(srv, c, crt) == c, "%s accepted" % c)
+    finally:
+        srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_dumpable(binary):
+    print("dumpable: the server marks itself not dumpable (no core files, no ptrace by its user)")
+    if os.geteuid() != 0:
+        check(False, "this case runs as root (it starts the server as nobody)")
+        return
+    tmp = tempfile.mkdtemp(prefix="hv-dump-")
+    os.chmod(tmp, 0o777)
+    port_file = os.path.join(tmp, "port")
+    proc = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             binary, "serve", "--listen", "127.0.0.1:0", "--port-file",
+                             port_file, "--cert-dir", os.path.join(tmp, "tls"), "--log-level",
+                             "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            if proc.poll() is not None or time.monotonic() - t0 > HANG:
+                break
+            time.sleep(0.02)
+        check(proc.poll() is None, "the server runs as nobody")
+        # A process that is not dumpable has its /proc/PID files owned by root, not by its
+        # own user (proc(5), PR_SET_DUMPABLE).
+        st = os.stat("/proc/%d/status" % proc.pid)
+        check(st.st_uid == 0, "/proc/PID/status of the server (uid 65534) is owned by root (%d)"
+              % st.st_uid)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_status(binary):
+    print("status listener (--metrics-listen, --max-connections-per-address 8, --head-timeout 2):"
+          " 64 trickling connections from 127.0.0.2")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    sport = probe.getsockname()[1]
+    probe.close()
+    srv = Server(binary, "--metrics-listen", "127.0.0.1:%d" % sport,
+                 "--max-connections-per-address", "8", "--head-timeout", "2")
+    held = []
+    try:
+        for _ in range(64):  # plain HTTP heads that never end, a byte now and then
+            s = socket.socket()
+            s.settimeout(1)
+            s.bind(("127.0.0.2", 0))
+            try:
+                s.connect(("127.0.0.1", sport))
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            except OSError:
+                pass
+            held.append(s)
+        # keep trickling while a fresh client from another address asks /healthz
+        t0 = time.monotonic()
+        for s in held:
+            try:
+                s.sendall(b"X")
+            except OSError:
+                pass
+        c = socket.create_connection(("127.0.0.1", sport), timeout=HANG)
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        ans, _ = read_all(c, HANG)
+        c.close()
+        head = ans.split(b"\r\n")[0].decode(errors="replace")
+        check(" 200 " in head, "/healthz from a fresh client answered 200 (%s)" % head)
+        # the tricklers: at most 8 of them were let in, and those are shut down by the head
+        # deadline although they keep sending
+        open_ = 0
+        deadline = time.monotonic() + HANG
+        while time.monotonic() < deadline:
+            open_ = 0
+            for s in held:
+                try:
+                    s.sendall(b"X")
+                    s.settimeout(0.01)
+                    if s.recv(1) == b"":
+                        continue
+                    open_ += 1
+                except socket.timeout:
+                    open_ += 1
+                except OSError:
+                    pass
+            if open_ == 0:
+                break
+            time.sleep(0.3)
+        check(open_ == 0, "every trickling connection was closed by the head deadline (%d open "
+              "after %.1f s)" % (open_, time.monotonic() - t0))
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
+
+
 CASES = {"flood": case_flood, "deadline": case_deadline, "closed": case_closed,
-         "framing": case_framing, "garbage": case_garbage}
+         "framing": case_framing, "garbage": case_garbage, "budget": case_budget,
+         "ciphers": case_ciphers, "dumpable": case_dumpable,
+         "status": case_status}
 
 
 def main():

@@ -59,13 +59,17 @@ def make_ca(d, name):
     return key, crt
 
 
-def make_client(d, name, ca_key, ca_crt):
+def make_client(d, name, ca_key, ca_crt, eku="clientAuth", san=None):
     key, csr, crt = (os.path.join(d, f"{name}.{x}") for x in ("key", "csr", "crt"))
     openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
             "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
     ext = os.path.join(d, f"{name}.ext")
     with open(ext, "w") as f:
-        f.write("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n")
+        if eku:
+            f.write(f"extendedKeyUsage={eku}\n")
+        f.write("keyUsage=critical,digitalSignature\n")
+        if san:
+            f.write(f"subjectAltName={san}\n")
     openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
             "-out", crt, "-days", "2", "-extfile", ext)
     return crt, key
@@ -186,6 +190,49 @@ def group_client_certs(binary, tmp):
         srv.stop()
     check(srv.p.returncode == 0, "exit 0 after SIGINT", str(srv.p.returncode))
     logs_are_json(srv, "client-certs")
+    # The certificate must be meant for client authentication: a serving certificate of the
+    # same CA, one without extended key usage, and the CA's own certificate are refused.
+    server_only = make_client(tmp, "serving", ca_key, ca_crt, eku="serverAuth")
+    no_eku = make_client(tmp, "no-eku", ca_key, ca_crt, eku=None)
+    other = make_client(tmp, "other-controller", ca_key, ca_crt)
+    by_san = make_client(tmp, "cn-is-not-it", ca_key, ca_crt, san="DNS:capi-kcp,URI:spiffe://x/kcp")
+    srv = Server(binary, tmp, "--client-ca", ca_crt)
+    try:
+        for what, cert in (("serverAuth only", server_only), ("no extended key usage", no_eku)):
+            code, body = https(srv, "POST", DISCOVERY, cert=cert, body=BODY)
+            check(code == 403 and body.strip() == "client certificate not for client authentication",
+                  f"client certificate of the CA with {what}: 403", f"{code} {body[:200]}")
+        # the CA's own certificate: GnuTLS ends the handshake, or the answer is that 403
+        try:
+            code, body = https(srv, "POST", DISCOVERY, cert=(ca_crt, ca_key), body=BODY)
+        except (ConnectionError, http.client.HTTPException, ssl.SSLError) as e:
+            code, body = None, type(e).__name__
+        check(code is None or (code == 403 and body.strip() ==
+                               "client certificate not for client authentication"),
+              "the CA's own certificate as a client certificate: refused", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", DISCOVERY, cert=other, body=BODY)
+        check(code == 200, "without --client-name any clientAuth certificate of the CA: 200",
+              f"{code} {body[:200]}")
+    finally:
+        srv.stop()
+    # --client-name: only the named clients (subject CN or a SAN, exact).
+    srv = Server(binary, tmp, "--client-ca", ca_crt, "--client-name", "capi-controller",
+                 "--client-name", "spiffe://x/kcp")
+    try:
+        code, body = https(srv, "POST", DISCOVERY, cert=good, body=BODY)
+        check(code == 200, "--client-name: the named client (CN): 200", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", DISCOVERY, cert=by_san, body=BODY)
+        check(code == 200, "--client-name: the named client (URI SAN): 200", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", API + "updatemachine/update-machine", cert=other, body="{}")
+        check(code == 403 and body.strip() == "client certificate names no allowed client",
+              "--client-name: another client of the same CA: 403", f"{code} {body[:200]}")
+    finally:
+        srv.stop()
+    p = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
+                        os.path.join(tmp, "tls"), "--client-name", "x"],
+                       capture_output=True, text=True, timeout=30, env=dict(os.environ, HOME=tmp))
+    check(p.returncode == 2 and "--client-name needs a client CA" in p.stderr,
+          "--client-name without a client CA: usage error", p.stderr[:300])
     # A client CA file that holds no certificate: refused at start.
     p = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--cert-dir",
                         os.path.join(tmp, "tls"), "--client-ca", good[1]],

@@ -367,6 +367,50 @@ static void test_member_limit(void **state)
     free(big);
 }
 
+/* "[0,0,...,0]" with n zeros, padded with spaces after the '[' to pad bytes in all. */
+static char *dense_array(size_t n, size_t pad)
+{
+    size_t len = 2 * n + 1;
+    if (pad < len)
+        pad = len;
+    char *s = malloc(pad + 1), *w = s;
+    *w++ = '[';
+    for (size_t k = len; k < pad; k++)
+        *w++ = ' ';
+    for (size_t k = 0; k < n; k++) {
+        *w++ = '0';
+        *w++ = k + 1 < n ? ',' : ']';
+    }
+    *w = '\0';
+    return s;
+}
+
+/* The node budget: values (the array counts as one) up to len / 8 + 4096 parse, one more
+ * is refused; the same count of values parses in a longer input. */
+static void test_node_budget(void **state)
+{
+    char err[256];
+    size_t len = 1u << 20, budget = hj_node_budget(len);
+    assert_int_equal(budget, len / HJ_BYTES_PER_NODE + HJ_NODE_SLACK);
+    char *ok = dense_array(budget - 1, len);
+    assert_int_equal(strlen(ok), len);
+    hj *v = hj_parse(ok, len, err, sizeof(err));
+    assert_non_null(v);
+    assert_int_equal(v->n, budget - 1);
+    hj_free(v);
+    free(ok);
+    char *over = dense_array(budget, len);
+    expect_invalid(over, len, err, sizeof(err));
+    assert_non_null(strstr(err, "more values than the input's size allows (one per 8 bytes)"));
+    free(over);
+    /* small inputs get the slack: 4,095 values in 8 KiB parse */
+    char *small = dense_array(HJ_NODE_SLACK - 1, 0);
+    v = hj_parse(small, strlen(small), err, sizeof(err));
+    assert_non_null(v);
+    hj_free(v);
+    free(small);
+}
+
 static void test_depth_65_rejected(void **state)
 {
     char err[256];
@@ -705,14 +749,15 @@ static void test_arena_frees_heap_children_and_survives_errors(void **state)
 
 static void test_arena_spans_many_blocks(void **state)
 {
-    /* ~600 KB of JSON: far more than the first block, so the arena chains larger ones */
+    /* ~700 KB of JSON: far more than the first block, so the arena chains larger ones (one
+     * value per 11 bytes, inside the node budget like a Kubernetes object) */
     size_t cap = 1000000, len = 0;
     char *text = malloc(cap);
     assert_non_null(text);
     len += (size_t)snprintf(text + len, cap - len, "[");
     for (int i = 0; i < 20000; i++)
-        len += (size_t)snprintf(text + len, cap - len, "%s{\"n\":%d,\"s\":\"v%d\"}", i ? "," : "",
-                                i, i);
+        len += (size_t)snprintf(text + len, cap - len, "%s{\"n\":%d,\"s\":\"value-%d\"}",
+                                i ? "," : "", i, i);
     len += (size_t)snprintf(text + len, cap - len, "]");
     char err[200];
     hj *heap = hj_parse(text, len, err, sizeof(err));
@@ -767,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_depth_64_accepted),
         cmocka_unit_test(test_depth_65_rejected),
         cmocka_unit_test(test_member_limit),
+        cmocka_unit_test(test_node_budget),
         cmocka_unit_test(test_malformed_inputs),
         cmocka_unit_test(test_error_messages_are_specific),
         cmocka_unit_test(test_error_message_truncated_to_buffer),

@@ -57,6 +57,39 @@ static void test_selector(void **state)
                      -1);
     assert_int_equal(match("{\"matchLabels\":{\"a\":1}}", "{}"), -1);
     assert_int_equal(match("[]", "{}"), -1);
+    /* what Go's LabelSelectorAsSelector refuses fails closed, even where the labels would
+     * have matched the expression read leniently */
+    const char *bad[] = {
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"NotIn\"}]}",
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"NotIn\",\"values\":[]}]}",
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"In\",\"values\":[]}]}",
+        "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"Exists\",\"values\":[\"a\"]}]}",
+        "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"DoesNotExist\","
+        "\"values\":[\"a\"]}]}",
+        "{\"matchExpressions\":[{\"key\":\"bad key\",\"operator\":\"DoesNotExist\"}]}",
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"NotIn\",\"values\":[\"a b\"]}]}",
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"NotIn\",\"values\":\"a\"}]}",
+        "{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"NotIn\",\"values\":[1]}]}",
+        "{\"matchExpressions\":[\"team\"]}",
+        "{\"matchLabels\":{\"-a\":\"1\"}}",
+        "{\"matchLabels\":{\"a\":\"-1\"}}",
+        "{\"matchLabels\":{\"Example.com/a\":\"1\"}}",
+        "{\"matchLabels\":{\"a/b/c\":\"1\"}}",
+        "{\"matchLabels\":{\"a\":"
+        "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        print_message("selector %zu: %s\n", i, bad[i]);
+        assert_int_equal(match(bad[i], "{}"), -1);
+    }
+    /* and what Go accepts still matches */
+    assert_int_equal(match("{\"matchLabels\":{\"example.com/team\":\"a_b.c-1\",\"x\":\"\"}}",
+                           "{\"example.com/team\":\"a_b.c-1\",\"x\":\"\"}"),
+                     1);
+    assert_int_equal(match("{\"matchExpressions\":[{\"key\":\"k8s.io/x\",\"operator\":\"Exists\","
+                           "\"values\":[]}]}",
+                           "{\"k8s.io/x\":\"1\"}"),
+                     1);
 }
 
 static void test_names(void **state)
