@@ -1,20 +1,22 @@
 #!/bin/sh
 # trace-identity.sh: the oracle of a pure engine refactor (issue 27 step 0). Builds sim_main
-# twice, from the engine (src/, backends/, top-level CMake) of BASE and from the working tree,
-# both against the working tree's test/sim, and compares the simulation's traces run by run
+# twice, from the engine (src/, backends/, top-level CMake) of BASE and of NEW (default: the
+# working tree), both against the working tree's test/sim, and compares the simulation's traces run by run
 # (every step, call, answer, act and operation-record write, stamped with the simulated clock
 # only; sim_main --trace-hash gives each run's line count and hash). Compared:
 #   seeds 1..20000 at 400 steps, seeds 7100001..7100200 at 2,000 steps, and every regression
 #   seed of test/sim/CMakeLists.txt (sim_regression) at its own steps.
 # Prints the counts compared, and the first difference (both traces of its run, diffed) if any.
 # Exit status: 0 identical, 1 a trace differs, 2 a build or usage error.
-#   test/sim/trace-identity.sh [BASE]      (BASE: a commit, default HEAD)
+#   test/sim/trace-identity.sh [BASE [NEW]]   (commits; BASE default HEAD, NEW the working tree)
+# (With NEW a commit, the working tree may change while it runs: NEW is checked out apart.)
 # Environment: TRACE_SEEDS (default 20000), TRACE_LONG (default 200), TRACE_WORK (scratch
 # directory, default a new one under ${TMPDIR:-/tmp}, removed at the end unless given).
 # Both engines run at once (two processes: parallel by 2, no more).
 set -eu
 
 base=${1:-HEAD}
+new=${2:-}
 seeds=${TRACE_SEEDS:-20000}
 long=${TRACE_LONG:-200}
 long_from=7100001
@@ -34,6 +36,7 @@ else
 fi
 cleanup() {
     git -C "$top" worktree remove --force "$work/base-src" >/dev/null 2>&1 || true
+    git -C "$top" worktree remove --force "$work/new-src" >/dev/null 2>&1 || true
     [ "$keep" = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -45,6 +48,21 @@ rm -rf "$work/base-src"
 git worktree add --detach -q "$work/base-src" "$base_rev"
 rm -rf "$work/base-src/test/sim"
 cp -R "$top/test/sim" "$work/base-src/test/sim"
+new_src=$top
+new_name="working tree"
+if [ -n "$new" ]; then
+    new_rev=$(git rev-parse --verify "$new^{commit}") || {
+        echo "trace-identity: no commit $new" >&2
+        exit 2
+    }
+    git worktree remove --force "$work/new-src" >/dev/null 2>&1 || true
+    rm -rf "$work/new-src"
+    git worktree add --detach -q "$work/new-src" "$new_rev"
+    rm -rf "$work/new-src/test/sim"
+    cp -R "$top/test/sim" "$work/new-src/test/sim"
+    new_src=$work/new-src
+    new_name=$(git rev-parse --short "$new_rev")
+fi
 
 build() { # build SRC BUILD
     cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$2.log" 2>&1 &&
@@ -57,7 +75,7 @@ build() { # build SRC BUILD
 rc=0
 build "$work/base-src" "$work/base-build" &
 pb=$!
-build "$top" "$work/new-build" &
+build "$new_src" "$work/new-build" &
 pn=$!
 wait $pb || rc=2
 wait $pn || rc=2
@@ -98,7 +116,7 @@ t2=$(date +%s)
 
 runs=$(grep -c '^trace ' "$work/new.out" || true)
 lines=$(awk '/^trace /{n += $3} END {print n + 0}' "$work/new.out")
-echo "trace-identity: base $(git rev-parse --short "$base_rev") vs working tree; compared $runs runs" \
+echo "trace-identity: base $(git rev-parse --short "$base_rev") vs $new_name; compared $runs runs" \
     "(seeds 1..$seeds x400, $long x2000 from $long_from, $nregs regression seeds), $lines trace lines;" \
     "build $((t1 - t0)) s, runs $((t2 - t1)) s"
 want=$((seeds + long + nregs))
