@@ -311,7 +311,7 @@ static bool store(struct pass *p)
     p->after.found = false; /* a read from before this write no longer shows the VM */
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
-    p->rec.ref = *p->ref; /* a restarted process finds it by this name (engine.c's scan) */
+    p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);

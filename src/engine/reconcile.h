@@ -72,7 +72,7 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
 /* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message):
  * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
  * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
- * it shuts a VM down, and CanUpdateMachine through the probe (engine.c). */
+ * it shuts a VM down, and CanUpdateMachine through the probe (probe.c). */
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
                       char *m, size_t cap);
 
@@ -88,7 +88,7 @@ bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
  * (may be NULL) shows an operation of other hardware in flight, that operation's base, with
  * fresh's pair for a field that base has no guest view of when no live step of it can still
  * be on its way into the guest. out may be fresh. UpdateMachine's rule (begin), and
- * CanUpdateMachine's through the probe (engine.c). */
+ * CanUpdateMachine's through the probe (probe.c). */
 void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out);
 
@@ -100,7 +100,7 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
  * running or off);
  * cores per socket and disks: whenever they change (plan: how the backend would change f,
  * HV_HOW_NONE when the VM has it). The rule UpdateMachine applies (it lists every such field
- * in one message), and CanUpdateMachine through the probe (engine.c). */
+ * in one message), and CanUpdateMachine through the probe (probe.c). */
 bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
                           const struct hv_guest_base *base, const struct hv_hw *desired,
                           enum hv_how plan, const struct hv_settings *s, char *m, size_t cap);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define TRANSIENT_REASON "transient domain: a power cycle would delete it"
-/* the longest an engine waits between its own looks at a power cycle it carries (engine.c
+/* the longest an engine waits between its own looks at a power cycle it carries (workers.c
  * run_head: the retry it would ask CAPI for, at most 5 s) */
 #define CYCLE_LOOK_MS 5000
 
