@@ -17,14 +17,52 @@
  * the VM"), then its done for B; a call here less than 1 s late leaves no room for that. */
 #define LATE_CALL_MS 1000
 
+/* The answer gate: "done" only fresh. Pure: what a call is told from the facts in g (struct
+ * eng_gate_in); test/unit/test_answer_gate.c enumerates every combination. A "done" is
+ * answered only when a call for this hardware waits for one and the pass that concluded it
+ * began at or after that call (each "done" is then used up); any other conclusion for this
+ * hardware is answered as it is, except a sticky Failure that nothing confirms (no call
+ * waiting, not CAPI retrying it, no pass begun since a call answered "observing the VM" for
+ * it), which is looked at again first. */
+enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
+{
+    bool done = g->known && !g->failure && !g->waiting;
+    if (done && g->confirming && g->fresh)
+        return ENG_GATE_DONE;
+    if (!g->known || done)
+        return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
+    bool sticky = g->failure && !g->once;
+    if (!sticky || g->confirming || g->retried || g->checked)
+        return ENG_GATE_KNOWN;
+    return ENG_GATE_RECHECK;
+}
+
+/* The gate's facts of x's conclusion for a call for desired under s (retried: as the call
+ * found it). Caller holds the lock. */
+static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *desired,
+                                  const struct hv_settings *s, bool retried)
+{
+    /* a conclusion holds for the hardware and the settings it was reached under */
+    return (struct eng_gate_in){.known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
+                                         hv_settings_equal(&x->answer_s, s),
+                                .failure = x->answer.failure,
+                                .once = x->answer.once,
+                                .waiting = x->answer.retry_after_s != 0,
+                                .confirming = x->confirm_seq != 0,
+                                .fresh = x->answer_seq >= x->confirm_seq,
+                                .retried = retried,
+                                .checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq};
+}
+
 /* x's answer is a "done" that the next call will return (see hv_engine_update): for the
  * hardware and settings asked last, concluded by a pass that began after the first call
  * not yet answered done. Caller holds the lock. */
 bool eng_concludes(const struct entry *x)
 {
-    return x->have_answer && x->have_desired && hv_hw_equal(&x->answer_for, &x->desired) &&
-           hv_settings_equal(&x->answer_s, &x->s) && !x->answer.failure &&
-           x->answer.retry_after_s == 0 && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    if (!x->have_desired)
+        return false;
+    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false);
+    return eng_answer_gate(&g) == ENG_GATE_DONE;
 }
 
 /* The answer being given only waits for a change already made to show: nothing to act on
@@ -65,11 +103,9 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
     else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
         x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
-    /* a conclusion holds for the hardware and the settings it was reached under */
-    bool known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
-                 hv_settings_equal(&x->answer_s, s);
-    bool done = known && !x->answer.failure && x->answer.retry_after_s == 0;
-    bool answered_done = done && x->confirm_seq && x->answer_seq >= x->confirm_seq;
+    struct eng_gate_in g = gate_in(x, desired, s, retried);
+    enum eng_gate gate = eng_answer_gate(&g);
+    bool answered_done = gate == ENG_GATE_DONE;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -84,12 +120,10 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
          * this hardware anew over that record), unless it is what this process answered
          * CAPI's last call (CAPI retrying it) or a pass began since the call answered this
          * way for it (a caller late every time still gets it). */
-        bool checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq;
-        bool sticky = x->answer.failure && !x->answer.once;
-        if (known && !done && (!sticky || x->confirm_seq || retried || checked)) {
+        if (gate == ENG_GATE_KNOWN) {
             *out = x->answer;
         } else {
-            if (known && !done)
+            if (gate == ENG_GATE_RECHECK)
                 x->fail_check_seq = x->call_seq;
             out->failure = false;
             out->retry_after_s = 1;
@@ -113,7 +147,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     if (!answered_done && x->running)
         x->again = true;
     else if (!answered_done && !x->queued) {
-        if (known && !done && !x->answer.failure && x->answer.settling)
+        if (g.known && g.waiting && !g.failure && x->answer.settling)
             eng_schedule(e, x, settle_delay_ms(x));
         else
             eng_enqueue(e, x);

@@ -140,7 +140,32 @@ bool eng_slot_acquire(void *ctx, const char *key, const char *host, bool force);
 bool eng_slot_take(struct hv_engine *e, struct entry *x, const char *host, bool force);
 void eng_slot_release(void *ctx, const char *key);
 
-/* answer.c: the answer gate (caller holds the lock) */
+/* answer.c: the answer gate. Its facts of the conclusion x holds (x->answer, reached for
+ * x->answer_for under x->answer_s by a pass begun when x->call_seq was x->answer_seq) as an
+ * UpdateMachine call sees them: */
+struct eng_gate_in {
+    bool known;      /* concluded for the hardware and the settings this call asks for */
+    bool failure;    /* ... a Failure */
+    bool once;       /* ... for one call only (nothing recorded on the VM; else sticky) */
+    bool waiting;    /* ... asking CAPI to call again (retryAfterSeconds set: in progress) */
+    bool confirming; /* a call for this hardware waits for a "done" (x->confirm_seq set:
+                        none answered since it, and it came neither late nor for other
+                        hardware) */
+    bool fresh;      /* the conclusion's pass began at or after that call */
+    bool retried;    /* CAPI retries the Failure this process answered its last call */
+    bool checked;    /* a pass began since a call answered "observing the VM" instead of this
+                        sticky Failure (x->fail_check_seq) */
+};
+enum eng_gate {
+    ENG_GATE_DONE,    /* answer the "done" (used up: the next call waits for a new one) */
+    ENG_GATE_KNOWN,   /* answer the conclusion as it is (in progress, or a Failure) */
+    ENG_GATE_OBSERVE, /* answer "in progress: observing the VM" */
+    ENG_GATE_RECHECK, /* the same, instead of a sticky Failure to be concluded again */
+};
+/* Pure: the same facts, the same answer (test/unit/test_answer_gate.c: every combination). */
+enum eng_gate eng_answer_gate(const struct eng_gate_in *g);
+/* x's conclusion is a "done" the next call for what it asked last will answer (caller holds
+ * the lock) */
 bool eng_concludes(const struct entry *x);
 
 /* probe.c: a pass may have changed the VM: CanUpdateMachine looks again (caller holds the
