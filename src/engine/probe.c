@@ -252,7 +252,7 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
     }
     char refused[HV_MSG_MAX + 64];
     if (r->on && s->power_cycle != HV_PC_NEVER &&
-        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused))) {
+        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused), NULL)) {
         for (int f = 0; f < HV_F_COUNT; f++) {
             if (plan[f].how != HV_HOW_COLD)
                 continue;

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "hooks.h"
+#include "metrics.h"
 #include "oprecord.h"
 
 #include <stdbool.h>
@@ -69,12 +70,13 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out);
 
-/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message):
+/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message; why,
+ * when not NULL, its reason code):
  * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
  * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
  * it shuts a VM down, and CanUpdateMachine through the probe (probe.c). */
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
-                      char *m, size_t cap);
+                      char *m, size_t cap, enum hv_failure_reason *why);
 
 /* Whether the guest's memory view g, looked at unix second now, is a report it still makes:
  * seen, and read just now (mem_at 0) or stamped within a few of its periods. An older one
