@@ -311,7 +311,7 @@ static bool store(struct pass *p)
     p->after.found = false; /* a read from before this write no longer shows the VM */
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
-    p->rec.ref = *p->ref; /* a restarted process finds it by this name (engine.c's scan) */
+    p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         log_err(p, "write-record", &err);
@@ -329,8 +329,9 @@ static bool store(struct pass *p)
 }
 
 /* Sticky failure: recorded on the VM so every later call for this desired spec answers the
- * same message and takes no step. */
-static void fail_sticky(struct pass *p, const char *msg)
+ * same message and takes no step. why is its reason code (what metrics count; the message is
+ * for people and never parsed). */
+static void fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
 {
     p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
@@ -345,7 +346,7 @@ static void fail_sticky(struct pass *p, const char *msg)
      * cycle in flight (a shutdown sent that may still land), it stays, as after any other
      * failed write (vm_cycle), until a later pass stores the Failure. */
     hv_metrics_operation("failed", "failure");
-    hv_metrics_failure(msg);
+    hv_metrics_failure(why);
     if (store(p))
         answer_sticky(p->out, msg);
     hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
@@ -459,13 +460,13 @@ static void rollback_note(char *out, size_t cap, const struct hv_oprecord *r, en
 
 /* Fail for good because the VM does not run with the new configuration (cause says why):
  * roll back first, then record the Failure saying what the rollback did. */
-static void fail_rolled_back(struct pass *p, const char *cause)
+static void fail_rolled_back(struct pass *p, enum hv_failure_reason why, const char *cause)
 {
     char m[sizeof(p->rec.message)], note[400];
     p->rec.rollback = true;
     rollback_note(note, sizeof(note), &p->rec, roll_back(p));
     snprintf(m, sizeof(m), "%s; %s", cause, note);
-    fail_sticky(p, m);
+    fail_sticky(p, why, m);
 }
 
 /* A later pass found the rolled-back VM off and rolled back again: when that got further or
@@ -576,13 +577,13 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
             /* It does not start with the new configuration: back to the one it ran with. */
             char m2[sizeof(m) + 200];
             snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
-            fail_rolled_back(p, m2);
+            fail_rolled_back(p, HV_FAIL_START_FAILED, m2);
             return false;
         }
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_STEP_FAILED, m);
         return false;
     }
     if (store(p)) {
@@ -738,7 +739,7 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
                  HV_MSG("guestVerification is Required but the guest did not report its %s "
                         "after the change"),
                  unv);
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_OTHER, m);
         return true;
     }
     switch (v) {
@@ -768,7 +769,7 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
                  HV_MSG("the guest did not show %s within %d s after the power cycle (the "
                         "hypervisor shows it; the guest did not take it)"),
                  p->what, p->s->live_timeout_s);
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_OTHER, m);
         return true;
     }
     return false; /* WAIT_LIVE past its time: live_path falls back or fails */
@@ -935,7 +936,7 @@ static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT
                  why[k]);
     snprintf(m, sizeof(m), REQUIRED_UNSHOWN, list);
     if (sticky) {
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_OTHER, m);
     } else {
         answer(p->out, true, 0, m);
         hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", m, (char *)NULL);
@@ -1008,7 +1009,7 @@ static bool begin(struct pass *p)
         case HV_HOW_IMPOSSIBLE: {
             char m[400];
             snprintf(m, sizeof(m), HV_MSG("cannot change %s: %s"), fnames[f], fp[f].reason);
-            fail_sticky(p, m);
+            fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
             return false;
         }
         }
@@ -1022,7 +1023,7 @@ static bool begin(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
                  cold_field ? cold_field : HV_MSG("the change"),
                  cold_reason && cold_reason[0] ? cold_reason : HV_MSG("not possible live"));
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, m);
         return false;
     }
     p->rec.phase = HV_PH_NONE;
@@ -1045,11 +1046,11 @@ static bool may_start(struct pass *p)
     snprintf(m, sizeof(m), HV_MSG("the VM did not stay on: it was started %d times with %s"),
              p->rec.starts, p->what);
     if (p->rec.cold && previous_config(&p->rec, &prev)) {
-        fail_rolled_back(p, m);
+        fail_rolled_back(p, HV_FAIL_DID_NOT_STAY_ON, m);
     } else {
         char m2[sizeof(m) + 64];
         snprintf(m2, sizeof(m2), HV_MSG("%s; it is left off"), m);
-        fail_sticky(p, m2);
+        fail_sticky(p, HV_FAIL_DID_NOT_STAY_ON, m2);
     }
     return false;
 }
@@ -1073,13 +1074,17 @@ static void off_path(struct pass *p)
 }
 
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
-                      char *m, size_t cap)
+                      char *m, size_t cap, enum hv_failure_reason *why)
 {
     if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
         snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
+        if (why)
+            *why = HV_FAIL_OTHER;
         return true;
     }
     if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
+        if (why)
+            *why = HV_FAIL_NO_GUEST_TOOLS;
         snprintf(m, cap, "%s",
                  HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
                         "powerOffMode is Soft"));
@@ -1151,7 +1156,7 @@ static void cold_on_path(struct pass *p)
             snprintf(m, sizeof(m),
                      HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
                      p->s->shutdown_timeout_s);
-            fail_sticky(p, m);
+            fail_sticky(p, HV_FAIL_SHUTDOWN_TIMEOUT, m);
             return;
         }
         if (step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
@@ -1174,12 +1179,12 @@ static void cold_on_path(struct pass *p)
             snprintf(m, sizeof(m),
                      HV_MSG("after the power cycle the hypervisor reports %s, want %s"), seen,
                      p->what);
-            fail_sticky(p, m);
+            fail_sticky(p, HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, m);
             return;
         }
         /* It came back on before it was reconfigured (e.g. CAPV powers on VMs it finds off). */
         if (++p->rec.recycles > MAX_RECYCLES) {
-            fail_sticky(p,
+            fail_sticky(p, HV_FAIL_POWERED_ON_EXTERNALLY,
                         HV_MSG("the VM was powered on again before hvupdater could reconfigure it; "
                                "pause the cluster (spec.paused) and retry"));
             return;
@@ -1189,9 +1194,10 @@ static void cold_on_path(struct pass *p)
         __attribute__((fallthrough));
     default:; /* (an empty statement: a label is followed by a statement in C17) */
         char refused[HV_MSG_MAX + 64];
+        enum hv_failure_reason why;
         if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
-                             sizeof(refused))) {
-            fail_sticky(p, refused);
+                             sizeof(refused), &why)) {
+            fail_sticky(p, why, refused);
             return;
         }
         if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
@@ -1240,7 +1246,9 @@ static void live_path(struct pass *p)
                 HV_MSG("the live change to %s did not show within %d s (the guest did not take "
                        "it); allow powerCycle IfNeeded or check the guest's hot-plug support"),
                 p->what, p->s->live_timeout_s);
-        fail_sticky(p, m);
+        /* (the first is counted as other, as the message prefixes filed it before the codes:
+         * a metrics label of its own is a change of its own) */
+        fail_sticky(p, hv_shows ? HV_FAIL_OTHER : HV_FAIL_LIVE_CHANGE_NOT_SEEN, m);
         return;
     }
     /* Issue every live step still needed; each is idempotent against what the VM shows.
@@ -1336,7 +1344,7 @@ static void neither_on_nor_off(struct pass *p)
                         "change did not complete within %d s"),
                  p->obs.power_state[0] ? p->obs.power_state : HV_MSG("in transition"),
                  hv_phase_name(p->rec.phase), p->s->deadline_s);
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_PAUSED_MID_CYCLE, m);
         return;
     }
     p->stalled = true;
@@ -1566,7 +1574,7 @@ static bool one_pass(struct pass *p)
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
                  s->deadline_s, hv_phase_name(p->rec.phase));
-        fail_sticky(p, m);
+        fail_sticky(p, HV_FAIL_DEADLINE, m);
         return false;
     }
     if (!on) {

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "hooks.h"
+#include "metrics.h"
 #include "oprecord.h"
 
 #include <stdbool.h>
@@ -69,12 +70,13 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out);
 
-/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message):
+/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message; why,
+ * when not NULL, its reason code):
  * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
  * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
- * it shuts a VM down, and CanUpdateMachine through the probe (engine.c). */
+ * it shuts a VM down, and CanUpdateMachine through the probe (probe.c). */
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
-                      char *m, size_t cap);
+                      char *m, size_t cap, enum hv_failure_reason *why);
 
 /* Whether the guest's memory view g, looked at unix second now, is a report it still makes:
  * seen, and read just now (mem_at 0) or stamped within a few of its periods. An older one
@@ -88,7 +90,7 @@ bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
  * (may be NULL) shows an operation of other hardware in flight, that operation's base, with
  * fresh's pair for a field that base has no guest view of when no live step of it can still
  * be on its way into the guest. out may be fresh. UpdateMachine's rule (begin), and
- * CanUpdateMachine's through the probe (engine.c). */
+ * CanUpdateMachine's through the probe (probe.c). */
 void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out);
 
@@ -100,7 +102,7 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
  * running or off);
  * cores per socket and disks: whenever they change (plan: how the backend would change f,
  * HV_HOW_NONE when the VM has it). The rule UpdateMachine applies (it lists every such field
- * in one message), and CanUpdateMachine through the probe (engine.c). */
+ * in one message), and CanUpdateMachine through the probe (probe.c). */
 bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
                           const struct hv_guest_base *base, const struct hv_hw *desired,
                           enum hv_how plan, const struct hv_settings *s, char *m, size_t cap);

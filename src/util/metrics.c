@@ -36,25 +36,23 @@ struct named {
 static struct named named_ops[NAMED_MAX], named_steps[NAMED_MAX], named_servers[NAMED_MAX];
 static size_t n_ops, n_steps, n_servers;
 
-/* Sticky failure reasons: the catalogued message prefixes that start each template. */
-static const struct {
-    const char *reason, *prefix;
-} reasons[] = {
-    {"step_failed", "step "},
-    {"field_not_changeable", "cannot change "},
-    {"shutdown_timeout", "the guest did not shut down within "},
-    {"not_applied_after_power_cycle", "after the power cycle the hypervisor reports "},
-    {"powered_on_externally", "the VM was powered on again before hvupdater could reconfigure"},
-    {"no_guest_tools", "the guest cannot be asked to shut down"},
-    {"live_change_not_seen", "the live change to "},
-    {"deadline", "the change did not complete within "},
-    {"paused_mid_cycle", "the VM is "}, /* "... paused in the middle of its power cycle ..." */
-    {"start_failed", "the VM could not start with "},
-    {"did_not_stay_on", "the VM did not stay on"},
-    {"power_cycle_not_allowed", NULL}, /* "... needs a power cycle (...) and powerCycle is Never" */
-    {"other", NULL},
+/* Sticky failure reasons: the label of each code (enum hv_failure_reason). */
+static const char *const reasons[HV_FAIL_COUNT] = {
+    [HV_FAIL_STEP_FAILED] = "step_failed",
+    [HV_FAIL_FIELD_NOT_CHANGEABLE] = "field_not_changeable",
+    [HV_FAIL_SHUTDOWN_TIMEOUT] = "shutdown_timeout",
+    [HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE] = "not_applied_after_power_cycle",
+    [HV_FAIL_POWERED_ON_EXTERNALLY] = "powered_on_externally",
+    [HV_FAIL_NO_GUEST_TOOLS] = "no_guest_tools",
+    [HV_FAIL_LIVE_CHANGE_NOT_SEEN] = "live_change_not_seen",
+    [HV_FAIL_DEADLINE] = "deadline",
+    [HV_FAIL_PAUSED_MID_CYCLE] = "paused_mid_cycle",
+    [HV_FAIL_START_FAILED] = "start_failed",
+    [HV_FAIL_DID_NOT_STAY_ON] = "did_not_stay_on",
+    [HV_FAIL_POWER_CYCLE_NOT_ALLOWED] = "power_cycle_not_allowed",
+    [HV_FAIL_OTHER] = "other",
 };
-#define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
+#define N_REASONS HV_FAIL_COUNT
 static atomic_ulong failures[N_REASONS];
 static _Atomic(hv_metrics_gauge_fn) gauge_fn;
 static _Atomic(void *) gauge_ctx;
@@ -142,22 +140,19 @@ void hv_metrics_step(const char *step, double seconds)
     named_add(named_steps, &n_steps, step, "", seconds, 1);
 }
 
-static size_t reason_index(const char *m)
+static size_t reason_index(enum hv_failure_reason why)
 {
-    for (size_t k = 0; k < N_REASONS; k++)
-        if (reasons[k].prefix && !strncmp(m, reasons[k].prefix, strlen(reasons[k].prefix)))
-            return k;
-    return strstr(m, "and powerCycle is Never") ? N_REASONS - 2 : N_REASONS - 1;
+    return why >= 0 && why < HV_FAIL_COUNT ? (size_t)why : (size_t)HV_FAIL_OTHER;
 }
 
-const char *hv_metrics_failure_reason(const char *message)
+const char *hv_metrics_failure_reason(enum hv_failure_reason why)
 {
-    return reasons[reason_index(message ? message : "")].reason;
+    return reasons[reason_index(why)];
 }
 
-void hv_metrics_failure(const char *message)
+void hv_metrics_failure(enum hv_failure_reason why)
 {
-    atomic_fetch_add(&failures[reason_index(message ? message : "")], 1);
+    atomic_fetch_add(&failures[reason_index(why)], 1);
 }
 
 void hv_metrics_register_server(const char *backend, const char *server)
@@ -382,7 +377,7 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
     bprintf(&b, "# HELP hvupdater_operation_failures_total Operations that ended in a sticky "
                 "Failure, by stable reason.\n# TYPE hvupdater_operation_failures_total counter\n");
     for (size_t k = 0; k < N_REASONS; k++)
-        bprintf(&b, "hvupdater_operation_failures_total{reason=\"%s\"} %lu\n", reasons[k].reason,
+        bprintf(&b, "hvupdater_operation_failures_total{reason=\"%s\"} %lu\n", reasons[k],
                 atomic_load(&failures[k]));
     bprintf(&b,
             "# HELP hvupdater_passes_total Engine passes run (observe, decide, at most a step).\n"

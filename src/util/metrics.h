@@ -22,11 +22,30 @@ void hv_metrics_pass(void);
 void hv_metrics_passes_pending(long delta);
 void hv_metrics_record_write(void);
 
-/* A sticky operation failure, counted under its stable reason (derived from the message's
- * catalogued template, docs/messages.md); every reason is exported from the start at 0. */
-void hv_metrics_failure(const char *message);
-/* The reason label hv_metrics_failure files message under. */
-const char *hv_metrics_failure_reason(const char *message);
+/* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
+ * its message (docs/messages.md's templates), for counting; the message is for people and is
+ * never parsed. Each code has one stable label (hv_metrics_failure_reason). */
+enum hv_failure_reason {
+    HV_FAIL_STEP_FAILED = 0,               /* "step ... failed N times: ..." */
+    HV_FAIL_FIELD_NOT_CHANGEABLE,          /* "cannot change ..." */
+    HV_FAIL_SHUTDOWN_TIMEOUT,              /* "the guest did not shut down within ..." */
+    HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, /* "after the power cycle the hypervisor reports" */
+    HV_FAIL_POWERED_ON_EXTERNALLY,         /* "the VM was powered on again before ..." */
+    HV_FAIL_NO_GUEST_TOOLS,                /* "the guest cannot be asked to shut down ..." */
+    HV_FAIL_LIVE_CHANGE_NOT_SEEN,          /* "the live change to ... did not show ..." */
+    HV_FAIL_DEADLINE,                      /* "the change did not complete within ..." */
+    HV_FAIL_PAUSED_MID_CYCLE,              /* "the VM is paused in the middle of its ..." */
+    HV_FAIL_START_FAILED,                  /* "the VM could not start with ..." */
+    HV_FAIL_DID_NOT_STAY_ON,               /* "the VM did not stay on ..." */
+    HV_FAIL_POWER_CYCLE_NOT_ALLOWED,       /* "... needs a power cycle ... powerCycle is Never" */
+    HV_FAIL_OTHER, /* guest verification under Required, a VM that cannot be power-cycled */
+    HV_FAIL_COUNT
+};
+/* A sticky operation failure, counted under its reason's label; every label is exported from
+ * the start at 0. */
+void hv_metrics_failure(enum hv_failure_reason why);
+/* The stable label of why ("other" for a code out of range). */
+const char *hv_metrics_failure_reason(enum hv_failure_reason why);
 
 /* A failed backend call on server (libvirt URI or vCenter name). Servers registered before
  * are exported at 0 from the start. */

@@ -181,11 +181,12 @@ struct sim_replica {
 
 struct sim_opts {
     uint64_t seed;
-    int steps;    /* steps per run */
-    bool quiet;   /* no report on stdout when an invariant breaks */
-    FILE *report; /* where a broken invariant is printed (stderr when NULL) */
-    bool trace;   /* print every step as it happens */
-    bool strict;  /* breaks an open issue already names count as failures too */
+    int steps;       /* steps per run */
+    bool quiet;      /* no report on stdout when an invariant breaks */
+    FILE *report;    /* where a broken invariant is printed (stderr when NULL) */
+    bool trace;      /* print every step as it happens */
+    bool strict;     /* breaks an open issue already names count as failures too */
+    bool trace_hash; /* fold every trace line into r.trace_hash (trace-identity.sh) */
 };
 
 struct sim_result {
@@ -197,6 +198,8 @@ struct sim_result {
     int known; /* breaks an open issue names (see knowns in sim_run.c) */
     char known_what[600];
     long calls, passes, faults, dones, failures;
+    uint64_t trace_hash; /* with o.trace_hash: FNV-1a 64 of every trace line */
+    long trace_lines;
 };
 
 struct sim {

@@ -1,7 +1,10 @@
 /* sim_main.c: run the simulation over a range of seeds (the CI runner, ctest sim.seeds) or
  * one seed with its trace. Exit status 1 when any run breaks an invariant; every broken run
  * prints its seed, the invariant and its step history.
- *   sim_main [--from N] [--seeds COUNT] [--steps N] [--seed N --trace] [--quiet] */
+ *   sim_main [--from N] [--seeds COUNT] [--steps N] [--seed N --trace] [--quiet]
+ * --trace-hash prints one line per run, "trace SEED LINES HASH", the count and FNV-1a 64 hash
+ * of its trace lines (every step, call, answer, act and operation-record write, stamped with
+ * the simulated clock only): test/sim/trace-identity.sh compares two engines by them. */
 #include "sim.h"
 
 #include <stdbool.h>
@@ -79,10 +82,12 @@ int main(int argc, char **argv)
             o.strict = true;
         } else if (!strcmp(a, "--quiet")) {
             o.quiet = true;
+        } else if (!strcmp(a, "--trace-hash")) {
+            o.trace_hash = true;
         } else {
             fprintf(stderr,
                     "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
-                    "[--strict] [--trace] [--quiet]\n",
+                    "[--strict] [--trace] [--trace-hash] [--quiet]\n",
                     argv[0]);
             return 2;
         }
@@ -114,6 +119,9 @@ int main(int argc, char **argv)
             if (o.trace || count <= 20)
                 printf("seed %llu: known: %s\n", (unsigned long long)seed, r.known_what);
         }
+        if (o.trace_hash)
+            printf("trace %llu %ld %016llx\n", (unsigned long long)seed, r.trace_lines,
+                   (unsigned long long)r.trace_hash);
         steps += r.steps;
         checks += r.checks;
         calls += r.calls;

@@ -424,7 +424,7 @@ static void call_update(struct sim *s, int m)
         return;
     }
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
-     * (its entry was evicted while idle, engine.c): no progress, so a Failure stays the
+     * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
      * operation's end through a few of those in a row (not through more: invariant 3) */
     if (!(c->op.failed && strstr(res.message, "in progress: observing the VM") &&
           ++c->op.observing <= OBSERVING_MAX))

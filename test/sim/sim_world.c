@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define TRANSIENT_REASON "transient domain: a power cycle would delete it"
-/* the longest an engine waits between its own looks at a power cycle it carries (engine.c
+/* the longest an engine waits between its own looks at a power cycle it carries (workers.c
  * run_head: the retry it would ask CAPI for, at most 5 s) */
 #define CYCLE_LOOK_MS 5000
 
@@ -35,17 +35,33 @@ bool sim_chance(struct sim *s, int permille)
     return (int)(sim_rand(s) % 1000) < permille;
 }
 
+/* A line of the run's trace, stamped with the simulated clock only: kept (truncated) in the
+ * history a break reports, printed whole with --trace, and folded whole into the run's trace
+ * hash (FNV-1a 64) with --trace-hash, which compares two engines' traces seed by seed. */
 void sim_note(struct sim *s, const char *fmt, ...)
 {
-    char *h = s->hist[s->n_hist % SIM_HIST];
-    int n = snprintf(h, sizeof(s->hist[0]), "%5d t=%7.1fs ", s->step, (double)s->now_ms / 1000);
+    char line[HV_RECORD_MAX + 512];
+    int n = snprintf(line, sizeof(line), "%5d t=%7.1fs ", s->step, (double)s->now_ms / 1000);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(h + n, sizeof(s->hist[0]) - (size_t)n, fmt, ap);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);
+    char *h = s->hist[s->n_hist % SIM_HIST];
+    size_t len = strlen(line), keep = len < sizeof(s->hist[0]) ? len : sizeof(s->hist[0]) - 1;
+    memcpy(h, line, keep);
+    h[keep] = '\0';
     s->n_hist++;
     if (s->o.trace)
-        fprintf(stderr, "%s\n", h);
+        fprintf(stderr, "%s\n", line);
+    if (s->o.trace_hash) {
+        uint64_t x = s->r.trace_lines ? s->r.trace_hash : 14695981039346656037ULL;
+        for (size_t k = 0; k <= len; k++) { /* the line and its end ('\0' for '\n') */
+            x ^= (unsigned char)line[k];
+            x *= 1099511628211ULL;
+        }
+        s->r.trace_hash = x;
+        s->r.trace_lines++;
+    }
 }
 
 int sim_vm_by_name(struct sim *s, const char *name)
@@ -672,6 +688,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     if (st->record && s->record_in_step && st->record_stored) {
         sim_set_record(v, st->record);
         *st->record_stored = true;
+        sim_note(s, "  record %s by r%d (with act %d): %s", v->name, rep_of(b)->idx, st->kind,
+                 st->record);
     }
     if (st->seen_after && s->record_in_step && v->exists) {
         fill_obs(s, k, st->seen_after, true);
@@ -703,6 +721,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         return HV_E_NOT_FOUND;
     }
     sim_set_record(&s->vms[k], record);
+    sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     return HV_OK;
 }
 

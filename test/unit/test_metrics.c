@@ -1,6 +1,6 @@
 /* test_metrics.c: the metrics an operator alerts on: build info, the in-progress gauges,
  * sticky failures per stable reason (every reason exported at 0 from the start, each
- * catalogued failure template filed under its own reason), backend errors per server. */
+ * reason code counted under its own label), backend errors per server. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,49 +31,47 @@ static void has(const char *text, const char *line)
 static void test_failure_reasons(void **state)
 {
     (void)state;
+    /* every code, with the label it is counted under (the engine gives the code; the
+     * message is never read) */
     static const struct {
-        const char *message, *reason;
+        enum hv_failure_reason why;
+        const char *reason;
     } cases[] = {
-        {"step reconfigure failed 3 times: the hypervisor cannot be reached", "step_failed"},
-        {"cannot change memoryMiB: shrinking memory is not supported", "field_not_changeable"},
-        {"memoryMiB needs a power cycle (above the hot-add limit) and powerCycle is Never",
-         "power_cycle_not_allowed"},
-        {"the guest did not shut down within 300 s and powerOffMode is Soft", "shutdown_timeout"},
-        {"after the power cycle the hypervisor reports memory 2048 MiB, want memory 4096 MiB",
-         "not_applied_after_power_cycle"},
-        {"the VM was powered on again before hvupdater could reconfigure it; update it again",
-         "powered_on_externally"},
-        {"the guest cannot be asked to shut down (no guest tools running) and powerOffMode is "
-         "Soft",
-         "no_guest_tools"},
-        {"the live change to vcpus 4 did not show within 120 s (the guest did not take it); ...",
-         "live_change_not_seen"},
-        {"the change did not complete within 1800 s (last step: power-on)", "deadline"},
-        {"the VM is paused in the middle of its power cycle (last step: shutdown) and the change "
-         "did not complete within 1800 s",
-         "paused_mid_cycle"},
-        {"the VM could not start with memory 8192 MiB (step power-on failed 3 times: the host "
-         "lacks the resources); its previous configuration (memory 4096 MiB) was restored and it "
-         "was started",
-         "start_failed"},
-        {"the VM did not stay on: it was started 3 times with memory 8192 MiB; its previous "
-         "configuration (memory 4096 MiB) was restored and it was started",
-         "did_not_stay_on"},
-        {"something new", "other"},
+        {HV_FAIL_STEP_FAILED, "step_failed"},
+        {HV_FAIL_FIELD_NOT_CHANGEABLE, "field_not_changeable"},
+        {HV_FAIL_POWER_CYCLE_NOT_ALLOWED, "power_cycle_not_allowed"},
+        {HV_FAIL_SHUTDOWN_TIMEOUT, "shutdown_timeout"},
+        {HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, "not_applied_after_power_cycle"},
+        {HV_FAIL_POWERED_ON_EXTERNALLY, "powered_on_externally"},
+        {HV_FAIL_NO_GUEST_TOOLS, "no_guest_tools"},
+        {HV_FAIL_LIVE_CHANGE_NOT_SEEN, "live_change_not_seen"},
+        {HV_FAIL_DEADLINE, "deadline"},
+        {HV_FAIL_PAUSED_MID_CYCLE, "paused_mid_cycle"},
+        {HV_FAIL_START_FAILED, "start_failed"},
+        {HV_FAIL_DID_NOT_STAY_ON, "did_not_stay_on"},
+        {HV_FAIL_OTHER, "other"},
     };
+    assert_int_equal(sizeof(cases) / sizeof(cases[0]), HV_FAIL_COUNT);
     char *before = render();
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         char line[200];
         snprintf(line, sizeof(line), "hvupdater_operation_failures_total{reason=\"%s\"} 0\n",
                  cases[k].reason);
         has(before, line); /* present at zero from the start */
-        assert_string_equal(hv_metrics_failure_reason(cases[k].message), cases[k].reason);
-        hv_metrics_failure(cases[k].message);
+        assert_string_equal(hv_metrics_failure_reason(cases[k].why), cases[k].reason);
+        for (size_t j = 0; j < k; j++) /* one label per code */
+            assert_string_not_equal(cases[j].reason, cases[k].reason);
+        hv_metrics_failure(cases[k].why);
     }
     free(before);
+    /* a code out of range is counted as other */
+    assert_string_equal(hv_metrics_failure_reason(HV_FAIL_COUNT), "other");
+    hv_metrics_failure(HV_FAIL_COUNT);
+    hv_metrics_failure(HV_FAIL_DEADLINE);
     char *after = render();
-    has(after, "hvupdater_operation_failures_total{reason=\"deadline\"} 1\n");
-    has(after, "hvupdater_operation_failures_total{reason=\"other\"} 1\n");
+    has(after, "hvupdater_operation_failures_total{reason=\"deadline\"} 2\n");
+    has(after, "hvupdater_operation_failures_total{reason=\"other\"} 2\n");
+    has(after, "hvupdater_operation_failures_total{reason=\"step_failed\"} 1\n");
     free(after);
 }
 

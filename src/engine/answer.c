@@ -1,0 +1,156 @@
+/* answer.c: the answer gate: what an UpdateMachine call is told from what the engine
+ * concluded ("done" only from a pass begun after the call that asked, each "done" used up;
+ * a sticky Failure not from a pass begun before a late call or one for other hardware), and
+ * the pass the call queues or times. Answers never wait for the hypervisor. */
+#include "engine.h"
+#include "engine_internal.h"
+#include "msg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A call for the same hardware that comes this much or more after the wait CAPI was asked for
+ * (after this process's previous answer) begins a new series: what this process saw before it
+ * confirms nothing. Another replica can take the VM to other hardware and back to a state
+ * CAPI then asks here again (A -> B -> A) only while CAPI calls elsewhere: it must take that
+ * replica's done for A, then wait at least the 1 s its first answer for B asks ("observing
+ * the VM"), then its done for B; a call here less than 1 s late leaves no room for that. */
+#define LATE_CALL_MS 1000
+
+/* The answer gate: "done" only fresh. Pure: what a call is told from the facts in g (struct
+ * eng_gate_in); test/unit/test_answer_gate.c enumerates every combination. A "done" is
+ * answered only when a call for this hardware waits for one and the pass that concluded it
+ * began at or after that call (each "done" is then used up); any other conclusion for this
+ * hardware is answered as it is, except a sticky Failure that nothing confirms (no call
+ * waiting, not CAPI retrying it, no pass begun since a call answered "observing the VM" for
+ * it), which is looked at again first. */
+enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
+{
+    bool done = g->known && !g->failure && !g->waiting;
+    if (done && g->confirming && g->fresh)
+        return ENG_GATE_DONE;
+    if (!g->known || done)
+        return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
+    bool sticky = g->failure && !g->once;
+    if (!sticky || g->confirming || g->retried || g->checked)
+        return ENG_GATE_KNOWN;
+    return ENG_GATE_RECHECK;
+}
+
+/* The gate's facts of x's conclusion for a call for desired under s (retried: as the call
+ * found it). Caller holds the lock. */
+static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *desired,
+                                  const struct hv_settings *s, bool retried)
+{
+    /* a conclusion holds for the hardware and the settings it was reached under */
+    return (struct eng_gate_in){.known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
+                                         hv_settings_equal(&x->answer_s, s),
+                                .failure = x->answer.failure,
+                                .once = x->answer.once,
+                                .waiting = x->answer.retry_after_s != 0,
+                                .confirming = x->confirm_seq != 0,
+                                .fresh = x->answer_seq >= x->confirm_seq,
+                                .retried = retried,
+                                .checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq};
+}
+
+/* x's answer is a "done" that the next call will return (see hv_engine_update): for the
+ * hardware and settings asked last, concluded by a pass that began after the first call
+ * not yet answered done. Caller holds the lock. */
+bool eng_concludes(const struct entry *x)
+{
+    if (!x->have_desired)
+        return false;
+    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false);
+    return eng_answer_gate(&g) == ENG_GATE_DONE;
+}
+
+/* The answer being given only waits for a change already made to show: nothing to act on
+ * before CAPI's next call, retry_after_s from now. A look taken now would be a whole interval
+ * old by then, so the pass this call asks for starts late enough to end just before that call
+ * (the last pass's duration and 200 ms ahead of it): its conclusion is then the freshest
+ * possible, and a "done" is not held back one interval. A pass slower than the interval
+ * starts at once. Still one pass per call. */
+static int64_t settle_delay_ms(const struct entry *x)
+{
+    int64_t delay = (int64_t)x->answer.retry_after_s * 1000 - (x->pass_ms + 200);
+    return delay > 0 ? delay : 0;
+}
+
+void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      struct hv_update_result *out)
+{
+    struct hv_engine *e = ctx;
+    char why[300];
+    struct hv_backend *be = eng_backend_for(e, p, ref, why, sizeof(why));
+    if (!be) {
+        out->failure = true;
+        out->retry_after_s = 0;
+        snprintf(out->message, sizeof(out->message), "%s", why);
+        return;
+    }
+    char key[HV_KEY_MAX];
+    eng_make_key(key, sizeof(key), be, ref);
+    pthread_mutex_lock(&e->lock);
+    eng_sweep(e, false);
+    struct entry *x = eng_entry_for(e, key, be, ref);
+    int64_t now = eng_now_ms(e);
+    x->call_seq++;
+    /* CAPI retries a Failure at its own back-off, at no pace this process asked for */
+    bool retried = x->have_desired && hv_hw_equal(&x->desired, desired) && x->told_failure;
+    if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
+        x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
+    else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
+        x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
+    struct eng_gate_in g = gate_in(x, desired, s, retried);
+    enum eng_gate gate = eng_answer_gate(&g);
+    bool answered_done = gate == ENG_GATE_DONE;
+    if (answered_done) {
+        /* concluded by a pass that began after a call for this hardware found it not yet
+         * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
+         * so a later call (another replica may have changed the VM meanwhile) looks again. */
+        *out = x->answer;
+        x->confirm_seq = 0;
+    } else {
+        /* In progress, or a Failure of one look: an older conclusion is safe. The sticky
+         * Failure recorded on the VM is final for this hardware: like a done, not from a pass
+         * begun before a call that came late or for other hardware (CAPI may have been
+         * through other states elsewhere: after A -> B -> A another replica may have begun
+         * this hardware anew over that record), unless it is what this process answered
+         * CAPI's last call (CAPI retrying it) or a pass began since the call answered this
+         * way for it (a caller late every time still gets it). */
+        if (gate == ENG_GATE_KNOWN) {
+            *out = x->answer;
+        } else {
+            if (gate == ENG_GATE_RECHECK)
+                x->fail_check_seq = x->call_seq;
+            out->failure = false;
+            out->retry_after_s = 1;
+            out->settling = false;
+            snprintf(out->message, sizeof(out->message), HV_MSG("in progress: observing the VM"));
+        }
+        if (!x->confirm_seq)
+            x->confirm_seq = x->call_seq;
+    }
+    x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
+    x->told_failure = out->failure;
+    x->call_ms = now;
+    x->desired = *desired;
+    x->have_desired = true;
+    x->s = *s;
+    x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
+    if (!answered_done)
+        x->called = true;
+    /* After a "done" no pass is queued: its answer could not be used, as the next call
+     * (confirm_seq is 0 again) asks for a new look anyway and queues that one. */
+    if (!answered_done && x->running)
+        x->again = true;
+    else if (!answered_done && !x->queued) {
+        if (g.known && g.waiting && !g.failure && x->answer.settling)
+            eng_schedule(e, x, settle_delay_ms(x));
+        else
+            eng_enqueue(e, x);
+    }
+    pthread_mutex_unlock(&e->lock);
+}

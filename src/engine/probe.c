@@ -1,0 +1,349 @@
+/* probe.c: the bounded live probe CanUpdateMachine asks through: the VM's facts (its plan
+ * for the desired hardware, what decides whether the engine may power-cycle it, the guest's
+ * view, an operation for other hardware in flight), fetched on a detached thread, cached per
+ * entry for probe_cache_ms, and judged as UpdateMachine would. The entry owns its probe. */
+#include "engine.h"
+#include "engine_internal.h"
+#include "hv_clock.h"
+#include "log.h"
+#include "msg.h"
+#include "oprecord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PROBES 32 /* live probes in flight at once; more wait for a retry */
+
+/* The VM's facts CanUpdateMachine asks for (the probe), cached per VM, only for probed
+ * entries: the backend's plan for the desired hardware and what decides whether the engine
+ * may power-cycle the VM. */
+struct probe {
+    int64_t at_ms;
+    struct hv_hw for_hw;
+    int rc;
+    bool gone; /* the VM was not found */
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[200];
+    bool on;                           /* running: a cold change power-cycles it */
+    bool between;                      /* neither running nor off (paused, suspended, ...) */
+    bool can_shutdown;                 /* obs.can_shutdown */
+    bool no_mem_report, no_cpu_report; /* obs.no_mem_report, no_cpu_report */
+    char no_power_cycle[HV_MSG_MAX];   /* obs.no_power_cycle */
+    struct hv_hw hw;                   /* obs.hw */
+    /* the guest's view was asked for (guestVerification Required needs it): guest is it, or
+     * guest_why says why it could not be read */
+    bool guest_looked;
+    struct hv_guest_obs guest;
+    bool guest_mem_current; /* hv_guest_mem_current(guest) at the look */
+    char guest_why[200];
+    struct hv_oprecord rec; /* the VM's record (an operation in flight leaves its base) */
+    /* the VM is off and an operation for other hardware is going on: it starts the VM with
+     * other's hardware (never leaves it off), so this state's first pass may find it running */
+    bool other_starts;
+    struct hv_hw other;
+    /* that operation is this process's, and the VM's record does not show it yet (queued, or
+     * in its first pass): its base, which this state's begin may inherit, is not read */
+    bool other_unseen;
+};
+
+/* UpdateMachine for want changes the VM as it is when its first pass looks, which an
+ * operation for other hardware still going on (CAPI's rollout changed A -> B while A's steps
+ * are queued or in flight) may change first: each field of plan is also planned from the VM
+ * as that operation leaves it, and the worse of the two is kept (it cannot be told which the
+ * pass will find). Errors keep plan as it is. */
+static void plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
+                            const struct hv_vm_obs *obs, const struct hv_hw *other,
+                            const struct hv_hw *want, struct hv_field_plan plan[HV_F_COUNT])
+{
+    struct hv_vm_obs *after = malloc(sizeof(*after));
+    struct hv_field_plan *p2 = calloc(HV_F_COUNT, sizeof(*p2));
+    struct hv_err err = {0};
+    if (!after || !p2)
+        abort();
+    *after = *obs;
+    if (other->memory_mib > 0)
+        after->hw.memory_mib = after->config.memory_mib = other->memory_mib;
+    if (other->cpus > 0)
+        after->hw.cpus = after->config.cpus = other->cpus;
+    if (other->cores_per_socket > 0)
+        after->hw.cores_per_socket = after->config.cores_per_socket = other->cores_per_socket;
+    if (hv_disk_set(other->disk_mib))
+        after->hw.disk_mib = after->config.disk_mib = other->disk_mib;
+    if (be->ops->plan(be, ref, after, want, p2, &err) == HV_OK)
+        for (int f = 0; f < HV_F_COUNT; f++)
+            if (p2[f].how > plan[f].how)
+                plan[f] = p2[f];
+    free(p2);
+    free(after);
+}
+
+struct probe_job {
+    struct hv_engine *e;
+    struct entry *x;
+    struct hv_hw want;
+    bool guest; /* look into the guest too (guestVerification Required) */
+};
+
+/* Observe and plan one VM for the live probe, off the hook's thread. */
+static void *probe_thread(void *arg)
+{
+    struct probe_job *j = arg;
+    struct hv_engine *e = j->e;
+    struct entry *x = j->x;
+    struct hv_hw want = j->want;
+    bool guest = j->guest;
+    free(j);
+    pthread_mutex_lock(&e->lock);
+    struct hv_vm_ref ref = x->ref;
+    /* an operation of this process for other hardware, queued, running or in flight: its
+     * steps may land before this state's first pass, which then changes what it left */
+    bool own_other = x->have_desired && !hv_hw_equal(&x->desired, &want) &&
+                     (x->queued || x->running ||
+                      (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0));
+    struct hv_hw other = x->desired;
+    pthread_mutex_unlock(&e->lock);
+
+    struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
+    struct probe *r = calloc(1, sizeof(*r));
+    struct hv_err err = {0};
+    if (!obs || !r)
+        abort();
+    r->rc = -1;
+    r->guest_looked = guest; /* asked for, whatever the answer */
+    if (x->be->ops->observe(x->be, &ref, obs, &err) != HV_OK) {
+        snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
+    } else if (!obs->found) {
+        snprintf(r->why, sizeof(r->why), HV_MSG("the VM was not found"));
+        r->gone = true;
+    } else if (x->be->ops->plan(x->be, &ref, obs, &want, r->plan, &err) != HV_OK) {
+        snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
+    } else {
+        r->rc = 0;
+        r->on = obs->power == HV_POWER_ON;
+        r->between = obs->power != HV_POWER_ON && obs->power != HV_POWER_OFF;
+        r->can_shutdown = obs->can_shutdown;
+        r->no_mem_report = obs->no_mem_report;
+        r->no_cpu_report = obs->no_cpu_report;
+        snprintf(r->no_power_cycle, sizeof(r->no_power_cycle), "%s", obs->no_power_cycle);
+        r->hw = obs->hw;
+        (void)hv_oprecord_read(&r->rec, obs->record);
+        /* the VM's record of an operation for other hardware in flight: the same */
+        if (!own_other && r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
+            !hv_hw_equal(&r->rec.desired, &want)) {
+            own_other = true;
+            other = r->rec.desired;
+        }
+        if (own_other) {
+            plan_worst_with(x->be, &ref, obs, &other, &want, r->plan);
+            r->other_starts = obs->power == HV_POWER_OFF;
+            r->other = other;
+            r->other_unseen = !(r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
+                                hv_hw_equal(&r->rec.desired, &other));
+        }
+        /* the guest's view, as UpdateMachine asks for it before its first step (a round trip
+         * into the guest, of a running VM) */
+        if (guest && r->on && x->be->ops->observe_guest &&
+            x->be->ops->observe_guest(x->be, &ref, obs, &err) != HV_OK) {
+            snprintf(r->guest_why, sizeof(r->guest_why), HV_MSG("cannot observe the VM: %s"),
+                     hv_errcode_message(err.code));
+            hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
+        }
+        r->guest = obs->guest;
+        /* judged as of the look, not of the cached answer's use */
+        r->guest_mem_current = hv_guest_mem_current(&obs->guest, eng_unix_s(e));
+    }
+    free(obs);
+    if (r->rc < 0 && !r->gone)
+        hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
+
+    pthread_mutex_lock(&e->lock);
+    r->at_ms = eng_now_ms(e);
+    r->for_hw = want;
+    free(x->probe);
+    x->probe = r;
+    x->probe_running = false;
+    x->used_ms = r->at_ms;
+    /* A Failure for one call (the VM could not be read or planned) that a pass concluded
+     * before this look, which read and planned it, is not true any more: the next call asks
+     * for a new pass instead of answering it (after A -> B -> A, CAPI's CanUpdateMachine for
+     * A covered the change on this look; the old Failure would fail it for nothing). */
+    if (r->rc == 0 && !r->guest_why[0] && x->have_answer && x->answer.failure && x->answer.once)
+        x->have_answer = false;
+    e->probes_running--;
+    pthread_cond_broadcast(&e->probe_cond);
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* A probe answer is in: an entry that exists only for probes of a VM that is not there goes
+ * at once (CanUpdateMachine for VMs that do not exist must not fill the table). Caller holds
+ * the lock and is the last waiter. */
+static void drop_if_gone(struct hv_engine *e, struct entry *x)
+{
+    if (x->probe && x->probe->gone && !x->have_desired && !x->waiters && eng_evictable(x)) {
+        eng_unlink_entry(e, x);
+        eng_entry_free(x);
+    }
+}
+
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan;
+ * under guestVerification Required, every change the guest cannot show made impossible with
+ * UpdateMachine's reason (hv_guest_cannot_show); and, when the VM runs and may not be
+ * power-cycled under s (the rule UpdateMachine applies before it shuts a VM down:
+ * hv_cycle_refused), every change that needs a power cycle made impossible with that reason.
+ * Under powerCycle=Never the planner says "needs a power cycle and powerCycle is Never"
+ * itself. Caller holds the lock. */
+static int probe_answer(const struct probe *r, const struct hv_settings *s, int64_t now,
+                        struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
+{
+    memcpy(plan, r->plan, sizeof(r->plan));
+    snprintf(why, whylen, "%s", r->why);
+    if (r->gone)
+        return -3;
+    if (r->rc != 0)
+        return r->rc;
+    if (r->between) { /* UpdateMachine takes no step until it runs or is off: ask again then */
+        snprintf(why, whylen, "%s", HV_MSG("the VM is paused, suspended or in transition"));
+        return -1;
+    }
+    if (s->guest_check == HV_GC_REQUIRED && r->guest_why[0]) {
+        snprintf(why, whylen, "%s", r->guest_why);
+        return -1;
+    }
+    struct hv_guest_base base = {
+        .hv_memory_mib = r->hw.memory_mib,
+        .hv_cpus = r->hw.cpus,
+        .guest_memory_mib = r->guest_mem_current ? r->guest.memory_mib : -1,
+        .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
+    hv_begin_base(&r->rec, s, now, &base, &base);
+    /* An operation of this process for other hardware whose record the look did not find yet
+     * stores one before this state's first pass, which inherits its base (hv_begin_base):
+     * without a guest view of a field it changes when it began without one (the VM off,
+     * guestVerification Off, the guest not reported yet) and may step live. The probe cannot
+     * read that base: it takes none for those fields, as begin may (seed 4654: A under Off
+     * planned a cycle, CanUpdateMachine for B under Required covered the vCPUs by the guest's
+     * view, then B's begin, on A's base, refused them). */
+    if (r->other_unseen) {
+        if (r->other.memory_mib >= 0 && r->other.memory_mib != r->hw.memory_mib)
+            base.guest_memory_mib = -1;
+        if (r->other.cpus >= 0 && r->other.cpus != r->hw.cpus)
+            base.guest_cpus = -1;
+    }
+    /* an operation for other hardware starts the off VM first: this state then changes a
+     * running VM from other's hardware, whose freshly booted guest has shown nothing yet */
+    struct hv_guest_base started = {.hv_memory_mib = r->other.memory_mib >= 0 ? r->other.memory_mib
+                                                                              : r->hw.memory_mib,
+                                    .hv_cpus = r->other.cpus >= 0 ? r->other.cpus : r->hw.cpus,
+                                    .guest_memory_mib = -1,
+                                    .guest_cpus = -1};
+    bool no_report[HV_F_COUNT] = {[HV_F_MEMORY] = r->no_mem_report, [HV_F_CPUS] = r->no_cpu_report};
+    for (int f = 0; f < HV_F_COUNT; f++) {
+        char m[HV_MSG_MAX];
+        if (plan[f].how != HV_HOW_IMPOSSIBLE &&
+            (hv_guest_cannot_show((enum hv_field)f, r->on, no_report[f], &base, &r->for_hw,
+                                  plan[f].how, s, m, sizeof(m)) ||
+             (r->other_starts &&
+              hv_guest_cannot_show((enum hv_field)f, true, no_report[f], &started, &r->for_hw,
+                                   plan[f].how, s, m, sizeof(m))))) {
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
+        }
+    }
+    char refused[HV_MSG_MAX + 64];
+    if (r->on && s->power_cycle != HV_PC_NEVER &&
+        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused), NULL)) {
+        for (int f = 0; f < HV_F_COUNT; f++) {
+            if (plan[f].how != HV_HOW_COLD)
+                continue;
+            plan[f].how = HV_HOW_IMPOSSIBLE;
+            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", refused);
+        }
+    }
+    return 0;
+}
+
+/* The bounded wait: a hook call waits for the facts only within the first probe_wait_ms of
+ * the probe that fetches them (it runs on its own detached thread, at most MAX_PROBES at
+ * once). A call that comes while a probe has run longer than that, or when MAX_PROBES are
+ * running (a hypervisor that hangs), answers "still asking" at once: however slow the
+ * hypervisor, a server thread is held at most probe_wait_ms, and only by the calls in a
+ * probe's first probe_wait_ms. */
+int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
+                    const struct hv_hw *desired, const struct hv_settings *s,
+                    struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
+{
+    struct hv_engine *e = ctx;
+    struct hv_backend *be = eng_backend_for(e, p, ref, why, whylen);
+    if (!be)
+        return -1;
+    char key[HV_KEY_MAX];
+    eng_make_key(key, sizeof(key), be, ref);
+    pthread_mutex_lock(&e->lock);
+    eng_sweep(e, false);
+    struct entry *x = eng_entry_for(e, key, be, ref);
+    /* CanUpdateMachine for other hardware than UpdateMachine last asked: the rollout changed,
+     * and CAPI may call another replica for it, which changes the VM. A "done" for the older
+     * hardware concluded before (A -> B -> A) is not answered: the next UpdateMachine for it
+     * waits for a pass begun after that call, as for a call that came late. */
+    if (x->have_desired && !hv_hw_equal(&x->desired, desired))
+        x->confirm_seq = 0;
+    x->waiters++;
+    int rc = -2; /* not known yet: the hook answers a retryable Failure */
+    snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
+    for (;;) {
+        struct probe *r = x->probe;
+        bool fresh = r && eng_now_ms(e) - r->at_ms < e->cfg.probe_cache_ms &&
+                     hv_hw_equal(&r->for_hw, desired) &&
+                     (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
+        if (fresh) {
+            rc = probe_answer(r, s, eng_unix_s(e), plan, why, whylen);
+            break;
+        }
+        if (!x->probe_running && e->probes_running < MAX_PROBES) {
+            struct probe_job *j = malloc(sizeof(*j));
+            pthread_t t;
+            pthread_attr_t attr;
+            if (!j)
+                abort();
+            j->e = e;
+            j->x = x;
+            j->want = *desired;
+            j->guest = s->guest_check == HV_GC_REQUIRED;
+            x->probe_running = true;
+            x->probe_began_ms = eng_now_ms(e);
+            e->probes_running++;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (e->cfg.drive) { /* driven: on this thread, now */
+                pthread_mutex_unlock(&e->lock);
+                probe_thread(j);
+                pthread_mutex_lock(&e->lock);
+                pthread_attr_destroy(&attr);
+                continue;
+            }
+            if (pthread_create(&t, &attr, probe_thread, j) != 0) {
+                x->probe_running = false;
+                e->probes_running--;
+                free(j);
+            }
+            pthread_attr_destroy(&attr);
+        }
+        if (!x->probe_running || e->cfg.drive)
+            break; /* none could start: no wait (driven: the probe ran inline) */
+        int64_t limit = x->probe_began_ms + e->cfg.probe_wait_ms;
+        if (limit - eng_now_ms(e) <= 0)
+            break;
+        hv_cond_wait_until(&e->probe_cond, &e->lock, limit);
+    }
+    x->waiters--;
+    drop_if_gone(e, x);
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
+void eng_probe_expire(struct hv_engine *e, struct entry *x)
+{
+    if (x->probe)
+        x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
+}

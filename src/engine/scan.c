@@ -1,0 +1,202 @@
+/* scan.c: the scan for cycles left in flight: at start and every scan_interval_s, each
+ * backend lists the VMs that carry a record, and each power cycle no live process carries is
+ * taken on (a slot and the engine's own passes). It also keeps the hosts no scan has listed
+ * yet (the gates slots.c holds new cycles at). */
+#include "engine.h"
+#include "engine_internal.h"
+#include "log.h"
+#include "oprecord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A restarted process (or the replica that stays when another is gone) learns of a power
+ * cycle its previous life left in flight only from the record on the VM. No call may ever
+ * reach that VM again (CAPI may have stopped calling), so at start, and every
+ * scan_interval_s after, the engine asks each backend for the VMs that carry a record
+ * (ops->list_records) and carries on each cycle that no live process carries: it takes a
+ * power-cycle slot for it like for a new one and runs its passes by itself until the cycle
+ * ends (done, or failed and rolled back), as for a cycle it began. */
+#define SCAN_RETRY_MS 30000 /* a scan that could not reach every host is tried again */
+/* A record of another process that has not changed for this long past the longest wait of
+ * its phase (the shutdown or live timeout, one hypervisor call) is carried by no one: the
+ * process that wrote it is gone (a live one steps or ends it by then). */
+#define SCAN_STALE_S 60
+
+struct found {
+    struct hv_backend *be;
+    struct hv_vm_ref ref;
+    char host[HV_NAME_MAX];
+    bool off;
+    bool own; /* written by this very process (owner equal to ours) */
+    struct hv_hw desired;
+    struct hv_settings s;
+};
+
+struct scan {
+    struct hv_engine *e;
+    struct hv_backend *be;
+    int64_t now; /* unix seconds */
+    struct found *v;
+    size_t n, cap;
+    char (*bad)[HV_NAME_MAX]; /* hosts that could not be listed */
+    size_t n_bad;
+};
+
+/* The settings a record's policy names ("IfNeeded/TrySoft/120/300/1800/IfAvailable", see
+ * reconcile.c's policy_of); false when it names none. */
+static bool settings_of(const char *policy, struct hv_settings *s)
+{
+    char pc[32], pom[32], gc[32];
+    int live, shut, dl;
+    hv_settings_default(s);
+    if (sscanf(policy, "%31[^/]/%31[^/]/%d/%d/%d/%31s", pc, pom, &live, &shut, &dl, gc) != 6)
+        return false;
+    bool ok = false;
+    for (int k = HV_PC_IF_NEEDED; k <= HV_PC_NEVER; k++)
+        if (!strcmp(pc, hv_power_cycle_name((enum hv_power_cycle)k)))
+            s->power_cycle = (enum hv_power_cycle)k, ok = true;
+    for (int k = HV_POM_TRY_SOFT; k <= HV_POM_HARD; k++)
+        if (!strcmp(pom, hv_power_off_mode_name((enum hv_power_off_mode)k)))
+            s->power_off_mode = (enum hv_power_off_mode)k;
+    for (int k = HV_GC_IF_AVAILABLE; k <= HV_GC_OFF; k++)
+        if (!strcmp(gc, hv_guest_check_name((enum hv_guest_check)k)))
+            s->guest_check = (enum hv_guest_check)k;
+    s->live_timeout_s = live;
+    s->shutdown_timeout_s = shut;
+    s->deadline_s = dl;
+    return ok;
+}
+
+/* hv_vm_found_fn: keep the VMs whose record shows a power cycle no live process carries. */
+static void scan_found(void *ctx, const struct hv_vm_found *vm)
+{
+    struct scan *sc = ctx;
+    struct hv_engine *e = sc->e;
+    if (vm->unlisted) {
+        char(*bad)[HV_NAME_MAX] = realloc(sc->bad, (sc->n_bad + 1) * sizeof(*sc->bad));
+        if (!bad)
+            abort();
+        sc->bad = bad;
+        snprintf(sc->bad[sc->n_bad++], HV_NAME_MAX, "%s", vm->host);
+        return;
+    }
+    struct hv_oprecord *r = malloc(sizeof(*r));
+    if (!r)
+        abort();
+    struct found f;
+    memset(&f, 0, sizeof(f));
+
+    /* (a VM paused or suspended mid-cycle cannot go on: the scan after it runs or is off,
+     * or a call, carries it on) */
+    bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF) &&
+                hv_oprecord_read(r, vm->record) && r->cold && r->phase >= HV_PH_SHUTDOWN &&
+                r->phase <= HV_PH_POWER_ON && settings_of(r->policy, &f.s);
+    if (keep) {
+        f.own = !strcmp(r->owner, e->owner);
+        /* this process's previous life (same host, another pid) is gone; another process is
+         * taken to be gone when its record has not moved past the longest wait of its phase */
+        bool previous = hv_owner_previous(r->owner, e->owner);
+        int64_t wait = f.s.shutdown_timeout_s > f.s.live_timeout_s ? f.s.shutdown_timeout_s
+                                                                   : f.s.live_timeout_s;
+        if (e->cfg.step_timeout_s > wait)
+            wait = e->cfg.step_timeout_s;
+        bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
+        keep = f.own || previous || stale;
+    }
+    if (keep) {
+        f.be = sc->be;
+        /* the name the calls used (newer records keep it), else the backend's */
+        f.ref = r->ref.name[0] || r->ref.uuid[0] ? r->ref : vm->ref;
+        snprintf(f.host, sizeof(f.host), "%s", vm->host);
+        f.off = vm->power == HV_POWER_OFF;
+        f.desired = r->desired;
+        if (sc->n == sc->cap) {
+            sc->cap = sc->cap ? sc->cap * 2 : 8;
+            sc->v = realloc(sc->v, sc->cap * sizeof(*sc->v));
+            if (!sc->v)
+                abort();
+        }
+        sc->v[sc->n++] = f;
+    }
+    free(r);
+}
+
+/* Carry on the cycle of f, unless a call or a pass of this process already does; caller holds
+ * the lock. */
+static void resume_found(struct hv_engine *e, const struct found *f)
+{
+    char key[HV_KEY_MAX];
+    eng_make_key(key, sizeof(key), f->be, &f->ref);
+    struct entry *x = eng_find(e, key);
+    if ((x && x->slot) || !f->be->ops->serves(f->be, &f->ref))
+        return; /* carried here already, with its slot */
+    x = eng_entry_for(e, key, f->be, &f->ref);
+    if (!x->have_desired) { /* else what the calls asked last: a pass for it takes the cycle
+                               over (reconcile.c), as when a call comes */
+        x->desired = f->desired;
+        x->have_desired = true;
+        x->s = f->s;
+    }
+    /* a slot like a new cycle's (also for a pass already queued: before any new cycle's),
+     * within the caps while the VM still runs; an off VM is down already and takes one over
+     * them (as a pass that finds it off does) */
+    eng_slot_take(e, x, f->host, f->off);
+    hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
+    if (!x->queued && !x->running) {
+        x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
+        eng_enqueue(e, x);
+    }
+}
+
+/* Whether a scan is due now; caller holds the lock. */
+bool eng_scan_due(const struct hv_engine *e)
+{
+    return e->scan_on && !e->scanning && !e->stopping && eng_now_ms(e) >= e->scan_due_ms;
+}
+
+/* Run the scan (scan_due); caller holds the lock, which is released while backends list. */
+void eng_run_scan(struct hv_engine *e)
+{
+    e->scanning = true;
+    pthread_mutex_unlock(&e->lock);
+    struct scan sc = {.e = e, .now = eng_unix_s(e)};
+    bool failed = false;
+    for (size_t k = 0; k < e->n_bes; k++) {
+        struct hv_backend *be = e->bes[k];
+        struct hv_err err = {0};
+        if (!be->ops->list_records)
+            continue;
+        sc.be = be;
+        if (be->ops->list_records(be, scan_found, &sc, &err) != HV_OK) {
+            failed = true;
+            hv_log(HV_LOG_WARN, "scan-error", "backend", be->ops->name, "detail", err.detail,
+                   (char *)NULL);
+        }
+    }
+    pthread_mutex_lock(&e->lock);
+    /* the hosts no scan has listed yet: those this one could not, of those before */
+    size_t keep = 0;
+    for (size_t k = 0; k < sc.n_bad; k++) {
+        bool before = !e->scanned;
+        for (size_t j = 0; j < e->n_gates && !before; j++)
+            before = !strcmp(e->gates[j], sc.bad[k]);
+        if (before)
+            memmove(sc.bad[keep++], sc.bad[k], HV_NAME_MAX);
+    }
+    free(e->gates);
+    e->gates = sc.bad;
+    e->n_gates = keep;
+    e->scanned = true;
+    /* (after the gates: a host listed now no longer counts as unlisted) */
+    for (size_t k = 0; k < sc.n; k++)
+        resume_found(e, &sc.v[k]);
+    free(sc.v);
+    e->scanning = false;
+    int64_t now = eng_now_ms(e);
+    e->scan_end_ms = now;
+    e->scan_on = failed || e->cfg.scan_interval_s > 0;
+    e->scan_due_ms = now + (failed ? SCAN_RETRY_MS : (int64_t)e->cfg.scan_interval_s * 1000);
+    pthread_cond_broadcast(&e->cond);
+}

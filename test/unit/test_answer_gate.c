@@ -1,0 +1,127 @@
+/* test_answer_gate.c: the answer gate ("done" only fresh, src/engine/answer.c
+ * eng_answer_gate) over its whole state space: every combination of its eight facts (256),
+ * each checked against the rules written out here on their own, and the promises they make
+ * checked as properties over all of them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+
+#include "engine_internal.h"
+
+#define N_FACTS 8
+
+static struct eng_gate_in facts(unsigned bits)
+{
+    return (struct eng_gate_in){.known = bits & 1,
+                                .failure = bits & 2,
+                                .once = bits & 4,
+                                .waiting = bits & 8,
+                                .confirming = bits & 16,
+                                .fresh = bits & 32,
+                                .retried = bits & 64,
+                                .checked = bits & 128};
+}
+
+static void describe(char *out, size_t cap, const struct eng_gate_in *g)
+{
+    snprintf(out, cap,
+             "known=%d failure=%d once=%d waiting=%d confirming=%d fresh=%d retried=%d "
+             "checked=%d",
+             g->known, g->failure, g->once, g->waiting, g->confirming, g->fresh, g->retried,
+             g->checked);
+}
+
+/* The rules, one case at a time. */
+static enum eng_gate expected(const struct eng_gate_in *g)
+{
+    if (!g->known)
+        return ENG_GATE_OBSERVE;      /* nothing concluded for this hardware and these settings */
+    if (!g->failure && !g->waiting) { /* a "done" */
+        if (g->confirming && g->fresh)
+            return ENG_GATE_DONE; /* a call waits for it, and its pass began after that call */
+        return ENG_GATE_OBSERVE;  /* stale: a new look first */
+    }
+    if (!g->failure)
+        return ENG_GATE_KNOWN; /* in progress: an older conclusion is safe */
+    if (g->once)
+        return ENG_GATE_KNOWN; /* a Failure of one look: answered as it is */
+    /* a sticky Failure: answered when a call waits for the outcome of this hardware, CAPI
+     * retries it, or a pass began since a call was told "observing the VM" instead of it */
+    if (g->confirming || g->retried || g->checked)
+        return ENG_GATE_KNOWN;
+    return ENG_GATE_RECHECK;
+}
+
+static void test_every_combination(void **state)
+{
+    (void)state;
+    int count[4] = {0};
+    for (unsigned bits = 0; bits < 1u << N_FACTS; bits++) {
+        struct eng_gate_in g = facts(bits);
+        enum eng_gate got = eng_answer_gate(&g), want = expected(&g);
+        if (got != want) {
+            char d[256];
+            describe(d, sizeof(d), &g);
+            fail_msg("%s: gate %d, want %d", d, got, want);
+        }
+        assert_true(got >= ENG_GATE_DONE && got <= ENG_GATE_RECHECK);
+        count[got]++;
+    }
+    /* DONE: known, no failure, not waiting, confirming, fresh; once, retried, checked free */
+    assert_int_equal(count[ENG_GATE_DONE], 8);
+    /* RECHECK: known sticky failure (waiting free) with nothing confirming it, fresh free */
+    assert_int_equal(count[ENG_GATE_RECHECK], 4);
+    assert_int_equal(count[ENG_GATE_DONE] + count[ENG_GATE_KNOWN] + count[ENG_GATE_OBSERVE] +
+                         count[ENG_GATE_RECHECK],
+                     1 << N_FACTS);
+}
+
+/* The promises, as properties over the whole space. */
+static void test_promises(void **state)
+{
+    (void)state;
+    for (unsigned bits = 0; bits < 1u << N_FACTS; bits++) {
+        struct eng_gate_in g = facts(bits);
+        enum eng_gate got = eng_answer_gate(&g);
+        char d[256];
+        describe(d, sizeof(d), &g);
+        /* "done" only fresh: from a conclusion for this hardware, no Failure, nothing to wait
+         * for, concluded by a pass begun after the call that waits for it */
+        if (got == ENG_GATE_DONE &&
+            !(g.known && !g.failure && !g.waiting && g.confirming && g.fresh))
+            fail_msg("%s: done not fresh", d);
+        /* nothing is answered from memory for other hardware or settings */
+        if (!g.known && got != ENG_GATE_OBSERVE)
+            fail_msg("%s: answered without a conclusion for this hardware", d);
+        /* only a sticky Failure is ever looked at again instead of answered */
+        if (got == ENG_GATE_RECHECK && !(g.known && g.failure && !g.once))
+            fail_msg("%s: recheck of what is no sticky Failure", d);
+        /* CAPI retrying a Failure it was told, or a pass begun since the check, gets it */
+        if (g.known && g.failure && (g.retried || g.checked) && got != ENG_GATE_KNOWN)
+            fail_msg("%s: a retried or checked Failure not answered", d);
+        /* retried and checked only ever decide a sticky Failure */
+        struct eng_gate_in h = g;
+        h.retried = !g.retried;
+        if (!(g.known && g.failure && !g.once) && eng_answer_gate(&h) != got)
+            fail_msg("%s: retried decides what is no sticky Failure", d);
+        h = g;
+        h.checked = !g.checked;
+        if (!(g.known && g.failure && !g.once) && eng_answer_gate(&h) != got)
+            fail_msg("%s: checked decides what is no sticky Failure", d);
+        /* pure: the same facts, the same answer */
+        assert_int_equal(eng_answer_gate(&g), got);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_combination),
+        cmocka_unit_test(test_promises),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
