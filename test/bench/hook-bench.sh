@@ -1,14 +1,20 @@
 #!/bin/sh
 # hook-bench.sh BUILD_DIR: throughput and latency of CanUpdateMachine over TLS.
 #
-# Starts BUILD_DIR/hvupdater (log level warn, self-signed certificate in a temporary
-# directory), builds a realistic ~10 KB CanUpdateMachine request (VSphereMachine 4096 -> 8192
-# MiB, see make_request.py), checks one answer by hand, then drives it with wrk: 64 TLS
+# Starts BUILD_DIR/hvupdater (the embedded default: libvirt's test:///default driver; log
+# level warn, self-signed certificate in a temporary directory), builds a realistic ~10 KB
+# CanUpdateMachine request (a LibvirtMachine "test" 2048 -> 4096 MiB: the covered path a real
+# call takes, the driver's domain probed and the answer then served from the probe's cache;
+# see make_request.py), asks it until the probe has answered (CAPI retries the "still asking"
+# Failure the same way) and checks that answer by hand, then drives it with wrk: 64 TLS
 # keep-alive connections over 2 threads for BENCH_SECONDS (default 10). Prints p50/p99
 # latency, requests/s, errors, and the server's RSS idle, peak (VmHWM) and after the load.
 # The server's own counters must show exactly one Success per request wrk completed and no
 # other answer, which proves the bodies were sent whole and answered 200.
-# Then, in the same run, the anchor: nginx (nginx-light) with the same certificate and TLS
+# Then, in the same run, the peers: a minimal Go extension (test/bench/gopeer: net/http,
+# crypto/tls, encoding/json, built with /usr/local/go; it decodes the request, compares the
+# objects and answers the same bytes, without asking any hypervisor), and the anchor: nginx
+# (nginx-light) with the same certificate and TLS
 # versions answering every POST with the same answer bytes (`return 200`), and both servers
 # again at one connection. Prints req/s, p50, p99 side by side and the ratios against the
 # targets (req/s at BENCH_CONNECTIONS >= 0.5x nginx's, p99 <= 1.5x; p50 at 1 connection
@@ -45,8 +51,9 @@ fi
 tmp=$(mktemp -d /tmp/hv-bench-XXXXXX)
 pid=
 npid=
+gpid=
 cleanup() {
-    for p in $pid $npid; do
+    for p in $pid $npid $gpid; do
         if kill -0 "$p" 2>/dev/null; then
             kill -TERM "$p" 2>/dev/null || true
             wait "$p" 2>/dev/null || true
@@ -56,18 +63,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# The request's VSphereMachine names vcenter.eu1.example.com: configure it (a closed local
-# port; CanUpdateMachine under powerCycle=IfNeeded plans without contacting it), so that the
-# answer is the real memory patch rather than "no vsphere backend".
-printf 'hvupdater\n' >"$tmp/username"
-printf 'not-a-secret\n' >"$tmp/password"
-cat >"$tmp/config.json" <<JSON
-{"vsphere": {"servers": [{"name": "vcenter.eu1.example.com", "url": "https://127.0.0.1:9/sdk",
-  "usernameFile": "$tmp/username", "passwordFile": "$tmp/password"}]}}
-JSON
-
 "$bin" serve --listen 127.0.0.1:0 --port-file "$tmp/port" --cert-dir "$tmp/tls" \
-    --config "$tmp/config.json" --log-level warn --threads "$sthreads" 2>"$tmp/server.log" &
+    --log-level warn --threads "$sthreads" 2>"$tmp/server.log" &
 pid=$!
 i=0
 while [ ! -s "$tmp/port" ]; do
@@ -101,13 +98,21 @@ metric() { # name with labels -> value (0 if absent)
 
 rss_idle=$(rss VmRSS)
 
-python3 "$here/make_request.py" "${BENCH_BODY_BYTES:-10240}" >"$tmp/body.json"
+python3 "$here/make_request.py" "${BENCH_BODY_BYTES:-10240}" --libvirt >"$tmp/body.json"
 body_bytes=$(wc -c <"$tmp/body.json")
 
-# One request by hand: 200, Success, and the memory patch.
-curl -sS --cacert "$tmp/tls/ca.crt" -H 'Content-Type: application/json' \
-    --data-binary @"$tmp/body.json" -o "$tmp/answer.json" -w '%{http_code}' "$base$path" \
-    >"$tmp/code"
+# One request by hand: 200, Success, and the memory patch. The first calls may answer the
+# retryable "still asking the hypervisor" Failure while the probe runs: ask again, as CAPI.
+i=0
+while :; do
+    curl -sS --cacert "$tmp/tls/ca.crt" -H 'Content-Type: application/json' \
+        --data-binary @"$tmp/body.json" -o "$tmp/answer.json" -w '%{http_code}' "$base$path" \
+        >"$tmp/code"
+    grep -q 'still asking the hypervisor' "$tmp/answer.json" || break
+    i=$((i + 1))
+    [ $i -gt 100 ] && break
+    sleep 0.1
+done
 python3 - "$tmp/answer.json" "$(cat "$tmp/code")" <<'PY'
 import base64, json, sys
 code = sys.argv[2]
@@ -117,7 +122,7 @@ try:
     patch = json.loads(base64.b64decode(a["infrastructureMachinePatch"]["patch"]))
 except (ValueError, KeyError, TypeError):
     sys.exit(f"hook-bench: unexpected answer {code} {text[:600]}")
-want = [{"op": "replace", "path": "/spec/memoryMiB", "value": 8192}]
+want = [{"op": "replace", "path": "/spec/memoryMiB", "value": 4096}]
 if code != "200" or a["status"] != "Success" or patch != want:
     sys.exit(f"hook-bench: unexpected answer {code} {text[:600]}")
 PY
@@ -276,26 +281,57 @@ run() {
                   v["p50_us"] / 1e3, v["p99_us"] / 1e3, e,
                   v["requests"] ? ticks / hz * 1e6 / v["requests"] : 0 }'
 }
+# ---- the Go peer: same certificate, same request, same answer bytes ----
+gobin=${GO:-/usr/local/go/bin/go}
+[ -x "$gobin" ] || { echo "hook-bench: $gobin is not installed" >&2; exit 2; }
+(cd "$here/gopeer" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$gobin" build -o "$tmp/gopeer" .) ||
+    { echo "hook-bench: the Go peer does not build" >&2; exit 1; }
+"$tmp/gopeer" -listen 127.0.0.1:0 -cert "$tmp/tls/tls.crt" -key "$tmp/tls/tls.key" \
+    -port-file "$tmp/gopeer.port" 2>"$tmp/gopeer.log" &
+gpid=$!
+i=0
+while [ ! -s "$tmp/gopeer.port" ]; do
+    i=$((i + 1))
+    if [ $i -gt 200 ] || ! kill -0 "$gpid" 2>/dev/null; then
+        echo "hook-bench: the Go peer did not start" >&2
+        cat "$tmp/gopeer.log" >&2
+        exit 1
+    fi
+    sleep 0.05
+done
+gurl="https://localhost:$(cat "$tmp/gopeer.port")$path"
+curl -sS --cacert "$tmp/tls/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/body.json" -o "$tmp/gopeer.answer" "$gurl"
+cmp -s "$tmp/gopeer.answer" "$tmp/answer.json" ||
+    { echo "hook-bench: the Go peer answers differently:" >&2; cat "$tmp/gopeer.answer" >&2; exit 1; }
+
 npids="$npid $(pgrep -P "$npid" | tr '\n' ' ')"
 # shellcheck disable=SC2086 # the PIDs are words
 nginx_n=$(run nginx "https://localhost:$nport$path" "$conns" $npids)
+go_n=$(run go "$gurl" "$conns" "$gpid")
 hv_1=$(run hv "$base$path" 1 "$pid")
 # shellcheck disable=SC2086
 nginx_1=$(run nginx "https://localhost:$nport$path" 1 $npids)
+go_1=$(run go "$gurl" 1 "$gpid")
 hv_n=$(awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p99="$(get p99_us)" \
     -v e="$((non2xx + sock_errors))" -v ticks=$((cpu1 - cpu0)) -v hz="$hz" \
     'BEGIN { printf "%.0f %.3f %.3f %d %.1f\n", r / (d / 1e6), p50 / 1e3, p99 / 1e3, e, ticks / hz * 1e6 / r }')
-echo "$hv_n $nginx_n $hv_1 $nginx_1" | awk -v c="$conns" '{
+echo "$hv_n $nginx_n $hv_1 $nginx_1 $go_n $go_1" | awk -v c="$conns" '{
     printf "\n==== against nginx (same certificate, same answer bytes, %s) ====\n", "return 200"
     printf "%-26s %12s %12s %12s %14s\n", "", "req/s", "p50 ms", "p99 ms", "CPU us/req"
     printf "%-26s %12d %12.3f %12.3f %14.1f\n", "hvupdater, " c " connections", $1, $2, $3, $5
     printf "%-26s %12d %12.3f %12.3f %14.1f\n", "nginx, " c " connections", $6, $7, $8, $10
     printf "%-26s %12d %12.3f %12.3f %14.1f\n", "hvupdater, 1 connection", $11, $12, $13, $15
     printf "%-26s %12d %12.3f %12.3f %14.1f\n", "nginx, 1 connection", $16, $17, $18, $20
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "Go peer, " c " connections", $21, $22, $23, $25
+    printf "%-26s %12d %12.3f %12.3f %14.1f\n", "Go peer, 1 connection", $26, $27, $28, $30
     printf "req/s at %d   %.2fx nginx (target >= 0.5x)\n", c, $1 / $6
     printf "p99 at %d     %.2fx nginx (target <= 1.5x)\n", c, $3 / $8
     printf "p50 at 1      %.2fx nginx (target <= 3x)\n", $12 / $17
-    if ($4 + $9 + $14 + $19) printf "errors        %d %d %d %d (hvupdater/nginx, n/1)\n", $4, $9, $14, $19
+    printf "req/s at %d   %.2fx the Go peer (target >= 2x)\n", c, $1 / $21
+    printf "req/s at 1    %.2fx the Go peer (target >= 1x)\n", $11 / $26
+    if ($4 + $9 + $14 + $19 + $24 + $29)
+        printf "errors        %d %d %d %d %d %d (hvupdater/nginx/Go, n/1)\n", $4, $9, $14, $19, $24, $29
 }'
 
 # Where a request's CPU goes that nginx does not spend: decoding the body (same build).

@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""make_request.py [TARGET_BYTES]: print a realistic CanUpdateMachine request (~10 KB) on stdout.
+"""make_request.py [TARGET_BYTES] [--libvirt]: print a realistic CanUpdateMachine request (~10 KB)
+on stdout.
+
+With --libvirt the infra machine is a LibvirtMachine named "test" (libvirt's test:///default
+driver has a domain of that name, which the embedded default serves) growing from 2048 to
+4096 MiB: the covered path a real call takes, the VM probed (and the answer then served from
+the probe's cache). Without it, the VSphereMachine below.
 
 A KubeadmControlPlane Machine of cluster "prod-eu1" whose VSphereMachine grows from 4096 to
 8192 MiB (all else equal), with the Machine, VSphereMachine and KubeadmConfig as CAPI sends
@@ -141,8 +147,32 @@ def kubeadm_config():
     }
 
 
-def request(pad):
-    cur = {"machine": machine(), "infrastructureMachine": vsphere_machine(4096),
+def libvirt_machine(memory):
+    return {
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "kind": "LibvirtMachine",
+        "metadata": {
+            "name": "test",
+            "namespace": "clusters",
+            "labels": {"cluster.x-k8s.io/cluster-name": "prod-eu1",
+                       "cluster.x-k8s.io/control-plane": ""},
+            "annotations": {
+                "cluster.x-k8s.io/cloned-from-name": "prod-eu1-cp-v1-31-4",
+                "cluster.x-k8s.io/cloned-from-groupkind":
+                    "LibvirtMachineTemplate.infrastructure.cluster.x-k8s.io"},
+        },
+        "spec": {"memoryMiB": memory, "vcpu": 2},
+    }
+
+
+def request(pad, libvirt=False):
+    m = machine()
+    if libvirt:
+        del m["spec"]["providerID"]
+        m["spec"]["infrastructureRef"] = {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                          "kind": "LibvirtMachine", "name": "test"}
+    cur = {"machine": m,
+           "infrastructureMachine": libvirt_machine(2048) if libvirt else vsphere_machine(4096),
            "bootstrapConfig": kubeadm_config()}
     for k in range(pad):  # team/owner/cost labels and annotations, as organisations add them
         for obj in cur.values():
@@ -150,18 +180,20 @@ def request(pad):
             obj["metadata"]["annotations"] = obj["metadata"].get("annotations", {})
             obj["metadata"]["annotations"][f"example.com/cost-center-{k:02d}"] = "cc-4711-eu"
     des = copy.deepcopy(cur)
-    des["infrastructureMachine"]["spec"]["memoryMiB"] = 8192
+    des["infrastructureMachine"]["spec"]["memoryMiB"] = 4096 if libvirt else 8192
     return {"apiVersion": API, "kind": "CanUpdateMachineRequest", "current": cur,
             "desired": des}
 
 
 def main():
-    target = int(sys.argv[1]) if len(sys.argv) > 1 else 10240
+    args = [a for a in sys.argv[1:] if a != "--libvirt"]
+    libvirt = "--libvirt" in sys.argv[1:]
+    target = int(args[0]) if args else 10240
     pad = 0
-    text = json.dumps(request(pad), separators=(",", ":"))
+    text = json.dumps(request(pad, libvirt), separators=(",", ":"))
     while len(text) < target - 300:
         pad += 1
-        text = json.dumps(request(pad), separators=(",", ":"))
+        text = json.dumps(request(pad, libvirt), separators=(",", ":"))
     sys.stdout.write(text)
 
 
