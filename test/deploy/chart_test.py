@@ -222,6 +222,8 @@ def clusterctl(c):
     c.r.eq(dep["spec"]["template"]["spec"]["containers"][0]["image"], env["HVUPDATER_IMAGE"],
            "HVUPDATER_IMAGE is the container image")
     c.r.eq(dep["spec"]["replicas"], 3, "HVUPDATER_REPLICAS is the replica count (an integer)")
+    c.r.eq([x["name"] for x in dep["spec"]["template"]["spec"]["containers"]], ["manager"],
+           "the provider's container is manager (clusterctl --wait-providers waits for it)")
     c.r.eq(ec["spec"]["namespaceSelector"]["matchExpressions"][0]["values"],
            ["team-a", "team-b"], "HVUPDATER_NAMESPACES (comma-separated) is the selector's list")
     c.r.eq(ec["spec"]["settings"]["powerCycle"], "Never", "HVUPDATER_POWER_CYCLE is a setting")

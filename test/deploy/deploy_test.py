@@ -378,6 +378,13 @@ def check_deployment(r, dep, binary, version):
     d, pod, c = dep.deployment, dep.pod, dep.container
     labels = d["spec"]["template"]["metadata"].get("labels", {})
     r.eq(d["spec"].get("replicas"), 2, "Deployment replicas")
+    # clusterctl's provider contract: the controller container is "manager"; clusterctl
+    # init/upgrade --wait-providers waits only for Deployments with such a container.
+    r.eq([x.get("name") for x in pod.get("containers", [])], ["manager"],
+         "the one container is named manager (clusterctl's provider contract)")
+    r.eq(d["spec"]["template"]["metadata"].get("annotations", {})
+         .get("kubectl.kubernetes.io/default-container"), "manager",
+         "kubectl's default container is manager")
     r.check(selector_matches(d["spec"].get("selector"), labels),
             "Deployment selector matches its pod labels")
     sa = pod.get("serviceAccountName")
