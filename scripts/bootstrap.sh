@@ -12,7 +12,7 @@ TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 pytho
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
   golang-go golang-github-vmware-govmomi-dev lintian
   linux-image-cloud-amd64 busybox-static qemu-guest-agent cpio
-  nginx-light"
+  nginx-light umoci mmdebstrap"
 
 want="$BUILD_PKGS"
 case "${1:-all}" in

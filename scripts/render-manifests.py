@@ -74,6 +74,21 @@ CLUSTERCTL_VARIABLES = [
 # placeholder that is replaced afterwards.
 NAMESPACES_VARIABLE = ("HVUPDATER_NAMESPACES", "default")
 NAMESPACES_PLACEHOLDER = "hvupdater-namespaces-placeholder"
+# Server flags set from clusterctl variables: (flag, variable, default). The chart may pass a
+# flag itself (then its value is replaced by the variable) or not (then it is appended).
+CLUSTERCTL_ARGS = [
+    ("--can-update-failure-policy", "HVUPDATER_CAN_UPDATE_FAILURE_POLICY", "Fail"),
+    ("--log-format", "HVUPDATER_LOG_FORMAT", "hvupdater"),
+    ("--log-level", "HVUPDATER_LOG_LEVEL", "info"),
+]
+# clusterctl --target-namespace moves every namespaced object, but variables are substituted
+# before and it never touches the ExtensionConfig (cluster-scoped): its service namespace and
+# CA annotation would keep pointing at the old namespace. So the namespace is a variable
+# (the Namespace object's name is clusterctl's default target namespace), and the server is
+# started with --require-namespace VALUE and POD_NAMESPACE from the downward API: a
+# --target-namespace without the same HVUPDATER_TARGET_NAMESPACE makes the pod refuse to
+# start, naming both (docs/quickstart.md#clusterctl).
+TARGET_NAMESPACE_VARIABLE = ("HVUPDATER_TARGET_NAMESPACE", "hvupdater-system")
 
 GENERATED = ("# Generated from the Helm chart deploy/helm/hvupdater by "
              "scripts/render-manifests.py:\n# edit the chart and re-run it, not this file.\n")
@@ -141,6 +156,41 @@ def clusterctl_text(text):
     return text.replace("[%s]" % NAMESPACES_PLACEHOLDER, "[${%s:=%s}]" % NAMESPACES_VARIABLE)
 
 
+def var(name, default):
+    return "${%s:=%s}" % (name, default)
+
+
+def clusterctl_deployment(text):
+    """The clusterctl Deployment: CLUSTERCTL_ARGS from variables, --require-namespace and
+    POD_NAMESPACE (TARGET_NAMESPACE_VARIABLE)."""
+    lines = text.split("\n")
+    ai = lines.index("          args:")
+    item = "            - "
+    end = ai + 1
+    while end < len(lines) and lines[end].startswith("            "):
+        end += 1
+    last = max(i for i in range(ai + 1, end) if lines[i].startswith(item))
+    add = ["            # clusterctl variables (scripts/render-manifests.py)"]
+    # --require-namespace: the chart's namespace, which render_all then makes the variable
+    flags = CLUSTERCTL_ARGS + [("--require-namespace", None, TARGET_NAMESPACE_VARIABLE[1])]
+    for flag, name, default in flags:
+        at = [i for i in range(ai + 1, end) if lines[i] == item + flag]
+        if len(at) > 1:
+            sys.exit(f"FAIL the chart passes {flag} twice")
+        if at:
+            lines[at[0] + 1] = item + (var(name, default) if name else default)
+        else:
+            add += [item + flag, item + (var(name, default) if name else default)]
+    lines[last + 1:last + 1] = add
+    ei = lines.index("          env:")
+    lines[ei + 1:ei + 1] = [
+        "            - name: POD_NAMESPACE  # checked against --require-namespace",
+        "              valueFrom:",
+        "                fieldRef:",
+        "                  fieldPath: metadata.namespace"]
+    return "\n".join(lines)
+
+
 def render_all(helm, version=None):
     """{relative path: content} of every rendered file."""
     files = {}
@@ -167,10 +217,18 @@ def render_all(helm, version=None):
             + "".join("#   %s\n" % ("${%s}  (required)" % n if d is None else "${%s:=%s}" % (n, d))
                       for n, d, _ in CLUSTERCTL_VARIABLES)
             + "#   ${%s:=%s}  (comma-separated namespaces)\n" % NAMESPACES_VARIABLE
+            + "".join("#   %s  (serve %s)\n" % (var(n, d), f) for f, n, d in CLUSTERCTL_ARGS)
+            + "#   %s  (the namespace; clusterctl\n"
+            "#     --target-namespace needs the same value here, else the pod refuses to\n"
+            "#     start: docs/quickstart.md#clusterctl)\n"
+            % var(*TARGET_NAMESPACE_VARIABLE)
             + "# The client-certificate component is separate (client-certs.yaml): it makes\n"
             + "# objects in other namespaces, which clusterctl does not allow in one provider.\n")
-    files["deploy/clusterctl/runtime-extension-components.yaml"] = \
-        GENERATED + head + clusterctl_text("---\n".join(cc[t] for t in order))
+    cc["deployment.yaml"] = clusterctl_deployment(cc["deployment.yaml"])
+    body = clusterctl_text("---\n".join(cc[t] for t in order))
+    # hvupdater-system is the chart's namespace (values namespace); as a variable here
+    body = re.sub(r"\bhvupdater-system\b", var(*TARGET_NAMESPACE_VARIABLE), body)
+    files["deploy/clusterctl/runtime-extension-components.yaml"] = GENERATED + head + body
     ccv = clusterctl_values()
     ccv["clientCerts"] = {"enabled": True}
     certs = run_helm(helm, ccv, version)

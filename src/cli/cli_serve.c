@@ -61,6 +61,15 @@ static void serve_usage(FILE *out)
             "  --drain-seconds N      on SIGTERM: /readyz answers 503 at once, hooks are\n"
             "                         still served for N seconds, then the server stops\n"
             "                         (default 0; a second signal stops at once)\n"
+            "  --can-update-failure-policy POLICY\n"
+            "                         Fail (default) or Ignore: the failurePolicy discovery\n"
+            "                         gives CanUpdateMachine and CanUpdateMachineSet (the\n"
+            "                         config's canUpdateFailurePolicy); Ignore: while\n"
+            "                         hvupdater is unreachable CAPI replaces Machines instead\n"
+            "                         of waiting. UpdateMachine is always Fail\n"
+            "  --require-namespace NS refuse to start unless $POD_NAMESPACE (the pod's namespace,\n"
+            "                         from the downward API) is NS: the namespace the\n"
+            "                         ExtensionConfig sends CAPI's calls to\n"
             "  --check-config         load the config (and every flag) as serve would, build\n"
             "                         the backends without contacting any host or reading\n"
             "                         any file the config names, print ok and exit 0, or\n"
@@ -141,6 +150,8 @@ int hv_cmd_serve(int argc, char **argv)
         {"max-connections", required_argument, NULL, 'N'},
         {"max-connections-per-address", required_argument, NULL, 'a'},
         {"head-timeout", required_argument, NULL, 'T'},
+        {"can-update-failure-policy", required_argument, NULL, 'P'},
+        {"require-namespace", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
@@ -152,6 +163,8 @@ int hv_cmd_serve(int argc, char **argv)
     bool check_only = false, kube_events = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
+    int can_update_ignore = -1; /* -1: the config's */
+    const char *require_ns = NULL;
     int c;
     optind = 1;
     opterr = 0; /* getopt's own messages are not JSON: serve_error says it */
@@ -228,6 +241,16 @@ int hv_cmd_serve(int argc, char **argv)
                 return serve_error(2, "--drain-seconds must be 0..300");
             break;
         }
+        case 'P': {
+            bool ig;
+            if (hv_failure_policy_parse(optarg, &ig) < 0)
+                return serve_error(2, "--can-update-failure-policy must be Fail|Ignore");
+            can_update_ignore = ig;
+            break;
+        }
+        case 'R':
+            require_ns = optarg;
+            break;
         case 'h':
             serve_usage(stdout);
             return 0;
@@ -251,6 +274,22 @@ int hv_cmd_serve(int argc, char **argv)
     }
     sans[n_sans] = NULL;
     client_names[n_client_names] = NULL;
+    if (require_ns) {
+        /* clusterctl --target-namespace moves the pod but not the ExtensionConfig, which is
+         * cluster-scoped: CAPI would call a Service in a namespace hvupdater is not in. */
+        const char *pod_ns = getenv("POD_NAMESPACE");
+        if (!pod_ns || !pod_ns[0])
+            return serve_error(1, "--require-namespace: POD_NAMESPACE is not set (the "
+                                  "Deployment passes it from the downward API, "
+                                  "metadata.namespace)");
+        if (strcmp(pod_ns, require_ns))
+            return serve_error(1,
+                               "this pod runs in namespace %.63s but the ExtensionConfig sends "
+                               "CAPI's calls to namespace %.63s: with clusterctl "
+                               "--target-namespace %.63s set HVUPDATER_TARGET_NAMESPACE=%.63s "
+                               "too (or only the variable)",
+                               pod_ns, require_ns, pod_ns, pod_ns);
+    }
     char err[512];
     struct hv_config cfg;
     hv_config_default(&cfg);
@@ -262,6 +301,8 @@ int hv_cmd_serve(int argc, char **argv)
         cfg.kube.events = true; /* an alias of the config's kubernetes.events */
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
+    if (can_update_ignore != -1)
+        cfg.can_update_ignore = can_update_ignore;
     if (!client_ca)
         client_ca = cfg.client_ca_file;
     if (n_client_names && !client_ca) {

@@ -152,6 +152,7 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.profiles = &cfg->profiles;
     rt->hooks.defaults = cfg->defaults;
     rt->hooks.timeout_s = cfg->handler_timeout_s;
+    rt->hooks.can_update_ignore = cfg->can_update_ignore;
     rt->hooks.libvirt_uris = (const char *const *)cfg->libvirt_uris;
     rt->hooks.n_libvirt_uris = cfg->n_libvirt_uris;
     rt->hooks.only_vcenter = cfg->n_vsphere == 1 ? cfg->vsphere[0].name : NULL;

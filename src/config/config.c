@@ -320,6 +320,17 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
     return 0;
 }
 
+int hv_failure_policy_parse(const char *s, bool *ignore)
+{
+    if (!strcmp(s, "Fail"))
+        *ignore = false;
+    else if (!strcmp(s, "Ignore"))
+        *ignore = true;
+    else
+        return -1;
+    return 0;
+}
+
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
     static const char *const keys[] = {"listen",
@@ -327,6 +338,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
                                        "clientCAFile",
                                        "maxBodyBytes",
                                        "handlerTimeoutSeconds",
+                                       "canUpdateFailurePolicy",
                                        "defaults",
                                        "engine",
                                        "libvirt",
@@ -359,6 +371,13 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
                  errlen) < 0)
         goto out;
     c->max_body = (size_t)v;
+    const hj *fp = hj_get(doc, "canUpdateFailurePolicy");
+    if (fp) {
+        if (fp->type != HJ_STRING || hv_failure_policy_parse(fp->s, &c->can_update_ignore) < 0) {
+            snprintf(err, errlen, "config.canUpdateFailurePolicy must be Fail or Ignore");
+            goto out;
+        }
+    }
     if (hj_get(doc, "$schema") && hj_get(doc, "$schema")->type != HJ_STRING) {
         snprintf(err, errlen, "config.$schema must be a string");
         goto out;

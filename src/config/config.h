@@ -40,6 +40,7 @@ struct hv_config {
     char *client_ca_file; /* NULL: no client certificate asked for */
     size_t max_body;
     int handler_timeout_s;
+    bool can_update_ignore; /* canUpdateFailurePolicy "Ignore" (default "Fail") */
     struct hv_settings defaults;
     struct hv_engine_opts engine;
     char **libvirt_uris;
@@ -61,5 +62,7 @@ void hv_config_default(struct hv_config *c);
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen);
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);
+/* "Fail" -> *ignore false, "Ignore" -> true; anything else -1 (*ignore unchanged). */
+int hv_failure_policy_parse(const char *s, bool *ignore);
 
 #endif

@@ -32,7 +32,8 @@ static hj *discovery(const struct hv_hooks_ctx *ctx)
         hj_obj_set_take(rh, "hook", hj_new_string(hv_hook_name(h)));
         hj_obj_set_take(e, "requestHook", rh);
         hj_obj_set_take(e, "timeoutSeconds", hj_new_int(ctx->timeout_s));
-        hj_obj_set_take(e, "failurePolicy", hj_new_string("Fail"));
+        bool ignore = ctx->can_update_ignore && h != HV_HOOK_UPDATE_MACHINE;
+        hj_obj_set_take(e, "failurePolicy", hj_new_string(ignore ? "Ignore" : "Fail"));
         hj_arr_push_take(hs, e);
     }
     hj_obj_set_take(r, "handlers", hs);

@@ -48,6 +48,10 @@ struct hv_hooks_ctx {
     hv_update_fn update;                    /* NULL: no backend configured */
     void *update_ctx;
     int timeout_s; /* advertised handler timeout */
+    /* failurePolicy advertised for CanUpdateMachine and CanUpdateMachineSet: false "Fail"
+     * (CAPI waits while hvupdater is unreachable), true "Ignore" (CAPI then replaces the
+     * Machines). UpdateMachine is always "Fail": a started update must be finished. */
+    bool can_update_ignore;
     /* The configured hosts, borrowed, for log lines only: a VM whose request names no host
      * is on the only one, when there is one. */
     const char *const *libvirt_uris;

@@ -38,6 +38,12 @@ import hvdeploy as hv  # noqa: E402
 
 PROVIDER = "runtime-extension-hvupdater"
 NS = "hvupdater-system"
+# Server flags the clusterctl components set from variables (scripts/render-manifests.py),
+# with the variables' defaults; POD_NAMESPACE goes with --require-namespace.
+CLUSTERCTL_ARGS = {"--can-update-failure-policy": ("HVUPDATER_CAN_UPDATE_FAILURE_POLICY", "Fail"),
+                   "--log-format": ("HVUPDATER_LOG_FORMAT", "hvupdater"),
+                   "--log-level": ("HVUPDATER_LOG_LEVEL", "info"),
+                   "--require-namespace": ("HVUPDATER_TARGET_NAMESPACE", NS)}
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::=([^}]*))?\}")
 
 
@@ -211,8 +217,32 @@ def clusterctl(c):
         for o in out:
             o["metadata"]["labels"].pop("cluster.x-k8s.io/provider", None)
         return out
-    c.same(unlabel(objs), c.helm_template({}),
-           "clusterctl components (variables at their defaults) vs helm template")
+
+    def args_env(objs_):
+        cont = [o for o in objs_ if o["kind"] == "Deployment"][0]["spec"]["template"]["spec"][
+            "containers"][0]
+        return cont["args"], cont.get("env", [])
+    # The clusterctl-only flags and POD_NAMESPACE, at their defaults; then without them
+    # (where the chart does not pass them itself) the objects are helm's.
+    helm_objs = c.helm_template({})
+    hargs, henv = args_env(helm_objs)
+    mine = unlabel(objs)
+    args, env = args_env(mine)
+    for flag, (name, default) in CLUSTERCTL_ARGS.items():
+        at = [i for i, a in enumerate(args) if a == flag]
+        c.r.check(len(at) == 1 and args[at[0] + 1] == default,
+                  f"clusterctl: {flag} from ${{{name}}}, default {default}", args)
+        if at and flag not in hargs:
+            del args[at[0]:at[0] + 2]
+    pod_ns = [e for e in env if e.get("name") == "POD_NAMESPACE"]
+    c.r.eq(pod_ns, [{"name": "POD_NAMESPACE",
+                     "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+           "clusterctl: POD_NAMESPACE from the downward API (for --require-namespace)")
+    if not [e for e in henv if e.get("name") == "POD_NAMESPACE"]:
+        env[:] = [e for e in env if e.get("name") != "POD_NAMESPACE"]
+    c.same(mine, helm_objs,
+           "clusterctl components (variables at their defaults, without the clusterctl-only "
+           "flags) vs helm template")
     # The variables reach their places.
     env = {"HVUPDATER_IMAGE": "registry.example/hvupdater:9.9.9", "HVUPDATER_NAMESPACES":
            "team-a, team-b", "HVUPDATER_POWER_CYCLE": "Never", "HVUPDATER_REPLICAS": "3",
@@ -222,11 +252,37 @@ def clusterctl(c):
     c.r.eq(dep["spec"]["template"]["spec"]["containers"][0]["image"], env["HVUPDATER_IMAGE"],
            "HVUPDATER_IMAGE is the container image")
     c.r.eq(dep["spec"]["replicas"], 3, "HVUPDATER_REPLICAS is the replica count (an integer)")
+    c.r.eq([x["name"] for x in dep["spec"]["template"]["spec"]["containers"]], ["manager"],
+           "the provider's container is manager (clusterctl --wait-providers waits for it)")
     c.r.eq(ec["spec"]["namespaceSelector"]["matchExpressions"][0]["values"],
            ["team-a", "team-b"], "HVUPDATER_NAMESPACES (comma-separated) is the selector's list")
     c.r.eq(ec["spec"]["settings"]["powerCycle"], "Never", "HVUPDATER_POWER_CYCLE is a setting")
     c.r.eq(ec["spec"]["settings"]["deadlineSeconds"], "600",
            "HVUPDATER_DEADLINE_SECONDS is a setting (a string)")
+    # The server flags and the namespace.
+    env = {"HVUPDATER_IMAGE": "registry.example/hvupdater:9.9.9",
+           "HVUPDATER_CAN_UPDATE_FAILURE_POLICY": "Ignore", "HVUPDATER_LOG_FORMAT": "capi",
+           "HVUPDATER_LOG_LEVEL": "debug", "HVUPDATER_TARGET_NAMESPACE": "team-x"}
+    objs = docs(envsubst(text, env))
+    args, _ = args_env(objs)
+    for flag, (name, _) in CLUSTERCTL_ARGS.items():
+        at = [i for i, a in enumerate(args) if a == flag]
+        c.r.check(len(at) == 1 and args[at[0] + 1] == env[name],
+                  f"{name}={env[name]} is serve {flag} {env[name]}", args)
+    ns = [o["metadata"]["name"] for o in objs if o["kind"] == "Namespace"]
+    c.r.eq(ns, ["team-x"], "HVUPDATER_TARGET_NAMESPACE names the Namespace (clusterctl's "
+           "default target namespace)")
+    ec = [o for o in objs if o["kind"] == "ExtensionConfig"][0]
+    c.r.eq((ec["spec"]["clientConfig"]["service"]["namespace"],
+            ec["metadata"]["annotations"]["runtime.cluster.x-k8s.io/inject-ca-from-secret"]),
+           ("team-x", "team-x/hvupdater-serving-cert"),
+           "HVUPDATER_TARGET_NAMESPACE reaches the ExtensionConfig (cluster-scoped: clusterctl "
+           "--target-namespace does not)")
+    c.r.check(all(o["metadata"].get("namespace") == "team-x" for o in objs
+                  if o["kind"] not in cluster_scoped),
+              "HVUPDATER_TARGET_NAMESPACE is every namespaced object's namespace")
+    c.r.check(NS not in envsubst(text, env).split("\n---\n", 1)[-1],
+              f"with HVUPDATER_TARGET_NAMESPACE set, {NS} is nowhere in the objects")
 
     # The separate client-certificate component.
     with open(os.path.join(cdir, "client-certs.yaml"), encoding="utf-8") as f:

@@ -4,10 +4,21 @@ real API server of the test/capi lab (issue 20, item 1):
 
   clusterctl init --runtime-extension hvupdater   from a local provider repository named
                                                   by a `providers:` entry with a file URL
+    --wait-providers                              waits for hvupdater's Deployment (its
+                                                  container is manager): with no
+                                                  controller here it is never Available, so
+                                                  a short --wait-provider-timeout fails
+                                                  naming it; marked Available (its status),
+                                                  init returns
+  HVUPDATER_TARGET_NAMESPACE                      moves everything, the ExtensionConfig's
+                                                  service and CA annotation included
+  --target-namespace alone                        cannot reach the ExtensionConfig: the pod's
+                                                  command line (--require-namespace with
+                                                  POD_NAMESPACE) refuses to start, naming both
   clusterctl upgrade plan                         offers the next release of the series
   clusterctl delete --runtime-extension hvupdater removes what init made
 
-usage: clusterctl_test.py --source DIR
+usage: clusterctl_test.py --source DIR [--binary BUILD/hvupdater]
 Needs the lab's environment (test/capi/up.sh prints it): KUBECONFIG, HV_CAPI_BIN (kubectl,
 clusterctl). A missing one is a failure, never a skip.
 
@@ -18,8 +29,10 @@ from, whose metadata.yaml comes from that CAPI module), and gives cert-manager's
 when the lab has none (clusterctl's cert-manager check only creates an Issuer and a
 Certificate; no pod runs here). The lab's own ExtensionConfig "hvupdater" has the name the
 provider's has: it is set aside during the test and put back (and rediscovered by CAPI)
-after. Everything the test adds is removed again, except the namespace hvupdater-system
-(clusterctl delete keeps namespaces; the lab runs no namespace controller to finalize one).
+after. Everything the test adds is removed again, except the namespaces hvupdater-system,
+hv-clusterctl-var and hv-clusterctl-moved (clusterctl delete keeps namespaces; the lab runs
+no namespace controller to finalize one). The lab runs no kube-controller-manager either:
+the test writes the Deployment's Available condition itself where it plays that part.
 Prints "ok ..." or "FAIL ..." per check; exits 1 when any failed.
 """
 
@@ -44,6 +57,8 @@ NS = "hvupdater-system"
 LABEL = f"cluster.x-k8s.io/provider={PROVIDER}"
 GO = os.environ.get("HV_GO", "/usr/local/go/bin/go")
 WAIT_S = 120
+OTHER_NS = "hv-clusterctl-var"   # HVUPDATER_TARGET_NAMESPACE
+MOVED_NS = "hv-clusterctl-moved"  # --target-namespace alone
 
 CERT_MANAGER_CRDS = [("certificates", "Certificate", "Namespaced"),
                      ("issuers", "Issuer", "Namespaced"),
@@ -169,7 +184,9 @@ def clean_for_apply(o):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
+    ap.add_argument("--binary", help="hvupdater (default SOURCE/build/hvupdater)")
     a = ap.parse_args()
+    binary = a.binary or os.path.join(a.source, "build", "hvupdater")
     r = hv.Results()
     for var in ("KUBECONFIG", "HV_CAPI_BIN"):
         if not os.environ.get(var):
@@ -179,7 +196,7 @@ def main():
     lab = Lab(os.environ["HV_CAPI_BIN"], work)
     undo = []  # cleanup steps, run in reverse order
     try:
-        run(r, lab, a.source, work, undo)
+        run(r, lab, a.source, work, undo, binary)
     except Exception as e:  # noqa: BLE001 - a crash of the test is a failure
         r.check(False, "the clusterctl test ran to its end", f"{type(e).__name__}: {e}")
     finally:
@@ -193,7 +210,43 @@ def main():
     return r.finish()
 
 
-def run(r, lab, src, work, undo):
+def set_available(lab, ns):
+    """What the Deployment controller (kube-controller-manager, which the lab does not run)
+    would write once the pods are up: the Available condition clusterctl waits for."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    cond = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+            "message": "set by clusterctl_test.py", "lastUpdateTime": now,
+            "lastTransitionTime": now}
+    lab.k("-n", ns, "patch", "deployment", "hvupdater", "--subresource=status", "--type=merge",
+          "-p", json.dumps({"status": {"conditions": [cond]}}), check=True)
+
+
+def init_waiting(r, lab, env, ns):
+    """clusterctl init --wait-providers while the test plays the Deployment controller: once
+    hvupdater's Deployment exists, mark it Available; init must then return 0."""
+    p = subprocess.Popen([lab.clusterctl, "init", "--runtime-extension", "hvupdater",
+                          "--wait-providers", "--wait-provider-timeout", str(WAIT_S),
+                          "--config", os.path.join(lab.work, "clusterctl.yaml"), "-v", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=dict(lab.env, **env))
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and p.poll() is None and \
+            lab.k("-n", ns, "get", "deployment", "hvupdater").returncode != 0:
+        time.sleep(0.2)  # polling the API server, bounded by WAIT_S
+    ok = lab.k("-n", ns, "get", "deployment", "hvupdater").returncode == 0
+    if ok:
+        set_available(lab, ns)
+    try:
+        out, _ = p.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return r.check(ok and p.returncode == 0 and "Waiting for providers to be available" in out,
+                   f"clusterctl init --wait-providers (namespace {ns}) returns once the "
+                   "Deployment is Available", out[-1500:])
+
+
+def run(r, lab, src, work, undo, binary):
     capi_ver = capi_version(lab.clusterctl)
     repo, version = make_repository(src, work, capi_ver, capi_module_dir(capi_ver))
     print(f"note: CAPI {capi_ver} (the lab's clusterctl), hvupdater {version}")
@@ -254,15 +307,53 @@ def run(r, lab, src, work, undo):
     r.check(not lab.get("providers.clusterctl.cluster.x-k8s.io", "-n", NS, PROVIDER),
             "... and installs nothing")
     image = "registry.example/hvupdater:" + version.lstrip("v")
-    finalize_namespace(lab, "cert-manager-test")
-    p = lab.cc("init", "--runtime-extension", "hvupdater",
-               env={"HVUPDATER_IMAGE": image, "HVUPDATER_NAMESPACES": "default, team-a"})
-    if not r.check(p.returncode == 0, "clusterctl init --runtime-extension hvupdater",
-                   (p.stdout + p.stderr)[-1500:]):
-        return
     undo.append(("clusterctl delete after a failed check",
-                 lambda: lab.get("providers.clusterctl.cluster.x-k8s.io", "-n", NS, PROVIDER)
-                 and lab.cc("delete", "--runtime-extension", "hvupdater")))
+                 lambda: [lab.cc("delete", "--runtime-extension", "hvupdater")
+                          for ns in (NS, OTHER_NS, MOVED_NS)
+                          if lab.get("providers.clusterctl.cluster.x-k8s.io", "-n", ns,
+                                     PROVIDER)]))
+
+    # --wait-providers waits for hvupdater: nothing here makes a Deployment Available, so
+    # init fails at the timeout naming it (before the container was named manager,
+    # clusterctl did not wait for it and init returned 0).
+    finalize_namespace(lab, "cert-manager-test")
+    p = lab.cc("init", "--runtime-extension", "hvupdater", "--wait-providers",
+               "--wait-provider-timeout", "5", env={"HVUPDATER_IMAGE": image})
+    out = p.stdout + p.stderr
+    r.check(p.returncode != 0 and 'deployment "hvupdater" is not ready after 5s' in out,
+            "clusterctl init --wait-providers waits for hvupdater's Deployment (fails at "
+            "--wait-provider-timeout 5 naming it: nothing here makes it Available)", out[-1500:])
+    dep = lab.get("-n", NS, "deployment", "hvupdater") or {}
+    r.eq([c.get("name") for c in dep.get("spec", {}).get("template", {}).get("spec", {})
+          .get("containers", [])], ["manager"], "the provider's container is manager")
+    p = lab.cc("delete", "--runtime-extension", "hvupdater")
+    r.check(p.returncode == 0, "clusterctl delete after the timed-out init",
+            (p.stdout + p.stderr)[-800:])
+
+    # HVUPDATER_TARGET_NAMESPACE moves everything, the ExtensionConfig's references too.
+    finalize_namespace(lab, "cert-manager-test")
+    if init_waiting(r, lab, {"HVUPDATER_IMAGE": image,
+                             "HVUPDATER_TARGET_NAMESPACE": OTHER_NS}, OTHER_NS):
+        check_namespace(r, lab, OTHER_NS, OTHER_NS, binary)
+        p = lab.cc("delete", "--runtime-extension", "hvupdater")
+        r.check(p.returncode == 0, f"clusterctl delete from {OTHER_NS}",
+                (p.stdout + p.stderr)[-800:])
+    # --target-namespace alone: clusterctl moves the namespaced objects but not the
+    # ExtensionConfig; the pod's command line refuses to start there, naming both.
+    finalize_namespace(lab, "cert-manager-test")
+    p = lab.cc("init", "--runtime-extension", "hvupdater", "--target-namespace", MOVED_NS,
+               env={"HVUPDATER_IMAGE": image})
+    if r.check(p.returncode == 0, f"clusterctl init --target-namespace {MOVED_NS}",
+               (p.stdout + p.stderr)[-1500:]):
+        check_namespace(r, lab, MOVED_NS, NS, binary)
+        p = lab.cc("delete", "--runtime-extension", "hvupdater")
+        r.check(p.returncode == 0, f"clusterctl delete from {MOVED_NS}",
+                (p.stdout + p.stderr)[-800:])
+
+    finalize_namespace(lab, "cert-manager-test")
+    if not init_waiting(r, lab, {"HVUPDATER_IMAGE": image,
+                                 "HVUPDATER_NAMESPACES": "default, team-a"}, NS):
+        return
     inv = lab.get("providers.clusterctl.cluster.x-k8s.io", "-n", NS, PROVIDER) or {}
     r.eq((inv.get("providerName"), inv.get("type"), inv.get("version")),
          ("hvupdater", "RuntimeExtensionProvider", version),
@@ -324,6 +415,42 @@ def run(r, lab, src, work, undo):
     cores = [p for p in lab.get("providers.clusterctl.cluster.x-k8s.io", "-A")["items"]
              if p.get("type") == "CoreProvider"]
     r.check(len(cores) == 1, "delete left the core provider alone", cores)
+
+
+def check_namespace(r, lab, pod_ns, ec_ns, binary):
+    """Objects in pod_ns, the ExtensionConfig pointing at ec_ns, and what the pod would do
+    there: hvupdater serve with the Deployment's --require-namespace and POD_NAMESPACE as
+    the downward API sets it (the lab runs no kubelet; --check-config stands in for the
+    start)."""
+    dep = lab.get("-n", pod_ns, "deployment", "hvupdater") or {}
+    r.check(dep, f"the Deployment is in {pod_ns}")
+    ec = lab.get("extensionconfig", "hvupdater") or {}
+    svc = ec.get("spec", {}).get("clientConfig", {}).get("service", {})
+    ca = ec.get("metadata", {}).get("annotations", {}).get(
+        "runtime.cluster.x-k8s.io/inject-ca-from-secret")
+    r.eq((svc.get("namespace"), ca), (ec_ns, f"{ec_ns}/hvupdater-serving-cert"),
+         f"the ExtensionConfig's service and CA annotation name {ec_ns}")
+    cert = lab.get("-n", pod_ns, "certificates.cert-manager.io", "hvupdater-serving-cert") or {}
+    r.check(f"hvupdater.{pod_ns}.svc" in cert.get("spec", {}).get("dnsNames", []),
+            f"the serving Certificate names hvupdater.{pod_ns}.svc", cert.get("spec"))
+    cont = (dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or [{}])[0]
+    args = cont.get("args", [])
+    env = [e for e in cont.get("env", []) if e.get("name") == "POD_NAMESPACE"]
+    r.check(env and env[0].get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") ==
+            "metadata.namespace", "POD_NAMESPACE comes from the downward API", env)
+    req = args[args.index("--require-namespace") + 1] if "--require-namespace" in args else None
+    r.eq(req, ec_ns, f"serve --require-namespace names the ExtensionConfig's {ec_ns}")
+    p = subprocess.run([binary, "serve", "--check-config", "--require-namespace", str(req)],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, POD_NAMESPACE=pod_ns))
+    if pod_ns == ec_ns:
+        r.check(p.returncode == 0, f"the pod starts in {pod_ns}", p.stderr[-400:])
+    else:
+        r.check(p.returncode == 1 and f"this pod runs in namespace {pod_ns} but the "
+                f"ExtensionConfig sends CAPI's calls to namespace {ec_ns}" in p.stderr and
+                f"HVUPDATER_TARGET_NAMESPACE={pod_ns}" in p.stderr,
+                f"--target-namespace {pod_ns} alone: the pod refuses to start, naming both "
+                "namespaces and the variable", p.stderr[-400:])
 
 
 def restore_extensionconfig(lab, saved):

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+import yaml
+
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hvdeploy as hv  # noqa: E402
@@ -251,7 +253,8 @@ def static(args):
             with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
                 f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                         "resources: [base, extension]\n"
-                        "components: [components/client-certs, components/priority-class]\n")
+                        "components: [components/client-certs, components/priority-class,\n"
+                        "             components/can-update-ignore]\n")
             p = subprocess.run([kubectl, "kustomize", os.path.join(tmp, "k")],
                                capture_output=True, text=True, timeout=120)
         if r.check(p.returncode == 0, "the components render with kubectl kustomize",
@@ -261,6 +264,12 @@ def static(args):
                     "components/client-certs passes --client-ca with its CA Secret")
             r.check("priorityClassName: hvupdater-critical" in out,
                     "components/priority-class sets the Deployment's priorityClassName")
+            kdep = [o for o in yaml.safe_load_all(out) if o and o.get("kind") == "Deployment"]
+            kargs = kdep[0]["spec"]["template"]["spec"]["containers"][0]["args"] if kdep else []
+            r.check(kargs[-2:] == ["--can-update-failure-policy", "Ignore"] and
+                    kargs.count("--can-update-failure-policy") == 1,
+                    "components/can-update-ignore passes --can-update-failure-policy Ignore",
+                    kargs)
             r.check(out.count("kind: Certificate\n") == 5,
                     "components/client-certs adds the CA and three client certificates")
             r.check("automountServiceAccountToken: true" not in out,
@@ -338,6 +347,7 @@ def static(args):
                       (check_config_files, (r, dep, src)),
                       (check_systemd, (r, src, binary)),
                       (check_container, (r, src, dep, binary)),
+                      (check_server_flags, (r, binary)),
                       (check_manpage, (r, src, binary, version))):
         try:
             fn(*fargs)
@@ -378,6 +388,13 @@ def check_deployment(r, dep, binary, version):
     d, pod, c = dep.deployment, dep.pod, dep.container
     labels = d["spec"]["template"]["metadata"].get("labels", {})
     r.eq(d["spec"].get("replicas"), 2, "Deployment replicas")
+    # clusterctl's provider contract: the controller container is "manager"; clusterctl
+    # init/upgrade --wait-providers waits only for Deployments with such a container.
+    r.eq([x.get("name") for x in pod.get("containers", [])], ["manager"],
+         "the one container is named manager (clusterctl's provider contract)")
+    r.eq(d["spec"]["template"]["metadata"].get("annotations", {})
+         .get("kubectl.kubernetes.io/default-container"), "manager",
+         "kubectl's default container is manager")
     r.check(selector_matches(d["spec"].get("selector"), labels),
             "Deployment selector matches its pod labels")
     sa = pod.get("serviceAccountName")
@@ -754,6 +771,33 @@ def check_container(r, src, dep, binary):
         r.check(cp.startswith("--from=build "), f"runtime COPY comes from the build stage: {cp}")
     steps = os.path.join(src, "deploy", "container", "build-steps.sh")
     r.check(os.access(steps, os.X_OK), "build-steps.sh is executable")
+
+
+def check_server_flags(r, binary):
+    """The flags the clusterctl components pass: --require-namespace refuses a pod outside
+    the namespace the ExtensionConfig names (clusterctl --target-namespace alone), naming
+    both; --can-update-failure-policy takes Fail or Ignore only."""
+    def serve(env_ns, *args):
+        env = {k: v for k, v in os.environ.items() if k != "POD_NAMESPACE"}
+        if env_ns is not None:
+            env["POD_NAMESPACE"] = env_ns
+        return subprocess.run([binary, "serve", "--check-config", *args], capture_output=True,
+                              text=True, timeout=60, env=env)
+    p = serve("team-x", "--require-namespace", "team-x")
+    r.check(p.returncode == 0, "--require-namespace NS with POD_NAMESPACE=NS starts",
+            p.stderr[-300:])
+    p = serve("team-x", "--require-namespace", "hvupdater-system")
+    r.check(p.returncode == 1 and "runs in namespace team-x" in p.stderr and
+            "sends CAPI's calls to namespace hvupdater-system" in p.stderr and
+            "HVUPDATER_TARGET_NAMESPACE=team-x" in p.stderr,
+            "--require-namespace refuses another POD_NAMESPACE, naming both and the variable",
+            p.stderr[-400:])
+    p = serve(None, "--require-namespace", "hvupdater-system")
+    r.check(p.returncode == 1 and "POD_NAMESPACE is not set" in p.stderr,
+            "--require-namespace without POD_NAMESPACE refuses to start", p.stderr[-300:])
+    for v, rc in (("Fail", 0), ("Ignore", 0), ("ignore", 2)):
+        p = serve(None, "--can-update-failure-policy", v)
+        r.eq(p.returncode, rc, f"--can-update-failure-policy {v} exits {rc}")
 
 
 def check_manpage(r, src, binary, version):

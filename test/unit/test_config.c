@@ -375,6 +375,25 @@ static void test_defaults_only_schema_keys(void **state)
 
 /* ---- bad values ------------------------------------------------------------------------- */
 
+static void test_can_update_failure_policy(void **state)
+{
+    (void)state;
+    struct hv_config c;
+    hv_config_default(&c);
+    assert_false(c.can_update_ignore); /* default Fail */
+    hv_config_free(&c);
+    parse_ok(&c, "{\"canUpdateFailurePolicy\":\"Ignore\"}");
+    assert_true(c.can_update_ignore);
+    hv_config_free(&c);
+    parse_ok(&c, "{\"canUpdateFailurePolicy\":\"Fail\"}");
+    assert_false(c.can_update_ignore);
+    hv_config_free(&c);
+    parse_fails("{\"canUpdateFailurePolicy\":\"ignore\"}",
+                "config.canUpdateFailurePolicy must be Fail or Ignore");
+    parse_fails("{\"canUpdateFailurePolicy\":true}",
+                "config.canUpdateFailurePolicy must be Fail or Ignore");
+}
+
 static void test_bad_top_level_values(void **state)
 {
     parse_fails("{\"handlerTimeoutSeconds\":31}",
@@ -729,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_unknown_field_key_names_fields_path),
         cmocka_unit_test(test_defaults_only_schema_keys),
         cmocka_unit_test(test_bad_top_level_values),
+        cmocka_unit_test(test_can_update_failure_policy),
         cmocka_unit_test(test_bad_vsphere_servers),
         cmocka_unit_test(test_kubernetes_and_capv_identity),
         cmocka_unit_test(test_bad_profiles),

@@ -228,6 +228,31 @@ static void test_discovery(void **state)
     hj_free(req);
 }
 
+/* canUpdateFailurePolicy Ignore: the two CanUpdate handlers say Ignore (CAPI falls back to
+ * replacement while hvupdater is down), UpdateMachine stays Fail; Fail again when unset. */
+static void test_discovery_failure_policy(void **state)
+{
+    struct fx *f = *state;
+    struct answer a;
+    hj *req = tu_json("{\"apiVersion\":\"" API "\",\"kind\":\"DiscoveryRequest\"}");
+    static const char *const hooks[] = {"CanUpdateMachine", "CanUpdateMachineSet", "UpdateMachine"};
+    static const char *const with_ignore[] = {"Ignore", "Ignore", "Fail"};
+    for (int ignore = 1; ignore >= 0; ignore--) {
+        f->ctx.can_update_ignore = ignore;
+        call(&f->ctx, HV_HOOK_DISCOVERY, req, &a);
+        assert_false(a.failure);
+        const hj *hs = hj_get(a.r, "handlers");
+        assert_int_equal(hs->n, 3);
+        for (size_t k = 0; k < hs->n; k++) {
+            assert_string_equal(hj_get_str(hj_get(hs->items[k], "requestHook"), "hook"), hooks[k]);
+            assert_string_equal(hj_get_str(hs->items[k], "failurePolicy"),
+                                ignore ? with_ignore[k] : "Fail");
+        }
+        hj_free(a.r);
+    }
+    hj_free(req);
+}
+
 static void test_hook_names(void **state)
 {
     assert_string_equal(hv_hook_name(HV_HOOK_DISCOVERY), "Discovery");
@@ -922,6 +947,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_discovery_failure_policy, setup, teardown),
         cmocka_unit_test(test_hook_names),
         cmocka_unit_test(test_put_patch_when_the_dump_fails),
         cmocka_unit_test_setup_teardown(test_envelope_errors, setup, teardown),
