@@ -209,10 +209,9 @@ static const char *short_path(const char *file)
 }
 
 /* The capi format's head: ts (milliseconds since the epoch, as component-base's
- * epochMillisTimeEncoder), caller, msg, v (klog's verbosity: none on error lines, as zapr's
- * Error), then the event id. */
+ * epochMillisTimeEncoder), caller and msg, as zap's JSON encoder begins every line. */
 static size_t capi_head(char *line, size_t cap, const struct timespec *ts, const char *file,
-                        int lineno, enum hv_log_level l, const char *event)
+                        int lineno, const char *event)
 {
     int k = event_index(event);
     size_t at = (size_t)snprintf(line, cap, "{\"ts\":%lld.%03ld,\"caller\":\"",
@@ -221,11 +220,7 @@ static size_t capi_head(char *line, size_t cap, const struct timespec *ts, const
     at = put_escaped(line, at, cap, short_path(file));
     at += (size_t)snprintf(line + at, cap - at, ":%d\",\"msg\":", lineno);
     const char *msg = k < 0 ? event : events[k].msg;
-    at = put_string(line, at, cap, msg, strlen(msg));
-    if (l != HV_LOG_ERROR)
-        at += (size_t)snprintf(line + at, cap - at, ",\"v\":%d", l == HV_LOG_DEBUG ? 4 : 0);
-    at = put_key(line, at, cap, "event", false);
-    return put_string(line, at, cap, event, strlen(event));
+    return put_string(line, at, cap, msg, strlen(msg));
 }
 
 /* The key of this line that holds its error text in the capi format, or NULL. */
@@ -250,10 +245,10 @@ void(hv_log)(const char *file, int lineno, enum hv_log_level l, const char *even
     bool capi = format == HV_LOG_FORMAT_CAPI;
     const char *err = NULL; /* capi: the error text, written last as "err" */
     va_list ap;
+    char ns[256] = ""; /* the namespace of the object before, across one line's objects */
+    const char *k;
     if (capi) {
-        at = capi_head(line, sizeof(line), &ts, file, lineno, l, event);
         va_start(ap, event);
-        const char *k;
         while ((k = va_arg(ap, const char *)) != NULL) {
             const char *v = va_arg(ap, const char *);
             if (!err && v && *v && capi_err_key(l, event, k))
@@ -262,6 +257,23 @@ void(hv_log)(const char *file, int lineno, enum hv_log_level l, const char *even
         va_end(ap);
         if (err)
             cap -= 1024; /* the other keys leave room for it */
+        at = capi_head(line, sizeof(line), &ts, file, lineno, event);
+        /* the objects next: CAPI's lines carry the objects a controller reconciles in the
+         * logger's context (WithValues), which zap writes after msg and before the call's
+         * own keys, v first among those (zapr's Info; none on an Error line) */
+        va_start(ap, event);
+        while ((k = va_arg(ap, const char *)) != NULL) {
+            const char *v = va_arg(ap, const char *);
+            if (k[0] == '@' && v && *v && at + 16 < cap) {
+                at = put_key(line, at, cap, k + 1, false);
+                at = put_object(line, at, cap, v, ns, sizeof(ns));
+            }
+        }
+        va_end(ap);
+        if (l != HV_LOG_ERROR)
+            at += (size_t)snprintf(line + at, cap - at, ",\"v\":%d", l == HV_LOG_DEBUG ? 4 : 0);
+        at = put_key(line, at, cap, "event", false);
+        at = put_string(line, at, cap, event, strlen(event));
     } else {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
@@ -273,9 +285,7 @@ void(hv_log)(const char *file, int lineno, enum hv_log_level l, const char *even
         at = put_escaped(line, at, sizeof(line), event);
         line[at++] = '"';
     }
-    char ns[256] = "";
     va_start(ap, event);
-    const char *k;
     while ((k = va_arg(ap, const char *)) != NULL) {
         const char *v = va_arg(ap, const char *);
         if (at + 16 >= cap)
@@ -283,12 +293,11 @@ void(hv_log)(const char *file, int lineno, enum hv_log_level l, const char *even
         if (err && v == err)
             continue;
         if (k[0] == '@') {
-            if (capi && (!v || !*v))
-                continue;
+            if (capi)
+                continue; /* written above */
             v = v ? v : "";
-            at = put_key(line, at, cap, k + 1, !capi);
-            at = capi ? put_object(line, at, cap, v, ns, sizeof(ns))
-                      : put_string(line, at, cap, v, strlen(v));
+            at = put_key(line, at, cap, k + 1, true);
+            at = put_string(line, at, cap, v, strlen(v));
             continue;
         }
         int raw = k[0] == '#';

@@ -8,8 +8,9 @@ enum hv_log_level { HV_LOG_DEBUG = 0, HV_LOG_INFO, HV_LOG_WARN, HV_LOG_ERROR };
 /* HV_LOG_FORMAT_HVUPDATER: {"ts":"<RFC 3339>","level":..,"event":..,...}.
  * HV_LOG_FORMAT_CAPI: the shape of Cluster API's JSON logs (component-base's
  * --logging-format=json: zap's JSON encoder behind zapr, klog's KObj/KRef):
- *   {"ts":<ms since the epoch>,"caller":"dir/file.c:line","msg":"<sentence>","v":<0|4>,
- *    "event":"<id>",...,"err":"<error text>"}
+ *   {"ts":<ms since the epoch>,"caller":"dir/file.c:line","msg":"<sentence>",
+ *    "Machine":{..},"Cluster":{..},"v":<0|4>,"event":"<id>",...,"err":"<error text>"}
+ * (the objects where CAPI's controllers have theirs, in the logger's context before v).
  * No "level" key. info and warn lines are klog's Info at V(0), debug at V(4); error lines are
  * klog's ErrorS: no "v". The error text is "err", written last as zapr writes it: the key
  * "error" on any line, and on warn and error lines the key the event names in log.c's table

@@ -10,7 +10,8 @@ Machine:
   hvupdater's the last UpdateMachine line of hvupdater's log (it has a "Machine" object)
 Compared: ts (a number of milliseconds since the epoch, both within this lab run), caller
 (dir/file:line), msg (a string), v (an integer), Machine ({"name","namespace"}, in that
-order, both strings), no "level" in either, the same first keys (ts, caller, msg). Then the
+order, both strings), no "level" in either, the same first keys (ts, caller, msg), the
+Machine before v. Then the
 error shape: hvupdater's line for a request it refuses (this script sends one body that is no
 JSON object) has err, a string, last; where CAPI's log has a line with err (controller-
 runtime's "Reconciler error" and the like), its err is a string too (its keys are printed;
@@ -82,9 +83,9 @@ def refuse_one(hv):
         "https://127.0.0.1:%d/hooks.runtime.cluster.x-k8s.io/v1alpha1/canupdatemachine/"
         "can-update-machine" % port, data=b"[]", method="POST",
         headers={"Content-Type": "application/json"})
-    ctx = ssl.create_default_context(cafile=ca)
-    ctx.check_hostname = False  # the lab's certificate names localhost, not 127.0.0.1
     try:
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.check_hostname = False  # the lab's certificate names localhost, not 127.0.0.1
         urllib.request.urlopen(req, context=ctx, timeout=10)
     except urllib.error.HTTPError as e:
         return e.code == 400
@@ -133,6 +134,10 @@ def main():
         check("level" not in e, "%s: no level key" % who)
     check(list(c)[:3] == list(h)[:3] == ["ts", "caller", "msg"],
           "both start with ts, caller, msg", "%s / %s" % (list(c)[:3], list(h)[:3]))
+    check(list(c).index("Machine") < list(c).index("v") and
+          list(h).index("Machine") < list(h).index("v"),
+          "in both, the Machine comes before v (CAPI's objects are the logger's context)",
+          "%s / %s" % (list(c), list(h)))
     check(abs(c["ts"] - h["ts"]) < 3600e3,
           "the two ts are of the same magnitude (within the hour of this run)",
           "%r vs %r" % (c["ts"], h["ts"]))
