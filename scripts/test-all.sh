@@ -97,6 +97,12 @@ eval "$capi_env"
 # then, on the same lab: clusterctl init --runtime-extension hvupdater, upgrade plan, delete
 /usr/bin/python3 test/deploy/clusterctl_test.py --source .
 test/capi/down.sh
+# again with CAPI's manager on --logging-format=json and hvupdater on log.format capi: after
+# an in-place rollout, a line of each about a Machine compared key by key
+eval "$(HV_CAPI_LOG_FORMAT=json HV_BUILD=build test/capi/up.sh)"
+/usr/bin/python3 test/capi/capi_e2e.py -k scale_up -k in_place
+/usr/bin/python3 test/capi/log_compare.py
+test/capi/down.sh
 # again with CAPI's KubeadmControlPlane manager: the KCP scenarios (CanUpdateMachine)
 capi_env=$(HV_BUILD=build test/capi/up.sh --kcp)
 eval "$capi_env"

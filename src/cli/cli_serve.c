@@ -43,12 +43,14 @@ static void serve_usage(FILE *out)
             "  --head-timeout SECONDS a new connection's TLS handshake and first request head\n"
             "                         must be done within this (default 10)\n"
             "  --port-file FILE       write the bound port there once listening\n"
-            "  --log-level LEVEL      debug, info (default), warn or error\n"
+            "  --log-level LEVEL      debug, info (default), warn or error; wins over the\n"
+            "                         config's log.level\n"
             "  --kube-events          the config's kubernetes.events: true (Warning Events on\n"
             "                         Machines for bad settings, a Block, an UpdateMachine\n"
             "                         Failure; the API server from the kubernetes section)\n"
             "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
-            "                         (msg; Machine, MachineSet, Cluster as {name, namespace})\n"
+            "                         (ts in ms, caller, msg, v, err; Machine, MachineSet,\n"
+            "                         Cluster as {name, namespace}); wins over log.format\n"
             "  --client-ca FILE       require a client certificate on hook calls and\n"
             "                         /metrics, verified against the CAs in FILE (PEM),\n"
             "                         with extended key usage clientAuth\n"
@@ -160,7 +162,7 @@ int hv_cmd_serve(int argc, char **argv)
     size_t n_sans = 0, n_client_names = 0;
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
-    bool check_only = false, kube_events = false;
+    bool check_only = false, kube_events = false, level_flag = false, format_flag = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
     int can_update_ignore = -1; /* -1: the config's */
@@ -212,6 +214,7 @@ int hv_cmd_serve(int argc, char **argv)
         case 'v':
             if (hv_log_set_level_name(optarg) < 0)
                 return serve_error(2, "--log-level must be debug|info|warn|error");
+            level_flag = true;
             break;
         case 'E':
             kube_events = true;
@@ -219,6 +222,7 @@ int hv_cmd_serve(int argc, char **argv)
         case 'F':
             if (hv_log_set_format_name(optarg) < 0)
                 return serve_error(2, "--log-format must be hvupdater|capi");
+            format_flag = true;
             break;
         case 'C':
             check_only = true;
@@ -297,6 +301,12 @@ int hv_cmd_serve(int argc, char **argv)
         hv_config_free(&cfg);
         return serve_error(1, "%s", err);
     }
+    /* the config's log section where no flag set it (the flags took effect when parsed, so
+     * usage errors are already in the chosen format) */
+    if (!format_flag && cfg.log.format >= 0)
+        hv_log_set_format((enum hv_log_format)cfg.log.format);
+    if (!level_flag && cfg.log.level >= 0)
+        hv_log_set_level((enum hv_log_level)cfg.log.level);
     if (kube_events)
         cfg.kube.events = true; /* an alias of the config's kubernetes.events */
     if (max_body != -1)

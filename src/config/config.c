@@ -1,6 +1,7 @@
 /* config.c: load and strictly validate the config file. Unknown keys are errors, so a typo
  * never silently turns a policy off. Defaults mirror schemas/config.json. */
 #include "config.h"
+#include "log.h"
 #include "pattern.h"
 
 #include <stdio.h>
@@ -36,6 +37,8 @@ void hv_config_default(struct hv_config *c)
     c->keepalive_count = 3;
     c->connect_timeout_s = 10;
     c->kube.timeout_s = 5;
+    c->log.format = -1;
+    c->log.level = -1;
     hv_profiles_builtin(&c->profiles);
 }
 
@@ -331,6 +334,29 @@ int hv_failure_policy_parse(const char *s, bool *ignore)
     return 0;
 }
 
+static int parse_log(struct hv_config *c, const hj *l, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"format", "level", NULL};
+    if (hj_check_keys(l, "log", keys, err, errlen) < 0)
+        return -1;
+    const hj *f = hj_get(l, "format"), *v = hj_get(l, "level");
+    int format = f && f->type == HJ_STRING ? hv_log_format_from_name(f->s) : -1;
+    int level = v && v->type == HJ_STRING ? hv_log_level_from_name(v->s) : -1;
+    if (f && format < 0) {
+        snprintf(err, errlen, "log.format must be \"hvupdater\" or \"capi\"");
+        return -1;
+    }
+    if (v && level < 0) {
+        snprintf(err, errlen, "log.level must be \"debug\", \"info\", \"warn\" or \"error\"");
+        return -1;
+    }
+    if (f)
+        c->log.format = format;
+    if (v)
+        c->log.level = level;
+    return 0;
+}
+
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
     static const char *const keys[] = {"listen",
@@ -347,6 +373,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
                                        "$schema",
                                        "downstream",
                                        "kubernetes",
+                                       "log",
                                        NULL};
     char e[256];
     hj *doc = hj_parse(text, len, e, sizeof(e));
@@ -398,7 +425,8 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
         (hj_get(doc, "engine") && parse_engine(c, hj_get(doc, "engine"), err, errlen) < 0) ||
         (hj_get(doc, "libvirt") && parse_libvirt(c, hj_get(doc, "libvirt"), err, errlen) < 0) ||
         (hj_get(doc, "vsphere") && parse_vsphere(c, hj_get(doc, "vsphere"), err, errlen) < 0) ||
-        (hj_get(doc, "kubernetes") && parse_kube(c, hj_get(doc, "kubernetes"), err, errlen) < 0))
+        (hj_get(doc, "kubernetes") && parse_kube(c, hj_get(doc, "kubernetes"), err, errlen) < 0) ||
+        (hj_get(doc, "log") && parse_log(c, hj_get(doc, "log"), err, errlen) < 0))
         goto out;
     if (hj_get(doc, "profiles") &&
         hv_profiles_load(&c->profiles, hj_get(doc, "profiles"), err, errlen) < 0)

@@ -34,6 +34,12 @@ struct hv_kube_opts {
     bool events;          /* post Warning Events on Machines (off by default) */
 };
 
+/* The "log" section: the log format and level when no --log-format / --log-level is given. */
+struct hv_log_opts {
+    int format; /* enum hv_log_format, -1: not set */
+    int level;  /* enum hv_log_level, -1: not set */
+};
+
 struct hv_config {
     char *listen;         /* NULL: the CLI default */
     char *metrics_listen; /* NULL: /metrics on the hooks listener */
@@ -50,6 +56,7 @@ struct hv_config {
     struct hv_vsphere_cfg *vsphere;
     size_t n_vsphere;
     struct hv_kube_opts kube;
+    struct hv_log_opts log;
     struct hv_profiles profiles;
     struct hv_downstream_list downstream; /* extensions chained after hvupdater (compose.h) */
 };

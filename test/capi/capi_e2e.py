@@ -318,9 +318,19 @@ def hv_calls(since_line):
             e = json.loads(line)
         except ValueError:
             continue
-        if e.get("event") == "hook" or e.get("msg") == "hook":
-            out.append((e.get("hook"), e.get("status"), e.get("message", ""), e.get("machine", "")))
+        if e.get("event") == "hook":
+            out.append((e.get("hook"), e.get("status"), e.get("message", e.get("err", "")),
+                        machine_of(e)))
     return out
+
+
+def machine_of(e):
+    """The namespace/name of the Machine an hvupdater log line names, in either log format
+    (hvupdater's "machine", the capi format's "Machine" object; up.sh HV_CAPI_LOG_FORMAT)."""
+    m = e.get("Machine")
+    if isinstance(m, dict):
+        return "%s/%s" % (m.get("namespace", ""), m.get("name", ""))
+    return e.get("machine", "")
 
 
 def hv_log_lines():

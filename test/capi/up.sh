@@ -6,6 +6,10 @@
 # registered by an ExtensionConfig (CAPI runs discovery itself) and posting Warning Events
 # (deploy/kubernetes/components/events) with a service account token.
 #
+# HV_CAPI_LOG_FORMAT=json: CAPI's managers log with --logging-format=json (component-base's
+# JSON logs) and hvupdater with its config's "log": {"format": "capi"}, for log_compare.py;
+# unset (the default): the text formats and hvupdater's own, as the scenarios read them.
+#
 # Binaries: build.sh (cached). Needs the QEMU lab (test/lab/libvirt-up.sh is run here, it is
 # idempotent) and the hvupdater binary (HV_BUILD, default build/ of this checkout).
 # State, certificates, logs and pid files: $HV_CAPI_STATE (/run/hvupdater-capi); ports from
@@ -34,6 +38,12 @@ HOOK_PORT=$((BASE + 444)) HEALTH_PORT=$((BASE + 440)) DIAG_PORT=$((BASE + 441))
 HV_PORT=$((BASE + 445)) KCP_HOOK_PORT=$((BASE + 446)) KCP_HEALTH_PORT=$((BASE + 447))
 KCP_DIAG_PORT=$((BASE + 448))
 WAIT_S=${HV_CAPI_WAIT_S:-120}
+case "${HV_CAPI_LOG_FORMAT:-}" in
+"") CAPI_LOG=() HV_LOG_CFG="" ;;
+json) CAPI_LOG=(--logging-format=json) HV_LOG_CFG=',
+ "log": {"format": "capi"}' ;;
+*) echo "capi-up: HV_CAPI_LOG_FORMAT must be json or unset" >&2; exit 1 ;;
+esac
 
 log() { echo "capi-up: $(date +%T) $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -189,7 +199,7 @@ start capi-manager env POD_NAMESPACE=capi-system POD_NAME=capi-manager "$BIN/cap
     --feature-gates "InPlaceUpdates=true,RuntimeSDK=true,MachineSetPreflightChecks=true,ClusterTopology=false,MachinePool=false" \
     --webhook-port "$HOOK_PORT" --webhook-cert-dir "$STATE/webhook-certs" \
     --health-addr "127.0.0.1:$HEALTH_PORT" --diagnostics-address "127.0.0.1:$DIAG_PORT" \
-    --insecure-diagnostics --v 2
+    --insecure-diagnostics --v 2 ${CAPI_LOG[@]+"${CAPI_LOG[@]}"}
 wait_for "capi-manager" capi-manager curl -sf "http://127.0.0.1:$HEALTH_PORT/readyz"
 wait_for "capi webhooks" capi-manager curl -s --cacert "$PKI/webhook-ca.crt" "$HOOK_URL/convert"
 python3 "$HERE/manifests/render.py" webhooks "$CFG" "$HOOK_URL" "$PKI/webhook-ca.crt" |
@@ -209,7 +219,7 @@ if [ "$KCP" = 1 ]; then
         --feature-gates "InPlaceUpdates=true" \
         --webhook-port "$KCP_HOOK_PORT" --webhook-cert-dir "$STATE/webhook-certs" \
         --health-addr "127.0.0.1:$KCP_HEALTH_PORT" --diagnostics-address "127.0.0.1:$KCP_DIAG_PORT" \
-        --insecure-diagnostics --v 2
+        --insecure-diagnostics --v 2 ${CAPI_LOG[@]+"${CAPI_LOG[@]}"}
     wait_for "kcp-manager" kcp-manager curl -sf "http://127.0.0.1:$KCP_HEALTH_PORT/readyz"
     wait_for "kcp webhooks" kcp-manager curl -s --cacert "$PKI/webhook-ca.crt" "$KCP_URL/convert"
     python3 "$HERE/manifests/render.py" webhooks "$CFG" "$KCP_URL" "$PKI/webhook-ca.crt" controlplane/kubeadm |
@@ -235,7 +245,7 @@ cat >"$STATE/hvupdater.json" <<EOF
 {"libvirt": {"uris": ["$HV_LIBVIRT_LAB_URI"]},
  "engine": {"workers": 4, "maxConcurrentPowerCycles": 4, "maxPowerCyclesPerHost": 4},
  "kubernetes": {"server": "https://127.0.0.1:$API_PORT", "tokenFile": "$STATE/hvupdater.token",
-                "caFile": "$PKI/ca.crt", "events": true}}
+                "caFile": "$PKI/ca.crt", "events": true}$HV_LOG_CFG}
 EOF
 start_hvupdater
 K apply --server-side -f - >/dev/null <<EOF

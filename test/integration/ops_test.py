@@ -11,7 +11,8 @@ for what an operator relies on:
                 being answered during the drain, the process exits 0 after it
   logs          every stderr line is JSON; 4xx answers are logged at warn
   kube-events   --kube-events (kubernetes.events): Warning Events to a stand-in API server
-  capi-logs     --log-format capi: CAPI's JSON logs (msg; Machine, MachineSet, Cluster objects)
+  capi-logs     --log-format capi: CAPI's JSON logs (ts in ms, caller, msg, v, err; Machine,
+                MachineSet, Cluster objects); the config's log section, flags winning
 
 Certificates are made with the openssl command. usage: ops_test.py HVUPDATER [GROUP...]
 Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
@@ -19,6 +20,7 @@ Prints "ok ..." / "FAIL ..." lines; exits 1 when anything failed.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -396,10 +398,15 @@ def group_logs(binary, tmp):
     logs_are_json(srv, "logs")
 
 
+CALLER = re.compile(r"^[a-z_]+/[a-z_]+\.c:[1-9][0-9]*$")
+
+
 def group_capi_logs(binary, tmp):
-    """--log-format capi: Cluster API's JSON log lines (component-base): ts in epoch
-    seconds, msg, v, and the Machine / MachineSet / Cluster as {name, namespace} objects,
-    so one query (Machine.name == "cp-abc12") finds a Machine in both logs."""
+    """--log-format capi: Cluster API's JSON log lines (component-base's zap encoder): ts in
+    milliseconds since the epoch, caller, msg (a sentence), v (none on error lines), event,
+    no level, and the Machine / MachineSet / Cluster as {name, namespace} objects, so one
+    query (Machine.name == "cp-abc12") finds a Machine in both logs. The config's log
+    section sets the format too; --log-format wins over it."""
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(src, "test", "fixtures", "lvm-grow.json")) as f:
         req = json.load(f)
@@ -408,6 +415,7 @@ def group_capi_logs(binary, tmp):
         sreq = json.load(f)
     sreq.update(apiVersion="hooks.runtime.cluster.x-k8s.io/v1alpha1",
                 kind="CanUpdateMachineSetRequest")
+    t0 = time.time() * 1e3
     srv = Server(binary, tmp, "--log-format", "capi")
     try:
         code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine",
@@ -416,16 +424,27 @@ def group_capi_logs(binary, tmp):
         code, body = https(srv, "POST", API + "canupdatemachineset/can-update-machine-set",
                            body=json.dumps(sreq))
         check(code == 200, "capi format: CanUpdateMachineSet answered", f"{code} {body[:200]}")
+        code, body = https(srv, "POST", API + "canupdatemachine/can-update-machine", body="[]")
+        check(code == 400, "capi format: a bad request is refused", f"{code} {body[:200]}")
     finally:
         srv.stop()
+    t1 = time.time() * 1e3
     lines = srv.lines()
-    check(lines and all(isinstance(ln.get("ts"), float) and isinstance(ln.get("msg"), str) and
-                        ln.get("v") in (0, 4) and "event" not in ln for ln in lines),
-          "capi format: every line has ts (epoch seconds), msg and v, no event",
-          repr([ln for ln in lines if not isinstance(ln.get("ts"), float)][:2]))
-    hooks = [ln for ln in lines if ln.get("msg") == "hook"]
-    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine"]
-    check(cum and cum[0].get("Machine") == {"name": "cp-abc12", "namespace": "default"}
+
+    def shaped(ln):
+        return (isinstance(ln.get("ts"), (int, float)) and t0 - 1 <= ln["ts"] <= t1 + 1
+                and isinstance(ln.get("caller"), str) and CALLER.match(ln["caller"])
+                and isinstance(ln.get("msg"), str) and ln["msg"][:1].isupper()
+                and isinstance(ln.get("event"), str) and "level" not in ln
+                and ("v" not in ln or ln["v"] in (0, 4)))
+    check(lines and all(shaped(ln) for ln in lines),
+          "capi format: every line has ts (ms since the epoch, within the run), caller, msg "
+          "(a sentence), event, v 0 or 4 or none, no level",
+          repr([ln for ln in lines if not shaped(ln)][:2]))
+    hooks = [ln for ln in lines if ln.get("event") == "hook"]
+    cum = [ln for ln in hooks if ln.get("hook") == "CanUpdateMachine" and ln.get("http") == 200]
+    check(cum and cum[0].get("msg") == "Hook call answered" and cum[0].get("v") == 0
+          and cum[0].get("Machine") == {"name": "cp-abc12", "namespace": "default"}
           and cum[0].get("Cluster") == {"name": "c1", "namespace": "default"}
           and "machine" not in cum[0] and cum[0].get("vm") == "test:///default name hvt-dimm",
           "capi format: the hook line names Machine and Cluster as {name, namespace}",
@@ -436,11 +455,38 @@ def group_capi_logs(binary, tmp):
           and "Machine" not in cums[0],
           "capi format: the CanUpdateMachineSet line names the MachineSet and Cluster",
           repr(cums[:1]))
+    bad = [ln for ln in hooks if ln.get("http") == 400]
+    check(bad and isinstance(bad[0].get("err"), str) and "message" not in bad[0]
+          and bad[0].get("v") == 0 and list(bad[0])[-1] == "err",
+          "capi format: a refused call's text is err, last (a warning: v 0)", repr(bad[:1]))
     logs_are_json(srv, "capi-logs")
+    p = subprocess.run([binary, "serve", "--log-format", "capi", "--bogus"],
+                       capture_output=True, text=True, timeout=30)
+    err = [json.loads(ln) for ln in p.stderr.splitlines()]
+    check(p.returncode == 2 and len(err) == 1 and "v" not in err[0] and "level" not in err[0]
+          and err[0].get("err", "").startswith("unknown flag") and list(err[0])[-1] == "err",
+          "capi format: an error line has err last and no v (klog's ErrorS)", p.stderr[-300:])
     p = subprocess.run([binary, "serve", "--log-format", "klog"], capture_output=True, text=True,
                        timeout=30)
     check(p.returncode == 2 and "--log-format must be hvupdater|capi" in p.stderr,
           "an unknown --log-format is a usage error (exit 2)", p.stderr[-300:])
+    # the config's log section, and the flags winning over it
+    cfg = os.path.join(tmp, "log-capi.json")
+    with open(cfg, "w") as f:
+        json.dump({"log": {"format": "capi", "level": "warn"}}, f)
+    for args, want in ((["--config", cfg], "capi"),
+                       (["--config", cfg, "--log-format", "hvupdater"], "hvupdater")):
+        p = subprocess.run([binary, "serve", *args, "--listen", "127.0.0.1:99999"],
+                           capture_output=True, text=True, timeout=30)
+        err = [json.loads(ln) for ln in p.stderr.splitlines()]
+        got = "capi" if err and "msg" in err[-1] else "hvupdater" if err else None
+        check(p.returncode != 0 and got == want,
+              f"log format from {' '.join(args[2:]) or 'the config'}: {want}", p.stderr[-300:])
+    srv = Server(binary, tmp, "--config", cfg, "--log-level", "info")
+    srv.stop()
+    check(srv.info.get("msg") == "Serving hooks",
+          "the config's log.format applies, --log-level wins over its log.level (info lines)",
+          repr(srv.info))
 
 
 class FakeKubeAPI:
