@@ -99,7 +99,8 @@ eval "$capi_env"
 test/capi/down.sh
 # again with CAPI's manager on --logging-format=json and hvupdater on log.format capi: after
 # an in-place rollout, a line of each about a Machine compared key by key
-eval "$(HV_CAPI_LOG_FORMAT=json HV_BUILD=build test/capi/up.sh)"
+capi_env=$(HV_CAPI_LOG_FORMAT=json HV_BUILD=build test/capi/up.sh)
+eval "$capi_env"
 /usr/bin/python3 test/capi/capi_e2e.py -k scale_up -k in_place
 /usr/bin/python3 test/capi/log_compare.py
 test/capi/down.sh
