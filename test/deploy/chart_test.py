@@ -615,6 +615,39 @@ def notes(c):
     c.r.check("helm uninstall` leaves it" in text,
               "NOTES: a namespace not the chart's stays on uninstall")
 
+
+def documented(c):
+    """Every value is in deploy/README.md's values table; the chart's files name only
+    scripts and tests that exist."""
+    with open(os.path.join(c.chart, "values.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    values = yaml.safe_load(text)
+    with open(os.path.join(c.source, "deploy", "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    i = readme.find("### Helm values")
+    table = readme[i:readme.find("\n## ", i)] if i >= 0 else ""
+    c.r.check(table, "deploy/README.md has a Helm values section")
+    paths = list(values)
+    for k in ("namespace", "extension", "metrics", "certManager"):
+        paths += [f"{k}.{sub}" for sub in values[k] if sub not in ("settings", "namespaces")]
+    for path in paths:
+        leaf = path.split(".")[-1]
+        c.r.check(re.search(r"`(%s|\S*\.%s)[`,. ]" % (re.escape(path), re.escape(leaf)), table),
+                  f"deploy/README.md documents the value {path}")
+    with open(os.path.join(c.source, "test", "deploy", "CMakeLists.txt"), encoding="utf-8") as f:
+        tests = set(re.findall(r"add_test\(NAME (\S+)", f.read()))
+    for root, _, names in os.walk(c.chart):
+        for n in names:
+            with open(os.path.join(root, n), encoding="utf-8") as f:
+                body = f.read()
+            rel = os.path.relpath(os.path.join(root, n), c.source)
+            for script in re.findall(r"\bscripts/[\w.-]+", body):
+                c.r.check(os.path.exists(os.path.join(c.source, script)),
+                          f"{rel} names {script}, which exists")
+            for t in re.findall(r"\b(deploy\.[a-z_]+) test\b|\btest (deploy\.[a-z_]+)", body):
+                t = t[0] or t[1]
+                c.r.check(t in tests, f"{rel} names test {t}, which exists")
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -628,7 +661,8 @@ def main():
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
                      (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,)),
                      (release_namespace, (c,)), (labels, (c,)), (pdb, (c,)),
-                     (pod_values, (c,)), (schema, (c,)), (notes, (c,))):
+                     (pod_values, (c,)), (schema, (c,)), (notes, (c,)),
+                     (documented, (c,))):
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - one broken part must not hide the rest
