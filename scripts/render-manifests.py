@@ -179,6 +179,10 @@ def render_all(helm, version=None):
     for tpl, (rel, vals) in KUSTOMIZE_COMPONENT_FILES.items():
         files["deploy/kubernetes/" + rel] = GENERATED + run_helm(helm, vals, version)[tpl]
 
+    sm = run_helm(helm, {"metrics": {"serviceMonitor": {"enabled": True}}}, version)
+    files["deploy/kubernetes/examples/servicemonitor.yaml"] = (
+        GENERATED + "# An example: not part of the kustomization.\n" + sm["servicemonitor.yaml"])
+
     cc = run_helm(helm, clusterctl_values(), version, skip_schema=True)
     order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
              "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
