@@ -159,7 +159,16 @@ def lint(c):
                                    "priorityClass": {"enabled": True},
                                    "events": {"enabled": True},
                                    "capvIdentity": {"enabled": True}},
-                "metrics listener off": {"metrics": {"enabled": False}}}
+                "metrics listener off": {"metrics": {"enabled": False}},
+                "every new value set": {
+                    "namespace": {"create": True}, "replicas": 1,
+                    "imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"a": "b"},
+                    "affinity": {"nodeAffinity": {}}, "tolerations": [],
+                    "podLabels": {"a": "b"}, "podAnnotations": {"a": "b"},
+                    "extraArgs": ["--drain-seconds", "5"], "logFormat": "capi",
+                    "logLevel": "warn", "extension": {"canUpdateFailurePolicy": "Ignore"},
+                    "certManager": {"issuerRef": {"kind": "ClusterIssuer", "name": "ca"}},
+                    "metrics": {"serviceMonitor": {"enabled": True}}}}
     for what, vals in variants.items():
         p = c.helm_with(["lint", "--strict", c.chart], vals)
         c.r.check(p.returncode == 0 and "0 chart(s) failed" in p.stdout,
