@@ -17,6 +17,8 @@ the committed files differ from what the chart renders.
 The kustomize tree keeps its kustomization.yaml files (hand-written: they only list the
 files and hold the components' patches); every object file and base/config.json is
 rendered. The clusterctl components take clusterctl variables (CLUSTERCTL_VARIABLES).
+Both are rendered into namespace hvupdater-system with the chart's Namespace object
+(namespace.create) and without the labels that say Helm manages them (HELM_ONLY_LABELS).
 """
 
 import argparse
@@ -33,6 +35,10 @@ import yaml
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHART = os.path.join("deploy", "helm", "hvupdater")
 PROVIDER_LABEL = "runtime-extension-hvupdater"
+NAMESPACE = "hvupdater-system"
+RELEASE = "hvupdater"
+# Labels only true of a Helm release: dropped from the kustomize and clusterctl renderings.
+HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 
 # template -> file in deploy/kubernetes (from the default values, or with the option on)
 KUSTOMIZE_FILES = {
@@ -69,6 +75,8 @@ CLUSTERCTL_VARIABLES = [
      ("extension", "settings", "shutdownTimeoutSeconds")),
     ("HVUPDATER_DEADLINE_SECONDS", "1800", ("extension", "settings", "deadlineSeconds")),
 ]
+# (the log format and level are CLUSTERCTL_ARGS below: the chart's --log-format and
+# --log-level values are replaced by their variables)
 # HVUPDATER_NAMESPACES is a comma-separated list: it fills a flow sequence, which YAML
 # cannot hold before substitution (helm parses what it renders), so the chart renders a
 # placeholder that is replaced afterwards.
@@ -94,14 +102,29 @@ GENERATED = ("# Generated from the Helm chart deploy/helm/hvupdater by "
              "scripts/render-manifests.py:\n# edit the chart and re-run it, not this file.\n")
 
 
-def run_helm(helm, values, version=None, chart=None):
+def template_argv(helm, chart, vfile, skip_schema=False):
+    """`helm template` as the renderings run it: release hvupdater in hvupdater-system,
+    with the Namespace object. skip_schema: values holding clusterctl variables, which
+    values.schema.json (rightly) refuses."""
+    cmd = [helm, "template", RELEASE, chart, "--namespace", NAMESPACE,
+           "--set", "namespace.create=true", "-f", vfile]
+    return cmd + (["--skip-schema-validation"] if skip_schema else [])
+
+
+def strip_helm_labels(text):
+    """text without the HELM_ONLY_LABELS lines (helm template's YAML: one label a line)."""
+    pat = r"^ *(%s): .*\n" % "|".join(re.escape(k) for k in HELM_ONLY_LABELS)
+    return re.sub(pat, "", text, flags=re.M)
+
+
+def run_helm(helm, values, version=None, chart=None, skip_schema=False):
     """`helm template` of the chart with extra values; returns {template: text}."""
     chart = chart or os.path.join(SRC, CHART)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(values, f)
         vfile = f.name
     try:
-        cmd = [helm, "template", "hvupdater", chart, "-f", vfile]
+        cmd = template_argv(helm, chart, vfile, skip_schema)
         if version:
             cmd += ["--set", f"image.tag={version}"]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -109,7 +132,7 @@ def run_helm(helm, values, version=None, chart=None):
         os.unlink(vfile)
     if p.returncode != 0:
         sys.exit(f"FAIL helm template: {p.stderr.strip()}")
-    return split_sources(p.stdout)
+    return split_sources(strip_helm_labels(p.stdout))
 
 
 def split_sources(text):
@@ -150,10 +173,10 @@ def clusterctl_values():
 
 
 def clusterctl_text(text):
-    n = text.count("[%s]" % NAMESPACES_PLACEHOLDER)
+    n = text.count('["%s"]' % NAMESPACES_PLACEHOLDER)
     if n != text.count(NAMESPACES_PLACEHOLDER):
         sys.exit("FAIL the namespaces placeholder is not alone in a flow sequence")
-    return text.replace("[%s]" % NAMESPACES_PLACEHOLDER, "[${%s:=%s}]" % NAMESPACES_VARIABLE)
+    return text.replace('["%s"]' % NAMESPACES_PLACEHOLDER, "[${%s:=%s}]" % NAMESPACES_VARIABLE)
 
 
 def var(name, default):
@@ -206,7 +229,11 @@ def render_all(helm, version=None):
     for tpl, (rel, vals) in KUSTOMIZE_COMPONENT_FILES.items():
         files["deploy/kubernetes/" + rel] = GENERATED + run_helm(helm, vals, version)[tpl]
 
-    cc = run_helm(helm, clusterctl_values(), version)
+    sm = run_helm(helm, {"metrics": {"serviceMonitor": {"enabled": True}}}, version)
+    files["deploy/kubernetes/examples/servicemonitor.yaml"] = (
+        GENERATED + "# An example: not part of the kustomization.\n" + sm["servicemonitor.yaml"])
+
+    cc = run_helm(helm, clusterctl_values(), version, skip_schema=True)
     order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
              "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
              "networkpolicy.yaml", "extensionconfig.yaml"]
@@ -231,7 +258,7 @@ def render_all(helm, version=None):
     files["deploy/clusterctl/runtime-extension-components.yaml"] = GENERATED + head + body
     ccv = clusterctl_values()
     ccv["clientCerts"] = {"enabled": True}
-    certs = run_helm(helm, ccv, version)
+    certs = run_helm(helm, ccv, version, skip_schema=True)
     files["deploy/clusterctl/client-certs.yaml"] = (
         GENERATED + "# Optional, applied with kubectl after clusterctl init (clusterctl allows one\n"
         "# namespace per provider): cert-manager client certificates for CAPI's controllers.\n"

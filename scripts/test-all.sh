@@ -112,10 +112,14 @@ test/capi/down.sh
 unset HV_CAPI_KCP
 test/lab/libvirt-down.sh
 
-section "the Kubernetes API: CAPV identities and Events (etcd + kube-apiserver of the CAPI lab's build)"
+section "the Kubernetes API: CAPV identities, Events, helm install/uninstall (etcd + kube-apiserver of the CAPI lab's build)"
 # its own API server (RBAC, a CAPV-shaped CRD set of its own) from the binaries above: the
 # CAPI lab's server holds CAPI's real CRDs and controllers, which would act on its Clusters
 /usr/bin/python3 test/e2e/kube_e2e.py --build build --vcsim "$HV_VCSIM_BIN" --kube-bin "$HV_KUBE_BIN"
+# the Helm chart installed and uninstalled for real: release namespace, the user's namespace
+# and Secrets left alone, a misspelt setting refused (its own API server, the same binaries)
+/usr/bin/python3 test/deploy/chart_install_test.py --source . --tools "$(test/helm/build.sh)" \
+    --kube-bin "$HV_KUBE_BIN"
 
 section "fuzzing (${FUZZ_SECONDS}s per target)"
 test/fuzz/run.sh build-fuzz "$FUZZ_SECONDS"

@@ -237,7 +237,7 @@ start provider "$BIN/provider" -kubeconfig "$KUBECONFIG" -uri "$HV_LIBVIRT_LAB_U
 log "hvupdater"
 K create namespace hvupdater-lab >/dev/null
 K create serviceaccount hvupdater -n hvupdater-lab >/dev/null
-sed -e 's/namespace: hvupdater-system/namespace: hvupdater-lab/' \
+sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
     -e 's/name: hvupdater-events$/name: hvupdater-lab-events/' \
     "$ROOT/deploy/kubernetes/components/events/rbac.yaml" | K apply --server-side -f - >/dev/null
 K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"

@@ -15,7 +15,17 @@ test/helm/build.sh. Checks:
   - the clusterctl components follow clusterctl's provider rules: one namespace, every
     object labelled cluster.x-k8s.io/provider: runtime-extension-hvupdater, every variable
     documented, metadata.yaml maps the chart's release series to contract v1beta2;
-  - the optional metrics listener really is optional (probes fall back to the hooks port).
+  - the optional metrics listener really is optional (probes fall back to the hooks port);
+  - Helm's conventions: every namespaced object in the release namespace (`-n`), quoted (a
+    namespace "on" or "2024" stays a string), no Namespace object unless namespace.create;
+    the recommended labels on every object, selectors on the stable name + instance only;
+    a PodDisruptionBudget only with more than one replica; the pod values (imagePullSecrets,
+    nodeSelector, affinity, tolerations, podLabels, podAnnotations, extraArgs, log format
+    and level, the CanUpdate failurePolicy flag), an existing cert-manager issuer, the
+    ServiceMonitor; NOTES.txt;
+  - values.schema.json is what scripts/gen-values-schema.py generates from schemas/ (no
+    drift), and refuses unknown keys and bad values: a misspelt or bad ExtensionConfig
+    setting fails `helm template` and `helm lint` naming the setting.
 Prints "ok ..." or "FAIL ..." per check; exits 1 when any failed.
 """
 
@@ -35,6 +45,18 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hvdeploy as hv  # noqa: E402
+
+
+def _load_render_manifests():
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts", "render-manifests.py")
+    spec = importlib.util.spec_from_file_location("render_manifests", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+rm = _load_render_manifests()  # scripts/render-manifests.py: how the renderings run helm
 
 PROVIDER = "runtime-extension-hvupdater"
 NS = "hvupdater-system"
@@ -103,10 +125,23 @@ class Checker:
             os.unlink(f.name)
 
     def helm_template(self, values):
-        p = self.helm_with(["template", "hvupdater", self.chart], values)
+        """The chart as scripts/render-manifests.py renders it (namespace hvupdater-system
+        with its Namespace object, no Helm-only labels): what deploy/kubernetes and the
+        clusterctl components are compared with."""
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump(values, f)
+        try:
+            p = self.run(rm.template_argv(self.helm, self.chart, f.name))
+        finally:
+            os.unlink(f.name)
         if p.returncode != 0:
             raise RuntimeError(f"helm template {values}: {p.stderr.strip()}")
-        return docs(p.stdout)
+        return docs(rm.strip_helm_labels(p.stdout))
+
+    def helm_release(self, values, namespace="team-x", release="rel", extra=()):
+        """`helm template RELEASE CHART -n NAMESPACE` as a user runs it; (process, objects)."""
+        p = self.helm_with(["template", release, self.chart, "-n", namespace, *extra], values)
+        return p, (docs(p.stdout) if p.returncode == 0 else [])
 
     def kustomize_build(self, directory):
         p = self.run([self.kustomize, directory])
@@ -130,7 +165,16 @@ def lint(c):
                                    "priorityClass": {"enabled": True},
                                    "events": {"enabled": True},
                                    "capvIdentity": {"enabled": True}},
-                "metrics listener off": {"metrics": {"enabled": False}}}
+                "metrics listener off": {"metrics": {"enabled": False}},
+                "every new value set": {
+                    "namespace": {"create": True}, "replicas": 1,
+                    "imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"a": "b"},
+                    "affinity": {"nodeAffinity": {}}, "tolerations": [],
+                    "podLabels": {"a": "b"}, "podAnnotations": {"a": "b"},
+                    "extraArgs": ["--drain-seconds", "5"], "logFormat": "capi",
+                    "logLevel": "warn", "extension": {"canUpdateFailurePolicy": "Ignore"},
+                    "certManager": {"issuerRef": {"kind": "ClusterIssuer", "name": "ca"}},
+                    "metrics": {"serviceMonitor": {"enabled": True}}}}
     for what, vals in variants.items():
         p = c.helm_with(["lint", "--strict", c.chart], vals)
         c.r.check(p.returncode == 0 and "0 chart(s) failed" in p.stdout,
@@ -216,6 +260,8 @@ def clusterctl(c):
         out = copy.deepcopy(os_)
         for o in out:
             o["metadata"]["labels"].pop("cluster.x-k8s.io/provider", None)
+            pod = o.get("spec", {}).get("template", {}).get("metadata", {})
+            pod.get("labels", {}).pop("cluster.x-k8s.io/provider", None)
         return out
 
     def args_env(objs_):
@@ -378,6 +424,295 @@ def metrics_off(c):
            "metrics off: one ingress rule (the hooks)")
 
 
+CLUSTER_SCOPED = {"Namespace", "ExtensionConfig", "ClusterIssuer", "PriorityClass",
+                  "ClusterRole", "ClusterRoleBinding"}
+ALL_ON = {"clientCerts": {"enabled": True}, "priorityClass": {"enabled": True},
+          "events": {"enabled": True}, "capvIdentity": {"enabled": True},
+          "metrics": {"serviceMonitor": {"enabled": True}}}
+
+
+def by_kind(objs, kind):
+    return [o for o in objs if o["kind"] == kind]
+
+
+def pod_spec(objs):
+    return by_kind(objs, "Deployment")[0]["spec"]["template"]["spec"]
+
+
+def release_namespace(c):
+    """Every namespaced object of the chart's own in the release namespace, as a string
+    even where YAML 1.1 would read a boolean or a number; no Namespace object unless asked;
+    the ExtensionConfig's service, CA injection and the certificate's names follow it."""
+    for ns in ("team-x", "on", "2024"):
+        vals = dict(ALL_ON, extension={"namespaces": [ns, "default"]}, capiNamespaces=[ns],
+                    metrics={"namespaces": [ns], "serviceMonitor": {"enabled": True}})
+        p, objs = c.helm_release(vals, namespace=ns)
+        if not c.r.check(p.returncode == 0, f"helm template -n {ns} with every option",
+                         p.stderr[-500:]):
+            continue
+        c.r.check(not by_kind(objs, "Namespace"),
+                  f"-n {ns}: no Namespace object (namespace.create is false by default)")
+        # client-certs.yaml puts the CAPI controllers' client certificates into CAPI's
+        # namespaces and the client CA into cert-manager's, by design.
+        elsewhere = {("Certificate", "capi-runtime-extension-client"),
+                     ("Certificate", "hvupdater-client-ca")}
+        wrong = [f"{o['kind']}/{o['metadata']['name']}: {o['metadata'].get('namespace')!r}"
+                 for o in objs if o["kind"] not in CLUSTER_SCOPED and
+                 (o["kind"], o["metadata"]["name"]) not in elsewhere and
+                 o["metadata"].get("namespace") != ns]
+        c.r.check(not wrong, f"-n {ns}: every namespaced object in {ns!r} (a string)", wrong)
+        ec = by_kind(objs, "ExtensionConfig")[0]
+        c.r.eq(ec["spec"]["clientConfig"]["service"]["namespace"], ns,
+               f"-n {ns}: the ExtensionConfig calls the Service in {ns!r}")
+        c.r.eq(ec["metadata"]["annotations"]["runtime.cluster.x-k8s.io/inject-ca-from-secret"],
+               f"{ns}/hvupdater-serving-cert", f"-n {ns}: CA injected from {ns}'s Secret")
+        c.r.eq(ec["spec"]["namespaceSelector"]["matchExpressions"][0]["values"], [ns, "default"],
+               f"-n {ns}: extension.namespaces stay strings")
+        cert = [o for o in by_kind(objs, "Certificate")
+                if o["metadata"]["name"] == "hvupdater-serving-cert"][0]
+        c.r.eq(cert["spec"]["dnsNames"], [f"hvupdater.{ns}.svc", f"hvupdater.{ns}.svc.cluster.local"],
+               f"-n {ns}: the serving certificate names hvupdater.{ns}.svc")
+        subjects = [s for o in by_kind(objs, "ClusterRoleBinding") for s in o["subjects"]]
+        c.r.check(subjects and all(s["namespace"] == ns for s in subjects),
+                  f"-n {ns}: the ClusterRoleBindings bind the account in {ns!r}", subjects)
+        np = by_kind(objs, "NetworkPolicy")[0]
+        got = [e["from"][0]["namespaceSelector"]["matchExpressions"][0]["values"]
+               for e in np["spec"]["ingress"]]
+        c.r.eq(got, [[ns], [ns]], f"-n {ns}: capiNamespaces and metrics.namespaces stay strings")
+        sm = by_kind(objs, "ServiceMonitor")[0]
+        c.r.eq(sm["spec"]["namespaceSelector"]["matchNames"], [ns],
+               f"-n {ns}: the ServiceMonitor looks in {ns!r}")
+    p, objs = c.helm_release({"namespace": {"create": True}}, namespace="2024")
+    nss = by_kind(objs, "Namespace")
+    c.r.check(p.returncode == 0 and [o["metadata"]["name"] for o in nss] == ["2024"] and
+              nss[0]["metadata"]["labels"].get("pod-security.kubernetes.io/enforce") ==
+              "restricted", "namespace.create: one Namespace, the release's, enforcing restricted",
+              p.stderr[-300:] or nss)
+
+
+RECOMMENDED = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+               "app.kubernetes.io/component", "app.kubernetes.io/part-of",
+               "app.kubernetes.io/managed-by", "helm.sh/chart")
+
+
+def labels(c):
+    p, objs = c.helm_release(dict(ALL_ON, namespace={"create": True}), release="my-rel")
+    if not c.r.check(p.returncode == 0, "helm template with every option", p.stderr[-300:]):
+        return
+    version = hv.source_version(c.source)
+    want = {"app.kubernetes.io/name": "hvupdater", "app.kubernetes.io/instance": "my-rel",
+            "app.kubernetes.io/version": version, "app.kubernetes.io/part-of": "cluster-api",
+            "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": f"hvupdater-{version}"}
+    for o in objs:
+        got = o["metadata"].get("labels", {})
+        c.r.check(all(k in got for k in RECOMMENDED) and
+                  all(got[k] == v for k, v in want.items()),
+                  f"{o['kind']} {o['metadata']['name']}: the recommended labels",
+                  {k: got.get(k) for k in RECOMMENDED})
+    sel = {"app.kubernetes.io/name": "hvupdater", "app.kubernetes.io/instance": "my-rel"}
+    dep = by_kind(objs, "Deployment")[0]
+    c.r.eq(dep["spec"]["selector"]["matchLabels"], sel, "the Deployment selects name + instance")
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    c.r.check(all(pod_labels.get(k) == v for k, v in sel.items()) and
+              all(k in pod_labels for k in RECOMMENDED), "the pods carry every recommended label")
+    c.r.eq(by_kind(objs, "Service")[0]["spec"]["selector"], sel, "the Service selects name + instance")
+    c.r.eq(by_kind(objs, "PodDisruptionBudget")[0]["spec"]["selector"]["matchLabels"], sel,
+           "the PodDisruptionBudget selects name + instance")
+    c.r.eq(by_kind(objs, "NetworkPolicy")[0]["spec"]["podSelector"]["matchLabels"], sel,
+           "the NetworkPolicy selects name + instance")
+    c.r.eq(by_kind(objs, "ServiceMonitor")[0]["spec"]["selector"]["matchLabels"], sel,
+           "the ServiceMonitor selects name + instance")
+    terms = pod_spec(objs)["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    c.r.check(all(t["podAffinityTerm"]["labelSelector"]["matchLabels"] == sel for t in terms),
+              "the anti-affinity selects name + instance")
+    rendered = c.helm_template({})
+    c.r.check(all("helm.sh/chart" not in o["metadata"].get("labels", {}) and
+                  "app.kubernetes.io/managed-by" not in o["metadata"].get("labels", {})
+                  for o in rendered),
+              "the kustomize/clusterctl rendering carries no Helm-only label")
+
+
+def pdb(c):
+    for n, want in ((0, None), (1, None), (2, {"maxUnavailable": 1}), (3, {"maxUnavailable": 1})):
+        p, objs = c.helm_release({"replicas": n})
+        got = [{k: v for k, v in o["spec"].items() if k != "selector"}
+               for o in by_kind(objs, "PodDisruptionBudget")]
+        c.r.eq(got, [want] if want else [],
+               f"replicas {n}: {'a PodDisruptionBudget of maxUnavailable 1' if want else 'no PodDisruptionBudget'}")
+
+
+def pod_values(c):
+    p, objs = c.helm_release({})
+    pod = pod_spec(objs)
+    args = pod["containers"][0]["args"]
+    c.r.check("imagePullSecrets" not in pod and "nodeSelector" not in pod,
+              "defaults: no imagePullSecrets, no nodeSelector")
+    c.r.eq([t["key"] for t in pod["tolerations"]],
+           ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"],
+           "defaults: control-plane tolerations")
+    c.r.check("--can-update-failure-policy" not in args,
+              "canUpdateFailurePolicy Fail (default): the server's default, no flag")
+    c.r.check(args[args.index("--log-format") + 1] == "hvupdater" and
+              args[args.index("--log-level") + 1] == "info",
+              "defaults: --log-format hvupdater --log-level info", args)
+    vals = {"imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"role": "mgmt"},
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "capi",
+                             "effect": "NoSchedule"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+            "podLabels": {"team": "platform"}, "podAnnotations": {"example.com/a": "1"},
+            "extraArgs": ["--handler-timeout-hint", "x y"], "logFormat": "capi",
+            "logLevel": "debug", "extension": {"canUpdateFailurePolicy": "Ignore"}}
+    p, objs = c.helm_release(vals)
+    if not c.r.check(p.returncode == 0, "helm template with the pod values", p.stderr[-300:]):
+        return
+    pod = pod_spec(objs)
+    meta = by_kind(objs, "Deployment")[0]["spec"]["template"]["metadata"]
+    args = pod["containers"][0]["args"]
+    c.r.eq(pod.get("imagePullSecrets"), vals["imagePullSecrets"], "imagePullSecrets")
+    c.r.eq(pod.get("nodeSelector"), vals["nodeSelector"], "nodeSelector")
+    c.r.eq(pod.get("tolerations"), vals["tolerations"], "tolerations replace the defaults")
+    c.r.eq(pod.get("affinity"), vals["affinity"], "affinity replaces the default spread")
+    c.r.eq(meta["labels"].get("team"), "platform", "podLabels on the pods")
+    c.r.eq(meta["annotations"].get("example.com/a"), "1", "podAnnotations on the pods")
+    c.r.eq(args[-2:], ["--handler-timeout-hint", "x y"], "extraArgs end the command line")
+    c.r.check(args[args.index("--log-format") + 1] == "capi" and
+              args[args.index("--log-level") + 1] == "debug", "logFormat, logLevel", args)
+    c.r.eq(args[args.index("--can-update-failure-policy") + 1] if
+           "--can-update-failure-policy" in args else None, "Ignore",
+           "canUpdateFailurePolicy Ignore: --can-update-failure-policy Ignore")
+    # An issuer of your own: no Issuer of the chart's.
+    p, objs = c.helm_release({"certManager": {"issuerRef": {"kind": "ClusterIssuer",
+                                                            "name": "corp-ca"}}})
+    cert = by_kind(objs, "Certificate")
+    c.r.check(p.returncode == 0 and not by_kind(objs, "Issuer") and len(cert) == 1 and
+              cert[0]["spec"]["issuerRef"] == {"group": "cert-manager.io",
+                                               "kind": "ClusterIssuer", "name": "corp-ca"},
+              "certManager.issuerRef: the Certificate uses it, no Issuer is made",
+              p.stderr[-300:] or (cert and cert[0]["spec"]["issuerRef"]))
+    p, objs = c.helm_release({})
+    c.r.check(len(by_kind(objs, "Issuer")) == 1 and not by_kind(objs, "ServiceMonitor"),
+              "defaults: the selfSigned Issuer, no ServiceMonitor")
+    p, objs = c.helm_release({"metrics": {"serviceMonitor": {
+        "enabled": True, "interval": "15s", "labels": {"release": "prom"}}}})
+    sm = by_kind(objs, "ServiceMonitor")
+    c.r.check(p.returncode == 0 and len(sm) == 1 and sm[0]["apiVersion"] ==
+              "monitoring.coreos.com/v1" and sm[0]["metadata"]["labels"].get("release") == "prom"
+              and sm[0]["spec"]["endpoints"] == [{"port": "metrics", "scheme": "http",
+                                                  "path": "/metrics", "interval": "15s"}],
+              "metrics.serviceMonitor: a ServiceMonitor on the metrics port", p.stderr[-300:] or sm)
+    p, _ = c.helm_release({"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}})
+    c.r.check(p.returncode != 0 and "needs metrics.enabled" in p.stderr,
+              "a ServiceMonitor without the metrics listener: refused", p.stderr[-300:])
+
+
+def schema(c):
+    p = c.run([sys.executable, os.path.join(c.source, "scripts", "gen-values-schema.py"),
+               "--check"])
+    c.r.check(p.returncode == 0 and p.stdout.startswith("ok"),
+              "the committed values.schema.json is what scripts/gen-values-schema.py "
+              "generates from schemas/", (p.stdout + p.stderr)[-2000:])
+    # refused, naming what is wrong: (--set/--set-string args, what the error must name)
+    bad = [(["--set", "extension.settings.powerCycel=Never"], "powerCycel"),
+           (["--set", "extension.settings.powerCycle=Sometimes"], "powerCycle"),
+           (["--set-string", "extension.settings.liveTimeoutSeconds=0"], "liveTimeoutSeconds"),
+           (["--set-string", "extension.settings.deadlineSeconds=604801"], "deadlineSeconds"),
+           (["--set-string", "extension.settings.shutdownTimeoutSeconds=060"],
+            "shutdownTimeoutSeconds"),
+           (["--set", "extension.settings.liveTimeoutSeconds=60"], "liveTimeoutSeconds"),
+           (["--set", "replica=3"], "replica"),
+           (["--set", "logFormat=json"], "logFormat"),
+           (["--set", "logLevel=trace"], "logLevel"),
+           (["--set", "extension.canUpdateFailurePolicy=ignore"], "canUpdateFailurePolicy"),
+           (["--set", "config.engine.worker=2"], "worker"),
+           (["--set", "config.engine.workers=0"], "workers"),
+           (["--set", "certManager.issuerRef.kind=Issuer"], "issuerRef"),
+           (["--set", "metrics.serviceMonitor.enable=true"], "enable"),
+           (["--set", "tolerations[0].efect=NoSchedule"], "efect")]
+    for args, name in bad:
+        for cmd in (["template", "rel", c.chart, *args], ["lint", c.chart, *args]):
+            p = c.run([c.helm, *cmd])
+            c.r.check(p.returncode != 0 and name in (p.stdout + p.stderr),
+                      f"helm {cmd[0]} {' '.join(args)}: refused, naming {name}",
+                      (p.stdout + p.stderr)[-400:])
+    good = [["--set", "extension.settings.powerCycle=Never"],
+            ["--set-string", "extension.settings.deadlineSeconds=604800"],
+            ["--set-string", "extension.settings.liveTimeoutSeconds=1"],
+            ["--set", "extension.settings=null"]]
+    for args in good:
+        p = c.run([c.helm, "template", "rel", c.chart, *args])
+        c.r.check(p.returncode == 0, f"helm template {' '.join(args)}: accepted", p.stderr[-300:])
+    p, objs = c.helm_release({"extension": {"settings": {"powerCycle": "Never"}}})
+    got = by_kind(objs, "ExtensionConfig")[0]["spec"].get("settings", {})
+    c.r.check(got.get("powerCycle") == "Never" and got.get("deadlineSeconds") == "1800",
+              "extension.settings.powerCycle reaches the ExtensionConfig (the other defaults "
+              "stay: Helm merges values)", got)
+    p, objs = c.helm_release({"extension": {"settings": {
+        k: None for k in ("powerCycle", "onUncoverable", "powerOffMode", "guestVerification",
+                          "liveTimeoutSeconds", "shutdownTimeoutSeconds", "deadlineSeconds")}}})
+    c.r.check(p.returncode == 0 and "settings" not in by_kind(objs, "ExtensionConfig")[0]["spec"],
+              "every setting set to null: no settings (the config file's defaults)",
+              p.stderr[-300:])
+
+
+def notes(c):
+    """NOTES.txt as `helm install` prints it (rendered here through a copy of the chart
+    that puts it into a ConfigMap: helm template skips NOTES.txt, and helm install
+    --dry-run needs a cluster)."""
+    with tempfile.TemporaryDirectory(prefix="hv-notes-") as tmp:
+        chart = os.path.join(tmp, "hvupdater")
+        shutil.copytree(c.chart, chart)
+        shutil.copy(os.path.join(chart, "templates", "NOTES.txt"), os.path.join(chart, "notes.txt"))
+        with open(os.path.join(chart, "templates", "zz-notes.yaml"), "w") as f:
+            f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
+                    "  notes: |\n{{ tpl (.Files.Get \"notes.txt\") . | indent 4 }}\n")
+        p = c.run([c.helm, "template", "my-rel", chart, "-n", "team-x",
+                   "--show-only", "templates/zz-notes.yaml"])
+    text = docs(p.stdout)[0]["data"]["notes"] if p.returncode == 0 else ""
+    c.r.check(p.returncode == 0 and text, "NOTES.txt renders", p.stderr[-300:])
+    c.r.check("kubectl get extensionconfig hvupdater -o jsonpath='{range .status.handlers[*]}"
+              in text, "NOTES: how to check discovery (the ExtensionConfig's status.handlers)")
+    c.r.check("kubectl -n team-x logs -l app.kubernetes.io/name=hvupdater,"
+              "app.kubernetes.io/instance=my-rel --prefix" in text,
+              "NOTES: the logs of every replica (-l ... --prefix)")
+    c.r.check("helm uninstall` leaves it" in text,
+              "NOTES: a namespace not the chart's stays on uninstall")
+
+
+def documented(c):
+    """Every value is in deploy/README.md's values table; the chart's files name only
+    scripts and tests that exist."""
+    with open(os.path.join(c.chart, "values.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    values = yaml.safe_load(text)
+    with open(os.path.join(c.source, "deploy", "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    i = readme.find("### Helm values")
+    table = readme[i:readme.find("\n## ", i)] if i >= 0 else ""
+    c.r.check(table, "deploy/README.md has a Helm values section")
+    paths = list(values)
+    for k in ("namespace", "extension", "metrics", "certManager"):
+        paths += [f"{k}.{sub}" for sub in values[k] if sub not in ("settings", "namespaces")]
+    for path in paths:
+        leaf = path.split(".")[-1]
+        c.r.check(re.search(r"`(%s|\S*\.%s)[`,. ]" % (re.escape(path), re.escape(leaf)), table),
+                  f"deploy/README.md documents the value {path}")
+    with open(os.path.join(c.source, "test", "deploy", "CMakeLists.txt"), encoding="utf-8") as f:
+        tests = set(re.findall(r"add_test\(NAME (\S+)", f.read()))
+    for root, _, names in os.walk(c.chart):
+        for n in names:
+            with open(os.path.join(root, n), encoding="utf-8") as f:
+                body = f.read()
+            rel = os.path.relpath(os.path.join(root, n), c.source)
+            for script in re.findall(r"\bscripts/[\w.-]+", body):
+                c.r.check(os.path.exists(os.path.join(c.source, script)),
+                          f"{rel} names {script}, which exists")
+            for t in re.findall(r"\b(deploy\.[a-z_]+) test\b|\btest (deploy\.[a-z_]+)", body):
+                t = t[0] or t[1]
+                c.r.check(t in tests, f"{rel} names test {t}, which exists")
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -389,7 +724,10 @@ def main():
             print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
             return 1
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
-                     (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,))):
+                     (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,)),
+                     (release_namespace, (c,)), (labels, (c,)), (pdb, (c,)),
+                     (pod_values, (c,)), (schema, (c,)), (notes, (c,)),
+                     (documented, (c,))):
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - one broken part must not hide the rest

@@ -1,8 +1,23 @@
-{{/* The labels every object carries: the app name and values.commonLabels. */}}
-{{- define "hvupdater.labels" -}}
+{{/* The labels the selectors use: the stable subset of the recommended labels (a
+Deployment's selector cannot change after install). */}}
+{{- define "hvupdater.selectorLabels" -}}
 app.kubernetes.io/name: hvupdater
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+{{- end -}}
+
+{{/* The labels every object carries: Kubernetes' and Helm's recommended labels and
+values.commonLabels. scripts/render-manifests.py drops helm.sh/chart and
+app.kubernetes.io/managed-by from the kustomize and clusterctl renderings (Helm does not
+manage those). */}}
+{{- define "hvupdater.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+{{ include "hvupdater.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: runtime-extension
+app.kubernetes.io/part-of: cluster-api
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- range $k, $v := .Values.commonLabels }}
-{{ $k }}: {{ $v }}
+{{ $k }}: {{ $v | quote }}
 {{- end }}
 {{- end -}}
 
@@ -41,4 +56,10 @@ hvupdater-config-{{ include "hvupdater.configJson" . | sha256sum | trunc 10 }}
 {{/* The port the probes use: the status listener when on, else the hooks port. */}}
 {{- define "hvupdater.probePort" -}}
 {{ if .Values.metrics.enabled }}metrics{{ else }}https{{ end }}
+{{- end -}}
+
+{{/* The namespace every namespaced object goes into: the release's (helm -n), quoted so
+that a namespace such as "on" or "2024" stays a string. */}}
+{{- define "hvupdater.namespace" -}}
+{{ .Release.Namespace | quote }}
 {{- end -}}
