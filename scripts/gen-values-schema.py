@@ -134,6 +134,7 @@ def generate():
         description=cprops["vsphere"].get("title"))
     kube = copy.deepcopy(cprops["kubernetes"])
     kube["properties"].pop("events", None)
+    kube["properties"].pop("holdRemediation", None)  # mhc.holdRemediation
     for k in ("server", "tokenFile", "caFile"):
         kube["properties"][k] = {"anyOf": [{"const": ""}, kube["properties"][k]]}
 
@@ -176,6 +177,7 @@ def generate():
         "kubernetes": kube,
         "capvIdentity": obj({"enabled": BOOL}),
         "events": obj({"enabled": BOOL}),
+        "mhc": obj({"holdRemediation": BOOL}),
         "commonLabels": string_map(),
         "drainSeconds": {"type": "integer", "minimum": 0, "maximum": 3600},
         "terminationGracePeriodSeconds": {"type": "integer", "minimum": 1},

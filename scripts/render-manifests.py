@@ -59,6 +59,7 @@ KUSTOMIZE_COMPONENT_FILES = {
     "events-rbac.yaml": ("components/events/rbac.yaml", {"events": {"enabled": True}}),
     "capv-identity-rbac.yaml": ("components/capv-identity/rbac.yaml",
                                 {"capvIdentity": {"enabled": True}}),
+    "mhc-rbac.yaml": ("components/mhc/rbac.yaml", {"mhc": {"holdRemediation": True}}),
 }
 
 # clusterctl variables: (variable, default or None for required, values path)
@@ -237,7 +238,7 @@ def render_all(helm, version=None):
     order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
              "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
              "networkpolicy.yaml", "extensionconfig.yaml"]
-    missing = set(cc) - set(order)
+    missing = set(cc) - set(order) - {"mhc-rbac.yaml"}
     if missing:
         sys.exit(f"FAIL templates not placed in the clusterctl components: {sorted(missing)}")
     head = ("# hvupdater as a clusterctl provider: clusterctl init --runtime-extension hvupdater\n"
@@ -267,12 +268,23 @@ def render_all(helm, version=None):
         "#     --patch-file client-certs-patch.json\n"
         + certs["client-certs.yaml"])
     files["deploy/clusterctl/client-certs-patch.json"] = client_certs_patch()
+    ccv = clusterctl_values()
+    ccv["mhc"] = {"holdRemediation": True}
+    mhc = run_helm(helm, ccv, version, skip_schema=True)
+    files["deploy/clusterctl/mhc-hold.yaml"] = (
+        GENERATED + "# Optional, applied with kubectl after clusterctl init: the MachineHealthCheck\n"
+        "# hold (docs/operations.md, MachineHealthChecks) may get, list and patch Machines.\n"
+        "# Then turn it on in the hvupdater Deployment with mhc-hold-patch.json:\n"
+        "#   kubectl -n hvupdater-system patch deployment hvupdater --type json \\\n"
+        "#     --patch-file mhc-hold-patch.json\n"
+        + mhc["mhc-rbac.yaml"])
+    files["deploy/clusterctl/mhc-hold-patch.json"] = client_certs_patch("mhc")
     return files
 
 
-def client_certs_patch():
-    """The JSON patch of deploy/kubernetes/components/client-certs, as a file."""
-    p = os.path.join(SRC, "deploy", "kubernetes", "components", "client-certs",
+def client_certs_patch(component="client-certs"):
+    """The JSON patch of deploy/kubernetes/components/<component>, as a file."""
+    p = os.path.join(SRC, "deploy", "kubernetes", "components", component,
                      "kustomization.yaml")
     with open(p, encoding="utf-8") as f:
         kz = yaml.safe_load(f)

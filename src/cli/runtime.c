@@ -8,6 +8,8 @@
 #include "engine.h"
 #include "log.h"
 #include "metrics.h"
+#include "mhc.h"
+#include "oprecord.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -32,7 +34,82 @@ struct hv_runtime {
     struct hv_kube *kube;     /* only when something needs the API server (capv, events) */
     const char *capv_ns;      /* borrowed from the config */
     struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
+    struct hv_mhc *mhc;       /* kubernetes.holdRemediation */
 };
+
+/* hv_machine_vm_fn: the Machine's VM, for the remediation hold (queues only). The reference
+ * is the JSON of its non-empty fields, which vm_state reads back. */
+static void track_machine(void *ctx, const hj *machine, const char *backend,
+                          const struct hv_vm_ref *ref)
+{
+    const hj *md = hj_get(machine, "metadata");
+    const struct {
+        const char *key, *val;
+    } f[] = {{"server", ref->server}, {"uuid", ref->uuid},       {"name", ref->name},
+             {"disk", ref->disk},     {"cluster", ref->cluster}, {"thumbprint", ref->thumbprint}};
+    hj *o = hj_new_object();
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+        if (f[k].val[0])
+            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+    char *text = hj_dump(o, NULL);
+    hj_free(o);
+    if (text)
+        hv_mhc_track(ctx, hj_get_str(md, "namespace"), hj_get_str(md, "name"), backend, text);
+    free(text);
+}
+
+/* hv_mhc_vm_fn: is the VM in a power cycle, by the operation record stored on it. */
+static enum hv_mhc_vm vm_state(void *ctx, const char *backend, const char *ref_text)
+{
+    struct hv_runtime *rt = ctx;
+    struct hv_backend *be = hv_engine_backend(rt->engine, backend);
+    char e[128];
+    hj *o = hj_parse(ref_text, strlen(ref_text), e, sizeof(e));
+    if (!be || !o || o->type != HJ_OBJECT) {
+        hj_free(o);
+        return HV_MHC_VM_UNKNOWN;
+    }
+    struct hv_vm_ref ref;
+    memset(&ref, 0, sizeof(ref));
+    const char *v;
+#define REF_FIELD(x)                                                                               \
+    if ((v = hj_get_str(o, #x)) != NULL)                                                           \
+    snprintf(ref.x, sizeof(ref.x), "%s", v)
+    REF_FIELD(server);
+    REF_FIELD(uuid);
+    REF_FIELD(name);
+    REF_FIELD(disk);
+    REF_FIELD(cluster);
+    REF_FIELD(thumbprint);
+#undef REF_FIELD
+    hj_free(o);
+    struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
+    if (!obs)
+        abort();
+    struct hv_err err = {0};
+    enum hv_mhc_vm out = HV_MHC_VM_UNKNOWN;
+    if (be->ops->observe(be, &ref, obs, &err) == HV_OK) {
+        struct hv_oprecord rec;
+        out = HV_MHC_VM_QUIET; /* no VM, no record or not ours: nothing hvupdater cycles */
+        if (obs->found && hv_oprecord_read(&rec, obs->record)) {
+            switch (rec.phase) {
+            case HV_PH_SHUTDOWN:
+            case HV_PH_POWER_OFF:
+            case HV_PH_RECONFIGURE:
+            case HV_PH_POWER_ON:
+                out = HV_MHC_VM_CYCLING;
+                break;
+            case HV_PH_FAILED: /* a shutdown sent before the Failure may still take it down */
+                out = rec.down_at ? HV_MHC_VM_CYCLING : HV_MHC_VM_QUIET;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    free(obs);
+    return out;
+}
 
 /* hv_event_fn: queue a Warning Event about the request's object (never blocks). */
 static void post_event(void *ctx, const hj *obj, const char *reason, const char *message)
@@ -67,7 +144,7 @@ static int capv_creds(void *ctx, const char *server, const char *identity, char 
 
 static int need_kube(const struct hv_config *cfg)
 {
-    if (cfg->kube.events)
+    if (cfg->kube.events || cfg->kube.mhc_hold)
         return 1;
     for (size_t k = 0; k < cfg->n_vsphere; k++)
         if (cfg->vsphere[k].identity_capv)
@@ -211,6 +288,18 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.plan_hooks = &rt->plan_hooks;
     rt->hooks.update = hv_engine_update;
     rt->hooks.update_ctx = rt->engine;
+    if (cfg->kube.mhc_hold) {
+        struct hv_mhc_cfg mc = {.vm_state = vm_state, .vm_ctx = rt};
+        hv_mhc_kube_io(rt->kube, &mc.io);
+        rt->mhc = hv_mhc_new(&mc);
+        if (!rt->mhc) {
+            snprintf(err, errlen, "cannot start the remediation hold's thread");
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->hooks.machine_vm = track_machine;
+        rt->hooks.machine_vm_ctx = rt->mhc;
+    }
     if (cfg->downstream.n) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         rt->compose = hv_compose_new(&cfg->downstream);
@@ -235,6 +324,7 @@ void hv_runtime_free(struct hv_runtime *rt)
         hv_compose_free(rt->compose);
         curl_global_cleanup();
     }
+    hv_mhc_free(rt->mhc); /* its thread observes through the backends */
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);

@@ -24,7 +24,7 @@ struct hv_vsphere_cfg {
 };
 
 /* The "kubernetes" section: how hvupdater reaches the management cluster's API server, used
- * only by what needs it (identityFrom capv, events). */
+ * only by what needs it (identityFrom capv, events, holdRemediation). */
 struct hv_kube_opts {
     char *server;         /* NULL: in-cluster (KUBERNETES_SERVICE_HOST and the SA's files) */
     char *token_file;     /* NULL: the service account's */
@@ -32,6 +32,7 @@ struct hv_kube_opts {
     char *capv_namespace; /* where VSphereClusterIdentity Secrets live; default capv-system */
     int timeout_s;        /* per request, default 5 */
     bool events;          /* post Warning Events on Machines (off by default) */
+    bool mhc_hold;        /* holdRemediation: skip-remediation while a VM is power-cycled */
 };
 
 /* The "log" section: the log format and level when no --log-format / --log-level is given. */

@@ -219,6 +219,8 @@ void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const st
         res->failure = true;
         snprintf(res->message, sizeof(res->message), "%s", msg);
     } else {
+        if (ctx->machine_vm && machine)
+            ctx->machine_vm(ctx->machine_vm_ctx, machine, p->backend, &ref);
         hv_desired_hw(p, infra, &hw);
         ctx->update(ctx->update_ctx, p, &ref, &hw, s, res);
     }

@@ -41,6 +41,12 @@ typedef hj *(*hv_chain_fn)(const struct hv_hooks_ctx *ctx, enum hv_hook h, const
  * Called on the hook's thread after the answer is made: it must only queue, never block. */
 typedef void (*hv_event_fn)(void *ctx, const hj *obj, const char *reason, const char *message);
 
+/* UpdateMachine found the VM of the request's desired Machine (obj, borrowed for the call):
+ * the profile's backend and the VM's reference (kubernetes.holdRemediation, kube/mhc.h).
+ * Called on the hook's thread before the engine answers: it must only queue, never block. */
+typedef void (*hv_machine_vm_fn)(void *ctx, const hj *machine, const char *backend,
+                                 const struct hv_vm_ref *ref);
+
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
     struct hv_settings defaults;
@@ -61,6 +67,8 @@ struct hv_hooks_ctx {
     hv_chain_fn chain;          /* answers when compose is set (hv_compose_handle) */
     hv_event_fn event;          /* NULL: no Events */
     void *event_ctx;
+    hv_machine_vm_fn machine_vm; /* NULL: nobody asks which VM serves a Machine */
+    void *machine_vm_ctx;
 };
 
 /* Answer one hook call. failure_out says whether the answer's status is Failure; msg (may be

@@ -105,12 +105,14 @@ static int read_token(const char *path, char *buf, size_t cap)
     return n && !big && !strpbrk(buf, "\r\n") ? 0 : -1;
 }
 
-static int request(struct hv_kube *k, const char *method, const char *path, const char *body,
-                   int timeout_ms, struct hv_bodybuf *out, char *err, size_t errlen)
+/* query: NULL, or "a=b&c=d" already escaped (hv_kube_list makes it) */
+static int request(struct hv_kube *k, const char *method, const char *path, const char *query,
+                   const char *body, const char *ctype, int timeout_ms, struct hv_bodybuf *out,
+                   char *err, size_t errlen)
 {
     if (timeout_ms <= 0)
         timeout_ms = k->timeout_ms;
-    if (path[0] != '/' || strpbrk(path, " ?#\r\n")) {
+    if (path[0] != '/' || strpbrk(path, " ?#\r\n") || (query && strpbrk(query, " #\r\n"))) {
         snprintf(err, errlen, "kubernetes: bad path");
         return -1;
     }
@@ -124,17 +126,19 @@ static int request(struct hv_kube *k, const char *method, const char *path, cons
         snprintf(err, errlen, "kubernetes: cannot read the token file %s", k->token_file);
         return -1;
     }
-    size_t ulen = strlen(k->server) + strlen(path) + 1;
+    size_t ulen = strlen(k->server) + strlen(path) + (query ? strlen(query) + 1 : 0) + 1;
     char *url = malloc(ulen);
     if (!url)
         abort();
-    snprintf(url, ulen, "%s%s", k->server, path);
+    snprintf(url, ulen, "%s%s%s%s", k->server, path, query ? "?" : "", query ? query : "");
     CURL *h = curl_easy_init();
     struct curl_slist *hdr = NULL;
     hdr = curl_slist_append(hdr, auth);
     hdr = curl_slist_append(hdr, "Accept: application/json");
+    char ct[96];
+    snprintf(ct, sizeof(ct), "Content-Type: %s", ctype ? ctype : "application/json");
     if (body)
-        hdr = curl_slist_append(hdr, "Content-Type: application/json");
+        hdr = curl_slist_append(hdr, ct);
     int status = -1;
     if (!h || !hdr) {
         snprintf(err, errlen, "kubernetes: out of memory");
@@ -180,7 +184,7 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
 {
     struct hv_bodybuf b = {.max = MAX_BODY, .wipe = true}; /* may be a Secret */
     *out = NULL;
-    int st = request(k, "GET", path, NULL, timeout_ms, &b, err, errlen);
+    int st = request(k, "GET", path, NULL, NULL, NULL, timeout_ms, &b, err, errlen);
     if (st == 200) {
         char e[128];
         *out = hj_parse(b.p ? b.p : "", b.len, e, sizeof(e));
@@ -197,19 +201,63 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
     return st;
 }
 
-int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
-                 size_t errlen)
+/* A request with a body (POST, PATCH); err gets the API server's Status message on an error. */
+static int send_body(struct hv_kube *k, const char *method, const char *path, const char *body,
+                     const char *ctype, int timeout_ms, char *err, size_t errlen)
 {
     struct hv_bodybuf b = {.max = MAX_BODY};
-    int st = request(k, "POST", path, body, timeout_ms, &b, err, errlen);
+    int st = request(k, method, path, NULL, body, ctype, timeout_ms, &b, err, errlen);
     if (st > 0 && (st < 200 || st > 299)) {
         /* the API server's Status says why (e.g. which field failed validation) */
         char e[64];
         hj *status = b.p ? hj_parse(b.p, b.len, e, sizeof(e)) : NULL;
         const char *why = hj_get_str(status, "message");
-        snprintf(err, errlen, "kubernetes POST %s: HTTP %d%s%.300s", path, st, why ? ": " : "",
-                 why ? why : "");
+        snprintf(err, errlen, "kubernetes %s %s: HTTP %d%s%.300s", method, path, st,
+                 why ? ": " : "", why ? why : "");
         hj_free(status);
+    }
+    free(b.p);
+    return st;
+}
+
+int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
+                 size_t errlen)
+{
+    return send_body(k, "POST", path, body, NULL, timeout_ms, err, errlen);
+}
+
+int hv_kube_merge_patch(struct hv_kube *k, const char *path, const char *patch, int timeout_ms,
+                        char *err, size_t errlen)
+{
+    return send_body(k, "PATCH", path, patch, "application/merge-patch+json", timeout_ms, err,
+                     errlen);
+}
+
+int hv_kube_list(struct hv_kube *k, const char *path, int limit, const char *cont, int timeout_ms,
+                 hj **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    char query[2048];
+    char *esc = cont && *cont ? curl_easy_escape(NULL, cont, 0) : NULL;
+    if (cont && *cont && (!esc || strlen(esc) > sizeof(query) - 64)) {
+        curl_free(esc);
+        snprintf(err, errlen, "kubernetes GET %s: continue token too long", path);
+        return -1;
+    }
+    snprintf(query, sizeof(query), "limit=%d%s%s", limit > 0 ? limit : 100, esc ? "&continue=" : "",
+             esc ? esc : "");
+    curl_free(esc);
+    struct hv_bodybuf b = {.max = MAX_BODY};
+    int st = request(k, "GET", path, query, NULL, NULL, timeout_ms, &b, err, errlen);
+    if (st == 200) {
+        char e[128];
+        *out = hj_parse(b.p ? b.p : "", b.len, e, sizeof(e));
+        if (!*out) {
+            snprintf(err, errlen, "kubernetes GET %s: answer is not JSON: %s", path, e);
+            st = -1;
+        }
+    } else if (st > 0) {
+        snprintf(err, errlen, "kubernetes GET %s: HTTP %d", path, st);
     }
     free(b.p);
     return st;

@@ -1,4 +1,5 @@
-/* kube.h: a small Kubernetes API client: GET one object, POST one object, nothing else.
+/* kube.h: a small Kubernetes API client: GET one object or one page of a list, POST one
+ * object, merge-patch one object, nothing else.
  *
  * Configured in-cluster (KUBERNETES_SERVICE_HOST/PORT and the service account's token and CA
  * files) or explicitly (server URL, token file, CA file) for tests and hosts outside a cluster.
@@ -39,6 +40,16 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
 /* POST a JSON body to path; returns the HTTP status or -1 (err says why). */
 int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int timeout_ms, char *err,
                  size_t errlen);
+
+/* PATCH path with a JSON merge patch (RFC 7386); returns the HTTP status or -1 (err says
+ * why; on 409 a merge patch that carried metadata.resourceVersion met a newer object). */
+int hv_kube_merge_patch(struct hv_kube *k, const char *path, const char *patch, int timeout_ms,
+                        char *err, size_t errlen);
+/* GET one page of a list: path?limit=limit[&continue=cont] (cont NULL or "": the first page).
+ * Returns the HTTP status, or -1; on 200 *out is the List (its metadata.continue names the
+ * next page), else NULL. */
+int hv_kube_list(struct hv_kube *k, const char *path, int limit, const char *cont, int timeout_ms,
+                 hj **out, char *err, size_t errlen);
 
 /* true when s is a valid object name or namespace (DNS subdomain: [a-z0-9.-], at most 253),
  * so it can stand in a path as it is. */

@@ -23,6 +23,16 @@ second cluster for the failing case:
   failing         powerCycle Never on a domain without memory slots (style plain): what the
                   Machine, its MachineSet and the MachineDeployment show, CAPI's log and the
                   UpdateFailed Event
+  mhc             a MachineHealthCheck (Node Ready False/Unknown for 8 s) over a third cluster's
+                  MachineDeployment of 1 Machine whose Node follows its domain (the provider
+                  turns it NotReady from the shutdown until 20 s after the rebooted guest
+                  reports, as a kubelet starting would), and a
+                  change that needs a power cycle (style plain): without serve --mhc-hold the
+                  MHC remediates (deletes) the Machine mid-update and CAPI replaces it; with it
+                  (hvupdater restarted with the flag) the Machine carries
+                  cluster.x-k8s.io/skip-remediation while its VM is down (hvupdater is
+                  restarted once the mark is on), the update ends in place (same Machine, same
+                  domain, power-cycled) and the mark is removed
 With HV_CAPI_KCP=1 (eval "$(test/capi/up.sh --kcp)"), only these instead, on a
 KubeadmControlPlane of 3 control-plane Machines (external etcd, maxSurge 0; provider/ stands in
 for the kubeadm bootstrap manager and writes the static Pods a kubelet would mirror):
@@ -606,6 +616,168 @@ def scenario_failing():
     kubectl("delete", "cluster", cl, "-n", ns, "--wait=false")
 
 
+MHC_TIMEOUT = 8  # seconds of Ready False/Unknown before the MHC remediates
+FOLLOW = "lab.hvupdater.io/node-follows-domain"  # provider/: the Node's Ready follows the domain
+SKIP = "cluster.x-k8s.io/skip-remediation"
+HELD = "hvupdater.io/remediation-held-for"
+
+
+def machine_health_check(ns, cluster, md):
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineHealthCheck",
+            "metadata": {"name": md + "-mhc", "namespace": ns},
+            "spec": {"clusterName": cluster,
+                     "selector": {"matchLabels": {"lab.hvupdater.io/md": md}},
+                     "checks": {"unhealthyNodeConditions": [
+                         {"type": "Ready", "status": "False", "timeoutSeconds": MHC_TIMEOUT},
+                         {"type": "Ready", "status": "Unknown", "timeoutSeconds": MHC_TIMEOUT}]}}}
+
+
+def restart_hvupdater(flags):
+    subprocess.run([os.path.join(HERE, "up.sh"), "--restart-hvupdater"], check=True,
+                   env=dict(os.environ, HV_CAPI_HVUPDATER_FLAGS=flags))
+
+
+def updating_in_place(m):
+    ann = m["metadata"].get("annotations") or {}
+    return any(k.startswith("in-place-updates.internal.cluster.x-k8s.io/") for k in ann) or \
+        cond(m, "Updating").get("status") == "True"
+
+
+def node_ready(m):
+    ref = (m.get("status") or {}).get("nodeRef") or {}
+    if not ref.get("name"):
+        return None
+    return cond(get("node", name=ref["name"]), "Ready").get("status")
+
+
+def scenario_mhc():
+    """A power-cycle update under a MachineHealthCheck, without and with serve --mhc-hold."""
+    ns, cl, md = "capi-m", "lab-m", "md-m"
+    set_settings({})
+    mdo = machine_deployment(ns, cl, md, "mhc-512", 1)
+    mdo["spec"]["template"]["metadata"]["labels"][FOLLOW] = "true"
+    apply(cluster_objs(ns, cl) + [template(ns, "mhc-512", 512, 1, style="plain")])
+    apply([mdo])
+    m0 = wait("1 Machine up", lambda: md_settled(ns, md, 1, "mhc-512"))[0]
+    wait_guests([domain_of(m0)[0]], 512, 1)
+    apply([machine_health_check(ns, cl, md)])
+
+    def mhc_status():
+        return get("machinehealthcheck", ns, md + "-mhc").get("status") or {}
+    wait("the MachineHealthCheck to count its Machine healthy",
+         lambda: mhc_status().get("currentHealthy") == 1, 120)
+
+    # without the option: the MHC remediates the Machine in the middle of its update
+    name0, dom0 = m0["metadata"]["name"], domain_of(m0)
+    cyc0 = shutdowns(dom0[0])
+    mark = hv_log_lines()
+    apply([template(ns, "mhc-768", 768, 1, style="plain")])
+    t0 = time.monotonic()
+    set_template(ns, md, "mhc-768")
+    seen = {}
+
+    def remediated():
+        ms = [m for m in machines(ns, md) if m["metadata"]["name"] == name0]
+        if not ms:
+            assert "hc" in seen, "Machine %s went without being seen unhealthy" % name0
+            return "gone"
+        m = ms[0]
+        if updating_in_place(m):
+            seen["updating_ever"] = True
+        hc = cond(m, "HealthCheckSucceeded")
+        if hc.get("status") == "False" and "hc" not in seen:
+            done = [c for c in hv_calls(mark) if c[0] == "UpdateMachine" and c[2].startswith("done")]
+            seen.update(hc=hc, owner=cond(m, "OwnerRemediated"), updating=updating_in_place(m),
+                        at=time.monotonic() - t0, done=bool(done))
+        return "deleting" if m["metadata"].get("deletionTimestamp") and "hc" in seen else None
+    wait("the MHC to remediate Machine %s during its update" % name0, remediated, 180, 0.2)
+    took = seen["at"]
+    hc, owner = seen["hc"], seen["owner"]
+    log("without --mhc-hold: Machine %s unhealthy %.1f s into the rollout, then deleted; "
+        "HealthCheckSucceeded %s %s: %s; OwnerRemediated %s %s; CAPI's in-place update still "
+        "under way then: %s; hvupdater had answered done: %s" % (
+            name0, took, hc.get("status"), hc.get("reason"),
+            (hc.get("message") or "").replace("\n", " / "), owner.get("status"),
+            owner.get("reason"), seen["updating"], seen["done"]))
+    # judged on the NotReady the update's power cycle began (the Node was Ready before it)
+    assert hc.get("reason") == "UnhealthyNode" and "Ready on Node" in (hc.get("message") or ""), hc
+    assert seen.get("updating_ever"), "the Machine was never seen updating in place"
+    RESULTS["mhc without hold: in-place update under way / done when judged"] = "%s / %s" % (
+        seen["updating"], seen["done"])
+    assert shutdowns(dom0[0]) > cyc0, "hvupdater had not begun the power cycle"
+    assert any(c[0] == "UpdateMachine" for c in hv_calls(mark)), "no UpdateMachine call"
+    RESULTS["mhc without hold: remediated mid-update after (s)"] = round(took, 1)
+
+    def replaced():
+        ms = md_settled(ns, md, 1, "mhc-768")
+        return ms if ms and ms[0]["metadata"]["name"] != name0 else None
+    m1 = wait("CAPI to replace the remediated Machine", replaced, 300)[0]
+    wait_guests([domain_of(m1)[0]], 768, 1)
+    wait("the MachineHealthCheck to count the new Machine healthy",
+         lambda: mhc_status().get("currentHealthy") == 1, 120)
+
+    # with the option: the Machine is held while its VM is down, the update ends in place
+    restart_hvupdater("--mhc-hold")
+    try:
+        name1, dom1 = m1["metadata"]["name"], domain_of(m1)
+        cyc1 = shutdowns(dom1[0])
+        mark = hv_log_lines()
+        apply([template(ns, "mhc-1024", 1024, 1, style="plain")])
+        t1 = time.monotonic()
+        set_template(ns, md, "mhc-1024")
+        held = {"skip": None, "notready": False, "expected": None}
+
+        def in_place_done():
+            ms = machines(ns, md)
+            for m in ms:
+                ann = m["metadata"].get("annotations") or {}
+                assert m["metadata"]["name"] == name1, ("another Machine", m["metadata"]["name"])
+                assert not m["metadata"].get("deletionTimestamp"), "the held Machine is deleting"
+                if ann.get(SKIP) is not None:
+                    held["skip"] = (ann.get(SKIP), ann.get(HELD))
+                    held["expected"] = mhc_status().get("expectedMachines")
+                    if not held.get("restarted"):  # the mark must outlive its process
+                        restart_hvupdater("--mhc-hold")
+                        held["restarted"] = time.monotonic() - t1
+                assert cond(m, "HealthCheckSucceeded").get("status") != "False", \
+                    ("the MHC judged the held Machine unhealthy", cond(m, "HealthCheckSucceeded"))
+                if node_ready(m) == "False":
+                    held["notready"] = True
+            return md_settled(ns, md, 1, "mhc-1024")
+        ms = wait("the held Machine's update to end in place", in_place_done, 400, 0.2)
+        took = time.monotonic() - t1
+        assert domain_of(ms[0])[:2] == dom1[:2], ("another domain", dom1, domain_of(ms[0]))
+        assert shutdowns(dom1[0]) > cyc1, "the update did not power-cycle the domain"
+        assert held["skip"] and held["skip"][0] == "hvupdater", held
+        assert held["notready"], "the Node never went NotReady: the MHC had nothing to see"
+
+        def released():
+            m = [x for x in machines(ns, md) if x["metadata"]["name"] == name1][0]
+            ann = m["metadata"].get("annotations") or {}
+            return m if SKIP not in ann and HELD not in ann else None
+        wait("hvupdater to remove its mark", released, 120)
+        wait("the MachineHealthCheck to count the Machine healthy again",
+             lambda: mhc_status().get("currentHealthy") == 1 and
+             mhc_status().get("expectedMachines") == 1, 120)
+        lines = [json.loads(x) for x in open(HVLOG, errors="replace").readlines()[mark:]
+                 if '"mhc-' in x]
+        events = [(e.get("event") or e.get("msg"), e.get("machine")) for e in lines]
+        assert ("mhc-hold", "%s/%s" % (ns, name1)) in events, events
+        assert ("mhc-release", "%s/%s" % (ns, name1)) in events, events
+        RESULTS["mhc with hold: update in place (s)"] = round(took, 1)
+        RESULTS["mhc with hold: hvupdater restarted while held at (s)"] = round(
+            held["restarted"], 1)
+        RESULTS["mhc with hold: expectedMachines while held"] = held["expected"]
+        log("with --mhc-hold: Machine %s updated in place in %.1f s (power-cycled, Node NotReady "
+            "meanwhile, %s=%r, %s=%r, MHC expectedMachines while held: %s; hvupdater restarted "
+            "%.1f s in, while the mark was on); hvupdater logged %s"
+            % (name1, took, SKIP, held["skip"][0], HELD, held["skip"][1], held["expected"],
+               held["restarted"], sorted({e[0] for e in events})))
+    finally:
+        restart_hvupdater("")
+        kubectl("delete", "cluster", cl, "-n", ns, "--wait=false")
+
+
 # ---- KubeadmControlPlane (up.sh --kcp) -------------------------------------------------------
 
 KNS, KCL, KCP = "capi-k", "lab-k", "kcp-k"
@@ -892,7 +1064,7 @@ KCP_SCENARIOS = [scenario_kcp_scale_up, scenario_kcp_in_place, scenario_kcp_bloc
                  scenario_kcp_failing]
 
 SCENARIOS = [scenario_scale_up, scenario_in_place, scenario_restart, scenario_replacement,
-             scenario_blocked, scenario_failing]
+             scenario_blocked, scenario_failing, scenario_mhc]
 
 
 def main():

@@ -26,6 +26,7 @@
 #                                   bootstrap manager); prints HV_CAPI_KCP=1 too
 #        up.sh --restart-hvupdater  stop hvupdater serve (SIGTERM) and start it again with the
 #                                   same port, certificate and config
+#                                   (HV_CAPI_HVUPDATER_FLAGS: extra serve flags, e.g. --mhc-hold)
 # Stop with down.sh.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -81,9 +82,10 @@ $(tail -20 "$STATE/$name.log")"
 $(tail -20 "$STATE/$name.log")"
 }
 
-start_hvupdater() {
+start_hvupdater() { # HV_CAPI_HVUPDATER_FLAGS: extra serve flags (capi_e2e's mhc: --mhc-hold)
+    # shellcheck disable=SC2086
     start hvupdater "$HV_BIN" serve --listen "127.0.0.1:$HV_PORT" --cert-dir "$STATE/hvupdater-tls" \
-        --config "$STATE/hvupdater.json"
+        --config "$STATE/hvupdater.json" ${HV_CAPI_HVUPDATER_FLAGS:-}
     wait_for "hvupdater serve" hvupdater curl -sf --cacert "$STATE/hvupdater-tls/ca.crt" \
         "https://127.0.0.1:$HV_PORT/readyz"
 }
@@ -240,6 +242,11 @@ K create serviceaccount hvupdater -n hvupdater-lab >/dev/null
 sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
     -e 's/name: hvupdater-events$/name: hvupdater-lab-events/' \
     "$ROOT/deploy/kubernetes/components/events/rbac.yaml" | K apply --server-side -f - >/dev/null
+# and the MachineHealthCheck hold's (get, list, patch Machines), used when capi_e2e's mhc
+# scenario restarts hvupdater with --mhc-hold
+sed -e 's/namespace: hvupdater-system/namespace: hvupdater-lab/' \
+    -e 's/name: hvupdater-mhc-hold$/name: hvupdater-lab-mhc-hold/' \
+    "$ROOT/deploy/kubernetes/components/mhc/rbac.yaml" | K apply --server-side -f - >/dev/null
 K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"
 cat >"$STATE/hvupdater.json" <<EOF
 {"libvirt": {"uris": ["$HV_LIBVIRT_LAB_URI"]},

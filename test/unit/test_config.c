@@ -451,7 +451,7 @@ static void test_kubernetes_and_capv_identity(void **state)
     parse_ok(&c, "{\"vsphere\":{\"servers\":[{\"name\":\"vc\",\"url\":\"https://vc/sdk\","
                  "\"identityFrom\":\"capv\"}]},\"kubernetes\":{\"server\":\"https://k:6443\","
                  "\"tokenFile\":\"/t\",\"caFile\":\"/ca\",\"capvNamespace\":\"capv\","
-                 "\"timeoutSeconds\":3,\"events\":true}}");
+                 "\"timeoutSeconds\":3,\"events\":true,\"holdRemediation\":true}}");
     assert_true(c.vsphere[0].identity_capv);
     assert_null(c.vsphere[0].password_file);
     assert_string_equal(c.kube.server, "https://k:6443");
@@ -460,11 +460,13 @@ static void test_kubernetes_and_capv_identity(void **state)
     assert_string_equal(c.kube.capv_namespace, "capv");
     assert_int_equal(c.kube.timeout_s, 3);
     assert_true(c.kube.events);
+    assert_true(c.kube.mhc_hold);
     hv_config_free(&c);
     parse_ok(&c, "{}");
     assert_null(c.kube.server);
     assert_int_equal(c.kube.timeout_s, 5);
     assert_false(c.kube.events);
+    assert_false(c.kube.mhc_hold);
     hv_config_free(&c);
 }
 
@@ -498,6 +500,8 @@ static void test_bad_vsphere_servers(void **state)
     parse_fails("{\"kubernetes\":{\"server\":\"http://k:6443\"}}",
                 "kubernetes.server must be https://HOST[:PORT] without spaces");
     parse_fails("{\"kubernetes\":{\"events\":\"yes\"}}", "kubernetes.events must be a boolean");
+    parse_fails("{\"kubernetes\":{\"holdRemediation\":1}}",
+                "kubernetes.holdRemediation must be a boolean");
     parse_fails("{\"kubernetes\":{\"timeoutSeconds\":0}}",
                 "kubernetes.timeoutSeconds must be an integer from 1 to 30");
     parse_fails("{\"kubernetes\":{\"token\":\"abc\"}}", "kubernetes: unknown key \"token\"");

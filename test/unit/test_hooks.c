@@ -773,6 +773,53 @@ static void test_update_machine_by_provider_id(void **state)
     hj_free(req);
 }
 
+/* machine_vm (the remediation hold, kube/mhc.h) hears which VM serves the request's Machine,
+ * before the engine answers; a request whose VM cannot be found does not call it. */
+struct seen_vm {
+    int calls;
+    char machine[300], backend[32], uuid[64];
+};
+
+static void stub_machine_vm(void *ctx, const hj *machine, const char *backend,
+                            const struct hv_vm_ref *ref)
+{
+    struct seen_vm *v = ctx;
+    const hj *md = hj_get(machine, "metadata");
+    v->calls++;
+    snprintf(v->machine, sizeof(v->machine), "%s/%s", hj_get_str(md, "namespace"),
+             hj_get_str(md, "name"));
+    snprintf(v->backend, sizeof(v->backend), "%s", backend);
+    snprintf(v->uuid, sizeof(v->uuid), "%s", ref->uuid);
+}
+
+static void test_update_machine_tells_machine_vm(void **state)
+{
+    struct fx *f = *state;
+    struct answer a;
+    struct seen_vm v = {0};
+    f->ctx.update = stub_update;
+    f->ctx.machine_vm = stub_machine_vm;
+    f->ctx.machine_vm_ctx = &v;
+    f->st.answer.retry_after_s = 10;
+    hj *req = update_request("lvm-grow.json");
+    tu_set(req, "/desired/machine/spec/providerID", "\"libvirt://" LV_UUID "\"");
+    tu_set(req, "/desired/machine/metadata/namespace", "\"team-a\"");
+    tu_set(req, "/desired/machine/metadata/name", "\"web-0\"");
+    call(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &a);
+    hj_free(a.r);
+    assert_int_equal(v.calls, 1);
+    assert_string_equal(v.machine, "team-a/web-0");
+    assert_string_equal(v.backend, "libvirt");
+    assert_string_equal(v.uuid, LV_UUID);
+    /* no VM to name: not called */
+    tu_set(req, "/desired/infrastructureMachine/kind", "\"OtherMachine\"");
+    call(&f->ctx, HV_HOOK_UPDATE_MACHINE, req, &a);
+    hj_free(a.r);
+    assert_int_equal(v.calls, 1);
+    f->ctx.machine_vm = NULL;
+    hj_free(req);
+}
+
 static void test_update_machine_by_name(void **state)
 {
     struct fx *f = *state;
@@ -962,6 +1009,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_who, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_without_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_by_provider_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_machine_tells_machine_vm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_vsphere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_machine_failures, setup, teardown),

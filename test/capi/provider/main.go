@@ -21,6 +21,10 @@
 //     kubelet mirrors them: Running and Ready (what KCP's preflight checks read).
 //   - A deleted LibvirtMachine: its domain is destroyed and undefined, its Node deleted, its
 //     finalizer removed (and its stand-in static Pods deleted).
+//   - A Machine labelled lab.hvupdater.io/node-follows-domain=true (the MachineHealthCheck
+//     scenario) gets a Node whose Ready follows its domain as a kubelet's would: False from
+//     the moment the domain is not running until 20 s (a kubelet's start) after its guest,
+//     started again, has printed its first "hvguest:" report line on the serial console.
 //
 // Once a domain exists, spec changes of memoryMiB and vcpu are not applied by the provider:
 // in-place changes are hvupdater's job, which is what the lab tests.
@@ -69,13 +73,31 @@ const certExpiryAnnotation = "machine.cluster.x-k8s.io/certificates-expiry"
 // is external in the lab's KCP scenario).
 var staticPods = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
+// followLabel on a Machine: its Node's Ready follows its domain (guestUp).
+const followLabel = "lab.hvupdater.io/node-follows-domain"
+
 type provider struct {
 	dyn        dynamic.Interface
 	kube       kubernetes.Interface
 	uri        string
 	domainsDir string
 	prefix     string
+	runs       map[string]*domainRun // by domain name, for followLabel Machines
 }
+
+// domainRun is one run of a domain as the provider saw it: its libvirt id ("-": off), where
+// its console log stood when the run was first seen, and whether its guest has reported.
+type domainRun struct {
+	id     string
+	offset int64
+	up     bool
+	upAt   time.Time // when the guest's report was first seen (zero: up when first seen)
+}
+
+// kubeletStart is how long after its guest's first report a followLabel Machine's Node turns
+// Ready again: the time a kubelet takes to start and post Ready after a boot. The lab guest
+// boots in seconds; a real node's NotReady window after a power cycle is longer.
+const kubeletStart = 20 * time.Second
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the management cluster")
@@ -92,7 +114,7 @@ func main() {
 		log.Fatalf("provider: kubeconfig: %v", err)
 	}
 	cfg.QPS, cfg.Burst = 100, 200
-	p := &provider{uri: *uri, domainsDir: *domainsDir, prefix: *prefix}
+	p := &provider{uri: *uri, domainsDir: *domainsDir, prefix: *prefix, runs: map[string]*domainRun{}}
 	if p.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		log.Fatal(err)
 	}
@@ -260,7 +282,11 @@ func (p *provider) reconcileMachine(ctx context.Context, lm *unstructured.Unstru
 	// a KubeadmControlPlane's Machine (KCP sets this label; the lab's own control-plane
 	// Machines of the MachineDeployment clusters need no kubeadm look)
 	_, controlPlane := m.GetLabels()["cluster.x-k8s.io/control-plane-name"]
-	if err := p.ensureNode(ctx, lm.GetName(), pid, controlPlane); err != nil {
+	ready := true
+	if m.GetLabels()[followLabel] == "true" {
+		ready = p.guestUp(name)
+	}
+	if err := p.ensureNode(ctx, lm.GetName(), pid, controlPlane, ready); err != nil {
 		return err
 	}
 	if controlPlane {
@@ -333,9 +359,50 @@ func (p *provider) boot(lm *unstructured.Unstructured, name string) error {
 	return nil
 }
 
-// ensureNode keeps the Node a kubelet would register: providerID and Ready=True, and kubeadm's
-// control-plane role label and NoSchedule taint on a control-plane Machine's Node.
-func (p *provider) ensureNode(ctx context.Context, name, providerID string, controlPlane bool) error {
+// guestUp says whether domain name's Node is Ready as a kubelet would make it: the domain runs
+// and, if it was seen off or with another run before, its guest has printed an "hvguest:"
+// report on the console since this run was first seen, kubeletStart ago. A run seen first as
+// running counts as up.
+func (p *provider) guestUp(name string) bool {
+	out, err := p.virshOut("domid", name)
+	id := strings.TrimSpace(out)
+	if err != nil || id == "" || id == "-" {
+		p.runs[name] = &domainRun{id: "-"}
+		return false
+	}
+	console := filepath.Join("/var/log/libvirt/qemu", name+".console.log")
+	r := p.runs[name]
+	if r == nil {
+		r = &domainRun{id: id, up: true}
+		p.runs[name] = r
+	} else if r.id != id {
+		var size int64
+		if fi, err := os.Stat(console); err == nil {
+			size = fi.Size()
+		}
+		r = &domainRun{id: id, offset: size}
+		p.runs[name] = r
+		log.Printf("provider: domain %s runs again (id %s): its Node is NotReady until the guest reports", name, id)
+	}
+	if !r.up {
+		if f, err := os.Open(console); err == nil {
+			if _, err := f.Seek(r.offset, 0); err == nil {
+				buf := make([]byte, 1<<16)
+				n, _ := f.Read(buf)
+				if r.up = strings.Contains(string(buf[:n]), "hvguest: MemTotal="); r.up {
+					r.upAt = time.Now()
+				}
+			}
+			f.Close()
+		}
+	}
+	return r.up && time.Since(r.upAt) >= kubeletStart
+}
+
+// ensureNode keeps the Node a kubelet would register: providerID and Ready (True, or False when
+// ready is false), and kubeadm's control-plane role label and NoSchedule taint on a
+// control-plane Machine's Node.
+func (p *provider) ensureNode(ctx context.Context, name, providerID string, controlPlane, ready bool) error {
 	nodes := p.kube.CoreV1().Nodes()
 	labels := map[string]string{"lab.hvupdater.io/stand-in": "true"}
 	if controlPlane {
@@ -354,8 +421,12 @@ func (p *provider) ensureNode(ctx context.Context, name, providerID string, cont
 		return err
 	}
 	// what a healthy kubelet reports, and CAPI's NodeHealthy condition reads
+	readyStatus := corev1.ConditionTrue
+	if !ready {
+		readyStatus = corev1.ConditionFalse
+	}
 	want := map[corev1.NodeConditionType]corev1.ConditionStatus{
-		corev1.NodeReady: corev1.ConditionTrue, corev1.NodeMemoryPressure: corev1.ConditionFalse,
+		corev1.NodeReady: readyStatus, corev1.NodeMemoryPressure: corev1.ConditionFalse,
 		corev1.NodeDiskPressure: corev1.ConditionFalse, corev1.NodePIDPressure: corev1.ConditionFalse,
 	}
 	have := 0
@@ -371,10 +442,17 @@ func (p *provider) ensureNode(ctx context.Context, name, providerID string, cont
 	n.Status.Conditions = nil
 	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure,
 		corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		msg := "written by the CAPI lab's stand-in provider (no kubelet)"
+		if t == corev1.NodeReady && !ready {
+			msg = "the domain is off or its guest has not reported since it started (stand-in provider)"
+		}
 		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
 			Type: t, Status: want[t], Reason: "StandIn", LastHeartbeatTime: now, LastTransitionTime: now,
-			Message: "written by the CAPI lab's stand-in provider (no kubelet)",
+			Message: msg,
 		})
+	}
+	if !ready {
+		log.Printf("provider: Node %s NotReady", name)
 	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
