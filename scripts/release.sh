@@ -14,6 +14,7 @@
 #   metadata.yaml                      clusterctl's release series -> contract
 #   client-certs.yaml                  the optional client-certificate component (kubectl
 #   client-certs-patch.json            apply; then patch the Deployment with the JSON patch)
+#   mhc-hold.yaml, mhc-hold-patch.json the optional MachineHealthCheck hold (the same way)
 #   hvupdater-VERSION.tgz              the Helm chart (helm package; image.tag pinned to
 #                                      VERSION@DIGEST, image.repository to set)
 #   hvupdater_VERSION_<arch>.deb       the Debian package (Release build, cpack)
@@ -53,7 +54,8 @@ echo "$DIGEST" >"$OUT/hvupdater-$VERSION.oci.digest"
 log "clusterctl provider files (image pinned to $DIGEST)"
 python3 "$ROOT/scripts/render-manifests.py" --tools "$TOOLS" --out "$WORK/render" \
     --version "$VERSION" >/dev/null
-for f in runtime-extension-components.yaml client-certs.yaml client-certs-patch.json; do
+for f in runtime-extension-components.yaml client-certs.yaml client-certs-patch.json \
+    mhc-hold.yaml mhc-hold-patch.json; do
     cp "$WORK/render/deploy/clusterctl/$f" "$OUT/$f"
 done
 cp "$ROOT/deploy/clusterctl/metadata.yaml" "$OUT/metadata.yaml"
@@ -92,7 +94,7 @@ cp "$WORK"/deb/hvupdater_"$VERSION"_*.deb "$OUT/"
 log "checksums"
 (cd "$OUT" && rm -f SHA256SUMS &&
     sha256sum runtime-extension-components.yaml metadata.yaml client-certs.yaml \
-        client-certs-patch.json "hvupdater-$VERSION.tgz" hvupdater_"$VERSION"_*.deb \
+        client-certs-patch.json mhc-hold.yaml mhc-hold-patch.json "hvupdater-$VERSION.tgz" hvupdater_"$VERSION"_*.deb \
         "hvupdater-$VERSION.oci.tar" "hvupdater-$VERSION.oci.digest" >SHA256SUMS.tmp &&
     mv SHA256SUMS.tmp SHA256SUMS)
 log "release $VERSION in $OUT:"

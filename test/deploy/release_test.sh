@@ -20,7 +20,7 @@ else
     fail "release.sh $version: $(tail -20 "$work/release.log")"
 fi
 for f in runtime-extension-components.yaml metadata.yaml client-certs.yaml \
-    client-certs-patch.json "hvupdater-$version.tgz" "hvupdater-$version.oci.tar" \
+    client-certs-patch.json mhc-hold.yaml mhc-hold-patch.json "hvupdater-$version.tgz" "hvupdater-$version.oci.tar" \
     "hvupdater-$version.oci.digest" SHA256SUMS; do
     if [ -s "$work/out/$f" ]; then ok "release holds $f"; else fail "release lacks $f"; fi
 done
@@ -31,8 +31,8 @@ else
     fail "release lacks hvupdater_${version}_*.deb"
 fi
 if (cd "$work/out" && sha256sum --quiet -c SHA256SUMS) >"$work/sums.log" 2>&1 &&
-    [ "$(wc -l <"$work/out/SHA256SUMS")" = 8 ]; then
-    ok "SHA256SUMS covers the eight files and matches them"
+    [ "$(wc -l <"$work/out/SHA256SUMS")" = 10 ]; then
+    ok "SHA256SUMS covers the ten files and matches them"
 else
     fail "SHA256SUMS: $(cat "$work/sums.log") ($(wc -l <"$work/out/SHA256SUMS") lines)"
 fi
@@ -91,7 +91,7 @@ if tar -xOzf "$work/out/hvupdater-$version.tgz" hvupdater/values.yaml 2>/dev/nul
 else
     fail "the packaged chart's image.tag is not $version@$digest"
 fi
-for f in metadata.yaml client-certs.yaml client-certs-patch.json; do
+for f in metadata.yaml client-certs.yaml client-certs-patch.json mhc-hold.yaml mhc-hold-patch.json; do
     if cmp -s "$work/out/$f" "$src/deploy/clusterctl/$f"; then
         ok "$f is deploy/clusterctl/$f"
     else
