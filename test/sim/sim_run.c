@@ -1,12 +1,13 @@
 /* sim_run.c: one seeded run of the simulation: the replicas (real engines, driven), the
  * simulated CAPI callers (through the real hook code: hv_hooks_own_plan for
  * CanUpdateMachine, hv_hooks_own_update for UpdateMachine, on requests parsed from JSON), the
- * step loop on the simulated clock, and the six invariants. */
+ * step loop on the simulated clock, and the seven invariants (7-legal-transition: sim_world.c). */
 #include "sim.h"
 #include "engine.h"
 #include "json.h"
 #include "log.h"
 #include "oprecord.h"
+#include "phase.h"
 #include "plan.h"
 #include "profile.h"
 #include "settings.h"
@@ -23,8 +24,8 @@
 #define IDLE_MS       (120 * 1000) /* the engine's entry_idle_ms in the simulation */
 
 static const char *const inv_names[INV_COUNT] = {
-    "none",         "1-done-shows", "2-power-cycles", "3-operations-end", "4-covered-ends-done",
-    "5-no-vm-lost", "6-engine-idle"};
+    "none",         "1-done-shows",  "2-power-cycles",    "3-operations-end", "4-covered-ends-done",
+    "5-no-vm-lost", "6-engine-idle", "7-legal-transition"};
 
 const char *sim_inv_name(enum sim_inv i)
 {
@@ -833,6 +834,7 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     if (!s)
         abort();
     s->o = *o;
+    hv_phase_set_strict(true); /* an illegal phase move aborts, whatever the build type */
     s->rng = o->seed * 0x2545F4914F6CDD1DULL + 7;
     s->unix0 = 1800000000;
     hv_log_set_level(o->trace && getenv("HV_SIM_LOG") ? HV_LOG_INFO
