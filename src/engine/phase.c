@@ -71,6 +71,16 @@ void hv_rec_move_at(struct hv_oprecord *r, enum hv_phase to, bool cold, int64_t 
     r->down_at = down_at;
 }
 
+int64_t hv_rec_taken_over_at(const struct hv_oprecord *r)
+{
+    return r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF ? r->down_at : 0;
+}
+
+int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r)
+{
+    return r->phase == HV_PH_FAILED ? r->down_at : 0;
+}
+
 void hv_rec_clear(struct hv_oprecord *r)
 {
     memset(r, 0, sizeof(*r));

@@ -28,6 +28,15 @@ void hv_rec_move_at(struct hv_oprecord *r, enum hv_phase to, bool cold, int64_t 
 /* Only the phase (cold and downAt kept). */
 #define hv_rec_set_phase(r, to, why) hv_rec_move((r), (to), (r)->cold, (r)->down_at, (why))
 
+/* downAt's two meanings, named by phase (the record on the VM keeps its one field, downAt):
+ * taken over: in phase shutdown or power-off, that step is an older operation's, taken over
+ * by this one, which needs no power cycle itself and sends none (when it was sent; 0: the
+ * step is this operation's own). */
+int64_t hv_rec_taken_over_at(const struct hv_oprecord *r);
+/* failed upon: in phase failed, when a shutdown or power-off the Failure came upon in flight
+ * was sent: the VM may still go down, and is started again once it is off (0: none). */
+int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r);
+
 /* A new record (all zero: phase none, not cold, no downAt): a new operation begins. */
 void hv_rec_clear(struct hv_oprecord *r);
 

@@ -1106,8 +1106,7 @@ static void cold_on_path(struct pass *p)
      * sends no step of its own (no new cycle for hardware that needs none). Once that step
      * has not taken the VM down within the time it could (see old_step_recent), it will not:
      * the operation goes on as planned, live, and the slot goes back with the record. */
-    bool inherited =
-        p->rec.down_at && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    bool inherited = hv_rec_taken_over_at(&p->rec) != 0;
     if (inherited && elapsed >= p->s->shutdown_timeout_s + cfg->step_timeout_s) {
         hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "a taken-over step did not take the VM down");
         live_path(p);
@@ -1425,8 +1424,8 @@ static bool one_pass(struct pass *p)
     /* (also a Failure that came upon such a shutdown or power-off while it may still land:
      * downAt) */
     bool old_failed_down =
-        had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
-        p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+        had && on_now && p->rec.cold && hv_rec_failed_upon_at(&p->rec) &&
+        p->now - hv_rec_failed_upon_at(&p->rec) < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
     /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
      * that shows takes no cycle for it) */
     bool old_step_recent =
@@ -1445,7 +1444,7 @@ static bool one_pass(struct pass *p)
      * (A -> B hot-plugged, then back to A, then B again) */
     bool other_open = had && !hv_hw_equal(&p->rec.desired, desired) &&
                       p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF;
-    int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
+    int64_t old_step_at = old_failed_down ? hv_rec_failed_upon_at(&p->rec) : p->rec.step_at;
     bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
@@ -1465,15 +1464,17 @@ static bool one_pass(struct pass *p)
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            bool landed = p->rec.down_at != 0; /* the shutdown it came upon landed now */
+            bool landed =
+                hv_rec_failed_upon_at(&p->rec) != 0; /* the shutdown it came upon landed now */
             if (landed) {
                 hv_rec_move(&p->rec, p->rec.phase, p->rec.cold, 0, "failed: the shutdown landed");
                 p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
             }
             if (power_on_anyway(p) || landed)
                 store(p); /* counted */
-        } else if (p->rec.cold && p->rec.down_at && on_now &&
-                   p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
+        } else if (p->rec.cold && hv_rec_failed_upon_at(&p->rec) && on_now &&
+                   p->now - hv_rec_failed_upon_at(&p->rec) <
+                       s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
             p->going_down = true; /* a shutdown or power-off it came upon may land yet */
         }
         answer_sticky(out, p->rec.message);
