@@ -573,7 +573,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 /* Invariant 7-legal-transition: a record write of a VM (stored, after its trace line) moves
  * its operation's phase as the engine's table allows. The same operation (the same start and
  * desired hardware) goes from the phase of the record it replaces; a new one (no record
- * before, the operator cleared it, another start or other hardware) from none. */
+ * before, the operator cleared it, another start or other hardware) from none. And the
+ * power the world gives the VM agrees with the phase moved to (below). */
 static void check_record_move(struct sim *s, struct sim_vm *v, bool had,
                               const struct hv_oprecord *before)
 {
@@ -583,11 +584,29 @@ static void check_record_move(struct sim *s, struct sim_vm *v, bool had,
     bool same =
         had && before->started_at == n->started_at && hv_hw_equal(&before->desired, &n->desired);
     enum hv_phase from = same ? before->phase : HV_PH_NONE;
-    if (!hv_phase_move_allowed(from, n->phase))
+    if (!hv_phase_move_allowed(from, n->phase)) {
         sim_break(s, INV_LEGAL,
-                  "%s: the record moved %s -> %s (operation started %lld), not in "
-                  "the engine's phase table",
+                  "%s: the record moved %s -> %s (operation started %lld), not in the engine's "
+                  "phase table",
                   v->name, hv_phase_name(from), hv_phase_name(n->phase), (long long)n->started_at);
+        return;
+    }
+    /* The world's own facts, not the engine's table: within a pass nothing but the engine's
+     * own acts changes a VM, and a record that moves to a step's phase is written before
+     * that step (a live step's with it): to reconfigure or power-on only for a VM that is
+     * off, to planned, live, wait-live, shutdown or power-off only for one that runs. */
+    if (from == n->phase)
+        return;
+    bool wants_off = n->phase == HV_PH_RECONFIGURE || n->phase == HV_PH_POWER_ON;
+    bool wants_on = n->phase == HV_PH_PLANNED || n->phase == HV_PH_LIVE ||
+                    n->phase == HV_PH_WAIT_LIVE || n->phase == HV_PH_SHUTDOWN ||
+                    n->phase == HV_PH_POWER_OFF;
+    if ((wants_off && v->power != HV_POWER_OFF) || (wants_on && v->power != HV_POWER_ON)) {
+        static const char *const powers[] = {"unknown", "on", "off", "paused"};
+        sim_break(s, INV_LEGAL, "%s: the record moved %s -> %s while the VM is %s", v->name,
+                  hv_phase_name(from), hv_phase_name(n->phase),
+                  v->power <= HV_POWER_PAUSED ? powers[v->power] : "unknown");
+    }
 }
 
 /* The record before a write, for check_record_move. */
