@@ -12,10 +12,12 @@
 #include "profile.h"
 #include "settings.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BOUND_MS      (180 * 1000) /* an operation ends within its deadline plus this */
 #define OBSERVING_MAX 10           /* "observing the VM" answers after a Failure that keep it */
@@ -828,6 +830,25 @@ static void run_engines(struct sim *s, int max_each)
     }
 }
 
+/* The run under way, for a message when the engine's own check aborts it (an illegal phase
+ * move: hv_rec_move names from, to and the call site; this names the seed and the step). */
+static volatile sig_atomic_t abort_seed_set;
+static char abort_note[256];
+static const struct sim *abort_sim;
+
+static void on_abort(int sig)
+{
+    (void)sig;
+    if (abort_seed_set && abort_sim) {
+        char m[320];
+        int n = snprintf(m, sizeof(m), "%s%d\n", abort_note, abort_sim->step);
+        if (n > 0)
+            (void)!write(2, m, (size_t)n < sizeof(m) ? (size_t)n : sizeof(m) - 1);
+    }
+    signal(SIGABRT, SIG_DFL);
+    raise(SIGABRT);
+}
+
 bool sim_run(const struct sim_opts *o, struct sim_result *out)
 {
     struct sim *s = calloc(1, sizeof(*s));
@@ -835,6 +856,13 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
         abort();
     s->o = *o;
     hv_phase_set_strict(true); /* an illegal phase move aborts, whatever the build type */
+    snprintf(abort_note, sizeof(abort_note),
+             "sim: the engine aborted seed %llu (replay: sim_main "
+             "--seed %llu --steps %d --trace) at step ",
+             (unsigned long long)o->seed, (unsigned long long)o->seed, o->steps);
+    abort_sim = s;
+    abort_seed_set = 1;
+    signal(SIGABRT, on_abort);
     s->rng = o->seed * 0x2545F4914F6CDD1DULL + 7;
     s->unix0 = 1800000000;
     hv_log_set_level(o->trace && getenv("HV_SIM_LOG") ? HV_LOG_INFO
@@ -939,6 +967,8 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     bool ok = !s->r.broken;
     if (out)
         *out = s->r;
+    abort_seed_set = 0;
+    abort_sim = NULL;
     free(s);
     return ok;
 }
