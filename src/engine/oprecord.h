@@ -51,7 +51,9 @@ struct hv_oprecord {
     /* phase failed: when a shutdown or power-off sent for a power cycle that the Failure
      * came upon in flight was sent (unix seconds; 0: none): the VM may still go down.
      * Phase shutdown or power-off: that step is an older operation's, taken over by this one,
-     * which needs no power cycle itself (it sends none of its own) */
+     * which needs no power cycle itself (it sends none of its own). Read it by its two
+     * names, hv_rec_failed_upon_at and hv_rec_taken_over_at (phase.h); write it only with
+     * hv_rec_move */
     int64_t down_at;
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */

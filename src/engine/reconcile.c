@@ -3,6 +3,7 @@
  * the record; write the record (intent) before acting; act once; answer. Nothing here
  * remembers anything between passes except through the record and the slot table. */
 #include "reconcile.h"
+#include "phase.h"
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
@@ -333,12 +334,12 @@ static bool store(struct pass *p)
  * for people and never parsed). */
 static void fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
 {
-    p->rec.phase = HV_PH_FAILED;
     p->rec.step_at = p->now;
     if (p->down_at) { /* the VM is still going down: started again once it is off */
-        p->rec.cold = true;
-        p->rec.down_at = p->down_at;
+        hv_rec_move(&p->rec, HV_PH_FAILED, true, p->down_at, "sticky failure, VM going down");
         p->going_down = true;
+    } else {
+        hv_rec_set_phase(&p->rec, HV_PH_FAILED, "sticky failure");
     }
     snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
     /* The slot goes back at the end of the pass (hv_reconcile_key) once the stored Failure
@@ -498,9 +499,9 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
 {
     if (p->rec.phase != phase)
         p->rec.attempts = 0;
-    p->rec.phase = phase;
+    /* (a step taken over, if any, is past: this one is the operation's) */
+    hv_rec_move(&p->rec, phase, p->rec.cold, 0, "step");
     p->rec.step_at = p->now;
-    p->rec.down_at = 0; /* (a step taken over, if any, is past: this one is the operation's) */
     if (kind == HV_STEP_POWER_ON)
         p->rec.starts++; /* recorded with the step; taken back below if it is refused */
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
@@ -519,7 +520,7 @@ static bool step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, co
     char carried[HV_RECORD_MAX];
     p->carried = false;
     if (live && p->carry && p->be->ops->record_in_step) {
-        waiting.phase = HV_PH_WAIT_LIVE;
+        hv_rec_set_phase(&waiting, HV_PH_WAIT_LIVE, "last live step carries the record");
         snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
         policy_of(p->s, waiting.policy, sizeof(waiting.policy));
         waiting.ref = *p->ref;
@@ -657,7 +658,7 @@ static void done(struct pass *p, bool had_record, const char *note)
     /* Another replica may have finished what this one began: give back any slot held here. */
     p->b->slot_release(p->b->ctx, p->key);
     if (had_record && p->rec.phase != HV_PH_DONE) {
-        p->rec.phase = HV_PH_DONE;
+        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done");
         p->rec.step_at = p->now;
         snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
         hv_metrics_operation("done", "success");
@@ -669,12 +670,12 @@ static void done(struct pass *p, bool had_record, const char *note)
         /* The record is another hardware's sticky Failure: this state is done now, so a
          * later return to that hardware (A -> B -> A) begins anew instead of answering the
          * old Failure. Best effort: the done stands if the record cannot be written. */
-        memset(&p->rec, 0, sizeof(p->rec));
+        hv_rec_clear(&p->rec);
         p->rec.desired = *p->desired;
         p->rec.started_at = p->rec.step_at = p->now;
         for (int f = 0; f < HV_F_COUNT; f++)
             snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
-        p->rec.phase = HV_PH_DONE;
+        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done over another hardware's failure");
         snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
         (void)store(p);
     }
@@ -970,7 +971,7 @@ static bool begin(struct pass *p)
     bool started = powered && old.phase == HV_PH_POWER_ON;
     bool booting = (started || (powered && old.phase == HV_PH_DONE)) && /* done since */
                    p->now - old.step_at < p->s->live_timeout_s;
-    memset(&p->rec, 0, sizeof(p->rec));
+    hv_rec_clear(&p->rec);
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
     p->rec.prev.cpus = p->desired->cpus >= 0 ? p->obs.config.cpus : -1;
@@ -1004,7 +1005,7 @@ static bool begin(struct pass *p)
                 cold_field = fnames[f];
                 cold_reason = fp[f].reason;
             }
-            p->rec.cold = true;
+            hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: a field needs a cycle");
             break;
         case HV_HOW_IMPOSSIBLE: {
             char m[400];
@@ -1017,7 +1018,7 @@ static bool begin(struct pass *p)
     if (!required_ok(p, fp, started && !booting))
         return false;
     if (!on)
-        p->rec.cold = true; /* an off VM is simply reconfigured */
+        hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: the VM is off");
     if (p->rec.cold && on && p->s->power_cycle == HV_PC_NEVER) {
         char m[400];
         snprintf(m, sizeof(m), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
@@ -1026,7 +1027,7 @@ static bool begin(struct pass *p)
         fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, m);
         return false;
     }
-    p->rec.phase = HV_PH_NONE;
+    hv_rec_set_phase(&p->rec, HV_PH_NONE, "begun");
     p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
@@ -1105,12 +1106,9 @@ static void cold_on_path(struct pass *p)
      * sends no step of its own (no new cycle for hardware that needs none). Once that step
      * has not taken the VM down within the time it could (see old_step_recent), it will not:
      * the operation goes on as planned, live, and the slot goes back with the record. */
-    bool inherited =
-        p->rec.down_at && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    bool inherited = hv_rec_taken_over_at(&p->rec) != 0;
     if (inherited && elapsed >= p->s->shutdown_timeout_s + cfg->step_timeout_s) {
-        p->rec.cold = false;
-        p->rec.down_at = 0;
-        p->rec.phase = HV_PH_NONE;
+        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "a taken-over step did not take the VM down");
         live_path(p);
         return;
     }
@@ -1189,7 +1187,7 @@ static void cold_on_path(struct pass *p)
                                "pause the cluster (spec.paused) and retry"));
             return;
         }
-        p->rec.phase = HV_PH_NONE;
+        hv_rec_set_phase(&p->rec, HV_PH_NONE, "on again before reconfigured");
         /* shut it down again */
         __attribute__((fallthrough));
     default:; /* (an empty statement: a label is followed by a statement in C17) */
@@ -1202,7 +1200,7 @@ static void cold_on_path(struct pass *p)
         }
         if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
             if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
-                p->rec.phase = HV_PH_PLANNED;
+                hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
                 if (!store(p))
                     return;
             }
@@ -1229,8 +1227,7 @@ static void live_path(struct pass *p)
         }
         if (p->s->power_cycle == HV_PC_IF_NEEDED) {
             hv_log(HV_LOG_INFO, "live-timeout", "vm", p->key, "next", "power cycle", (char *)NULL);
-            p->rec.cold = true;
-            p->rec.phase = HV_PH_NONE;
+            hv_rec_move(&p->rec, HV_PH_NONE, true, p->rec.down_at, "live timeout: power cycle");
             cold_on_path(p);
             return;
         }
@@ -1262,7 +1259,7 @@ static void live_path(struct pass *p)
          * a restart or another replica that sees the change sees what to compare it with
          * (a backend that stores the record with the step needs no separate write when that
          * step is the only one: only the last step carries it) */
-        p->rec.phase = HV_PH_LIVE;
+        hv_rec_set_phase(&p->rec, HV_PH_LIVE, "record before the first live step");
         p->rec.step_at = p->now;
         if (!store(p))
             return;
@@ -1279,7 +1276,7 @@ static void live_path(struct pass *p)
     p->carry = false;
     bool stepped = p->rec.phase == HV_PH_LIVE || p->carried;
     if (!p->carried) {
-        p->rec.phase = HV_PH_WAIT_LIVE;
+        hv_rec_set_phase(&p->rec, HV_PH_WAIT_LIVE, "live steps issued");
         p->rec.step_at = p->now;
         if (!store(p))
             return;
@@ -1427,8 +1424,8 @@ static bool one_pass(struct pass *p)
     /* (also a Failure that came upon such a shutdown or power-off while it may still land:
      * downAt) */
     bool old_failed_down =
-        had && on_now && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->rec.down_at &&
-        p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
+        had && on_now && p->rec.cold && hv_rec_failed_upon_at(&p->rec) &&
+        p->now - hv_rec_failed_upon_at(&p->rec) < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
     /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
      * that shows takes no cycle for it) */
     bool old_step_recent =
@@ -1447,7 +1444,7 @@ static bool one_pass(struct pass *p)
      * (A -> B hot-plugged, then back to A, then B again) */
     bool other_open = had && !hv_hw_equal(&p->rec.desired, desired) &&
                       p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF;
-    int64_t old_step_at = old_failed_down ? p->rec.down_at : p->rec.step_at;
+    int64_t old_step_at = old_failed_down ? hv_rec_failed_upon_at(&p->rec) : p->rec.step_at;
     bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
     if (had && !hv_hw_equal(&p->rec.desired, desired))
         had = false;
@@ -1467,15 +1464,17 @@ static bool one_pass(struct pass *p)
         } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
             /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
              * a failure must not leave the VM off. Best effort, every call. */
-            bool landed = p->rec.down_at != 0; /* the shutdown it came upon landed now */
+            bool landed =
+                hv_rec_failed_upon_at(&p->rec) != 0; /* the shutdown it came upon landed now */
             if (landed) {
-                p->rec.down_at = 0;
+                hv_rec_move(&p->rec, p->rec.phase, p->rec.cold, 0, "failed: the shutdown landed");
                 p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
             }
             if (power_on_anyway(p) || landed)
                 store(p); /* counted */
-        } else if (p->rec.cold && p->rec.down_at && on_now &&
-                   p->now - p->rec.down_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
+        } else if (p->rec.cold && hv_rec_failed_upon_at(&p->rec) && on_now &&
+                   p->now - hv_rec_failed_upon_at(&p->rec) <
+                       s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
             p->going_down = true; /* a shutdown or power-off it came upon may land yet */
         }
         answer_sticky(out, p->rec.message);
@@ -1555,10 +1554,8 @@ static bool one_pass(struct pass *p)
         if (old_going_down) { /* the cycle already under way is this operation's now */
             /* (an operation that needs no cycle of its own only waits for that step: its
              * record says when it was sent, downAt, see cold_on_path) */
-            if (!p->rec.cold)
-                p->rec.down_at = old_step_at;
-            p->rec.cold = true;
-            p->rec.phase = old_phase;
+            hv_rec_move(&p->rec, old_phase, true, p->rec.cold ? p->rec.down_at : old_step_at,
+                        "takes the cycle under way over");
             p->rec.step_at = old_step_at;
             p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
             if (!store(p))

@@ -24,7 +24,7 @@ static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
 static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
-static atomic_ulong passes, record_writes;
+static atomic_ulong passes, record_writes, illegal_transitions;
 static atomic_long passes_pending;
 
 #define NAMED_MAX 64
@@ -133,6 +133,11 @@ void hv_metrics_passes_pending(long delta)
 void hv_metrics_record_write(void)
 {
     atomic_fetch_add(&record_writes, 1);
+}
+
+void hv_metrics_illegal_transition(void)
+{
+    atomic_fetch_add(&illegal_transitions, 1);
 }
 
 void hv_metrics_step(const char *step, double seconds)
@@ -385,8 +390,13 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
             "# HELP hvupdater_passes_pending Engine passes queued or running now.\n"
             "# TYPE hvupdater_passes_pending gauge\nhvupdater_passes_pending %ld\n"
             "# HELP hvupdater_record_writes_total Operation records written to VMs.\n"
-            "# TYPE hvupdater_record_writes_total counter\nhvupdater_record_writes_total %lu\n",
-            atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes));
+            "# TYPE hvupdater_record_writes_total counter\nhvupdater_record_writes_total %lu\n"
+            "# HELP hvupdater_engine_illegal_transitions_total Operation record phase moves "
+            "outside the engine's table (a defect; carried out and logged).\n"
+            "# TYPE hvupdater_engine_illegal_transitions_total counter\n"
+            "hvupdater_engine_illegal_transitions_total %lu\n",
+            atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes),
+            atomic_load(&illegal_transitions));
     pthread_mutex_lock(&named_lock);
     bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
                 "server (libvirt URI or vCenter name).\n"

@@ -35,6 +35,8 @@ enum sim_inv {
     INV_NO_LOSS,        /* 5: every VM exists at the end, powered as before, old or new
                            configuration, never a mix */
     INV_IDLE,           /* 6: the engine's memory (entries, slots, timers) returns to idle */
+    INV_LEGAL,          /* 7: every record write of a VM moves its operation's phase as the
+                           engine's table allows (hv_phase_move_allowed) */
     INV_COUNT
 };
 

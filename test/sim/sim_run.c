@@ -1,20 +1,23 @@
 /* sim_run.c: one seeded run of the simulation: the replicas (real engines, driven), the
  * simulated CAPI callers (through the real hook code: hv_hooks_own_plan for
  * CanUpdateMachine, hv_hooks_own_update for UpdateMachine, on requests parsed from JSON), the
- * step loop on the simulated clock, and the six invariants. */
+ * step loop on the simulated clock, and the seven invariants (7-legal-transition: sim_world.c). */
 #include "sim.h"
 #include "engine.h"
 #include "json.h"
 #include "log.h"
 #include "oprecord.h"
+#include "phase.h"
 #include "plan.h"
 #include "profile.h"
 #include "settings.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BOUND_MS      (180 * 1000) /* an operation ends within its deadline plus this */
 #define OBSERVING_MAX 10           /* "observing the VM" answers after a Failure that keep it */
@@ -23,8 +26,8 @@
 #define IDLE_MS       (120 * 1000) /* the engine's entry_idle_ms in the simulation */
 
 static const char *const inv_names[INV_COUNT] = {
-    "none",         "1-done-shows", "2-power-cycles", "3-operations-end", "4-covered-ends-done",
-    "5-no-vm-lost", "6-engine-idle"};
+    "none",         "1-done-shows",  "2-power-cycles",    "3-operations-end", "4-covered-ends-done",
+    "5-no-vm-lost", "6-engine-idle", "7-legal-transition"};
 
 const char *sim_inv_name(enum sim_inv i)
 {
@@ -827,12 +830,39 @@ static void run_engines(struct sim *s, int max_each)
     }
 }
 
+/* The run under way, for a message when the engine's own check aborts it (an illegal phase
+ * move: hv_rec_move names from, to and the call site; this names the seed and the step). */
+static volatile sig_atomic_t abort_seed_set;
+static char abort_note[256];
+static const struct sim *abort_sim;
+
+static void on_abort(int sig)
+{
+    (void)sig;
+    if (abort_seed_set && abort_sim) {
+        char m[320];
+        int n = snprintf(m, sizeof(m), "%s%d\n", abort_note, abort_sim->step);
+        if (n > 0)
+            (void)!write(2, m, (size_t)n < sizeof(m) ? (size_t)n : sizeof(m) - 1);
+    }
+    signal(SIGABRT, SIG_DFL);
+    raise(SIGABRT);
+}
+
 bool sim_run(const struct sim_opts *o, struct sim_result *out)
 {
     struct sim *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
     s->o = *o;
+    hv_phase_set_strict(true); /* an illegal phase move aborts, whatever the build type */
+    snprintf(abort_note, sizeof(abort_note),
+             "sim: the engine aborted seed %llu (replay: sim_main "
+             "--seed %llu --steps %d --trace) at step ",
+             (unsigned long long)o->seed, (unsigned long long)o->seed, o->steps);
+    abort_sim = s;
+    abort_seed_set = 1;
+    signal(SIGABRT, on_abort);
     s->rng = o->seed * 0x2545F4914F6CDD1DULL + 7;
     s->unix0 = 1800000000;
     hv_log_set_level(o->trace && getenv("HV_SIM_LOG") ? HV_LOG_INFO
@@ -937,6 +967,8 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     bool ok = !s->r.broken;
     if (out)
         *out = s->r;
+    abort_seed_set = 0;
+    abort_sim = NULL;
     free(s);
     return ok;
 }

@@ -6,6 +6,7 @@
  * changes come from sim_world_fault; everything is driven by the run's seed and clock. */
 #include "sim.h"
 #include "oprecord.h"
+#include "phase.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -569,6 +570,54 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                                   : "");
 }
 
+/* Invariant 7-legal-transition: a record write of a VM (stored, after its trace line) moves
+ * its operation's phase as the engine's table allows. The same operation (the same start and
+ * desired hardware) goes from the phase of the record it replaces; a new one (no record
+ * before, the operator cleared it, another start or other hardware) from none. And the
+ * power the world gives the VM agrees with the phase moved to (below). */
+static void check_record_move(struct sim *s, struct sim_vm *v, bool had,
+                              const struct hv_oprecord *before)
+{
+    const struct hv_oprecord *n = sim_record(v);
+    if (!n)
+        return;
+    bool same =
+        had && before->started_at == n->started_at && hv_hw_equal(&before->desired, &n->desired);
+    enum hv_phase from = same ? before->phase : HV_PH_NONE;
+    if (!hv_phase_move_allowed(from, n->phase)) {
+        sim_break(s, INV_LEGAL,
+                  "%s: the record moved %s -> %s (operation started %lld), not in the engine's "
+                  "phase table",
+                  v->name, hv_phase_name(from), hv_phase_name(n->phase), (long long)n->started_at);
+        return;
+    }
+    /* The world's own facts, not the engine's table: within a pass nothing but the engine's
+     * own acts changes a VM, and a record that moves to a step's phase is written before
+     * that step (a live step's with it): to reconfigure or power-on only for a VM that is
+     * off, to planned, live, wait-live, shutdown or power-off only for one that runs. */
+    if (from == n->phase)
+        return;
+    bool wants_off = n->phase == HV_PH_RECONFIGURE || n->phase == HV_PH_POWER_ON;
+    bool wants_on = n->phase == HV_PH_PLANNED || n->phase == HV_PH_LIVE ||
+                    n->phase == HV_PH_WAIT_LIVE || n->phase == HV_PH_SHUTDOWN ||
+                    n->phase == HV_PH_POWER_OFF;
+    if ((wants_off && v->power != HV_POWER_OFF) || (wants_on && v->power != HV_POWER_ON)) {
+        static const char *const powers[] = {"unknown", "on", "off", "paused"};
+        sim_break(s, INV_LEGAL, "%s: the record moved %s -> %s while the VM is %s", v->name,
+                  hv_phase_name(from), hv_phase_name(n->phase),
+                  v->power <= HV_POWER_PAUSED ? powers[v->power] : "unknown");
+    }
+}
+
+/* The record before a write, for check_record_move. */
+static bool record_before(struct sim_vm *v, struct hv_oprecord *out)
+{
+    const struct hv_oprecord *o = sim_record(v);
+    if (o)
+        *out = *o;
+    return o != NULL;
+}
+
 static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
                  struct hv_err *err)
 {
@@ -686,10 +735,13 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         break;
     }
     if (st->record && s->record_in_step && st->record_stored) {
+        struct hv_oprecord before;
+        bool had = record_before(v, &before);
         sim_set_record(v, st->record);
         *st->record_stored = true;
         sim_note(s, "  record %s by r%d (with act %d): %s", v->name, rep_of(b)->idx, st->kind,
                  st->record);
+        check_record_move(s, v, had, &before);
     }
     if (st->seen_after && s->record_in_step && v->exists) {
         fill_obs(s, k, st->seen_after, true);
@@ -720,8 +772,11 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         err_set(err, HV_E_NOT_FOUND, "gone");
         return HV_E_NOT_FOUND;
     }
+    struct hv_oprecord before;
+    bool had = record_before(&s->vms[k], &before);
     sim_set_record(&s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
+    check_record_move(s, &s->vms[k], had, &before);
     return HV_OK;
 }
 
