@@ -38,6 +38,7 @@ static const struct {
     {"hook", "Hook call answered", "message"},
     {"http", "HTTP server message", NULL},
     {"http-error", "Request refused", "message"},
+    {"illegal-phase-move", "Operation record moved against the phase table", NULL},
     {"insecure-tls", "TLS verification of a vCenter is off", NULL},
     {"listening", "Serving hooks", NULL},
     {"live-timeout", "Live change timed out, power cycling", NULL},
