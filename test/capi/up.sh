@@ -244,7 +244,7 @@ sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/
     "$ROOT/deploy/kubernetes/components/events/rbac.yaml" | K apply --server-side -f - >/dev/null
 # and the MachineHealthCheck hold's (get, list, patch Machines), used when capi_e2e's mhc
 # scenario restarts hvupdater with --mhc-hold
-sed -e 's/namespace: hvupdater-system/namespace: hvupdater-lab/' \
+sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
     -e 's/name: hvupdater-mhc-hold$/name: hvupdater-lab-mhc-hold/' \
     "$ROOT/deploy/kubernetes/components/mhc/rbac.yaml" | K apply --server-side -f - >/dev/null
 K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"
