@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "mhc.h"
 #include "oprecord.h"
+#include "phase.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -43,14 +44,7 @@ static void track_machine(void *ctx, const hj *machine, const char *backend,
                           const struct hv_vm_ref *ref)
 {
     const hj *md = hj_get(machine, "metadata");
-    const struct {
-        const char *key, *val;
-    } f[] = {{"server", ref->server}, {"uuid", ref->uuid},       {"name", ref->name},
-             {"disk", ref->disk},     {"cluster", ref->cluster}, {"thumbprint", ref->thumbprint}};
-    hj *o = hj_new_object();
-    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
-        if (f[k].val[0])
-            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+    hj *o = hv_vm_ref_to_json(ref);
     char *text = hj_dump(o, NULL);
     hj_free(o);
     if (text)
@@ -71,17 +65,7 @@ static enum hv_mhc_vm vm_state(void *ctx, const char *backend, const char *ref_t
     }
     struct hv_vm_ref ref;
     memset(&ref, 0, sizeof(ref));
-    const char *v;
-#define REF_FIELD(x)                                                                               \
-    if ((v = hj_get_str(o, #x)) != NULL)                                                           \
-    snprintf(ref.x, sizeof(ref.x), "%s", v)
-    REF_FIELD(server);
-    REF_FIELD(uuid);
-    REF_FIELD(name);
-    REF_FIELD(disk);
-    REF_FIELD(cluster);
-    REF_FIELD(thumbprint);
-#undef REF_FIELD
+    hv_vm_ref_from_json(o, &ref);
     hj_free(o);
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
     if (!obs)
@@ -91,21 +75,8 @@ static enum hv_mhc_vm vm_state(void *ctx, const char *backend, const char *ref_t
     if (be->ops->observe(be, &ref, obs, &err) == HV_OK) {
         struct hv_oprecord rec;
         out = HV_MHC_VM_QUIET; /* no VM, no record or not ours: nothing hvupdater cycles */
-        if (obs->found && hv_oprecord_read(&rec, obs->record)) {
-            switch (rec.phase) {
-            case HV_PH_SHUTDOWN:
-            case HV_PH_POWER_OFF:
-            case HV_PH_RECONFIGURE:
-            case HV_PH_POWER_ON:
-                out = HV_MHC_VM_CYCLING;
-                break;
-            case HV_PH_FAILED: /* a shutdown sent before the Failure may still take it down */
-                out = rec.down_at ? HV_MHC_VM_CYCLING : HV_MHC_VM_QUIET;
-                break;
-            default:
-                break;
-            }
-        }
+        if (obs->found && hv_oprecord_read(&rec, obs->record) && hv_rec_in_power_cycle(&rec))
+            out = HV_MHC_VM_CYCLING;
     }
     free(obs);
     return out;

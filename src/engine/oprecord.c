@@ -25,6 +25,39 @@ bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b)
            a->cores_per_socket == b->cores_per_socket && da == db;
 }
 
+/* The ref's fields as JSON: "" fields are left out, so records stay short. */
+hj *hv_vm_ref_to_json(const struct hv_vm_ref *ref)
+{
+    const struct {
+        const char *key, *val;
+    } f[] = {{"server", ref->server}, {"uuid", ref->uuid},       {"name", ref->name},
+             {"disk", ref->disk},     {"cluster", ref->cluster}, {"thumbprint", ref->thumbprint}};
+    hj *o = hj_new_object();
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+        if (f[k].val[0])
+            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+    return o;
+}
+
+void hv_vm_ref_from_json(const hj *o, struct hv_vm_ref *ref)
+{
+    const struct {
+        const char *key;
+        char *dst;
+        size_t cap;
+    } f[] = {{"server", ref->server, sizeof(ref->server)},
+             {"uuid", ref->uuid, sizeof(ref->uuid)},
+             {"name", ref->name, sizeof(ref->name)},
+             {"disk", ref->disk, sizeof(ref->disk)},
+             {"cluster", ref->cluster, sizeof(ref->cluster)},
+             {"thumbprint", ref->thumbprint, sizeof(ref->thumbprint)}};
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+        const char *v = hj_get_str(o, f[k].key);
+        if (v)
+            snprintf(f[k].dst, f[k].cap, "%s", v);
+    }
+}
+
 bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
 {
     static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores", "disk"};
@@ -74,21 +107,11 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     hj_obj_set_take(o, "policy", hj_new_string(r->policy));
     if (r->message[0])
         hj_obj_set_take(o, "message", hj_new_string(r->message));
-    const struct {
-        const char *key, *val;
-    } refs[] = {{"server", r->ref.server},   {"uuid", r->ref.uuid},
-                {"name", r->ref.name},       {"disk", r->ref.disk},
-                {"cluster", r->ref.cluster}, {"thumbprint", r->ref.thumbprint}};
-    hj *rf = NULL;
-    for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); k++) {
-        if (!refs[k].val[0])
-            continue; /* absent when "": records stay short */
-        if (!rf)
-            rf = hj_new_object();
-        hj_obj_set_take(rf, refs[k].key, hj_new_string(refs[k].val));
-    }
-    if (rf)
+    hj *rf = hv_vm_ref_to_json(&r->ref);
+    if (rf->n)
         hj_obj_set_take(o, "ref", rf);
+    else
+        hj_free(rf);
     size_t len;
     char *text = hj_dump(o, &len);
     hj_free(o);
@@ -157,18 +180,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         snprintf(r->policy, sizeof(r->policy), "%s", pol ? pol : "");
         snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
         snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
-        const hj *rf = hj_get(o, "ref");
-        const char *v;
-#define REF_FIELD(f)                                                                               \
-    if ((v = hj_get_str(rf, #f)) != NULL)                                                          \
-    snprintf(r->ref.f, sizeof(r->ref.f), "%s", v)
-        REF_FIELD(server);
-        REF_FIELD(uuid);
-        REF_FIELD(name);
-        REF_FIELD(disk);
-        REF_FIELD(cluster);
-        REF_FIELD(thumbprint);
-#undef REF_FIELD
+        hv_vm_ref_from_json(hj_get(o, "ref"), &r->ref);
         ok = r->phase != HV_PH_NONE;
     }
     hj_free(o);

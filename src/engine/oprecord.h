@@ -5,6 +5,7 @@
 #define HV_OPRECORD_H
 
 #include "backend.h"
+#include "json.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,6 +68,10 @@ struct hv_oprecord {
 
 const char *hv_phase_name(enum hv_phase p);
 /* Serialise into buf (cap bytes); false when it does not fit. */
+/* A VM reference as the record's "ref" object (its non-empty fields), and back: fields absent
+ * from o are left as they are in ref. */
+hj *hv_vm_ref_to_json(const struct hv_vm_ref *ref);
+void hv_vm_ref_from_json(const hj *o, struct hv_vm_ref *ref);
 bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap);
 /* Parse; false (and *r zeroed) when text is empty or not a record of ours. */
 bool hv_oprecord_read(struct hv_oprecord *r, const char *text);

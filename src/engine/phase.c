@@ -81,6 +81,21 @@ int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r)
     return r->phase == HV_PH_FAILED ? r->down_at : 0;
 }
 
+bool hv_rec_in_power_cycle(const struct hv_oprecord *r)
+{
+    switch (r->phase) {
+    case HV_PH_SHUTDOWN:
+    case HV_PH_POWER_OFF:
+    case HV_PH_RECONFIGURE:
+    case HV_PH_POWER_ON:
+        return true;
+    case HV_PH_FAILED:
+        return hv_rec_failed_upon_at(r) != 0;
+    default:
+        return false;
+    }
+}
+
 void hv_rec_clear(struct hv_oprecord *r)
 {
     memset(r, 0, sizeof(*r));

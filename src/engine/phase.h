@@ -37,6 +37,11 @@ int64_t hv_rec_taken_over_at(const struct hv_oprecord *r);
  * was sent: the VM may still go down, and is started again once it is off (0: none). */
 int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r);
 
+/* Whether the VM of a record in this state is in, or may still go into, a power cycle: a
+ * shutdown, power-off, reconfigure or power-on step, or a Failure that came upon a shutdown
+ * or power-off in flight (the MachineHealthCheck hold reads it). */
+bool hv_rec_in_power_cycle(const struct hv_oprecord *r);
+
 /* A new record (all zero: phase none, not cold, no downAt): a new operation begins. */
 void hv_rec_clear(struct hv_oprecord *r);
 

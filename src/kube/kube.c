@@ -179,12 +179,14 @@ out:
     return status;
 }
 
-int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
-                size_t errlen)
+/* GET path?query (query may be NULL) and parse the answer into *out on 200; the body buffer
+ * is wiped (it may be a Secret). The HTTP status, or -1. */
+static int get_json(struct hv_kube *k, const char *path, const char *query, int timeout_ms,
+                    hj **out, char *err, size_t errlen)
 {
-    struct hv_bodybuf b = {.max = MAX_BODY, .wipe = true}; /* may be a Secret */
+    struct hv_bodybuf b = {.max = MAX_BODY, .wipe = true};
     *out = NULL;
-    int st = request(k, "GET", path, NULL, NULL, NULL, timeout_ms, &b, err, errlen);
+    int st = request(k, "GET", path, query, NULL, NULL, timeout_ms, &b, err, errlen);
     if (st == 200) {
         char e[128];
         *out = hj_parse(b.p ? b.p : "", b.len, e, sizeof(e));
@@ -196,9 +198,15 @@ int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, c
         snprintf(err, errlen, "kubernetes GET %s: HTTP %d", path, st);
     }
     if (b.p)
-        explicit_bzero(b.p, b.len); /* may be a Secret */
+        explicit_bzero(b.p, b.len);
     free(b.p);
     return st;
+}
+
+int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
+                size_t errlen)
+{
+    return get_json(k, path, NULL, timeout_ms, out, err, errlen);
 }
 
 /* A request with a body (POST, PATCH); err gets the API server's Status message on an error. */
@@ -247,18 +255,5 @@ int hv_kube_list(struct hv_kube *k, const char *path, int limit, const char *con
     snprintf(query, sizeof(query), "limit=%d%s%s", limit > 0 ? limit : 100, esc ? "&continue=" : "",
              esc ? esc : "");
     curl_free(esc);
-    struct hv_bodybuf b = {.max = MAX_BODY};
-    int st = request(k, "GET", path, query, NULL, NULL, timeout_ms, &b, err, errlen);
-    if (st == 200) {
-        char e[128];
-        *out = hj_parse(b.p ? b.p : "", b.len, e, sizeof(e));
-        if (!*out) {
-            snprintf(err, errlen, "kubernetes GET %s: answer is not JSON: %s", path, e);
-            st = -1;
-        }
-    } else if (st > 0) {
-        snprintf(err, errlen, "kubernetes GET %s: HTTP %d", path, st);
-    }
-    free(b.p);
-    return st;
+    return get_json(k, path, query, timeout_ms, out, err, errlen);
 }
