@@ -257,32 +257,31 @@ def render_all(helm, version=None):
     # hvupdater-system is the chart's namespace (values namespace); as a variable here
     body = re.sub(r"\bhvupdater-system\b", var(*TARGET_NAMESPACE_VARIABLE), body)
     files["deploy/clusterctl/runtime-extension-components.yaml"] = GENERATED + head + body
-    ccv = clusterctl_values()
-    ccv["clientCerts"] = {"enabled": True}
-    certs = run_helm(helm, ccv, version, skip_schema=True)
-    files["deploy/clusterctl/client-certs.yaml"] = (
-        GENERATED + "# Optional, applied with kubectl after clusterctl init (clusterctl allows one\n"
-        "# namespace per provider): cert-manager client certificates for CAPI's controllers.\n"
-        "# Then add --client-ca to the hvupdater Deployment with client-certs-patch.json:\n"
-        "#   kubectl -n hvupdater-system patch deployment hvupdater --type json \\\n"
-        "#     --patch-file client-certs-patch.json\n"
-        + certs["client-certs.yaml"])
-    files["deploy/clusterctl/client-certs-patch.json"] = client_certs_patch()
-    ccv = clusterctl_values()
-    ccv["mhc"] = {"holdRemediation": True}
-    mhc = run_helm(helm, ccv, version, skip_schema=True)
-    files["deploy/clusterctl/mhc-hold.yaml"] = (
-        GENERATED + "# Optional, applied with kubectl after clusterctl init: the MachineHealthCheck\n"
-        "# hold (docs/operations.md, MachineHealthChecks) may get, list and patch Machines.\n"
-        "# Then turn it on in the hvupdater Deployment with mhc-hold-patch.json:\n"
-        "#   kubectl -n hvupdater-system patch deployment hvupdater --type json \\\n"
-        "#     --patch-file mhc-hold-patch.json\n"
-        + mhc["mhc-rbac.yaml"])
-    files["deploy/clusterctl/mhc-hold-patch.json"] = client_certs_patch("mhc")
+    # the optional components applied with kubectl after clusterctl init (clusterctl allows one
+    # namespace per provider), each with its Deployment patch
+    optional = [
+        ("client-certs", "client-certs", {"clientCerts": {"enabled": True}}, "client-certs.yaml",
+         "# Optional, applied with kubectl after clusterctl init (clusterctl allows one\n"
+         "# namespace per provider): cert-manager client certificates for CAPI's controllers.\n"
+         "# Then add --client-ca to the hvupdater Deployment with client-certs-patch.json:\n"),
+        ("mhc-hold", "mhc", {"mhc": {"holdRemediation": True}}, "mhc-rbac.yaml",
+         "# Optional, applied with kubectl after clusterctl init: the MachineHealthCheck\n"
+         "# hold (docs/operations.md, MachineHealthChecks) may get, list and patch Machines.\n"
+         "# Then turn it on in the hvupdater Deployment with mhc-hold-patch.json:\n"),
+    ]
+    for name, component, on, tpl, intro in optional:
+        ccv = clusterctl_values()
+        ccv.update(on)
+        out = run_helm(helm, ccv, version, skip_schema=True)
+        files[f"deploy/clusterctl/{name}.yaml"] = (
+            GENERATED + intro
+            + "#   kubectl -n hvupdater-system patch deployment hvupdater --type json \\\n"
+            + f"#     --patch-file {name}-patch.json\n" + out[tpl])
+        files[f"deploy/clusterctl/{name}-patch.json"] = component_patch(component)
     return files
 
 
-def client_certs_patch(component="client-certs"):
+def component_patch(component):
     """The JSON patch of deploy/kubernetes/components/<component>, as a file."""
     p = os.path.join(SRC, "deploy", "kubernetes", "components", component,
                      "kustomization.yaml")
