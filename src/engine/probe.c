@@ -187,13 +187,13 @@ static void drop_if_gone(struct hv_engine *e, struct entry *x)
     }
 }
 
-/* The cached facts r, as CanUpdateMachine under settings s needs them: the backend's plan;
- * under guestVerification Required, every change the guest cannot show made impossible with
- * UpdateMachine's reason (hv_guest_cannot_show); and, when the VM runs and may not be
- * power-cycled under s (the rule UpdateMachine applies before it shuts a VM down:
- * hv_cycle_refused), every change that needs a power cycle made impossible with that reason.
- * Under powerCycle=Never the planner says "needs a power cycle and powerCycle is Never"
- * itself. Caller holds the lock. */
+/* The cached facts r, as CanUpdateMachine under settings s needs them: the plan of the one
+ * begin judgement (hv_begin_judge, UpdateMachine's own), with every change it refuses made
+ * impossible with UpdateMachine's reason: under guestVerification Required what the guest
+ * cannot show, and, when the VM runs and may not be power-cycled under s, every change that
+ * needs a power cycle. Under powerCycle=Never the planner says "needs a power cycle and
+ * powerCycle is Never" itself. An operation for other hardware still going on is judged as
+ * the judgement's other operation. Caller holds the lock. */
 static int probe_answer(const struct probe *r, const struct hv_settings *s, int64_t now,
                         struct hv_field_plan plan[HV_F_COUNT], char *why, size_t whylen)
 {
@@ -211,55 +211,25 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
         snprintf(why, whylen, "%s", r->guest_why);
         return -1;
     }
-    struct hv_guest_base base = {
-        .hv_memory_mib = r->hw.memory_mib,
-        .hv_cpus = r->hw.cpus,
-        .guest_memory_mib = r->guest_mem_current ? r->guest.memory_mib : -1,
-        .guest_cpus = r->guest.cpu_view == HV_GV_SEEN ? r->guest.cpus : -1};
-    hv_begin_base(&r->rec, s, now, &base, &base);
-    /* An operation of this process for other hardware whose record the look did not find yet
-     * stores one before this state's first pass, which inherits its base (hv_begin_base):
-     * without a guest view of a field it changes when it began without one (the VM off,
-     * guestVerification Off, the guest not reported yet) and may step live. The probe cannot
-     * read that base: it takes none for those fields, as begin may (seed 4654: A under Off
-     * planned a cycle, CanUpdateMachine for B under Required covered the vCPUs by the guest's
-     * view, then B's begin, on A's base, refused them). */
-    if (r->other_unseen) {
-        if (r->other.memory_mib >= 0 && r->other.memory_mib != r->hw.memory_mib)
-            base.guest_memory_mib = -1;
-        if (r->other.cpus >= 0 && r->other.cpus != r->hw.cpus)
-            base.guest_cpus = -1;
-    }
-    /* an operation for other hardware starts the off VM first: this state then changes a
-     * running VM from other's hardware, whose freshly booted guest has shown nothing yet */
-    struct hv_guest_base started = {.hv_memory_mib = r->other.memory_mib >= 0 ? r->other.memory_mib
-                                                                              : r->hw.memory_mib,
-                                    .hv_cpus = r->other.cpus >= 0 ? r->other.cpus : r->hw.cpus,
-                                    .guest_memory_mib = -1,
-                                    .guest_cpus = -1};
-    bool no_report[HV_F_COUNT] = {[HV_F_MEMORY] = r->no_mem_report, [HV_F_CPUS] = r->no_cpu_report};
-    for (int f = 0; f < HV_F_COUNT; f++) {
-        char m[HV_MSG_MAX];
-        if (plan[f].how != HV_HOW_IMPOSSIBLE &&
-            (hv_guest_cannot_show((enum hv_field)f, r->on, no_report[f], &base, &r->for_hw,
-                                  plan[f].how, s, m, sizeof(m)) ||
-             (r->other_starts &&
-              hv_guest_cannot_show((enum hv_field)f, true, no_report[f], &started, &r->for_hw,
-                                   plan[f].how, s, m, sizeof(m))))) {
-            plan[f].how = HV_HOW_IMPOSSIBLE;
-            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", m);
-        }
-    }
-    char refused[HV_MSG_MAX + 64];
-    if (r->on && s->power_cycle != HV_PC_NEVER &&
-        hv_cycle_refused(r->no_power_cycle, r->can_shutdown, s, refused, sizeof(refused), NULL)) {
-        for (int f = 0; f < HV_F_COUNT; f++) {
-            if (plan[f].how != HV_HOW_COLD)
-                continue;
-            plan[f].how = HV_HOW_IMPOSSIBLE;
-            snprintf(plan[f].reason, sizeof(plan[f].reason), "%s", refused);
-        }
-    }
+    struct hv_begin_facts f = {.on = r->on,
+                               .hw = r->hw,
+                               .guest = r->guest,
+                               .guest_mem_current = r->guest_mem_current,
+                               .no_mem_report = r->no_mem_report,
+                               .no_cpu_report = r->no_cpu_report,
+                               .can_shutdown = r->can_shutdown,
+                               .no_power_cycle = r->no_power_cycle};
+    memcpy(f.plan, r->plan, sizeof(f.plan));
+    struct hv_begin_other other = {
+        .hw = r->other, .unseen = r->other_unseen, .starts = r->other_starts};
+    struct hv_begin_in in = {
+        .facts = &f, .old = &r->rec, .other = &other, .desired = &r->for_hw, .s = s, .now = now};
+    struct hv_begin_judgement *j = malloc(sizeof(*j));
+    if (!j)
+        abort();
+    hv_begin_judge(&in, j);
+    memcpy(plan, j->plan, sizeof(j->plan));
+    free(j);
     return 0;
 }
 

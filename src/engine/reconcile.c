@@ -3,6 +3,7 @@
  * the record; write the record (intent) before acting; act once; answer. Nothing here
  * remembers anything between passes except through the record and the slot table. */
 #include "reconcile.h"
+#include "judge.h"
 #include "phase.h"
 #include "failpoint.h"
 #include "log.h"
@@ -133,23 +134,6 @@ static bool matches(const struct hv_hw *have, const struct hv_hw *want)
  * hide (a block left offline: 128 MiB on x86-64) and the page structures of the memory added
  * (1/64 of it; 1/32 allowed). */
 #define GUEST_MEM_BLOCK_MIB 128
-/* A guest that reports statistics on a period (libvirt: 2 s) has a report newer than a step
- * within a few periods; one whose last report is older than this, counted from the later of
- * that report and the operation's start, has stopped reporting (or never did: a driver with
- * no guest): it cannot tell. */
-#define GUEST_REPORT_S 6
-
-/* The fields of desired the guest can show that the operation changes (the others are not
- * verified in the guest): against the record's base, or for a record of an older version,
- * against the configuration it recorded as previous. */
-static void guest_fields(const struct hv_oprecord *r, const struct hv_hw *want, bool *mem,
-                         bool *cpus)
-{
-    int64_t m = r->has_base ? r->base.hv_memory_mib : r->prev.memory_mib;
-    int32_t c = r->has_base ? r->base.hv_cpus : r->prev.cpus;
-    *mem = want->memory_mib >= 0 && want->memory_mib != m;
-    *cpus = want->cpus >= 0 && want->cpus != c;
-}
 
 /* What the guest's own view says of the desired memory and vCPUs (cores per socket and disks:
  * the guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
@@ -267,7 +251,7 @@ static enum gverdict guest_verdict(const struct pass *p, bool booting, char *unv
 {
     enum gverdict worst = GV_SHOWS, v;
     bool mem, cpus;
-    guest_fields(&p->rec, p->desired, &mem, &cpus);
+    hv_guest_fields(&p->rec, p->desired, &mem, &cpus);
     unverified[0] = '\0';
     *checked = mem + cpus;
     if (mem) {
@@ -778,181 +762,62 @@ static bool done_in_guest(struct pass *p, bool had, bool inflight)
 
 static bool look_into_guest(struct pass *p, bool had);
 
-/* The record's base: what the VM and its guest show before the first step (the guest's view
- * only while it runs). False (with a Failure for this call) when the VM cannot be read. */
-static bool take_base(struct pass *p, bool on)
+/* The look begin needs: the guest's own view of a running VM, from backends that give it only
+ * on request, when the change is one the guest can show against what the hypervisor shows
+ * now. False (with a Failure for this call) when the VM cannot be read. */
+static bool look_before_begin(struct pass *p, bool on)
 {
     struct hv_guest_base *b = &p->rec.base;
     p->rec.has_base = true;
     b->hv_memory_mib = p->obs.hw.memory_mib;
     b->hv_cpus = p->obs.hw.cpus;
     b->guest_memory_mib = b->guest_cpus = -1;
-    if (!on)
-        return true;
-    if (!look_into_guest(p, true))
+    return !on || look_into_guest(p, true);
+}
+
+/* The refusal j makes of the operation begin, if any (the first in the order the judgement
+ * names them), as a Failure: sticky, recorded with the plan so far; or for this call only
+ * while the guest may still report by itself. True when refused. */
+static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
+{
+    char m[HV_MSG_MAX + 400];
+    if (j->impossible >= 0) {
+        hv_begin_impossible_msg(j, m, sizeof(m));
+        fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
+    } else if (j->unshown && j->unshown_sticky) {
+        fail_sticky(p, HV_FAIL_OTHER, j->unshown_msg);
+    } else if (j->unshown) {
+        answer(p->out, true, 0, j->unshown_msg);
+        hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", j->unshown_msg,
+               (char *)NULL);
+    } else {
         return false;
-    if (hv_guest_mem_current(&p->obs.guest, p->now))
-        b->guest_memory_mib = p->obs.guest.memory_mib;
-    if (p->obs.guest.cpu_view == HV_GV_SEEN)
-        b->guest_cpus = p->obs.guest.cpus;
+    }
     return true;
 }
 
-bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now)
+/* The same for a power cycle j refuses (under powerCycle Never, or one this VM may not take),
+ * which begin applies once the record says the operation is cold. takeover: the operation takes
+ * an older one's shutdown or power-off over (its cycle goes on from there, see cold_on_path). */
+static bool begin_cycle_refused(struct pass *p, const struct hv_begin_judgement *j, bool takeover)
 {
-    /* (a report stamped in the future: a clock ahead of ours, as good as now) */
-    return g->mem_view == HV_GV_SEEN && (g->mem_at <= 0 || now - g->mem_at <= GUEST_REPORT_S);
-}
-
-/* A recorded field plan that changes nothing. */
-static bool untouched(const char *plan)
-{
-    return !plan[0] || !strcmp(plan, "none");
-}
-
-void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
-                   const struct hv_guest_base *fresh, struct hv_guest_base *out)
-{
-    struct hv_guest_base b = *fresh;
-    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
-     * while A's hot-plug waits for the guest), or whose live step failed: the VM as it was
-     * before A is what B changes; not once A's cycle has started the VM again (reconfigure,
-     * power-on): its guest booted afresh, with all its memory as boot memory */
-    bool inherited = old && old->has_base &&
-                     ((old->phase >= HV_PH_PLANNED && old->phase <= HV_PH_POWER_OFF) ||
-                      (old->phase == HV_PH_FAILED && !old->cold)) &&
-                     now - old->started_at <= s->deadline_s;
-    if (inherited) {
-        /* Where A's base has no guest view of a field (it began with the VM off, under
-         * guestVerification Off, or before the guest reported), the view taken now serves,
-         * with the hypervisor's value now, unless a live step of A may still be on its way
-         * into the guest: only when A took none of that field yet (planned or shutting down)
-         * or A does not change that field at all (its plan for it is none, e.g. A's live disk
-         * step: nothing of A is on its way into the guest's memory or vCPUs). */
-        bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
-                         old->phase == HV_PH_POWER_OFF;
-        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
-                       untouched(old->plan[HV_F_MEMORY]),
-             now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
-                        untouched(old->plan[HV_F_CPUS]);
-        b = old->base;
-        if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
-            b.hv_memory_mib = fresh->hv_memory_mib;
-            b.guest_memory_mib = fresh->guest_memory_mib;
-        }
-        if (b.guest_cpus < 0 && fresh->guest_cpus >= 0 && now_cpus) {
-            b.hv_cpus = fresh->hv_cpus;
-            b.guest_cpus = fresh->guest_cpus;
-        }
-    }
-    *out = b;
-}
-
-/* What required_ok lists for field f: the field and why the guest cannot show it. */
-static const char *unshown(enum hv_field f)
-{
-    switch (f) {
-    case HV_F_MEMORY:
-        return HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
-    case HV_F_CPUS:
-        return HV_MSG("vCPUs (no guest agent, or the VM is off)");
-    case HV_F_CORES:
-        return HV_MSG("cores per socket");
-    default:
-        return HV_MSG("the disk size");
-    }
-}
-
-#define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
-
-bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
-                          const struct hv_guest_base *base, const struct hv_hw *desired,
-                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap)
-{
-    bool blind;
-    if (s->guest_check != HV_GC_REQUIRED)
-        return false;
-    /* A VM whose definition gives the guest no way to report the field (no_report) shows no
-     * change of it, running or not: a base with a guest view (inherited from an operation in
-     * flight, from before the device went) does not make a report after the step (seed
-     * 13144: CanUpdateMachine covered B on A's base, A ended first, B's begin on a fresh base
-     * refused it; B on A's base would have waited for a report that never comes). */
-    if (f == HV_F_MEMORY)
-        blind = desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
-                (no_report || (on && base->guest_memory_mib < 0));
-    else if (f == HV_F_CPUS)
-        blind = desired->cpus >= 0 && desired->cpus != base->hv_cpus &&
-                (no_report || (on && base->guest_cpus < 0));
+    if (j->never)
+        fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
+    else if (j->cycle_refused && !takeover)
+        fail_sticky(p, j->cycle_code, j->cycle_msg);
     else
-        blind = plan != HV_HOW_NONE;
-    if (blind)
-        snprintf(m, cap, REQUIRED_UNSHOWN, unshown(f));
-    return blind;
+        return false;
+    return true;
 }
 
-/* guestVerification Required: a change of a field the guest cannot show is a Failure before
- * any step (waiting or a power cycle would not make the guest report it). Sticky, except
- * when the guest may still report by itself (it has the device or agent channel but has not
- * reported since it started: booting): then the next call begins anew. The fields are those
- * hv_guest_cannot_show names, against the base (the guest's view as the record keeps it).
- * silent: an operation started the VM longer than liveTimeoutSeconds ago and it has not
- * reported since: sticky. */
-static bool required_ok(struct pass *p, const struct hv_field_plan fp[HV_F_COUNT], bool silent)
-{
-    if (p->s->guest_check != HV_GC_REQUIRED)
-        return true;
-    bool mem, cpus, sticky = false;
-    guest_fields(&p->rec, p->desired, &mem, &cpus);
-    const char *why[4];
-    int n = 0;
-    /* an off VM is started with it as boot memory, which its guest shows unless the VM has
-     * no way for it to report (then for good); a running VM with no such way cannot show the
-     * change either, whatever view the base keeps (hv_guest_cannot_show) */
-    bool on = p->obs.power == HV_POWER_ON;
-    if (mem && (p->obs.no_mem_report || (on && p->rec.base.guest_memory_mib < 0))) {
-        why[n++] = unshown(HV_F_MEMORY);
-        /* not sticky either when its statistics stopped (its last report older than a few
-         * periods): they may come back (its driver reloaded) */
-        bool stopped =
-            p->obs.guest.mem_view == HV_GV_SEEN && !hv_guest_mem_current(&p->obs.guest, p->now);
-        sticky |= !on || (p->obs.guest.mem_view != HV_GV_PENDING && !stopped);
-    }
-    if (cpus && (p->obs.no_cpu_report || (on && p->rec.base.guest_cpus < 0))) {
-        why[n++] = unshown(HV_F_CPUS);
-        sticky |= !on || p->obs.guest.cpu_view != HV_GV_PENDING;
-    }
-    if (fp[HV_F_CORES].how != HV_HOW_NONE)
-        why[n++] = unshown(HV_F_CORES);
-    if (fp[HV_F_DISK].how != HV_HOW_NONE)
-        why[n++] = unshown(HV_F_DISK);
-    if (!n)
-        return true;
-    sticky |= silent || fp[HV_F_CORES].how != HV_HOW_NONE || fp[HV_F_DISK].how != HV_HOW_NONE;
-    char list[300] = "", m[400];
-    for (int k = 0; k < n; k++)
-        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                 k == 0       ? ""
-                 : k == n - 1 ? " and "
-                              : ", ",
-                 why[k]);
-    snprintf(m, sizeof(m), REQUIRED_UNSHOWN, list);
-    if (sticky) {
-        fail_sticky(p, HV_FAIL_OTHER, m);
-    } else {
-        answer(p->out, true, 0, m);
-        hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", m, (char *)NULL);
-    }
-    return false;
-}
-
-/* A new operation: ask the backend how each field can change on this VM now. */
+/* A new operation: ask the backend how each field can change on this VM now, judge it
+ * (hv_begin_judge, as CanUpdateMachine does), and begin it or refuse it. */
 static bool begin(struct pass *p)
 {
-    struct hv_field_plan fp[HV_F_COUNT];
+    struct hv_begin_facts f;
     struct hv_err err = {0};
-    static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket", "disk"};
-    memset(fp, 0, sizeof(fp));
-    if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, fp, &err) != HV_OK) {
+    memset(&f, 0, sizeof(f));
+    if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, f.plan, &err) != HV_OK) {
         log_err(p, "plan", &err);
         if (wait_for_hypervisor(p, &err))
             return false;
@@ -962,15 +827,6 @@ static bool begin(struct pass *p)
         return false;
     }
     struct hv_oprecord old = p->rec; /* an operation in flight may leave its base to this one */
-    /* A guest started by an operation (its power-on, or done since) that has not reported
-     * since (booting) is asked again until it does, for liveTimeoutSeconds from that start,
-     * before this operation takes its first step: else its baseline would be missing and the
-     * change could not be verified. A live operation that found the VM off (the operator
-     * powered it off) and started it (starts) is not cold, yet its guest boots as well. */
-    bool powered = old.cold || old.starts > 0;
-    bool started = powered && old.phase == HV_PH_POWER_ON;
-    bool booting = (started || (powered && old.phase == HV_PH_DONE)) && /* done since */
-                   p->now - old.step_at < p->s->live_timeout_s;
     hv_rec_clear(&p->rec);
     p->rec.desired = *p->desired;
     p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
@@ -979,54 +835,42 @@ static bool begin(struct pass *p)
         p->desired->cores_per_socket >= 0 ? p->obs.config.cores_per_socket : -1;
     p->rec.started_at = p->rec.step_at = p->now;
     bool on = p->obs.power == HV_POWER_ON;
-    if (!take_base(p, on))
+    if (!look_before_begin(p, on))
         return false;
-    hv_begin_base(&old, p->s, p->now, &p->rec.base, &p->rec.base);
-    bool mem, cpus;
-    guest_fields(&p->rec, p->desired, &mem, &cpus);
-    if (booting && on && p->s->guest_check != HV_GC_OFF &&
-        ((mem && p->obs.guest.mem_view == HV_GV_PENDING) ||
-         (cpus && p->obs.guest.cpu_view == HV_GV_PENDING))) {
+    f.on = on;
+    f.hw = p->obs.hw;
+    f.guest = p->obs.guest;
+    f.guest_mem_current = hv_guest_mem_current(&p->obs.guest, p->now);
+    f.no_mem_report = p->obs.no_mem_report;
+    f.no_cpu_report = p->obs.no_cpu_report;
+    f.can_shutdown = p->obs.can_shutdown;
+    f.no_power_cycle = p->obs.no_power_cycle;
+    struct hv_begin_in in = {
+        .facts = &f, .old = &old, .desired = p->desired, .s = p->s, .now = p->now};
+    struct hv_begin_judgement j;
+    hv_begin_judge(&in, &j);
+    p->rec.base = j.base;
+    if (j.wait_boot) {
         progress(p, RETRY_LIVE_SOON, HV_MSG("waiting for the guest to finish starting"));
         return false; /* nothing stored: the next call asks again */
     }
-    const char *cold_field = NULL, *cold_reason = NULL;
-    for (int f = 0; f < HV_F_COUNT; f++) {
-        switch (fp[f].how) {
-        case HV_HOW_NONE:
-            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
-            break;
-        case HV_HOW_LIVE:
-            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "live:%s", fp[f].method);
-            break;
-        case HV_HOW_COLD:
-            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "cold");
-            if (!cold_field) {
-                cold_field = fnames[f];
-                cold_reason = fp[f].reason;
-            }
+    /* the plan as recorded (up to a field it cannot change, when one is) */
+    int upto = j.impossible >= 0 ? j.impossible : HV_F_COUNT;
+    for (int k = 0; k < upto; k++) {
+        if (f.plan[k].how == HV_HOW_LIVE)
+            snprintf(p->rec.plan[k], sizeof(p->rec.plan[k]), "live:%s", f.plan[k].method);
+        else
+            snprintf(p->rec.plan[k], sizeof(p->rec.plan[k]), "%s",
+                     f.plan[k].how == HV_HOW_COLD ? "cold" : "none");
+        if (f.plan[k].how == HV_HOW_COLD)
             hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: a field needs a cycle");
-            break;
-        case HV_HOW_IMPOSSIBLE: {
-            char m[400];
-            snprintf(m, sizeof(m), HV_MSG("cannot change %s: %s"), fnames[f], fp[f].reason);
-            fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
-            return false;
-        }
-        }
     }
-    if (!required_ok(p, fp, started && !booting))
+    if (begin_refused(p, &j))
         return false;
     if (!on)
         hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: the VM is off");
-    if (p->rec.cold && on && p->s->power_cycle == HV_PC_NEVER) {
-        char m[400];
-        snprintf(m, sizeof(m), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
-                 cold_field ? cold_field : HV_MSG("the change"),
-                 cold_reason && cold_reason[0] ? cold_reason : HV_MSG("not possible live"));
-        fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, m);
+    if (begin_cycle_refused(p, &j, p->down_at != 0))
         return false;
-    }
     hv_rec_set_phase(&p->rec, HV_PH_NONE, "begun");
     p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
@@ -1072,26 +916,6 @@ static void off_path(struct pass *p)
     }
     if (may_start(p) && step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
         progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
-}
-
-bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
-                      char *m, size_t cap, enum hv_failure_reason *why)
-{
-    if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
-        snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
-        if (why)
-            *why = HV_FAIL_OTHER;
-        return true;
-    }
-    if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
-        if (why)
-            *why = HV_FAIL_NO_GUEST_TOOLS;
-        snprintf(m, cap, "%s",
-                 HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
-                        "powerOffMode is Soft"));
-        return true;
-    }
-    return false;
 }
 
 static void live_path(struct pass *p);
@@ -1295,7 +1119,7 @@ static bool look_into_guest(struct pass *p, bool had)
 {
     bool mem = false, cpus = false;
     if (had)
-        guest_fields(&p->rec, p->desired, &mem, &cpus);
+        hv_guest_fields(&p->rec, p->desired, &mem, &cpus);
     if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF || !(mem || cpus))
         return true;
     struct hv_err err = {0};

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "hooks.h"
+#include "judge.h"
 #include "metrics.h"
 #include "oprecord.h"
 
@@ -69,43 +70,6 @@ struct hv_books {
 bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out);
-
-/* Whether a VM that runs may not be power-cycled under s, and why (m, a stable message; why,
- * when not NULL, its reason code):
- * it must never be powered off (no_power_cycle, e.g. a transient domain), or it cannot be
- * asked to shut down while powerOffMode is Soft. The one rule UpdateMachine applies before
- * it shuts a VM down, and CanUpdateMachine through the probe (probe.c). */
-bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
-                      char *m, size_t cap, enum hv_failure_reason *why);
-
-/* Whether the guest's memory view g, looked at unix second now, is a report it still makes:
- * seen, and read just now (mem_at 0) or stamped within a few of its periods. An older one
- * (its statistics stopped) tells what it had then, not now: no base to compare a change
- * with. The rule of UpdateMachine's base (begin) and CanUpdateMachine's (the probe). */
-bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
-
-/* The base (what the hypervisor and the guest showed before the first step, for guest
- * verification) an operation beginning now at unix second now takes: fresh, what it sees now
- * (guest views -1 when the guest shows none or the VM is off), or, while the VM's record old
- * (may be NULL) shows an operation of other hardware in flight, that operation's base, with
- * fresh's pair for a field that base has no guest view of when no live step of it can still
- * be on its way into the guest. out may be fresh. UpdateMachine's rule (begin), and
- * CanUpdateMachine's through the probe (probe.c). */
-void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
-                   const struct hv_guest_base *fresh, struct hv_guest_base *out);
-
-/* guestVerification Required: whether UpdateMachine refuses field f of desired before any
- * step because the guest of this VM (running: on) cannot show its change, and why (m, a
- * stable message naming the one field). Memory and vCPUs: they differ from the base
- * (hv_begin_base) and the base has no guest view of them (running), or its definition gives
- * the guest no way to report the field (no_report: hv_vm_obs.no_mem_report, no_cpu_report;
- * running or off);
- * cores per socket and disks: whenever they change (plan: how the backend would change f,
- * HV_HOW_NONE when the VM has it). The rule UpdateMachine applies (it lists every such field
- * in one message), and CanUpdateMachine through the probe (probe.c). */
-bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
-                          const struct hv_guest_base *base, const struct hv_hw *desired,
-                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap);
 
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);

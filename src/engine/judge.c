@@ -1,0 +1,291 @@
+/* judge.c: the one begin judgement (issue 27 step 2, see judge.h) and the rules it is made
+ * of: the base an operation verifies the guest against, what the guest cannot show under
+ * guestVerification Required, and when a running VM may not be power-cycled. Pure: no
+ * hypervisor, no clock, no engine state. */
+#include "judge.h"
+#include "msg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket", "disk"};
+
+void hv_guest_fields(const struct hv_oprecord *r, const struct hv_hw *want, bool *mem, bool *cpus)
+{
+    int64_t m = r->has_base ? r->base.hv_memory_mib : r->prev.memory_mib;
+    int32_t c = r->has_base ? r->base.hv_cpus : r->prev.cpus;
+    *mem = want->memory_mib >= 0 && want->memory_mib != m;
+    *cpus = want->cpus >= 0 && want->cpus != c;
+}
+
+bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now)
+{
+    /* (a report stamped in the future: a clock ahead of ours, as good as now) */
+    return g->mem_view == HV_GV_SEEN && (g->mem_at <= 0 || now - g->mem_at <= GUEST_REPORT_S);
+}
+
+/* A recorded field plan that changes nothing. */
+static bool untouched(const char *plan)
+{
+    return !plan[0] || !strcmp(plan, "none");
+}
+
+void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                   const struct hv_guest_base *fresh, struct hv_guest_base *out)
+{
+    struct hv_guest_base b = *fresh;
+    /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
+     * while A's hot-plug waits for the guest), or whose live step failed: the VM as it was
+     * before A is what B changes; not once A's cycle has started the VM again (reconfigure,
+     * power-on): its guest booted afresh, with all its memory as boot memory */
+    bool inherited = old && old->has_base &&
+                     ((old->phase >= HV_PH_PLANNED && old->phase <= HV_PH_POWER_OFF) ||
+                      (old->phase == HV_PH_FAILED && !old->cold)) &&
+                     now - old->started_at <= s->deadline_s;
+    if (inherited) {
+        /* Where A's base has no guest view of a field (it began with the VM off, under
+         * guestVerification Off, or before the guest reported), the view taken now serves,
+         * with the hypervisor's value now, unless a live step of A may still be on its way
+         * into the guest: only when A took none of that field yet (planned or shutting down)
+         * or A does not change that field at all (its plan for it is none, e.g. A's live disk
+         * step: nothing of A is on its way into the guest's memory or vCPUs). */
+        bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
+                         old->phase == HV_PH_POWER_OFF;
+        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+                       untouched(old->plan[HV_F_MEMORY]),
+             now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+                        untouched(old->plan[HV_F_CPUS]);
+        b = old->base;
+        if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {
+            b.hv_memory_mib = fresh->hv_memory_mib;
+            b.guest_memory_mib = fresh->guest_memory_mib;
+        }
+        if (b.guest_cpus < 0 && fresh->guest_cpus >= 0 && now_cpus) {
+            b.hv_cpus = fresh->hv_cpus;
+            b.guest_cpus = fresh->guest_cpus;
+        }
+    }
+    *out = b;
+}
+
+/* What the Required refusal lists for field f: the field and why the guest cannot show it. */
+static const char *unshown(enum hv_field f)
+{
+    switch (f) {
+    case HV_F_MEMORY:
+        return HV_MSG("memory (no memory statistics from the guest, or the VM is off)");
+    case HV_F_CPUS:
+        return HV_MSG("vCPUs (no guest agent, or the VM is off)");
+    case HV_F_CORES:
+        return HV_MSG("cores per socket");
+    default:
+        return HV_MSG("the disk size");
+    }
+}
+
+#define REQUIRED_UNSHOWN HV_MSG("guestVerification is Required but the guest cannot show %s")
+
+bool hv_guest_cannot_show(enum hv_field f, bool on, bool no_report,
+                          const struct hv_guest_base *base, const struct hv_hw *desired,
+                          enum hv_how plan, const struct hv_settings *s, char *m, size_t cap)
+{
+    bool blind;
+    if (s->guest_check != HV_GC_REQUIRED)
+        return false;
+    /* A VM whose definition gives the guest no way to report the field (no_report) shows no
+     * change of it, running or not: a base with a guest view (inherited from an operation in
+     * flight, from before the device went) does not make a report after the step (seed
+     * 13144: CanUpdateMachine covered B on A's base, A ended first, B's begin on a fresh base
+     * refused it; B on A's base would have waited for a report that never comes). */
+    if (f == HV_F_MEMORY)
+        blind = desired->memory_mib >= 0 && desired->memory_mib != base->hv_memory_mib &&
+                (no_report || (on && base->guest_memory_mib < 0));
+    else if (f == HV_F_CPUS)
+        blind = desired->cpus >= 0 && desired->cpus != base->hv_cpus &&
+                (no_report || (on && base->guest_cpus < 0));
+    else
+        blind = plan != HV_HOW_NONE;
+    if (blind)
+        snprintf(m, cap, REQUIRED_UNSHOWN, unshown(f));
+    return blind;
+}
+
+bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
+                      char *m, size_t cap, enum hv_failure_reason *why)
+{
+    if (no_power_cycle[0]) { /* e.g. a transient domain: off would be gone */
+        snprintf(m, cap, HV_MSG("cannot power-cycle the VM: %s"), no_power_cycle);
+        if (why)
+            *why = HV_FAIL_OTHER;
+        return true;
+    }
+    if (!can_shutdown && s->power_off_mode == HV_POM_SOFT) {
+        if (why)
+            *why = HV_FAIL_NO_GUEST_TOOLS;
+        snprintf(m, cap, "%s",
+                 HV_MSG("the guest cannot be asked to shut down (no guest tools running) and "
+                        "powerOffMode is Soft"));
+        return true;
+    }
+    return false;
+}
+
+/* The base: the look's (the guest's views of a running VM only), or an operation in flight's
+ * (hv_begin_base); an operation of other hardware whose record the look did not find yet
+ * stores one first, which the judged operation inherits: without a guest view of a field it
+ * changes when it began without one (the VM off, guestVerification Off, the guest not
+ * reported yet) and may step live. Its base cannot be read: none is taken for those fields,
+ * as begin may (seed 4654: A under Off planned a cycle, CanUpdateMachine for B under Required
+ * covered the vCPUs by the guest's view, then B's begin, on A's base, refused them). */
+static void judge_base(const struct hv_begin_in *in, struct hv_guest_base *base)
+{
+    const struct hv_begin_facts *f = in->facts;
+    struct hv_guest_base fresh = {
+        .hv_memory_mib = f->hw.memory_mib,
+        .hv_cpus = f->hw.cpus,
+        .guest_memory_mib = f->on && f->guest_mem_current ? f->guest.memory_mib : -1,
+        .guest_cpus = f->on && f->guest.cpu_view == HV_GV_SEEN ? f->guest.cpus : -1};
+    hv_begin_base(in->old, in->s, in->now, &fresh, base);
+    const struct hv_begin_other *o = in->other;
+    if (o && o->unseen) {
+        if (o->hw.memory_mib >= 0 && o->hw.memory_mib != f->hw.memory_mib)
+            base->guest_memory_mib = -1;
+        if (o->hw.cpus >= 0 && o->hw.cpus != f->hw.cpus)
+            base->guest_cpus = -1;
+    }
+}
+
+/* A guest started by an operation (its power-on, or done since) that has not reported since
+ * (booting) is asked again until it does, for liveTimeoutSeconds from that start, before the
+ * new operation takes its first step: else its baseline would be missing and the change could
+ * not be verified. A live operation that found the VM off (the operator powered it off) and
+ * started it (starts) is not cold, yet its guest boots as well. silent: such a start longer
+ * ago than that, the guest silent since. */
+static void judge_boot(const struct hv_begin_in *in, struct hv_begin_judgement *j, bool *silent)
+{
+    const struct hv_oprecord *old = in->old;
+    bool powered = old && (old->cold || old->starts > 0);
+    bool started = powered && old->phase == HV_PH_POWER_ON;
+    bool booting = (started || (powered && old->phase == HV_PH_DONE)) && /* done since */
+                   in->now - old->step_at < in->s->live_timeout_s;
+    struct hv_oprecord r = {.has_base = true, .base = j->base};
+    bool mem, cpus;
+    hv_guest_fields(&r, in->desired, &mem, &cpus);
+    const struct hv_guest_obs *g = &in->facts->guest;
+    j->wait_boot =
+        booting && in->facts->on && in->s->guest_check != HV_GC_OFF &&
+        ((mem && g->mem_view == HV_GV_PENDING) || (cpus && g->cpu_view == HV_GV_PENDING));
+    *silent = started && !booting;
+}
+
+/* guestVerification Required: a change of a field the guest cannot show is refused before
+ * any step (waiting or a power cycle would not make the guest report it), every such field
+ * named in one message. Sticky, except when the guest may still report by itself (it has the
+ * device or agent channel but has not reported since it started, or its statistics stopped
+ * and may come back); silent: an operation started it long ago and it has not reported since:
+ * sticky. With an operation for other hardware that starts the off VM first, the judged one
+ * changes a running VM from that hardware whose freshly booted guest has shown nothing. */
+static void judge_unshown(const struct hv_begin_in *in, struct hv_begin_judgement *j, bool silent)
+{
+    const struct hv_begin_facts *f = in->facts;
+    const struct hv_begin_other *o = in->other;
+    struct hv_guest_base started = {.hv_memory_mib = o && o->hw.memory_mib >= 0 ? o->hw.memory_mib
+                                                                                : f->hw.memory_mib,
+                                    .hv_cpus = o && o->hw.cpus >= 0 ? o->hw.cpus : f->hw.cpus,
+                                    .guest_memory_mib = -1,
+                                    .guest_cpus = -1};
+    bool no_report[HV_F_COUNT] = {[HV_F_MEMORY] = f->no_mem_report, [HV_F_CPUS] = f->no_cpu_report};
+    const char *why[HV_F_COUNT];
+    int n = 0;
+    bool sticky = silent;
+    for (int k = 0; k < HV_F_COUNT; k++) {
+        char m[HV_MSG_MAX];
+        enum hv_field fld = (enum hv_field)k;
+        if (j->plan[k].how == HV_HOW_IMPOSSIBLE ||
+            !(hv_guest_cannot_show(fld, f->on, no_report[k], &j->base, in->desired, j->plan[k].how,
+                                   in->s, m, sizeof(m)) ||
+              (o && o->starts &&
+               hv_guest_cannot_show(fld, true, no_report[k], &started, in->desired, j->plan[k].how,
+                                    in->s, m, sizeof(m)))))
+            continue;
+        why[n++] = unshown(fld);
+        j->plan[k].how = HV_HOW_IMPOSSIBLE;
+        snprintf(j->plan[k].reason, sizeof(j->plan[k].reason), "%s", m);
+        if (fld == HV_F_MEMORY) { /* its statistics stopped: they may come back */
+            bool stopped = f->guest.mem_view == HV_GV_SEEN && !f->guest_mem_current;
+            sticky |= !f->on || (f->guest.mem_view != HV_GV_PENDING && !stopped);
+        } else if (fld == HV_F_CPUS) {
+            sticky |= !f->on || f->guest.cpu_view != HV_GV_PENDING;
+        } else {
+            sticky = true;
+        }
+    }
+    if (!n)
+        return;
+    char list[300] = "";
+    for (int k = 0; k < n; k++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                 k == 0       ? ""
+                 : k == n - 1 ? " and "
+                              : ", ",
+                 why[k]);
+    j->unshown = true;
+    j->unshown_sticky = sticky;
+    snprintf(j->unshown_msg, sizeof(j->unshown_msg), REQUIRED_UNSHOWN, list);
+}
+
+/* A power cycle of a running VM: refused under powerCycle Never (naming the first field that
+ * needs it), or when this VM may not take one (hv_cycle_refused: every field that needs it
+ * made impossible with that reason). */
+static void judge_cycle(const struct hv_begin_in *in, struct hv_begin_judgement *j)
+{
+    const struct hv_begin_facts *f = in->facts;
+    bool any_cold = j->cold_field >= 0;
+    if (!any_cold || !f->on)
+        return;
+    if (in->s->power_cycle == HV_PC_NEVER) {
+        const char *reason = f->plan[j->cold_field].reason;
+        j->never = true;
+        snprintf(j->never_msg, sizeof(j->never_msg),
+                 HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
+                 fnames[j->cold_field], reason[0] ? reason : HV_MSG("not possible live"));
+        return;
+    }
+    if (!hv_cycle_refused(f->no_power_cycle, f->can_shutdown, in->s, j->cycle_msg,
+                          sizeof(j->cycle_msg), &j->cycle_code))
+        return;
+    j->cycle_refused = true;
+    for (int k = 0; k < HV_F_COUNT; k++) {
+        if (j->plan[k].how != HV_HOW_COLD)
+            continue;
+        j->plan[k].how = HV_HOW_IMPOSSIBLE;
+        snprintf(j->plan[k].reason, sizeof(j->plan[k].reason), "%s", j->cycle_msg);
+    }
+}
+
+void hv_begin_judge(const struct hv_begin_in *in, struct hv_begin_judgement *j)
+{
+    const struct hv_begin_facts *f = in->facts;
+    memset(j, 0, sizeof(*j));
+    memcpy(j->plan, f->plan, sizeof(j->plan));
+    j->impossible = j->cold_field = -1;
+    for (int k = 0; k < HV_F_COUNT; k++) {
+        if (f->plan[k].how == HV_HOW_COLD && j->cold_field < 0)
+            j->cold_field = k;
+        if (f->plan[k].how == HV_HOW_IMPOSSIBLE && j->impossible < 0)
+            j->impossible = k;
+    }
+    j->cold = j->cold_field >= 0 || !f->on;
+    judge_base(in, &j->base);
+    bool silent;
+    judge_boot(in, j, &silent);
+    judge_unshown(in, j, silent);
+    judge_cycle(in, j);
+}
+
+void hv_begin_impossible_msg(const struct hv_begin_judgement *j, char *m, size_t cap)
+{
+    int f = j->impossible;
+    snprintf(m, cap, HV_MSG("cannot change %s: %s"), f >= 0 ? fnames[f] : "",
+             f >= 0 ? j->plan[f].reason : "");
+}
