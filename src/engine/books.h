@@ -1,0 +1,59 @@
+/* books.h: what one reconcile pass borrows from whoever runs it (the engine, engine.c): its
+ * configuration and its slot and owner bookkeeping (struct hv_books), so the pass never calls
+ * back into the engine by name. Declared apart from reconcile.h so the files of a pass
+ * (pass.h) can name them without including the pass's own interface. */
+#ifndef HV_BOOKS_H
+#define HV_BOOKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HV_KEY_MAX 600
+
+/* A driven engine (the deterministic simulation, test/sim): time comes from these functions
+ * instead of the system clocks, no worker thread starts, and the driver runs the engine's
+ * passes itself with hv_engine_run. Production leaves hv_engine_cfg.drive NULL. */
+struct hv_engine_drive {
+    int64_t (*mono_ms)(void *ctx); /* replaces CLOCK_MONOTONIC, in ms */
+    int64_t (*unix_s)(void *ctx);  /* replaces time(NULL), in the records */
+    void *ctx;
+    const char *owner; /* written into records instead of "hostname:pid" (NULL: that) */
+};
+
+struct hv_engine_cfg {
+    int workers;          /* reconcile threads */
+    int max_power_cycles; /* VMs in a power cycle at once, overall */
+    int max_power_cycles_per_host;
+    int step_timeout_s;    /* bound for one hypervisor call */
+    int max_step_attempts; /* transient failures of one step before a Failure */
+    int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
+    int probe_wait_ms;     /* a hook waits at most this long for a probe */
+    int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
+    /* look for power cycles left in flight (ops->list_records) at start and then this often;
+     * 0: only at start (and again while a scan could not reach every host); < 0: never (a
+     * one-shot engine, e.g. the lab CLI's, carries on no other VM's cycle) */
+    int scan_interval_s;
+    const struct hv_engine_drive *drive; /* NULL (production): system clocks, worker threads */
+};
+
+/* The engine's slot and owner bookkeeping as a pass sees it; ctx is the engine. */
+struct hv_books {
+    void *ctx;
+    const struct hv_engine_cfg *cfg;
+    const char *owner; /* "hostname:pid" of this process, written into records */
+    /* Take a power-cycle slot for key on host (true if held now). force: take it even over
+     * the caps (a VM already mid-cycle must finish). */
+    bool (*slot_acquire)(void *ctx, const char *key, const char *host, bool force);
+    void (*slot_release)(void *ctx, const char *key);
+    /* True the first time this process handles the operation that started at op_started_at
+     * on this VM (e.g. after a restart, or an operation another replica began). */
+    bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
+    /* Unix seconds now (the driver's clock when the engine is driven). */
+    int64_t (*unix_s)(void *ctx);
+    /* The VM's hypervisor was found unreachable at now (unreachable) or reachable: returns
+     * when it was first found unreachable in the run going on (now when none is), or the
+     * start of the operation in flight this process handled, when earlier. */
+    int64_t (*unreachable_since)(void *ctx, const char *key, int64_t now, bool unreachable);
+};
+
+#endif

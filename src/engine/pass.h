@@ -1,0 +1,130 @@
+/* pass.h: what the files of one reconcile pass share, private to src/engine (reconcile.h is
+ * the interface): the pass itself (struct pass: what one call of hv_reconcile_key knows), the
+ * answers' pacing, and the functions each concern offers the others: pass_say.c (texts and
+ * answers), pass_steps.c (the record, steps, sticky Failures, rollback), pass_guest.c (done and
+ * the guest's own view), pass_paths.c (begin and the paths that carry an operation on),
+ * reconcile.c (classify each round, decide, act; the slots at the end). */
+#ifndef HV_PASS_H
+#define HV_PASS_H
+
+#include "backend.h"
+#include "books.h"
+#include "hooks.h"
+#include "judge.h"
+#include "oprecord.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RETRY_LIVE        2
+#define RETRY_LIVE_SOON   1  /* within LIVE_SOON_S of a live step: the change shows soon */
+#define LIVE_SOON_S       30 /* a DIMM or a vCPU shows at once, a guest's view in seconds */
+#define RETRY_COLD        5
+#define RETRY_SLOT        10
+#define RETRY_UNREACHABLE 3 /* a restarting daemon or vCenter is back in seconds */
+#define MAX_RECYCLES      3
+/* Starts with the new configuration after which a VM that went off again each time (a guest
+ * that panics at boot, with on_crash=destroy) is given up on; a cycle needs one, plus one per
+ * time the VM was started by someone else before it was reconfigured (recycles). */
+#define MAX_STARTS 3
+
+struct pass {
+    const struct hv_books *b;
+    struct hv_backend *be;
+    const struct hv_vm_ref *ref;
+    const struct hv_hw *desired;
+    const struct hv_settings *s;
+    struct hv_vm_obs obs;
+    struct hv_oprecord rec;
+    char key[HV_KEY_MAX];
+    char what[160]; /* rc_describe(desired) */
+    int64_t now;
+    struct hv_update_result *out;
+    bool called; /* a hook call asked for this pass (else: the engine's own carry-on) */
+    bool chain;  /* the step just taken can be followed at once */
+    bool seen;   /* the last round read the VM's record */
+    /* the VM's record, as read or last stored, shows a power cycle of this process in flight
+     * (for any hardware): its slot stays, whatever else failed in this pass */
+    bool vm_cycle;
+    bool ours; /* p->rec is this operation's record (for these desired hardware) */
+    /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
+    bool left_off;
+    /* the VM's record is another hardware's sticky Failure */
+    bool other_failed;
+    /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
+     * cannot progress, its slot goes back */
+    bool stalled;
+    /* while rc_begin() runs: when the shutdown or power-off of a cycle of an older operation,
+     * which this one takes over, was sent (0: none); a Failure of rc_begin() records it */
+    int64_t down_at;
+    /* a failed operation's VM may still go down from a cycle's shutdown or power-off: it
+     * keeps a slot (see hv_reconcile_key) */
+    bool going_down;
+    /* the VM runs and its record, as read, shows a shutdown or power-off of this process's
+     * previous life (for any hardware) sent recently enough to take it down yet: a slot held
+     * for it stays (no live process holds one for it) */
+    bool record_down;
+    /* The live step about to be taken is the last one: with ops->record_in_step it carries
+     * the waiting record (carried: it did, so no separate write follows). */
+    bool carry, carried;
+    /* The VM as the backend read it when the last step finished (after.found): the next
+     * round's observation, a look taken after that step. */
+    struct hv_vm_obs after;
+};
+
+/* pass_say.c */
+/* "memory 2048 MiB, 3 vCPUs, 2 cores per socket" for the fields that are set. */
+void rc_describe(char *out, size_t cap, const struct hv_hw *h);
+/* Every desired field (>= 0) equals what the VM shows. */
+bool rc_matches(const struct hv_hw *have, const struct hv_hw *want);
+void rc_answer(struct hv_update_result *out, bool failure, int retry, const char *msg);
+/* The Failure recorded on the VM, answered on every call for its desired hardware. */
+void rc_answer_sticky(struct hv_update_result *out, const char *msg);
+void rc_log_err(const struct pass *p, const char *what, const struct hv_err *err);
+/* The settings an operation's outcome depends on, as recorded with it. */
+void rc_policy_of(const struct hv_settings *s, char *out, size_t cap);
+/* "in progress: <fmt>", CAPI asked back in retry seconds */
+void rc_progress(struct pass *p, int retry, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* ... waiting for a change already made to show */
+void rc_settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ... waiting for the VM to go off after a shutdown or power-off was sent */
+void rc_going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A call to the hypervisor failed: true (answered in progress) while it is an outage within
+ * the operation's deadline; false: the caller's Failure. */
+bool rc_wait_for_hypervisor(struct pass *p, const struct hv_err *err);
+
+/* pass_steps.c */
+/* Store p->rec on the VM; false (answered) when it could not be. */
+bool rc_store(struct pass *p);
+/* A sticky Failure, recorded on the VM; why is its reason code. */
+void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg);
+/* Best-effort start of a VM an operation gives up on. */
+bool rc_power_on_anyway(struct pass *p);
+/* The configuration from before the operation, for the fields it changes. */
+bool rc_previous_config(const struct hv_oprecord *r, struct hv_hw *out);
+/* A later pass found the rolled-back VM off and rolled back again. */
+void rc_roll_back_again(struct pass *p);
+/* Record the phase, then act. True when the step was accepted. */
+bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method);
+/* The VM may be started with the new configuration once more (else a sticky Failure). */
+bool rc_may_start(struct pass *p);
+
+/* pass_guest.c */
+/* Done: the answer, and the record when there is one (note: what it says of the guest). */
+void rc_done(struct pass *p, bool had_record, const char *note);
+/* The hypervisor shows the desired hardware and the VM runs: true when answered. */
+bool rc_done_in_guest(struct pass *p, bool had, bool inflight);
+/* Ask for the guest's own view now; false (answered) when the VM cannot be read. */
+bool rc_look_into_guest(struct pass *p, bool had);
+
+/* pass_paths.c */
+/* A new operation (judged by hv_begin_judge): true when begun (p->rec is its record). */
+bool rc_begin(struct pass *p);
+void rc_off_path(struct pass *p);
+void rc_cold_on_path(struct pass *p);
+void rc_live_path(struct pass *p);
+void rc_neither_on_nor_off(struct pass *p);
+
+#endif

@@ -1,0 +1,224 @@
+/* pass_guest.c: "done" and the guest's own view: whether the guest shows the desired memory
+ * and vCPUs against the record's base (guest verification), the done answer and its record,
+ * and the look into the guest from backends that give it only on request. */
+#include "pass.h"
+#include "reconcile.h"
+#include "log.h"
+#include "metrics.h"
+#include "msg.h"
+#include "phase.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Guest verification compares the guest with itself: its own view before the first step
+ * (the record's base) and after. What its kernel keeps for itself (its image, page tables,
+ * a kdump crashkernel= reservation of 192 MiB or more) is in both, so only the change counts.
+ * A guest shows a memory change when its total moved by it, less what one memory block can
+ * hide (a block left offline: 128 MiB on x86-64) and the page structures of the memory added
+ * (1/64 of it; 1/32 allowed). */
+#define GUEST_MEM_BLOCK_MIB 128
+
+/* What the guest's own view says of the desired memory and vCPUs (cores per socket and disks:
+ * the guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
+enum gverdict { GV_SHOWS = 0, GV_UNKNOWN, GV_PENDING, GV_NOT_YET };
+
+static enum gverdict guest_mem(const struct pass *p, bool booting)
+{
+    const struct hv_guest_obs *g = &p->obs.guest;
+    if (g->mem_view == HV_GV_PENDING) /* it has not reported since it started */
+        return booting ? GV_PENDING : GV_UNKNOWN;
+    if (g->mem_view != HV_GV_SEEN)
+        return GV_UNKNOWN;
+    if (g->mem_at > 0 && g->mem_at <= p->rec.step_at) {
+        /* a report from before the step says nothing of it: wait for the next one while the
+         * guest reports */
+        int64_t since = g->mem_at > p->rec.started_at ? g->mem_at : p->rec.started_at;
+        return p->now - since <= GUEST_REPORT_S ? GV_PENDING : GV_UNKNOWN;
+    }
+    const struct hv_guest_base *b = &p->rec.base;
+    if (!p->rec.has_base || b->guest_memory_mib < 0 || b->hv_memory_mib < 0) {
+        /* its view before the change is not known. After the power cycle all its memory is
+         * boot memory, which a guest that reports (newer than the power-on: stamped after
+         * it, see above, or read from the guest just now, mem_at 0) has online. */
+        bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+        return cycled ? GV_SHOWS : GV_UNKNOWN;
+    }
+    int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
+    int64_t grown = g->memory_mib - b->guest_memory_mib;
+    int64_t slack = GUEST_MEM_BLOCK_MIB + (delta < 0 ? -delta : delta) / 32;
+    bool shows = delta > 0   ? grown > 0 && grown >= delta - slack
+                 : delta < 0 ? grown < 0 && grown <= delta + slack
+                             : grown <= slack && grown >= -slack;
+    return shows ? GV_SHOWS : GV_NOT_YET;
+}
+
+static enum gverdict guest_cpus(const struct pass *p, bool booting)
+{
+    const struct hv_guest_obs *g = &p->obs.guest;
+    if (g->cpu_view == HV_GV_PENDING) /* an agent channel, no agent connected */
+        return booting ? GV_PENDING : GV_UNKNOWN;
+    if (g->cpu_view != HV_GV_SEEN)
+        return GV_UNKNOWN;
+    const struct hv_guest_base *b = &p->rec.base;
+    bool shows = p->rec.has_base && b->guest_cpus >= 0 && b->hv_cpus >= 0
+                     ? g->cpus - b->guest_cpus == p->desired->cpus - b->hv_cpus
+                     : g->cpus == p->desired->cpus; /* online vCPUs are an exact count */
+    return shows ? GV_SHOWS : GV_NOT_YET;
+}
+
+/* Also fills unverified (the checked fields the guest cannot tell, " and "-joined), "" when
+ * none, and *checked (how many fields were checked). booting: right after a power cycle, when
+ * a guest that has not reported since it started may still (at other times it stays silent). */
+static enum gverdict guest_verdict(const struct pass *p, bool booting, char *unverified, size_t cap,
+                                   int *checked)
+{
+    enum gverdict worst = GV_SHOWS, v;
+    bool mem, cpus;
+    hv_guest_fields(&p->rec, p->desired, &mem, &cpus);
+    unverified[0] = '\0';
+    *checked = mem + cpus;
+    if (mem) {
+        v = guest_mem(p, booting);
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified, cap, "memory");
+        worst = v > worst ? v : worst;
+    }
+    if (cpus) {
+        v = guest_cpus(p, booting);
+        if (v == GV_UNKNOWN || v == GV_PENDING)
+            snprintf(unverified + strlen(unverified), cap - strlen(unverified), "%svCPUs",
+                     unverified[0] ? " and " : "");
+        worst = v > worst ? v : worst;
+    }
+    return worst;
+}
+
+/* Done. note: what the answer adds about the guest's own view (stored with the record, so
+ * every later call answers the same words). */
+void rc_done(struct pass *p, bool had_record, const char *note)
+{
+    char m[400];
+    snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
+    /* Another replica may have finished what this one began: give back any slot held here. */
+    p->b->slot_release(p->b->ctx, p->key);
+    if (had_record && p->rec.phase != HV_PH_DONE) {
+        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done");
+        p->rec.step_at = p->now;
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        hv_metrics_operation("done", "success");
+        hv_log(HV_LOG_INFO, "operation-done", "vm", p->key, "result", p->what, "guest", note,
+               (char *)NULL);
+        if (!rc_store(p))
+            return;
+    } else if (!had_record && p->other_failed) {
+        /* The record is another hardware's sticky Failure: this state is done now, so a
+         * later return to that hardware (A -> B -> A) begins anew instead of answering the
+         * old Failure. Best effort: the done stands if the record cannot be written. */
+        hv_rec_clear(&p->rec);
+        p->rec.desired = *p->desired;
+        p->rec.started_at = p->rec.step_at = p->now;
+        for (int f = 0; f < HV_F_COUNT; f++)
+            snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
+        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done over another hardware's failure");
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        (void)rc_store(p);
+    }
+    rc_answer(p->out, false, 0, m);
+}
+
+/* The hypervisor shows the desired hardware and the VM runs: is it done in the guest too?
+ * Returns true when it answered (done, waiting, or failed), false when the operation must go
+ * on (the guest does not show it yet and no operation is waiting for it). */
+bool rc_done_in_guest(struct pass *p, bool had, bool inflight)
+{
+    char unv[32], note[120];
+    enum gverdict v = GV_UNKNOWN;
+    int checked = 0;
+    unv[0] = '\0';
+    if (!had) { /* no operation of this spec: the VM had it already, nothing changed to verify */
+        rc_done(p, false, HV_MSG("not verified in the guest"));
+        return true;
+    }
+    /* the hardware step is taken: a live change waits, a power cycle is over */
+    bool cycled =
+        p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
+    bool waiting = inflight && (p->rec.phase == HV_PH_WAIT_LIVE || cycled);
+    if (p->s->guest_check != HV_GC_OFF)
+        v = guest_verdict(p, waiting && cycled, unv, sizeof(unv), &checked);
+    if (!checked)
+        v = GV_UNKNOWN; /* nothing the guest can show changed */
+    bool in_time = waiting && p->now - p->rec.step_at < p->s->live_timeout_s;
+    if (v == GV_PENDING && !in_time)
+        v = GV_UNKNOWN; /* it never reported: the guest cannot tell */
+    if (v == GV_UNKNOWN && checked && p->s->guest_check == HV_GC_REQUIRED) {
+        /* It reported before the step (else rc_begin() failed): give it the live timeout (a
+         * guest booting after the power cycle, an agent reconnecting), then fail; never a
+         * power cycle, which cannot make a silent guest report. */
+        if (in_time) {
+            rc_settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+            return true;
+        }
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("guestVerification is Required but the guest did not report its %s "
+                        "after the change"),
+                 unv);
+        rc_fail_sticky(p, HV_FAIL_OTHER, m);
+        return true;
+    }
+    switch (v) {
+    case GV_SHOWS:
+        rc_done(p, had, HV_MSG("the guest shows it"));
+        return true;
+    case GV_UNKNOWN:
+        if (!unv[0] || checked < 2 || strchr(unv, ' '))
+            snprintf(note, sizeof(note), HV_MSG("not verified in the guest"));
+        else
+            snprintf(note, sizeof(note), HV_MSG("%s not verified in the guest"), unv);
+        rc_done(p, had, note);
+        return true;
+    case GV_PENDING:
+    case GV_NOT_YET:
+        break;
+    }
+    if (!waiting)
+        return false; /* begin (or go on with) an operation that waits for the guest */
+    if (in_time) {
+        rc_settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+        return true;
+    }
+    char m[400];
+    if (cycled) {
+        snprintf(m, sizeof(m),
+                 HV_MSG("the guest did not show %s within %d s after the power cycle (the "
+                        "hypervisor shows it; the guest did not take it)"),
+                 p->what, p->s->live_timeout_s);
+        rc_fail_sticky(p, HV_FAIL_OTHER, m);
+        return true;
+    }
+    return false; /* WAIT_LIVE past its time: live_path falls back or fails */
+}
+
+/* The VM runs with the desired hardware: ask for the guest's own view now, from backends
+ * that give it only on request (it costs a round trip into the guest, which a pass that has
+ * a step to take does not need). False (with a Failure for this call) when the VM cannot be
+ * read, as for observe. */
+bool rc_look_into_guest(struct pass *p, bool had)
+{
+    bool mem = false, cpus = false;
+    if (had)
+        hv_guest_fields(&p->rec, p->desired, &mem, &cpus);
+    if (!p->be->ops->observe_guest || p->s->guest_check == HV_GC_OFF || !(mem || cpus))
+        return true;
+    struct hv_err err = {0};
+    if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
+        return true;
+    rc_log_err(p, "observe", &err);
+    if (rc_wait_for_hypervisor(p, &err))
+        return false;
+    char m[300];
+    snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));
+    rc_answer(p->out, true, 0, m);
+    return false;
+}

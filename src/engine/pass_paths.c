@@ -1,0 +1,379 @@
+/* pass_paths.c: the acts of a reconcile pass once it is decided: begin an operation (on the
+ * one begin judgement, judge.h), and carry one on: the VM off (reconfigure, power on), cold
+ * and running (a power-cycle slot, shutdown, power-off), live (the live steps, the wait for
+ * them to show), or neither on nor off (paused, suspended: wait). */
+#include "pass.h"
+#include "reconcile.h"
+#include "judge.h"
+#include "log.h"
+#include "metrics.h"
+#include "msg.h"
+#include "phase.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The look begin needs: the guest's own view of a running VM, from backends that give it only
+ * on request, when the change is one the guest can show against what the hypervisor shows
+ * now. False (with a Failure for this call) when the VM cannot be read. */
+static bool look_before_begin(struct pass *p, bool on)
+{
+    struct hv_guest_base *b = &p->rec.base;
+    p->rec.has_base = true;
+    b->hv_memory_mib = p->obs.hw.memory_mib;
+    b->hv_cpus = p->obs.hw.cpus;
+    b->guest_memory_mib = b->guest_cpus = -1;
+    return !on || rc_look_into_guest(p, true);
+}
+
+/* The refusal j makes of the operation begin, if any (the first in the order the judgement
+ * names them), as a Failure: sticky, recorded with the plan so far; or for this call only
+ * while the guest may still report by itself. True when refused. */
+static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
+{
+    char m[HV_MSG_MAX + 400];
+    if (j->impossible >= 0) {
+        hv_begin_impossible_msg(j, m, sizeof(m));
+        rc_fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
+    } else if (j->unshown && j->unshown_sticky) {
+        rc_fail_sticky(p, HV_FAIL_OTHER, j->unshown_msg);
+    } else if (j->unshown) {
+        rc_answer(p->out, true, 0, j->unshown_msg);
+        hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", j->unshown_msg,
+               (char *)NULL);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* The same for a power cycle j refuses (under powerCycle Never, or one this VM may not take),
+ * which begin applies once the record says the operation is cold. takeover: the operation takes
+ * an older one's shutdown or power-off over (its cycle goes on from there, see cold_on_path). */
+static bool begin_cycle_refused(struct pass *p, const struct hv_begin_judgement *j, bool takeover)
+{
+    if (j->never)
+        rc_fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
+    else if (j->cycle_refused && !takeover)
+        rc_fail_sticky(p, j->cycle_code, j->cycle_msg);
+    else
+        return false;
+    return true;
+}
+
+/* A new operation: ask the backend how each field can change on this VM now, judge it
+ * (hv_begin_judge, as CanUpdateMachine does), and begin it or refuse it. */
+bool rc_begin(struct pass *p)
+{
+    struct hv_begin_facts f;
+    struct hv_err err = {0};
+    memset(&f, 0, sizeof(f));
+    if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, f.plan, &err) != HV_OK) {
+        rc_log_err(p, "plan", &err);
+        if (rc_wait_for_hypervisor(p, &err))
+            return false;
+        char m[300];
+        snprintf(m, sizeof(m), HV_MSG("cannot plan the change: %s"), hv_errcode_message(err.code));
+        rc_answer(p->out, true, 0, m);
+        return false;
+    }
+    struct hv_oprecord old = p->rec; /* an operation in flight may leave its base to this one */
+    hv_rec_clear(&p->rec);
+    p->rec.desired = *p->desired;
+    p->rec.prev.memory_mib = p->desired->memory_mib >= 0 ? p->obs.config.memory_mib : -1;
+    p->rec.prev.cpus = p->desired->cpus >= 0 ? p->obs.config.cpus : -1;
+    p->rec.prev.cores_per_socket =
+        p->desired->cores_per_socket >= 0 ? p->obs.config.cores_per_socket : -1;
+    p->rec.started_at = p->rec.step_at = p->now;
+    bool on = p->obs.power == HV_POWER_ON;
+    if (!look_before_begin(p, on))
+        return false;
+    f.on = on;
+    f.hw = p->obs.hw;
+    f.guest = p->obs.guest;
+    f.guest_mem_current = hv_guest_mem_current(&p->obs.guest, p->now);
+    f.no_mem_report = p->obs.no_mem_report;
+    f.no_cpu_report = p->obs.no_cpu_report;
+    f.can_shutdown = p->obs.can_shutdown;
+    f.no_power_cycle = p->obs.no_power_cycle;
+    struct hv_begin_in in = {
+        .facts = &f, .old = &old, .desired = p->desired, .s = p->s, .now = p->now};
+    struct hv_begin_judgement j;
+    hv_begin_judge(&in, &j);
+    p->rec.base = j.base;
+    if (j.wait_boot) {
+        rc_progress(p, RETRY_LIVE_SOON, HV_MSG("waiting for the guest to finish starting"));
+        return false; /* nothing stored: the next call asks again */
+    }
+    /* the plan as recorded (up to a field it cannot change, when one is) */
+    int upto = j.impossible >= 0 ? j.impossible : HV_F_COUNT;
+    for (int k = 0; k < upto; k++) {
+        if (f.plan[k].how == HV_HOW_LIVE)
+            snprintf(p->rec.plan[k], sizeof(p->rec.plan[k]), "live:%s", f.plan[k].method);
+        else
+            snprintf(p->rec.plan[k], sizeof(p->rec.plan[k]), "%s",
+                     f.plan[k].how == HV_HOW_COLD ? "cold" : "none");
+        if (f.plan[k].how == HV_HOW_COLD)
+            hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: a field needs a cycle");
+    }
+    if (begin_refused(p, &j))
+        return false;
+    if (!on)
+        hv_rec_move(&p->rec, p->rec.phase, true, p->rec.down_at, "plan: the VM is off");
+    if (begin_cycle_refused(p, &j, p->down_at != 0))
+        return false;
+    hv_rec_set_phase(&p->rec, HV_PH_NONE, "begun");
+    p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
+    hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
+    hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
+           p->rec.cold ? "cold" : "live", (char *)NULL);
+    return true;
+}
+
+/* The VM is off during an operation: write the desired hardware if needed, then start it. */
+void rc_off_path(struct pass *p)
+{
+    /* Powered off by this operation: always rewrite the definition, even when it already
+     * shows the desired values (hot-plugged ones a guest did not take): the rewrite folds
+     * DIMMs and virtio-mem into boot memory, which every guest sees without onlining. */
+    bool ours = p->rec.cold && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    if (!rc_matches(&p->obs.config, p->desired) || ours) {
+        if (rc_step(p, HV_PH_RECONFIGURE, HV_STEP_RECONFIGURE, NULL)) {
+            rc_progress(p, 1, HV_MSG("reconfigured the powered-off VM to %s; starting it next"),
+                        p->what);
+        }
+        return;
+    }
+    if (rc_may_start(p) && rc_step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
+        rc_progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
+}
+
+void rc_cold_on_path(struct pass *p)
+{
+    const struct hv_engine_cfg *cfg = p->b->cfg;
+    int64_t elapsed = p->now - p->rec.step_at;
+    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    /* The shutdown or power-off in flight is an older operation's that this one, which needs
+     * no power cycle itself, took over while it might still take the VM down (downAt): it
+     * sends no step of its own (no new cycle for hardware that needs none). Once that step
+     * has not taken the VM down within the time it could (see old_step_recent), it will not:
+     * the operation goes on as planned, live, and the slot goes back with the record. */
+    bool inherited = hv_rec_taken_over_at(&p->rec) != 0;
+    if (inherited && elapsed >= p->s->shutdown_timeout_s + cfg->step_timeout_s) {
+        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "a taken-over step did not take the VM down");
+        rc_live_path(p);
+        return;
+    }
+    /* This process's own shutdown or power-off, sent (no failed try recorded) within the time
+     * it may still take the VM down, of a cycle that lost its slot while the VM was paused:
+     * the VM may go down at any moment, so the cycle counts against the caps at once (taken
+     * over them), before a new cycle of its host begins. */
+    bool sent = p->vm_cycle && !first && !p->rec.attempts &&
+                elapsed < p->s->shutdown_timeout_s + cfg->step_timeout_s;
+    if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
+        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, sent)) {
+        /* A cycle this process does not hold a slot for (begun by a process that is gone or
+         * by another replica, or one whose step is older): it goes on like a new one, when a
+         * slot is free (not handled here yet: the pass that goes on sends its step again). */
+        if (first)
+            p->b->first_sight(p->b->ctx, p->key, 0);
+        rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return;
+    }
+    if (inherited) {
+        if (p->rec.phase == HV_PH_SHUTDOWN)
+            rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+        else
+            rc_going_off(p, HV_MSG("waiting for the VM to power off"));
+        return;
+    }
+    switch (p->rec.phase) {
+    case HV_PH_SHUTDOWN:
+        if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {
+            /* Recorded by a process that is gone (or another replica) and maybe never sent:
+             * ask again so the guest gets its whole graceful window. Once per process; and
+             * again while the last try failed (it was not sent). */
+            if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
+                rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
+            return;
+        }
+        if (elapsed < p->s->shutdown_timeout_s) {
+            rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+            return;
+        }
+        if (p->s->power_off_mode == HV_POM_SOFT) {
+            char m[300];
+            snprintf(m, sizeof(m),
+                     HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
+                     p->s->shutdown_timeout_s);
+            rc_fail_sticky(p, HV_FAIL_SHUTDOWN_TIMEOUT, m);
+            return;
+        }
+        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            rc_going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
+        return;
+    case HV_PH_POWER_OFF:
+        if (elapsed < cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
+            rc_going_off(p, HV_MSG("waiting for the VM to power off"));
+            return;
+        }
+        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            rc_going_off(p, HV_MSG("powering off again"));
+        return;
+    case HV_PH_RECONFIGURE:
+    case HV_PH_POWER_ON:
+        if (p->rec.phase == HV_PH_POWER_ON && rc_matches(&p->obs.config, p->desired)) {
+            /* We started it with the new configuration, but the VM shows other values. */
+            char m[400], seen[160];
+            rc_describe(seen, sizeof(seen), &p->obs.hw);
+            snprintf(m, sizeof(m),
+                     HV_MSG("after the power cycle the hypervisor reports %s, want %s"), seen,
+                     p->what);
+            rc_fail_sticky(p, HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, m);
+            return;
+        }
+        /* It came back on before it was reconfigured (e.g. CAPV powers on VMs it finds off). */
+        if (++p->rec.recycles > MAX_RECYCLES) {
+            rc_fail_sticky(
+                p, HV_FAIL_POWERED_ON_EXTERNALLY,
+                HV_MSG("the VM was powered on again before hvupdater could reconfigure it; "
+                       "pause the cluster (spec.paused) and retry"));
+            return;
+        }
+        hv_rec_set_phase(&p->rec, HV_PH_NONE, "on again before reconfigured");
+        /* shut it down again */
+        __attribute__((fallthrough));
+    default:; /* (an empty statement: a label is followed by a statement in C17) */
+        char refused[HV_MSG_MAX + 64];
+        enum hv_failure_reason why;
+        if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
+                             sizeof(refused), &why)) {
+            rc_fail_sticky(p, why, refused);
+            return;
+        }
+        if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+            if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
+                hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
+                if (!rc_store(p))
+                    return;
+            }
+            rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+            return;
+        }
+        if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+            if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+                rc_going_off(p, HV_MSG("powering off to apply %s"), p->what);
+        } else if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
+            rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
+        }
+        return;
+    }
+}
+
+void rc_live_path(struct pass *p)
+{
+    if (p->rec.phase == HV_PH_WAIT_LIVE) {
+        bool hv_shows = rc_matches(&p->obs.hw, p->desired);
+        if (p->now - p->rec.step_at < p->s->live_timeout_s) {
+            rc_settle(p, HV_MSG("waiting for the hypervisor to show %s"), p->what);
+            return;
+        }
+        if (p->s->power_cycle == HV_PC_IF_NEEDED) {
+            hv_log(HV_LOG_INFO, "live-timeout", "vm", p->key, "next", "power cycle", (char *)NULL);
+            hv_rec_move(&p->rec, HV_PH_NONE, true, p->rec.down_at, "live timeout: power cycle");
+            rc_cold_on_path(p);
+            return;
+        }
+        char m[400];
+        if (hv_shows)
+            snprintf(m, sizeof(m),
+                     HV_MSG("the hypervisor shows %s but the guest did not take it within %d s; "
+                            "allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                     p->what, p->s->live_timeout_s);
+        else
+            snprintf(
+                m, sizeof(m),
+                HV_MSG("the live change to %s did not show within %d s (the guest did not take "
+                       "it); allow powerCycle IfNeeded or check the guest's hot-plug support"),
+                p->what, p->s->live_timeout_s);
+        /* (the first is counted as other, as the message prefixes filed it before the codes:
+         * a metrics label of its own is a change of its own) */
+        rc_fail_sticky(p, hv_shows ? HV_FAIL_OTHER : HV_FAIL_LIVE_CHANGE_NOT_SEEN, m);
+        return;
+    }
+    /* Issue every live step still needed; each is idempotent against what the VM shows.
+     * The last one may carry the waiting record (see rc_step()). */
+    bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
+    bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
+    bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
+    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE &&
+        !(p->be->ops->record_in_step && mem + cpus + disk == 1)) {
+        /* the record, with the guest's view from before, is on the VM before the first step:
+         * a restart or another replica that sees the change sees what to compare it with
+         * (a backend that stores the record with the step needs no separate write when that
+         * step is the only one: only the last step carries it) */
+        hv_rec_set_phase(&p->rec, HV_PH_LIVE, "record before the first live step");
+        p->rec.step_at = p->now;
+        if (!rc_store(p))
+            return;
+    }
+    p->carry = mem && !cpus && !disk;
+    if (mem && !rc_step(p, HV_PH_LIVE, HV_STEP_LIVE_MEMORY, p->rec.plan[HV_F_MEMORY] + 5))
+        return;
+    p->carry = cpus && !disk;
+    if (cpus && !rc_step(p, HV_PH_LIVE, HV_STEP_LIVE_CPUS, p->rec.plan[HV_F_CPUS] + 5))
+        return;
+    p->carry = disk;
+    if (disk && !rc_step(p, HV_PH_LIVE, HV_STEP_LIVE_DISK, p->rec.plan[HV_F_DISK] + 5))
+        return;
+    p->carry = false;
+    bool stepped = p->rec.phase == HV_PH_LIVE || p->carried;
+    if (!p->carried) {
+        hv_rec_set_phase(&p->rec, HV_PH_WAIT_LIVE, "live steps issued");
+        p->rec.step_at = p->now;
+        if (!rc_store(p))
+            return;
+    }
+    if (stepped)
+        rc_settle(p, HV_MSG("hot-plugged; waiting for the hypervisor to show %s"), p->what);
+    else
+        rc_settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
+}
+
+/* The VM is neither running nor off: paused, suspended, or in a transition. No step is
+ * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
+ * this operation's power cycle that is expected for a moment (a domain being started is
+ * briefly paused, seen by another replica), but the cycle cannot progress: the slot goes back
+ * at the end of the pass (see hv_reconcile_key) and deadlineSeconds still applies. */
+void rc_neither_on_nor_off(struct pass *p)
+{
+    char pol[sizeof(p->rec.policy)];
+    rc_policy_of(p->s, pol, sizeof(pol));
+    bool mine =
+        hv_oprecord_read(&p->rec, p->obs.record) && hv_hw_equal(&p->rec.desired, p->desired);
+    p->seen = true;
+    p->ours = mine;
+    if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
+        rc_answer_sticky(p->out, p->rec.message);
+        return;
+    }
+    if (!(mine && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+          p->rec.phase <= HV_PH_POWER_ON)) {
+        rc_answer(p->out, true, 0,
+                  HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
+                         "it runs or is off"));
+        return;
+    }
+    if (p->now - p->rec.started_at > p->s->deadline_s) {
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("the VM is %s in the middle of its power cycle (last step: %s) and the "
+                        "change did not complete within %d s"),
+                 p->obs.power_state[0] ? p->obs.power_state : HV_MSG("in transition"),
+                 hv_phase_name(p->rec.phase), p->s->deadline_s);
+        rc_fail_sticky(p, HV_FAIL_PAUSED_MID_CYCLE, m);
+        return;
+    }
+    p->stalled = true;
+    rc_progress(p, RETRY_COLD, HV_MSG("waiting for the VM to finish starting or stopping"));
+}

@@ -1,0 +1,351 @@
+/* pass_steps.c: what a reconcile pass writes and does to the VM: the record (stored before a
+ * power or configuration step), one step, a sticky Failure, and the rollback of a VM that does
+ * not start with its new configuration. */
+#include "pass.h"
+#include "reconcile.h"
+#include "failpoint.h"
+#include "log.h"
+#include "metrics.h"
+#include "msg.h"
+#include "phase.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *step_name(enum hv_step_kind k)
+{
+    switch (k) {
+    case HV_STEP_LIVE_MEMORY:
+        return "live-memory";
+    case HV_STEP_LIVE_CPUS:
+        return "live-cpus";
+    case HV_STEP_SHUTDOWN:
+        return "shutdown";
+    case HV_STEP_POWER_OFF:
+        return "power-off";
+    case HV_STEP_RECONFIGURE:
+        return "reconfigure";
+    case HV_STEP_POWER_ON:
+        return "power-on";
+    case HV_STEP_LIVE_DISK:
+        return "live-disk";
+    }
+    return "step";
+}
+
+/* How far a rollback got. */
+enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_STARTED_AS_IS, RB_COUNT };
+
+bool rc_store(struct pass *p)
+{
+    char buf[HV_RECORD_MAX];
+    struct hv_err err = {0};
+    p->after.found = false; /* a read from before this write no longer shows the VM */
+    snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
+    rc_policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
+    p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */
+    if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
+        p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
+        rc_log_err(p, "write-record", &err);
+        if (rc_wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+            return false;
+        char m[300];
+        snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
+                 hv_errcode_message(err.code));
+        rc_answer(p->out, true, 0, m);
+        return false;
+    }
+    hv_metrics_record_write();
+    p->vm_cycle = p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
+    return true;
+}
+
+/* Sticky failure: recorded on the VM so every later call for this desired spec answers the
+ * same message and takes no step. why is its reason code (what metrics count; the message is
+ * for people and never parsed). */
+void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
+{
+    p->rec.step_at = p->now;
+    if (p->down_at) { /* the VM is still going down: started again once it is off */
+        hv_rec_move(&p->rec, HV_PH_FAILED, true, p->down_at, "sticky failure, VM going down");
+        p->going_down = true;
+    } else {
+        hv_rec_set_phase(&p->rec, HV_PH_FAILED, "sticky failure");
+    }
+    snprintf(p->rec.message, sizeof(p->rec.message), "%s", msg);
+    /* The slot goes back at the end of the pass (hv_reconcile_key) once the stored Failure
+     * shows no cycle: while a write that failed leaves the VM's record showing this process's
+     * cycle in flight (a shutdown sent that may still land), it stays, as after any other
+     * failed write (vm_cycle), until a later pass stores the Failure. */
+    hv_metrics_operation("failed", "failure");
+    hv_metrics_failure(why);
+    if (rc_store(p))
+        rc_answer_sticky(p->out, msg);
+    hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
+}
+
+/* Best-effort start of a VM an operation is giving up on (failed steps, failure after a
+ * late shutdown): no retry count; the error only goes to the log. An accepted start counts in
+ * the record's starts (stored by the caller). */
+bool rc_power_on_anyway(struct pass *p)
+{
+    struct hv_step on = {.kind = HV_STEP_POWER_ON,
+                         .desired = *p->desired,
+                         .timeout_ms = p->b->cfg->step_timeout_s * 1000};
+    struct hv_err err = {0};
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
+        rc_log_err(p, "power-on while giving up", &err);
+        p->left_off = true;
+        return false;
+    }
+    p->rec.starts++;
+    return true;
+}
+
+/* The configuration from before the operation, for the fields it changes; false when the
+ * record does not hold one (a record from an older version). */
+bool rc_previous_config(const struct hv_oprecord *r, struct hv_hw *out)
+{
+    out->memory_mib = r->desired.memory_mib >= 0 ? r->prev.memory_mib : -1;
+    out->cpus = r->desired.cpus >= 0 ? r->prev.cpus : -1;
+    out->cores_per_socket = r->desired.cores_per_socket >= 0 ? r->prev.cores_per_socket : -1;
+    out->disk_mib = -1; /* disks only grow: a rollback leaves them as they are */
+    return (out->memory_mib > 0 || out->cpus > 0 || out->cores_per_socket > 0) &&
+           out->memory_mib != 0 && out->cpus != 0 && out->cores_per_socket != 0;
+}
+
+/* The VM did not start with the new configuration: put the previous one back and start it
+ * as it was. Errors go to the log; the outcome goes into the sticky message (see
+ * rollback_note), and a later pass that finds the VM still off tries again. */
+static enum rb_outcome roll_back(struct pass *p)
+{
+    struct hv_hw prev;
+    if (!rc_previous_config(&p->rec, &prev))
+        return RB_RESTORE_FAILED;
+    struct hv_err err = {0};
+    int64_t tmo = p->b->cfg->step_timeout_s * 1000;
+    if (!rc_matches(&p->obs.config, &prev)) {
+        struct hv_step rc = {.kind = HV_STEP_RECONFIGURE, .desired = prev, .timeout_ms = tmo};
+        if (p->be->ops->act(p->be, p->ref, &rc, &err) != HV_OK) {
+            rc_log_err(p, "reconfigure while rolling back", &err);
+            /* never leave a VM off that can run: start it as it is (what kept the new
+             * configuration from starting may have passed, e.g. the host's free memory) */
+            struct hv_step as_is = {
+                .kind = HV_STEP_POWER_ON, .desired = *p->desired, .timeout_ms = tmo};
+            if (p->be->ops->act(p->be, p->ref, &as_is, &err) == HV_OK) {
+                p->rec.starts++;
+                return RB_STARTED_AS_IS;
+            }
+            rc_log_err(p, "power-on as it is while rolling back", &err);
+            p->left_off = true;
+            return RB_RESTORE_FAILED;
+        }
+    }
+    struct hv_step on = {.kind = HV_STEP_POWER_ON, .desired = prev, .timeout_ms = tmo};
+    if (p->be->ops->act(p->be, p->ref, &on, &err) != HV_OK) {
+        rc_log_err(p, "power-on while rolling back", &err);
+        p->left_off = true;
+        return RB_START_FAILED;
+    }
+    p->rec.starts++;
+    hv_log(HV_LOG_INFO, "rolled-back", "vm", p->key, (char *)NULL);
+    return RB_STARTED;
+}
+
+/* What a rollback did, for the sticky message ("<why it failed>; <this>"). */
+static void rollback_note(char *out, size_t cap, const struct hv_oprecord *r, enum rb_outcome o)
+{
+    struct hv_hw prev;
+    char was[160];
+    if (!rc_previous_config(r, &prev))
+        memset(&prev, 0xff, sizeof(prev)); /* not kept: "no hardware fields" */
+    rc_describe(was, sizeof(was), &prev);
+    switch (o) {
+    case RB_STARTED:
+        snprintf(out, cap,
+                 HV_MSG("its previous configuration (%s) was restored and it was started"), was);
+        return;
+    case RB_RESTORE_FAILED:
+        snprintf(out, cap,
+                 HV_MSG("restoring its previous configuration (%s) failed too, so the VM is off "
+                        "with the new configuration"),
+                 was);
+        return;
+    case RB_STARTED_AS_IS:
+        snprintf(out, cap,
+                 HV_MSG("restoring its previous configuration (%s) failed too, so it was started "
+                        "with the new configuration"),
+                 was);
+        return;
+    case RB_START_FAILED:
+    case RB_COUNT:
+        break;
+    }
+    snprintf(out, cap,
+             HV_MSG("its previous configuration (%s) was restored, but starting it failed too, "
+                    "so the VM is off"),
+             was);
+}
+
+/* Fail for good because the VM does not run with the new configuration (cause says why):
+ * roll back first, then record the Failure saying what the rollback did. */
+static void rc_fail_rolled_back(struct pass *p, enum hv_failure_reason why, const char *cause)
+{
+    char m[sizeof(p->rec.message)], note[400];
+    p->rec.rollback = true;
+    rollback_note(note, sizeof(note), &p->rec, roll_back(p));
+    snprintf(m, sizeof(m), "%s; %s", cause, note);
+    rc_fail_sticky(p, why, m);
+}
+
+/* A later pass found the rolled-back VM off and rolled back again: when that got further or
+ * less far than the stored message says, the message follows what was done. */
+void rc_roll_back_again(struct pass *p)
+{
+    enum rb_outcome now = roll_back(p);
+    char note[400];
+    size_t len = strlen(p->rec.message);
+    bool changed = false;
+    for (int o = 0; o < RB_COUNT && !changed; o++) {
+        rollback_note(note, sizeof(note), &p->rec, (enum rb_outcome)o);
+        size_t n = strlen(note);
+        if ((enum rb_outcome)o == now || n > len || strcmp(p->rec.message + len - n, note))
+            continue;
+        rollback_note(note, sizeof(note), &p->rec, now);
+        p->rec.message[len - n] = '\0';
+        char m[sizeof(p->rec.message)];
+        snprintf(m, sizeof(m), "%s%s", p->rec.message, note);
+        snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
+        changed = true;
+    }
+    if (changed || now == RB_STARTED)
+        rc_store(p); /* the message and the count of starts; best effort */
+}
+
+/* Record the phase, then act. Returns true when the step was accepted. */
+bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
+{
+    if (p->rec.phase != phase)
+        p->rec.attempts = 0;
+    /* (a step taken over, if any, is past: this one is the operation's) */
+    hv_rec_move(&p->rec, phase, p->rec.cold, 0, "step");
+    p->rec.step_at = p->now;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts++; /* recorded with the step; taken back below if it is refused */
+    /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
+     * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
+     * the next pass sees the change. Power and configuration steps are recorded first. */
+    bool live =
+        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
+    if (!live && !rc_store(p))
+        return false;
+    struct hv_step st = {
+        .kind = kind, .desired = *p->desired, .timeout_ms = p->b->cfg->step_timeout_s * 1000};
+    snprintf(st.method, sizeof(st.method), "%s", method ? method : "");
+    /* The last live step stores the waiting record in the same change (one hypervisor
+     * call instead of two): the record then says "waiting" exactly when the step was made. */
+    struct hv_oprecord waiting = p->rec;
+    char carried[HV_RECORD_MAX];
+    p->carried = false;
+    if (live && p->carry && p->be->ops->record_in_step) {
+        hv_rec_set_phase(&waiting, HV_PH_WAIT_LIVE, "last live step carries the record");
+        snprintf(waiting.owner, sizeof(waiting.owner), "%s", p->b->owner);
+        rc_policy_of(p->s, waiting.policy, sizeof(waiting.policy));
+        waiting.ref = *p->ref;
+        if (hv_oprecord_write(&waiting, carried, sizeof(carried)))
+            st.record = carried;
+    }
+    bool stored = false;
+    st.record_stored = &stored;
+    memset(&p->after, 0, sizeof(p->after));
+    st.seen_after = &p->after;
+    struct hv_err err = {0};
+    struct timespec t0, t1;
+    char fp[64];
+    snprintf(fp, sizeof(fp), "before:%s", step_name(kind));
+    hv_failpoint(fp);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = p->be->ops->act(p->be, p->ref, &st, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    snprintf(fp, sizeof(fp), "after:%s", step_name(kind));
+    hv_failpoint(fp);
+    hv_metrics_step(step_name(kind),
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
+           rc == HV_OK ? "accepted" : "error", (char *)NULL);
+    if (rc == HV_OK) {
+        if (!live && p->rec.attempts) { /* a retry got through: the record says it was sent */
+            p->rec.attempts = 0;
+            if (!rc_store(p))
+                return false;
+        }
+        p->chain =
+            kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF || kind == HV_STEP_RECONFIGURE;
+        if (st.record) {
+            /* stored with the step, and the step is complete: verify at once */
+            p->rec = waiting;
+            if (stored)
+                hv_metrics_record_write();
+            else if (!rc_store(p)) /* the step had nothing to change: stored alone */
+                return false;
+            p->carried = p->chain = true;
+        }
+        return true;
+    }
+    memset(&p->after, 0, sizeof(p->after));
+    rc_log_err(p, step_name(kind), &err);
+    p->rec.attempts++;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts--;
+    char m[400];
+    if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
+        snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
+                 p->rec.attempts, hv_errcode_message(err.code));
+        struct hv_hw prev;
+        if (kind == HV_STEP_POWER_ON && p->rec.cold && rc_previous_config(&p->rec, &prev)) {
+            /* It does not start with the new configuration: back to the one it ran with. */
+            char m2[sizeof(m) + 200];
+            snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
+            rc_fail_rolled_back(p, HV_FAIL_START_FAILED, m2);
+            return false;
+        }
+        if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
+            rc_power_on_anyway(p); /* never leave a VM off: start it as it is */
+        }
+        rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
+        return false;
+    }
+    if (rc_store(p)) {
+        snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
+                 hv_errcode_message(err.code));
+        rc_answer(p->out, false, RETRY_COLD, m);
+    } else if (!live) {
+        /* The record still says the step was sent (stored before it, attempts 0): this
+         * process forgets it has seen the operation, so its next pass sends the step again
+         * as for a record of a process that is gone, instead of waiting for its effect. */
+        p->b->first_sight(p->b->ctx, p->key, 0);
+    }
+    return false;
+}
+
+/* The VM is off and about to be started with the new configuration: false (and a sticky
+ * Failure, after a rollback when the record keeps the previous configuration) when it went
+ * off again after every start so far. A VM that halts at once is not started for ever. */
+bool rc_may_start(struct pass *p)
+{
+    if (p->rec.starts < MAX_STARTS + p->rec.recycles)
+        return true;
+    char m[300];
+    struct hv_hw prev;
+    snprintf(m, sizeof(m), HV_MSG("the VM did not stay on: it was started %d times with %s"),
+             p->rec.starts, p->what);
+    if (p->rec.cold && rc_previous_config(&p->rec, &prev)) {
+        rc_fail_rolled_back(p, HV_FAIL_DID_NOT_STAY_ON, m);
+    } else {
+        char m2[sizeof(m) + 64];
+        snprintf(m2, sizeof(m2), HV_MSG("%s; it is left off"), m);
+        rc_fail_sticky(p, HV_FAIL_DID_NOT_STAY_ON, m2);
+    }
+    return false;
+}
