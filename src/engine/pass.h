@@ -127,4 +127,62 @@ void rc_cold_on_path(struct pass *p);
 void rc_live_path(struct pass *p);
 void rc_neither_on_nor_off(struct pass *p);
 
+/* reconcile.c: the classes of a round (rc_classify, pure), what they are computed from */
+struct rc_call {
+    const struct hv_hw *desired;
+    const struct hv_settings *s;
+    char policy[96];   /* rc_policy_of(s) */
+    const char *owner; /* this process, host:pid */
+    int64_t now;
+    int step_timeout_s;
+    bool on; /* the VM runs (else it is off) */
+};
+/* How the VM's record relates to this call. */
+enum rc_rel {
+    REL_NONE,          /* no record (or one that does not parse) */
+    REL_OTHER,         /* an operation for other desired hardware (an older one) */
+    REL_THIS,          /* this hardware's operation, open (none to power-on) */
+    REL_THIS_DONE,     /* this hardware's, done */
+    REL_THIS_FAILED,   /* this hardware's sticky Failure under these settings */
+    REL_THIS_REFAILED, /* this hardware's Failure under other settings: a new operation */
+};
+/* Who wrote the record last. */
+enum rc_owner {
+    OWN_SELF,     /* this process */
+    OWN_PREVIOUS, /* a previous life of it (same host, another pid: its slots went with it) */
+    OWN_OTHER,    /* another process (another replica) */
+};
+/* Whether the running VM may still go down from a shutdown or power-off already sent (until
+ * rc_may_land_until of hazard_sent). */
+enum rc_hazard {
+    HZ_NONE,
+    HZ_STEP_SENT,   /* a cycle's shutdown or power-off, sent within the time it can take */
+    HZ_FAILED_UPON, /* a Failure that came upon such a step (downAt), within that time */
+};
+struct rc_class {
+    enum rc_rel rel;
+    enum rc_owner owner;
+    enum rc_hazard hazard;
+    int64_t hazard_sent; /* when the step that may still land was sent */
+    bool on;             /* power: the VM runs (else off) */
+    enum hv_phase phase; /* the record's phase */
+    bool cycle;    /* the record shows a cycle in flight (shutdown to power-on), any hardware */
+    bool left_off; /* a Failure in a cycle that left the VM off, any hardware */
+    bool other_inflight; /* another process carries out an operation for other hardware */
+    bool other_open;     /* an operation for other hardware still open before its cycle */
+    bool other_failed;   /* the record is another hardware's sticky Failure */
+    bool takeover;       /* other hardware's step may still take the VM down: taken over */
+};
+void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
+                 struct rc_class *k);
+/* The record holds this call's operation (open, done or failed): p->ours. */
+static inline bool rc_ours(const struct rc_class *k)
+{
+    return k->rel == REL_THIS || k->rel == REL_THIS_DONE || k->rel == REL_THIS_FAILED;
+}
+/* Until when (unix seconds, exclusive) a shutdown or power-off sent at sent may still take the
+ * VM down: shutdownTimeoutSeconds plus the step timeout. The one window of "a sent step may
+ * still land" (the classes, a step taken over, this process's own step after a pause). */
+int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent);
+
 #endif

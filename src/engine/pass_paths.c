@@ -148,18 +148,111 @@ void rc_off_path(struct pass *p)
         rc_progress(p, RETRY_COLD, HV_MSG("powering the VM on with %s"), p->what);
 }
 
+/* The shutdown or power-off of this operation's cycle in flight: sent again when recorded by
+ * a process that is gone (or another replica) or when the last try failed, else waited for;
+ * past shutdownTimeoutSeconds a power-off (TrySoft) or a Failure (Soft). */
+static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
+{
+    if (p->rec.phase == HV_PH_POWER_OFF) {
+        if (elapsed < p->b->cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
+            rc_going_off(p, HV_MSG("waiting for the VM to power off"));
+            return;
+        }
+        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            rc_going_off(p, HV_MSG("powering off again"));
+        return;
+    }
+    if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {
+        /* Recorded by a process that is gone (or another replica) and maybe never sent: ask
+         * again so the guest gets its whole graceful window. Once per process; and again
+         * while the last try failed (it was not sent). */
+        if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
+            rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
+        return;
+    }
+    if (elapsed < p->s->shutdown_timeout_s) {
+        rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+        return;
+    }
+    if (p->s->power_off_mode == HV_POM_SOFT) {
+        char m[300];
+        snprintf(m, sizeof(m),
+                 HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
+                 p->s->shutdown_timeout_s);
+        rc_fail_sticky(p, HV_FAIL_SHUTDOWN_TIMEOUT, m);
+        return;
+    }
+    if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+        rc_going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
+}
+
+/* The VM runs in phase reconfigure or power-on: started with the new configuration but
+ * showing other values (a Failure), or started by someone else before it was reconfigured
+ * (e.g. CAPV powers on VMs it finds off): cycled again, at most MAX_RECYCLES times. True
+ * when it cycles again (the record back to none). */
+static bool on_again(struct pass *p)
+{
+    if (p->rec.phase == HV_PH_POWER_ON && rc_matches(&p->obs.config, p->desired)) {
+        char m[400], seen[160];
+        rc_describe(seen, sizeof(seen), &p->obs.hw);
+        snprintf(m, sizeof(m), HV_MSG("after the power cycle the hypervisor reports %s, want %s"),
+                 seen, p->what);
+        rc_fail_sticky(p, HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, m);
+        return false;
+    }
+    if (++p->rec.recycles > MAX_RECYCLES) {
+        rc_fail_sticky(p, HV_FAIL_POWERED_ON_EXTERNALLY,
+                       HV_MSG("the VM was powered on again before hvupdater could reconfigure it; "
+                              "pause the cluster (spec.paused) and retry"));
+        return false;
+    }
+    hv_rec_set_phase(&p->rec, HV_PH_NONE, "on again before reconfigured");
+    return true;
+}
+
+/* A power cycle begins: refused when this VM may not take one, else a slot (or waiting for
+ * one, the record planned), then a shutdown or a power-off as powerOffMode says. */
+static void new_cycle(struct pass *p)
+{
+    char refused[HV_MSG_MAX + 64];
+    enum hv_failure_reason why;
+    if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused, sizeof(refused),
+                         &why)) {
+        rc_fail_sticky(p, why, refused);
+        return;
+    }
+    if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+        if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
+            hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
+            if (!rc_store(p))
+                return;
+        }
+        rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return;
+    }
+    if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            rc_going_off(p, HV_MSG("powering off to apply %s"), p->what);
+    } else if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
+        rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
+    }
+}
+
+/* Cold and running: a step taken over waits for its window, a cycle in its shutdown or
+ * power-off takes its slot first, then the phase says what is next. */
 void rc_cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t elapsed = p->now - p->rec.step_at;
     bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    bool may_land = p->now < rc_may_land_until(p->s, cfg->step_timeout_s, p->rec.step_at);
     /* The shutdown or power-off in flight is an older operation's that this one, which needs
      * no power cycle itself, took over while it might still take the VM down (downAt): it
      * sends no step of its own (no new cycle for hardware that needs none). Once that step
-     * has not taken the VM down within the time it could (see old_step_recent), it will not:
+     * has not taken the VM down within the time it could (rc_may_land_until), it will not:
      * the operation goes on as planned, live, and the slot goes back with the record. */
     bool inherited = hv_rec_taken_over_at(&p->rec) != 0;
-    if (inherited && elapsed >= p->s->shutdown_timeout_s + cfg->step_timeout_s) {
+    if (inherited && !may_land) {
         hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "a taken-over step did not take the VM down");
         rc_live_path(p);
         return;
@@ -168,8 +261,7 @@ void rc_cold_on_path(struct pass *p)
      * it may still take the VM down, of a cycle that lost its slot while the VM was paused:
      * the VM may go down at any moment, so the cycle counts against the caps at once (taken
      * over them), before a new cycle of its host begins. */
-    bool sent = p->vm_cycle && !first && !p->rec.attempts &&
-                elapsed < p->s->shutdown_timeout_s + cfg->step_timeout_s;
+    bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
         !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, sent)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
@@ -189,83 +281,16 @@ void rc_cold_on_path(struct pass *p)
     }
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
-        if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {
-            /* Recorded by a process that is gone (or another replica) and maybe never sent:
-             * ask again so the guest gets its whole graceful window. Once per process; and
-             * again while the last try failed (it was not sent). */
-            if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
-                rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
-            return;
-        }
-        if (elapsed < p->s->shutdown_timeout_s) {
-            rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
-            return;
-        }
-        if (p->s->power_off_mode == HV_POM_SOFT) {
-            char m[300];
-            snprintf(m, sizeof(m),
-                     HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
-                     p->s->shutdown_timeout_s);
-            rc_fail_sticky(p, HV_FAIL_SHUTDOWN_TIMEOUT, m);
-            return;
-        }
-        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            rc_going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
-        return;
     case HV_PH_POWER_OFF:
-        if (elapsed < cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
-            rc_going_off(p, HV_MSG("waiting for the VM to power off"));
-            return;
-        }
-        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-            rc_going_off(p, HV_MSG("powering off again"));
+        step_in_flight(p, first, elapsed);
         return;
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:
-        if (p->rec.phase == HV_PH_POWER_ON && rc_matches(&p->obs.config, p->desired)) {
-            /* We started it with the new configuration, but the VM shows other values. */
-            char m[400], seen[160];
-            rc_describe(seen, sizeof(seen), &p->obs.hw);
-            snprintf(m, sizeof(m),
-                     HV_MSG("after the power cycle the hypervisor reports %s, want %s"), seen,
-                     p->what);
-            rc_fail_sticky(p, HV_FAIL_NOT_APPLIED_AFTER_POWER_CYCLE, m);
-            return;
-        }
-        /* It came back on before it was reconfigured (e.g. CAPV powers on VMs it finds off). */
-        if (++p->rec.recycles > MAX_RECYCLES) {
-            rc_fail_sticky(
-                p, HV_FAIL_POWERED_ON_EXTERNALLY,
-                HV_MSG("the VM was powered on again before hvupdater could reconfigure it; "
-                       "pause the cluster (spec.paused) and retry"));
-            return;
-        }
-        hv_rec_set_phase(&p->rec, HV_PH_NONE, "on again before reconfigured");
-        /* shut it down again */
-        __attribute__((fallthrough));
-    default:; /* (an empty statement: a label is followed by a statement in C17) */
-        char refused[HV_MSG_MAX + 64];
-        enum hv_failure_reason why;
-        if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
-                             sizeof(refused), &why)) {
-            rc_fail_sticky(p, why, refused);
-            return;
-        }
-        if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
-            if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
-                hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
-                if (!rc_store(p))
-                    return;
-            }
-            rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
-            return;
-        }
-        if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
-            if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-                rc_going_off(p, HV_MSG("powering off to apply %s"), p->what);
-        } else if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
-            rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
-        }
+        if (on_again(p))
+            new_cycle(p); /* shut it down again */
+        return;
+    default:
+        new_cycle(p);
         return;
     }
 }

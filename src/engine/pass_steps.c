@@ -223,6 +223,46 @@ void rc_roll_back_again(struct pass *p)
         rc_store(p); /* the message and the count of starts; best effort */
 }
 
+/* A step was refused: counted (attempts), retried on the next pass, or after
+ * max_step_attempts a sticky Failure (a start with the new configuration rolled back first; a
+ * VM off started as it is). */
+static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const struct hv_err *err)
+{
+    memset(&p->after, 0, sizeof(p->after));
+    rc_log_err(p, step_name(kind), err);
+    p->rec.attempts++;
+    if (kind == HV_STEP_POWER_ON)
+        p->rec.starts--;
+    char m[400];
+    if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
+        snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
+                 p->rec.attempts, hv_errcode_message(err->code));
+        struct hv_hw prev;
+        if (kind == HV_STEP_POWER_ON && p->rec.cold && rc_previous_config(&p->rec, &prev)) {
+            /* It does not start with the new configuration: back to the one it ran with. */
+            char m2[sizeof(m) + 200];
+            snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
+            rc_fail_rolled_back(p, HV_FAIL_START_FAILED, m2);
+            return;
+        }
+        if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
+            rc_power_on_anyway(p); /* never leave a VM off: start it as it is */
+        }
+        rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
+        return;
+    }
+    if (rc_store(p)) {
+        snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
+                 hv_errcode_message(err->code));
+        rc_answer(p->out, false, RETRY_COLD, m);
+    } else if (!live) {
+        /* The record still says the step was sent (stored before it, attempts 0): this
+         * process forgets it has seen the operation, so its next pass sends the step again
+         * as for a record of a process that is gone, instead of waiting for its effect. */
+        p->b->first_sight(p->b->ctx, p->key, 0);
+    }
+}
+
 /* Record the phase, then act. Returns true when the step was accepted. */
 bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
 {
@@ -293,39 +333,7 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
         }
         return true;
     }
-    memset(&p->after, 0, sizeof(p->after));
-    rc_log_err(p, step_name(kind), &err);
-    p->rec.attempts++;
-    if (kind == HV_STEP_POWER_ON)
-        p->rec.starts--;
-    char m[400];
-    if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
-        snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
-                 p->rec.attempts, hv_errcode_message(err.code));
-        struct hv_hw prev;
-        if (kind == HV_STEP_POWER_ON && p->rec.cold && rc_previous_config(&p->rec, &prev)) {
-            /* It does not start with the new configuration: back to the one it ran with. */
-            char m2[sizeof(m) + 200];
-            snprintf(m2, sizeof(m2), HV_MSG("the VM could not start with %s (%s)"), p->what, m);
-            rc_fail_rolled_back(p, HV_FAIL_START_FAILED, m2);
-            return false;
-        }
-        if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
-            rc_power_on_anyway(p); /* never leave a VM off: start it as it is */
-        }
-        rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
-        return false;
-    }
-    if (rc_store(p)) {
-        snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
-                 hv_errcode_message(err.code));
-        rc_answer(p->out, false, RETRY_COLD, m);
-    } else if (!live) {
-        /* The record still says the step was sent (stored before it, attempts 0): this
-         * process forgets it has seen the operation, so its next pass sends the step again
-         * as for a record of a process that is gone, instead of waiting for its effect. */
-        p->b->first_sight(p->b->ctx, p->key, 0);
-    }
+    step_failed(p, kind, live, &err);
     return false;
 }
 

@@ -13,27 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One observe-decide-act round. Returns true when it took a step after which the next one
- * can follow at once (power-off, shutdown, reconfigure): those run back to back, so a VM is
- * off as briefly as possible and nothing (e.g. CAPV, which powers on VMs it finds off) gets a
- * window between them. */
-static bool one_pass(struct pass *p)
+/* ---- classify: how this round's look and the VM's record relate to this call -------------
+ * Pure (rc_classify): the same record, look and call, the same classes. */
+
+/* A round's look: the VM is observed (answered otherwise), found, and on or off (a VM paused,
+ * suspended or in transition is answered apart, rc_neither_on_nor_off). False: answered. */
+static bool look(struct pass *p)
 {
-    const struct hv_vm_ref *ref = p->ref;
-    const struct hv_hw *desired = p->desired;
-    const struct hv_settings *s = p->s;
-    struct hv_update_result *out = p->out;
     struct hv_err err = {0};
-    p->chain = false;
-    p->carried = false; /* only a step of this round carries the record */
-    p->now = p->b->unix_s(p->b->ctx);
     int orc = HV_OK;
     if (p->after.found) { /* read when the last step finished: no second look needed */
         p->obs = p->after;
         p->after.found = false;
     } else {
         memset(&p->obs, 0, sizeof(p->obs));
-        orc = p->be->ops->observe(p->be, ref, &p->obs, &err);
+        orc = p->be->ops->observe(p->be, p->ref, &p->obs, &err);
     }
     if (orc != HV_OK) {
         rc_log_err(p, "observe", &err);
@@ -44,19 +38,19 @@ static bool one_pass(struct pass *p)
             snprintf(m, sizeof(m),
                      HV_MSG("VM %s is on several configured %s hosts (%s): name its server or "
                             "give its UUID"),
-                     ref->name, p->be->ops->name, err.detail);
+                     p->ref->name, p->be->ops->name, err.detail);
         else
             snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"),
                      hv_errcode_message(err.code));
-        rc_answer(out, true, 0, m);
+        rc_answer(p->out, true, 0, m);
         return false;
     }
     p->b->unreachable_since(p->b->ctx, p->key, p->now, false); /* it answered */
     if (!p->obs.found) {
         char m[400];
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
-                 ref->uuid[0] ? ref->uuid : ref->name, p->be->ops->name);
-        rc_answer(out, true, 0, m);
+                 p->ref->uuid[0] ? p->ref->uuid : p->ref->name, p->be->ops->name);
+        rc_answer(p->out, true, 0, m);
         p->b->slot_release(p->b->ctx, p->key);
         return false;
     }
@@ -64,184 +58,197 @@ static bool one_pass(struct pass *p)
         rc_neither_on_nor_off(p);
         return false;
     }
-    bool had = hv_oprecord_read(&p->rec, p->obs.record);
-    p->seen = true;
-    p->vm_cycle = had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
-                  p->rec.phase <= HV_PH_POWER_ON && !strcmp(p->rec.owner, p->b->owner);
-    /* A record for other hardware belongs to an older operation. If that one left the VM
-     * off mid-cycle, the new one must still bring it back on. */
-    bool old_cold_inflight =
-        had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
-    /* ... also one that failed in its cycle and left the VM off (its start or its rollback's
-     * failed): that VM is not off on purpose, so "off" is no "done" for the new one. */
-    bool old_left_off =
-        had && p->rec.cold && p->rec.phase == HV_PH_FAILED && p->obs.power == HV_POWER_OFF;
-    /* ... and while another process (e.g. a replica serving a newer spec) carries one out, the
-     * VM is not done, whatever it shows now: it is about to change. */
-    bool other_inflight = had && !hv_hw_equal(&p->rec.desired, desired) &&
-                          p->rec.phase >= HV_PH_LIVE && p->rec.phase <= HV_PH_POWER_ON &&
-                          strcmp(p->rec.owner, p->b->owner) != 0 &&
-                          p->now - p->rec.started_at <= s->deadline_s;
-    /* ... and a shutdown or power-off such an older operation sent may still take the VM
-     * down (a rollout that changed, or went back, mid-shutdown): the new operation takes that
-     * cycle over instead of answering done or stepping live on a VM about to go off. */
-    bool on_now = p->obs.power == HV_POWER_ON;
-    /* (also a Failure that came upon such a shutdown or power-off while it may still land:
-     * downAt) */
-    bool old_failed_down =
-        had && on_now && p->rec.cold && hv_rec_failed_upon_at(&p->rec) &&
-        p->now - hv_rec_failed_upon_at(&p->rec) < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
-    /* (not one sent longer ago than such a step can take: the VM stayed on, and a new state
-     * that shows takes no cycle for it) */
-    bool old_step_recent =
-        p->now - p->rec.step_at < s->shutdown_timeout_s + p->b->cfg->step_timeout_s;
-    bool old_going_down =
-        had && on_now && !hv_hw_equal(&p->rec.desired, desired) && p->rec.cold &&
-        (((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) && old_step_recent) ||
-         old_failed_down);
-    p->record_down = had && on_now && p->rec.cold &&
-                     (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-                     old_step_recent && hv_owner_previous(p->rec.owner, p->b->owner);
-    enum hv_phase old_phase = old_failed_down ? HV_PH_SHUTDOWN : p->rec.phase;
-    p->other_failed = had && p->rec.phase == HV_PH_FAILED && !hv_hw_equal(&p->rec.desired, desired);
-    /* ... or still open before its cycle (planned, live, waiting for the guest, going down):
-     * the VM may show this state by another operation's step the guest has not taken yet
-     * (A -> B hot-plugged, then back to A, then B again) */
-    bool other_open = had && !hv_hw_equal(&p->rec.desired, desired) &&
-                      p->rec.phase >= HV_PH_PLANNED && p->rec.phase <= HV_PH_POWER_OFF;
-    int64_t old_step_at = old_failed_down ? hv_rec_failed_upon_at(&p->rec) : p->rec.step_at;
-    bool old_others = had && strcmp(p->rec.owner, p->b->owner) != 0;
-    if (had && !hv_hw_equal(&p->rec.desired, desired))
-        had = false;
-    char pol[sizeof(p->rec.policy)];
-    rc_policy_of(s, pol, sizeof(pol));
-    /* A failure is final for this hardware under this policy; a changed policy (e.g. the
-     * operator allowed power cycles) gets a new operation. */
-    bool refailed = had && p->rec.phase == HV_PH_FAILED && strcmp(p->rec.policy, pol);
-    if (refailed)
-        had = false;
-    if (had && p->rec.phase == HV_PH_FAILED) {
-        p->b->slot_release(p->b->ctx, p->key);
-        /* Starts after the failure are bounded too: a VM that halts at once stays off. */
-        bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
-        if (p->rec.rollback && p->obs.power == HV_POWER_OFF && may) {
-            rc_roll_back_again(p); /* it did not start with the new configuration: as it was */
-        } else if (p->rec.cold && p->obs.power == HV_POWER_OFF && may) {
-            /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
-             * a failure must not leave the VM off. Best effort, every call. */
-            bool landed =
-                hv_rec_failed_upon_at(&p->rec) != 0; /* the shutdown it came upon landed now */
-            if (landed) {
-                hv_rec_move(&p->rec, p->rec.phase, p->rec.cold, 0, "failed: the shutdown landed");
-                p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
-            }
-            if (rc_power_on_anyway(p) || landed)
-                rc_store(p); /* counted */
-        } else if (p->rec.cold && hv_rec_failed_upon_at(&p->rec) && on_now &&
-                   p->now - hv_rec_failed_upon_at(&p->rec) <
-                       s->shutdown_timeout_s + p->b->cfg->step_timeout_s) {
-            p->going_down = true; /* a shutdown or power-off it came upon may land yet */
+    return true;
+}
+
+void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c, struct rc_class *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->on = c->on;
+    k->phase = r->phase;
+    if (!had) {
+        k->rel = REL_NONE;
+        return;
+    }
+    bool same = hv_hw_equal(&r->desired, c->desired);
+    if (!same)
+        k->rel = REL_OTHER;
+    else if (r->phase == HV_PH_FAILED && strcmp(r->policy, c->policy))
+        k->rel = REL_THIS_REFAILED; /* a changed policy gets a new operation */
+    else if (r->phase == HV_PH_FAILED)
+        k->rel = REL_THIS_FAILED; /* final for this hardware under this policy */
+    else if (r->phase == HV_PH_DONE)
+        k->rel = REL_THIS_DONE;
+    else
+        k->rel = REL_THIS;
+    k->owner = !strcmp(r->owner, c->owner)             ? OWN_SELF
+               : hv_owner_previous(r->owner, c->owner) ? OWN_PREVIOUS
+                                                       : OWN_OTHER;
+    /* the VM may still go down from a shutdown or power-off already sent, until when: sent
+     * within the time such a step can take (else the VM stayed on), by an operation in its
+     * cycle, or one whose Failure came upon it (downAt) */
+    bool stepping = r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF;
+    if (c->on && r->cold && stepping &&
+        c->now < rc_may_land_until(c->s, c->step_timeout_s, r->step_at)) {
+        k->hazard = HZ_STEP_SENT;
+        k->hazard_sent = r->step_at;
+    } else if (c->on && r->cold && hv_rec_failed_upon_at(r) &&
+               c->now < rc_may_land_until(c->s, c->step_timeout_s, hv_rec_failed_upon_at(r))) {
+        k->hazard = HZ_FAILED_UPON;
+        k->hazard_sent = hv_rec_failed_upon_at(r);
+    }
+    k->cycle = r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+    k->left_off = r->cold && r->phase == HV_PH_FAILED && !c->on;
+    /* another process (e.g. a replica serving a newer spec) carries an operation for other
+     * hardware out: the VM is about to change, whatever it shows now */
+    k->other_inflight = !same && r->phase >= HV_PH_LIVE && r->phase <= HV_PH_POWER_ON &&
+                        k->owner != OWN_SELF && c->now - r->started_at <= c->s->deadline_s;
+    /* ... or one is still open before its cycle (planned, live, waiting for the guest, going
+     * down): the VM may show this state by its step the guest has not taken yet (A -> B
+     * hot-plugged, then back to A, then B again) */
+    k->other_open = !same && r->phase >= HV_PH_PLANNED && r->phase <= HV_PH_POWER_OFF;
+    k->other_failed = !same && r->phase == HV_PH_FAILED;
+    /* such an older operation's step may still take the VM down (a rollout that changed, or
+     * went back, mid-shutdown): the new operation takes that cycle over */
+    k->takeover = !same && k->hazard != HZ_NONE;
+}
+
+int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent)
+{
+    return sent + s->shutdown_timeout_s + step_timeout_s;
+}
+
+/* ---- decide and act, in the documented order (docs/how-it-works.md "Phases") ------------ */
+
+/* 2. The record is this hardware's sticky Failure: the same Failure again, no step; a VM it
+ * left off is started (as it is, or rolled back again), and one a shutdown it came upon may
+ * still take down keeps its slot (going_down). */
+static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
+{
+    p->b->slot_release(p->b->ctx, p->key);
+    /* Starts after the failure are bounded too: a VM that halts at once stays off. */
+    bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
+    if (p->rec.rollback && !k->on && may) {
+        rc_roll_back_again(p); /* it did not start with the new configuration: as it was */
+    } else if (p->rec.cold && !k->on && may) {
+        /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
+         * a failure must not leave the VM off. Best effort, every call. */
+        bool landed = hv_rec_failed_upon_at(&p->rec) != 0; /* the shutdown it came upon landed */
+        if (landed) {
+            hv_rec_move(&p->rec, p->rec.phase, p->rec.cold, 0, "failed: the shutdown landed");
+            p->rec.step_at = p->now; /* a start that fails keeps the slot from now */
         }
-        rc_answer_sticky(out, p->rec.message);
+        if (rc_power_on_anyway(p) || landed)
+            rc_store(p); /* counted */
+    } else if (k->hazard == HZ_FAILED_UPON) {
+        p->going_down = true; /* a shutdown or power-off it came upon may land yet */
+    }
+    rc_answer_sticky(p->out, p->rec.message);
+    return false;
+}
+
+/* 3. The VM shows the desired hardware (and no shutdown may still take it down; off only with
+ * no operation in flight): done, when the guest shows it too or cannot tell, or the answer
+ * recorded when it was done; waiting while another process's operation is in flight. True:
+ * answered; false: an operation begins or goes on. */
+static bool answer_shown(struct pass *p, const struct rc_class *k)
+{
+    bool had = rc_ours(k), inflight = k->rel == REL_THIS;
+    if (k->other_inflight && !inflight) {
+        rc_progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+        return true;
+    }
+    if (k->rel == REL_THIS_DONE && p->rec.message[0]) {
+        rc_answer(p->out, false, 0, p->rec.message); /* as answered when it was done */
+        return true;
+    }
+    if (!k->on) {
+        rc_done(p, had, HV_MSG("not verified in the guest: the VM is off"));
+        return true;
+    }
+    /* Another hardware's Failure that came upon an operation still in flight (it kept that
+     * one's view from before), another hardware's operation still open (its base is the view
+     * from before the chain of them), or this hardware's Failure under other settings (e.g. a
+     * hot-add the guest did not take under Never, then IfNeeded): the VM changed since, so
+     * this state is not simply what it had; it begins an operation that verifies the change
+     * against that view. */
+    const struct hv_hw *want = p->desired;
+    bool changed_since =
+        !had && (k->other_failed || k->other_open || k->rel == REL_THIS_REFAILED) &&
+        p->rec.has_base && p->now - p->rec.started_at <= p->s->deadline_s &&
+        ((want->memory_mib >= 0 && p->rec.base.hv_memory_mib != want->memory_mib) ||
+         (want->cpus >= 0 && p->rec.base.hv_cpus != want->cpus));
+    if (changed_since)
+        return false;
+    return !rc_look_into_guest(p, had) || rc_done_in_guest(p, had, inflight);
+}
+
+/* 4. No operation of this call's in flight: begin one, unless the engine's own pass has
+ * nothing of this process's to carry on, or another process's operation is in flight; a
+ * shutdown or power-off still under way is taken over (within this process's caps when
+ * another process sent it). False: answered. */
+static bool begin_or_wait(struct pass *p, const struct rc_class *k)
+{
+    if (!p->called && !(k->cycle && (!k->on || k->owner == OWN_SELF))) {
+        /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
+         * shows it (done, or replaced by another replica's operation). Nothing of ours is in
+         * flight; only a call begins an operation. (A VM off mid-cycle, or a cycle of ours for
+         * older hardware going on, becomes the new operation: the VM comes back on.) */
+        rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
         return false;
     }
-    bool on = p->obs.power == HV_POWER_ON;
-    bool inflight = had && p->rec.phase != HV_PH_DONE;
-    /* A shutdown or power-off we sent may still take the VM down: not done while it can. */
-    bool going_down =
-        (inflight && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF)) ||
-        old_going_down;
-    p->ours = had;
-    if (rc_matches(&p->obs.hw, desired) && !going_down &&
-        (on || !(inflight || old_cold_inflight || old_left_off))) {
-        if (other_inflight && !inflight) {
-            rc_progress(p, RETRY_COLD,
-                        HV_MSG("waiting for another operation on this VM to finish"));
-            return false;
-        }
-        if (had && p->rec.phase == HV_PH_DONE && p->rec.message[0]) {
-            rc_answer(out, false, 0, p->rec.message); /* as answered when it was done */
-            return false;
-        }
-        if (!on) {
-            rc_done(p, had, HV_MSG("not verified in the guest: the VM is off"));
-            return false;
-        }
-        /* Another hardware's Failure that came upon an operation still in flight (it kept
-         * that one's view from before), another hardware's operation still open (its base is
-         * the view from before the chain of them), or this hardware's Failure under other
-         * settings (e.g. a hot-add the guest did not take under Never, then IfNeeded): the VM
-         * changed since,
-         * so this state is not simply what it had; it begins an operation that verifies the
-         * change against that view. */
-        bool changed_since =
-            !had && (p->other_failed || other_open || refailed) && p->rec.has_base &&
-            p->now - p->rec.started_at <= s->deadline_s &&
-            ((desired->memory_mib >= 0 && p->rec.base.hv_memory_mib != desired->memory_mib) ||
-             (desired->cpus >= 0 && p->rec.base.hv_cpus != desired->cpus));
-        if (!changed_since) {
-            if (!rc_look_into_guest(p, had))
-                return false;
-            if (rc_done_in_guest(p, had, inflight))
-                return false;
-        }
+    /* Never begin over another process's operation in flight (a late call for an older spec
+     * reaching one replica while another carries out the newer one): its record would be
+     * lost and with it what the guest showed before. A cycle it left going down or off is
+     * taken over (below). */
+    if (k->other_inflight && !k->takeover && !(k->cycle && !k->on)) {
+        rc_progress(p, RETRY_COLD, HV_MSG("waiting for another operation on this VM to finish"));
+        return false;
     }
-    if (!had || p->rec.phase == HV_PH_DONE) {
-        if (!p->called && !(old_cold_inflight && (!on || !strcmp(p->rec.owner, p->b->owner)))) {
-            /* The engine's own pass, to finish a cycle of this process: the VM's record no
-             * longer shows it (done, or replaced by another replica's operation). Nothing of
-             * ours is in flight; only a call begins an operation. (A VM off mid-cycle, or a
-             * cycle of ours for older hardware going on, becomes the new operation: the VM
-             * comes back on.) */
-            rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
-            return false;
-        }
-        /* Never begin over another process's operation in flight (a late call for an older
-         * spec reaching one replica while another carries out the newer one): its record
-         * would be lost and with it what the guest showed before. A cycle it left going down
-         * or off is taken over (below). */
-        if (other_inflight && !old_going_down && !(old_cold_inflight && !on)) {
-            rc_progress(p, RETRY_COLD,
-                        HV_MSG("waiting for another operation on this VM to finish"));
-            return false;
-        }
-        /* Another process's cycle going down is taken over like a new one, within this
-         * process's caps: that process gives its slot back once the record is ours. */
-        if (old_going_down && old_others &&
-            !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
-            rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
-            return false;
-        }
-        p->down_at = old_going_down ? old_step_at : 0;
-        bool begun = rc_begin(p);
-        p->down_at = 0;
-        if (!begun)
-            return false;
-        p->ours = true;
-        if (old_going_down) { /* the cycle already under way is this operation's now */
-            /* (an operation that needs no cycle of its own only waits for that step: its
-             * record says when it was sent, downAt, see cold_on_path) */
-            hv_rec_move(&p->rec, old_phase, true, p->rec.cold ? p->rec.down_at : old_step_at,
-                        "takes the cycle under way over");
-            p->rec.step_at = old_step_at;
-            p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
-            if (!rc_store(p))
-                return false;
-        }
+    /* Another process's cycle going down is taken over like a new one, within this process's
+     * caps: that process gives its slot back once the record is ours. */
+    if (k->takeover && k->owner != OWN_SELF &&
+        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+        rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
+        return false;
     }
-    if (p->now - p->rec.started_at > s->deadline_s) {
-        if (!on) {
+    p->down_at = k->takeover ? k->hazard_sent : 0;
+    bool begun = rc_begin(p);
+    p->down_at = 0;
+    if (!begun)
+        return false;
+    p->ours = true;
+    if (k->takeover) { /* the cycle already under way is this operation's now */
+        /* (an operation that needs no cycle of its own only waits for that step: its record
+         * says when it was sent, downAt, see cold_on_path) */
+        enum hv_phase under_way = k->hazard == HZ_FAILED_UPON ? HV_PH_SHUTDOWN : k->phase;
+        hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
+                    "takes the cycle under way over");
+        p->rec.step_at = k->hazard_sent;
+        p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
+        if (!rc_store(p))
+            return false;
+    }
+    return true;
+}
+
+/* 5.-8. The operation goes on: past its deadline (start an off VM, then fail), off
+ * (reconfigure, power on), cold and running (the power cycle), or live. */
+static void carry_on(struct pass *p, const struct rc_class *k)
+{
+    if (p->now - p->rec.started_at > p->s->deadline_s) {
+        if (!k->on) {
             if (rc_may_start(p) && rc_step(p, HV_PH_POWER_ON, HV_STEP_POWER_ON, NULL))
                 rc_progress(p, RETRY_COLD, HV_MSG("deadline passed; powering the VM back on"));
-            return false;
+            return;
         }
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
-                 s->deadline_s, hv_phase_name(p->rec.phase));
+                 p->s->deadline_s, hv_phase_name(p->rec.phase));
         rc_fail_sticky(p, HV_FAIL_DEADLINE, m);
-        return false;
+        return;
     }
-    if (!on) {
+    if (!k->on) {
         if (p->rec.cold)
             p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
         rc_off_path(p);
@@ -250,6 +257,47 @@ static bool one_pass(struct pass *p)
     } else {
         rc_live_path(p);
     }
+}
+
+/* One observe-decide-act round: look, classify, then decide in the documented order (1. the
+ * look, 2. a sticky Failure, 3. the VM shows it, 4. begin, 5.-8. go on) and act. Returns true
+ * when it took a step after which the next one can follow at once (power-off, shutdown,
+ * reconfigure): those run back to back, so a VM is off as briefly as possible and nothing
+ * (e.g. CAPV, which powers on VMs it finds off) gets a window between them. */
+static bool one_pass(struct pass *p)
+{
+    p->chain = false;
+    p->carried = false; /* only a step of this round carries the record */
+    p->now = p->b->unix_s(p->b->ctx);
+    if (!look(p))
+        return false;
+    bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    p->seen = true;
+    struct rc_call c = {.desired = p->desired,
+                        .s = p->s,
+                        .owner = p->b->owner,
+                        .now = p->now,
+                        .step_timeout_s = p->b->cfg->step_timeout_s,
+                        .on = p->obs.power == HV_POWER_ON};
+    rc_policy_of(p->s, c.policy, sizeof(c.policy));
+    struct rc_class k;
+    rc_classify(&p->rec, had, &c, &k);
+    p->vm_cycle = k.cycle && k.owner == OWN_SELF;
+    p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
+    p->other_failed = k.other_failed;
+    if (k.rel == REL_THIS_FAILED)
+        return on_sticky_failure(p, &k);
+    p->ours = rc_ours(&k);
+    /* a shutdown or power-off sent may still take the VM down: not done while it can */
+    bool going_down =
+        (k.rel == REL_THIS && (k.phase == HV_PH_SHUTDOWN || k.phase == HV_PH_POWER_OFF)) ||
+        k.takeover;
+    if (rc_matches(&p->obs.hw, p->desired) && !going_down &&
+        (k.on || !(k.rel == REL_THIS || k.cycle || k.left_off)) && answer_shown(p, &k))
+        return false;
+    if (k.rel != REL_THIS && !begin_or_wait(p, &k))
+        return false;
+    carry_on(p, &k);
     return p->chain;
 }
 
