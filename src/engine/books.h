@@ -45,6 +45,8 @@ struct hv_books {
      * the caps (a VM already mid-cycle must finish). */
     bool (*slot_acquire)(void *ctx, const char *key, const char *host, bool force);
     void (*slot_release)(void *ctx, const char *key);
+    /* Whether key holds a slot now (for the pass's own check; may be NULL). */
+    bool (*slot_held)(void *ctx, const char *key);
     /* True the first time this process handles the operation that started at op_started_at
      * on this VM (e.g. after a restart, or an operation another replica began). */
     bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);

@@ -127,6 +127,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .owner = e->owner,
                                  .slot_acquire = eng_slot_acquire,
                                  .slot_release = eng_slot_release,
+                                 .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
                                  .unreachable_since = unreachable_since,
                                  .unix_s = eng_unix_s};

@@ -139,6 +139,7 @@ void eng_run_scan(struct hv_engine *e);
 bool eng_slot_acquire(void *ctx, const char *key, const char *host, bool force);
 bool eng_slot_take(struct hv_engine *e, struct entry *x, const char *host, bool force);
 void eng_slot_release(void *ctx, const char *key);
+bool eng_slot_held(void *ctx, const char *key);
 
 /* answer.c: the answer gate. Its facts of the conclusion x holds (x->answer, reached for
  * x->answer_for under x->answer_s by a pass begun when x->call_seq was x->answer_seq) as an

@@ -185,4 +185,30 @@ static inline bool rc_ours(const struct rc_class *k)
  * still land" (the classes, a step taken over, this process's own step after a pause). */
 int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent);
 
+/* What a pass needs of its VM's power-cycle slot: the one rule (rc_slot_need, pure), applied
+ * where the pass gates a cycle's step and at the end of the pass (rc_slot applies it). */
+enum rc_slot {
+    SLOT_AS_IS, /* keep what is held (or not) */
+    SLOT_TAKE,  /* take one within the caps (a new cycle, or one in flight held by none) */
+    SLOT_FORCE, /* take one over the caps: a cycle under way must finish */
+    SLOT_FREE,  /* give it back: no cycle, no step that may land, no VM left off */
+};
+struct rc_slot_facts {
+    bool gate; /* asked at a cycle's gate (else: at the end of the pass) */
+    /* at a gate: the cycle is under way and must finish (this process's own step sent that
+     * may still take the VM down, a step taken over, the VM off mid-operation); else new */
+    bool under_way;
+    /* at the end: the pass read the record (seen); this operation's cycle is in flight
+     * (cycling); the VM's record shows a cycle of this process (vm_cycle) or a step of its
+     * previous life that may still land (record_down); the cycle cannot progress (stalled:
+     * paused); a Failure left the VM off just now (left_off); a Failure came upon a step that
+     * may still take the VM down (going_down) */
+    bool seen, cycling, vm_cycle, record_down, stalled, left_off, going_down;
+};
+enum rc_slot rc_slot_need(const struct rc_slot_facts *f);
+/* Apply need to p's VM: false when a slot was asked for and none is free. */
+bool rc_slot(struct pass *p, enum rc_slot need);
+/* The need at a cycle's gate (under_way: see rc_slot_facts), applied. */
+bool rc_slot_gate(struct pass *p, bool under_way);
+
 #endif

@@ -221,7 +221,7 @@ static void new_cycle(struct pass *p)
         rc_fail_sticky(p, why, refused);
         return;
     }
-    if (!p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+    if (!rc_slot_gate(p, false)) {
         if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
             hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
             if (!rc_store(p))
@@ -263,7 +263,7 @@ void rc_cold_on_path(struct pass *p)
      * over them), before a new cycle of its host begins. */
     bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, sent)) {
+        !rc_slot_gate(p, sent)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
          * by another replica, or one whose step is older): it goes on like a new one, when a
          * slot is free (not handled here yet: the pass that goes on sends its step again). */

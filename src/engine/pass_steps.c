@@ -42,6 +42,7 @@ bool rc_store(struct pass *p)
     char buf[HV_RECORD_MAX];
     struct hv_err err = {0};
     p->after.found = false; /* a read from before this write no longer shows the VM */
+    hv_engine_check(p->rec.phase != HV_PH_FAILED || p->rec.message[0], "failed implies a message");
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
     rc_policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */

@@ -71,6 +71,21 @@ void hv_rec_move_at(struct hv_oprecord *r, enum hv_phase to, bool cold, int64_t 
     r->down_at = down_at;
 }
 
+void hv_engine_check_at(bool ok, const char *what, const char *file, int line)
+{
+    if (ok)
+        return;
+    const char *base = strrchr(file, '/');
+    char at[96];
+    snprintf(at, sizeof(at), "%s:%d", base ? base + 1 : file, line);
+    if (strict) {
+        fprintf(stderr, "hvupdater: engine check failed at %s: %s\n", at, what);
+        abort();
+    }
+    hv_log(HV_LOG_ERROR, "engine-assertion", "what", what, "at", at, (char *)NULL);
+    hv_metrics_engine_assertion();
+}
+
 int64_t hv_rec_taken_over_at(const struct hv_oprecord *r)
 {
     return r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF ? r->down_at : 0;

@@ -28,6 +28,13 @@ void hv_rec_move_at(struct hv_oprecord *r, enum hv_phase to, bool cold, int64_t 
 /* Only the phase (cold and downAt kept). */
 #define hv_rec_set_phase(r, to, why) hv_rec_move((r), (to), (r)->cold, (r)->down_at, (why))
 
+/* An engine invariant checked where it must hold (issue 27 step 3: "a slot held implies a
+ * cycle, a hazard or a VM left off", "failed implies a message"): ok false is a defect. Strict
+ * (as for the table), it aborts naming what and the call site; otherwise it is logged
+ * (engine-assertion) and counted (hvupdater_engine_assertions_total). */
+void hv_engine_check_at(bool ok, const char *what, const char *file, int line);
+#define hv_engine_check(ok, what) hv_engine_check_at((ok), (what), __FILE__, __LINE__)
+
 /* downAt's two meanings, named by phase (the record on the VM keeps its one field, downAt):
  * taken over: in phase shutdown or power-off, that step is an older operation's, taken over
  * by this one, which needs no power cycle itself and sends none (when it was sent; 0: the

@@ -51,7 +51,7 @@ static bool look(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  p->ref->uuid[0] ? p->ref->uuid : p->ref->name, p->be->ops->name);
         rc_answer(p->out, true, 0, m);
-        p->b->slot_release(p->b->ctx, p->key);
+        rc_slot(p, SLOT_FREE);
         return false;
     }
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
@@ -125,7 +125,7 @@ int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64
  * still take down keeps its slot (going_down). */
 static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
 {
-    p->b->slot_release(p->b->ctx, p->key);
+    rc_slot(p, SLOT_FREE);
     /* Starts after the failure are bounded too: a VM that halts at once stays off. */
     bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
     if (p->rec.rollback && !k->on && may) {
@@ -207,8 +207,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     }
     /* Another process's cycle going down is taken over like a new one, within this process's
      * caps: that process gives its slot back once the record is ours. */
-    if (k->takeover && k->owner != OWN_SELF &&
-        !p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, false)) {
+    if (k->takeover && k->owner != OWN_SELF && !rc_slot_gate(p, false)) {
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return false;
     }
@@ -225,7 +224,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
                     "takes the cycle under way over");
         p->rec.step_at = k->hazard_sent;
-        p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
+        rc_slot_gate(p, true);
         if (!rc_store(p))
             return false;
     }
@@ -249,8 +248,8 @@ static void carry_on(struct pass *p, const struct rc_class *k)
         return;
     }
     if (!k->on) {
-        if (p->rec.cold)
-            p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, true);
+        if (p->rec.cold) /* it must be brought back, whatever the caps */
+            rc_slot_gate(p, true);
         rc_off_path(p);
     } else if (p->rec.cold) {
         rc_cold_on_path(p);
@@ -301,6 +300,51 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
+enum rc_slot rc_slot_need(const struct rc_slot_facts *f)
+{
+    if (f->gate) /* a cycle under way must finish; a new one waits for the caps */
+        return f->under_way ? SLOT_FORCE : SLOT_TAKE;
+    /* A failed operation that left the VM off (starting it, as it is or rolled back, failed)
+     * still has it down: it keeps a slot (taken over the caps: the VM is off already), so no
+     * other VM of the host goes down meanwhile and the engine tries again by itself, for
+     * step_timeout_s after the failure. Then the slot goes: a VM that cannot start holds none
+     * (each call still tries). A Failure that came upon a step that may still land keeps one
+     * the same way. */
+    if (f->left_off || f->going_down)
+        return SLOT_FORCE;
+    /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
+     * slot either: the other VMs of the host go on, and this one takes a slot again when it
+     * runs or is off. A shutdown or power-off of this process's previous life that may still
+     * take the VM down is a cycle no live process holds a slot for: a slot this process took
+     * for it (the scan's resume, a takeover) stays, also when this pass took no step (its
+     * write failed, an uncalled pass for other hardware), and the engine keeps looking, until
+     * the step lands (the VM off: taken over as a cycle under way) or its window ends. */
+    if (f->seen && ((!f->cycling && !f->vm_cycle && !f->record_down) || f->stalled))
+        return SLOT_FREE;
+    return SLOT_AS_IS;
+}
+
+bool rc_slot(struct pass *p, enum rc_slot need)
+{
+    switch (need) {
+    case SLOT_TAKE:
+    case SLOT_FORCE:
+        return p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, need == SLOT_FORCE);
+    case SLOT_FREE:
+        p->b->slot_release(p->b->ctx, p->key);
+        return true;
+    case SLOT_AS_IS:
+        break;
+    }
+    return true;
+}
+
+bool rc_slot_gate(struct pass *p, bool under_way)
+{
+    struct rc_slot_facts f = {.gate = true, .under_way = under_way};
+    return rc_slot(p, rc_slot_need(&f));
+}
+
 bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                       const struct hv_vm_ref *ref, const struct hv_hw *desired,
                       const struct hv_settings *s, bool called, struct hv_update_result *out)
@@ -322,28 +366,28 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
     /* No power-cycle slot outlives its cycle: once the VM's record shows no cycle of this
      * operation in flight (done, failed, live, waiting, or cleared or replaced by someone
      * else), the slot goes back. A pass that could not read the record keeps it. */
-    bool cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
+    struct rc_slot_facts f = {
+        .seen = p->seen,
+        .cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
-                   !(out->failure && p->obs.power == HV_POWER_ON); /* e.g. no record stored */
-    /* A failed operation that left the VM off (starting it, as it is or rolled back, failed)
-     * still has it down: it keeps a slot (taken over the caps: the VM is off already), so no
-     * other VM of the host goes down meanwhile and the engine tries again by itself, for
-     * step_timeout_s after the failure. Then the slot goes: a VM that cannot start holds none
-     * (each call still tries). */
-    bool left_off = p->left_off && p->rec.phase == HV_PH_FAILED &&
-                    p->now - p->rec.step_at < b->cfg->step_timeout_s;
-    /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
-     * slot either: the other VMs of the host go on, and this one takes a slot again when it
-     * runs or is off. A shutdown or power-off of this process's previous life that may still
-     * take the VM down is a cycle no live process holds a slot for: a slot this process took
-     * for it (the scan's resume, a takeover) stays, also when this pass took no step (its
-     * write failed, an uncalled pass for other hardware), and the engine keeps looking, until
-     * the step lands (the VM off: taken over as a cycle under way) or its window ends. */
-    if (left_off || p->going_down)
-        b->slot_acquire(b->ctx, key, p->obs.host, true);
-    else if (p->seen && ((!cycling && !p->vm_cycle && !p->record_down) || p->stalled))
-        b->slot_release(b->ctx, key);
-    cycling |= p->going_down || p->record_down; /* the engine looks again by itself */
+                   !(out->failure && p->obs.power == HV_POWER_ON), /* e.g. no record stored */
+        .vm_cycle = p->vm_cycle,
+        .record_down = p->record_down,
+        .stalled = p->stalled,
+        /* a failed operation's start just now (as it is or rolled back) failed: step_timeout_s
+         * after the Failure */
+        .left_off = p->left_off && p->rec.phase == HV_PH_FAILED &&
+                    p->now - p->rec.step_at < b->cfg->step_timeout_s,
+        .going_down = p->going_down};
+    enum rc_slot need = rc_slot_need(&f);
+    rc_slot(p, need);
+    /* a slot held implies a cycle, a step that may still land, or a VM left off (or a record
+     * this pass could not read) */
+    bool held = b->slot_held && b->slot_held(b->ctx, key);
+    hv_engine_check(!held || !f.seen || f.cycling || f.vm_cycle || f.record_down || f.going_down ||
+                        f.left_off,
+                    "a slot held implies a cycle, a hazard or a VM left off");
+    bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
     free(p);
     return cycling;
 }

@@ -87,3 +87,13 @@ void eng_slot_release(void *ctx, const char *key)
     }
     pthread_mutex_unlock(&e->lock);
 }
+
+bool eng_slot_held(void *ctx, const char *key)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    bool held = x && x->slot;
+    pthread_mutex_unlock(&e->lock);
+    return held;
+}

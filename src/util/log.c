@@ -30,6 +30,7 @@ static const struct {
     {"downstream-error", "Downstream extension call failed", "detail"},
     {"draining", "Draining before stopping", NULL},
     {"engine", "Starting the engine failed", "detail"},
+    {"engine-assertion", "An engine invariant was found broken", "what"},
     {"event-dropped", "Kubernetes Event dropped", "detail"},
     {"event-error", "Posting a Kubernetes Event failed", "detail"},
     {"event-posted", "Kubernetes Event posted", NULL},

@@ -24,7 +24,7 @@ static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
 static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
-static atomic_ulong passes, record_writes, illegal_transitions;
+static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions;
 static atomic_long passes_pending;
 
 #define NAMED_MAX 64
@@ -133,6 +133,11 @@ void hv_metrics_passes_pending(long delta)
 void hv_metrics_record_write(void)
 {
     atomic_fetch_add(&record_writes, 1);
+}
+
+void hv_metrics_engine_assertion(void)
+{
+    atomic_fetch_add(&engine_assertions, 1);
 }
 
 void hv_metrics_illegal_transition(void)
@@ -394,9 +399,13 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
             "# HELP hvupdater_engine_illegal_transitions_total Operation record phase moves "
             "outside the engine's table (a defect; carried out and logged).\n"
             "# TYPE hvupdater_engine_illegal_transitions_total counter\n"
-            "hvupdater_engine_illegal_transitions_total %lu\n",
+            "hvupdater_engine_illegal_transitions_total %lu\n"
+            "# HELP hvupdater_engine_assertions_total Engine invariants found broken (a "
+            "defect; logged).\n"
+            "# TYPE hvupdater_engine_assertions_total counter\n"
+            "hvupdater_engine_assertions_total %lu\n",
             atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes),
-            atomic_load(&illegal_transitions));
+            atomic_load(&illegal_transitions), atomic_load(&engine_assertions));
     pthread_mutex_lock(&named_lock);
     bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
                 "server (libvirt URI or vCenter name).\n"

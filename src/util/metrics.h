@@ -23,6 +23,8 @@ void hv_metrics_passes_pending(long delta);
 void hv_metrics_record_write(void);
 /* A phase move of an operation record outside the engine's table (carried out, logged). */
 void hv_metrics_illegal_transition(void);
+/* An engine invariant found broken (src/engine/phase.h hv_engine_check; production only). */
+void hv_metrics_engine_assertion(void);
 
 /* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
  * its message (docs/messages.md's templates), for counting; the message is for people and is
