@@ -1,0 +1,158 @@
+/* test_judge.c: the one begin judgement (src/engine/judge.c hv_begin_judge), over a grid of
+ * its inputs (power, the backend's plan of memory, vCPUs and cores, the guest's views and
+ * report channels, what may refuse a power cycle, every setting that matters, an operation in
+ * flight or none): "covered by CanUpdateMachine, refused by UpdateMachine" cannot happen.
+ * CanUpdateMachine covers what the judgement's plan does not make impossible (under
+ * powerCycle Never, only what needs no power cycle: src/hooks/plan.c); UpdateMachine's begin
+ * refuses on the judgement's refusals. So every refusal shows in the plan, and a plan with
+ * nothing impossible (and, under Never on a running VM, nothing cold) is begun. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "judge.h"
+
+#define NOW 100000
+
+static const enum hv_how hows[] = {HV_HOW_NONE, HV_HOW_LIVE, HV_HOW_COLD, HV_HOW_IMPOSSIBLE};
+
+struct grid {
+    unsigned n, refused, begun;
+};
+
+static void check_one(struct grid *g, const struct hv_begin_facts *f, const struct hv_oprecord *old,
+                      const struct hv_settings *s, const struct hv_hw *want)
+{
+    struct hv_begin_in in = {.facts = f, .old = old, .desired = want, .s = s, .now = NOW};
+    struct hv_begin_judgement j;
+    hv_begin_judge(&in, &j);
+    bool impossible = false, cold = false;
+    for (int k = 0; k < HV_F_COUNT; k++) {
+        impossible |= j.plan[k].how == HV_HOW_IMPOSSIBLE;
+        cold |= j.plan[k].how == HV_HOW_COLD;
+        if (j.plan[k].how == HV_HOW_IMPOSSIBLE && !j.plan[k].reason[0])
+            fail_msg("field %d impossible without a reason", k);
+    }
+    bool refused = j.impossible >= 0 || j.unshown || j.cycle_refused;
+    g->n++;
+    g->refused += refused || j.never;
+    if (refused && !impossible)
+        fail_msg("begin refuses (impossible %d, unshown %d, cycle %d) what the plan covers",
+                 j.impossible, j.unshown, j.cycle_refused);
+    if (j.never && !refused && !(cold && s->power_cycle == HV_PC_NEVER && f->on))
+        fail_msg("refused under Never, yet no field needs a power cycle of a running VM");
+    bool covered = !impossible && !(s->power_cycle == HV_PC_NEVER && f->on && cold);
+    if (covered && (refused || j.never))
+        fail_msg("covered, yet refused");
+    g->begun += covered;
+    /* the messages begin answers name their refusal */
+    if (j.unshown && !strstr(j.unshown_msg, "guestVerification is Required"))
+        fail_msg("unshown message: %s", j.unshown_msg);
+    if (j.never && !strstr(j.never_msg, "powerCycle is Never"))
+        fail_msg("never message: %s", j.never_msg);
+    if (j.cycle_refused && !j.cycle_msg[0])
+        fail_msg("cycle refused without a message");
+}
+
+static void test_covered_is_begun(void **state)
+{
+    (void)state;
+    struct grid g = {0};
+    struct hv_hw want = {.memory_mib = 4096, .cpus = 4, .cores_per_socket = -1, .disk_mib = -1};
+    for (unsigned bits = 0; bits < (1u << 9); bits++) {
+        struct hv_settings s = {
+            .live_timeout_s = 120, .shutdown_timeout_s = 60, .deadline_s = 1800};
+        s.power_cycle = bits & 1 ? HV_PC_NEVER : HV_PC_IF_NEEDED;
+        s.power_off_mode = bits & 2 ? HV_POM_SOFT : HV_POM_TRY_SOFT;
+        s.guest_check = (bits >> 2) % 3 == 0   ? HV_GC_IF_AVAILABLE
+                        : (bits >> 2) % 3 == 1 ? HV_GC_REQUIRED
+                                               : HV_GC_OFF;
+        bool on = bits & 16, can_shutdown = bits & 32, transient = bits & 64;
+        bool no_report = bits & 128, old_open = bits & 256;
+        for (int view = 0; view < 3; view++) {
+            for (int mh = 0; mh < 4; mh++) {
+                for (int ch = 0; ch < 4; ch++) {
+                    struct hv_begin_facts f = {.on = on,
+                                               .hw = {.memory_mib = 2048,
+                                                      .cpus = 2,
+                                                      .cores_per_socket = 1,
+                                                      .disk_mib = -1},
+                                               .no_mem_report = no_report,
+                                               .no_cpu_report = no_report,
+                                               .can_shutdown = can_shutdown,
+                                               .no_power_cycle =
+                                                   transient ? "a transient domain" : ""};
+                    if (on) {
+                        f.guest.mem_view = f.guest.cpu_view = (enum hv_guest_view)view;
+                        f.guest.memory_mib = 2000;
+                        f.guest.cpus = 2;
+                        f.guest_mem_current = view == HV_GV_SEEN;
+                    }
+                    f.plan[HV_F_MEMORY].how = hows[mh];
+                    f.plan[HV_F_CPUS].how = hows[ch];
+                    for (int k = 0; k < HV_F_COUNT; k++)
+                        if (f.plan[k].how == HV_HOW_IMPOSSIBLE || f.plan[k].how == HV_HOW_COLD)
+                            snprintf(f.plan[k].reason, sizeof(f.plan[k].reason), "because");
+                    /* none, or an operation for other hardware in its cycle, with a base */
+                    struct hv_oprecord old;
+                    memset(&old, 0, sizeof(old));
+                    if (old_open) {
+                        old.desired = (struct hv_hw){
+                            .memory_mib = 3072, .cpus = -1, .cores_per_socket = -1, .disk_mib = -1};
+                        old.has_base = true;
+                        old.base = (struct hv_guest_base){2048, 2, -1, -1};
+                        old.phase = HV_PH_SHUTDOWN;
+                        old.cold = true;
+                        old.started_at = old.step_at = NOW - 10;
+                        snprintf(old.plan[HV_F_MEMORY], sizeof(old.plan[0]), "cold");
+                    }
+                    check_one(&g, &f, &old, &s, &want);
+                }
+            }
+        }
+    }
+    print_message("judged %u cases: %u refused, %u covered and begun\n", g.n, g.refused, g.begun);
+    assert_true(g.refused > 0 && g.begun > 0);
+}
+
+/* The probe's other operation: one that starts the off VM first makes the judged change one
+ * of a running VM whose freshly booted guest has shown nothing: under Required, not covered. */
+static void test_other_that_starts_the_vm(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.guest_check = HV_GC_REQUIRED,
+                            .live_timeout_s = 120,
+                            .shutdown_timeout_s = 60,
+                            .deadline_s = 1800};
+    struct hv_hw want = {.memory_mib = 4096, .cpus = -1, .cores_per_socket = -1, .disk_mib = -1};
+    struct hv_begin_facts f = {
+        .on = false,
+        .hw = {.memory_mib = 2048, .cpus = 2, .cores_per_socket = 1, .disk_mib = -1},
+        .no_power_cycle = ""};
+    f.plan[HV_F_MEMORY].how = HV_HOW_COLD;
+    struct hv_begin_other other = {
+        .hw = {.memory_mib = 3072, .cpus = -1, .cores_per_socket = -1, .disk_mib = -1},
+        .starts = true};
+    struct hv_begin_in in = {.facts = &f, .desired = &want, .s = &s, .now = NOW};
+    struct hv_begin_judgement j;
+    hv_begin_judge(&in, &j);
+    assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_COLD); /* alone: off, boot memory */
+    in.other = &other;
+    hv_begin_judge(&in, &j);
+    assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_non_null(strstr(j.plan[HV_F_MEMORY].reason, "guest cannot show memory"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_covered_is_begun),
+        cmocka_unit_test(test_other_that_starts_the_vm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
