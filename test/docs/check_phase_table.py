@@ -6,7 +6,11 @@
 Reads the allowed[from][to] table of src/engine/phase.c (the one the engine checks every
 phase move against, and the simulation's invariant 7-legal-transition) and the Markdown
 table between the phase-table markers of docs/how-it-works.md, and compares them cell by
-cell. Prints `FAIL` per differing cell (or a missing table) and `N passed, N failed`.
+cell; then checks the state diagram of "Phases" (the mermaid stateDiagram) against the same
+table: every arrow between two phases is a move the table allows (an arrow from `observe`,
+the start of every pass, is a move from `none`: a new operation's record), and every phase
+of the table is drawn. Prints `FAIL` per differing cell or arrow (or a missing table or
+diagram) and `N passed, N failed`.
 """
 import os
 import re
@@ -39,6 +43,51 @@ def docs_table(root):
     return head, rows
 
 
+def diagram_edges(root):
+    """The arrows of the first mermaid stateDiagram of docs/how-it-works.md, as (from, to,
+    label) with each state named as the table names it (its alias, or its id)."""
+    text = open(os.path.join(root, "docs/how-it-works.md"), encoding="utf-8").read()
+    m = re.search(r"```mermaid\nstateDiagram-v2\n(.*?)```", text, re.S)
+    if not m:
+        return None
+    names = {}
+    for alias, sid in re.findall(r'^\s*state "([^"]+)" as (\w+)', m.group(1), re.M):
+        names[sid] = alias
+    edges = []
+    for a, b, label in re.findall(r"^\s*(\S+)\s*-->\s*(\S+?)(?::\s*(.*))?$", m.group(1), re.M):
+        edges.append((names.get(a, a), names.get(b, b), label.strip()))
+    return edges
+
+
+def check_diagram(root, eng):
+    """(passed, failed) for the diagram's arrows against the engine's table."""
+    edges = diagram_edges(root)
+    if edges is None:
+        print("FAIL docs/how-it-works.md: no mermaid stateDiagram")
+        return 0, 1
+    passed = failed = 0
+    drawn = set()
+    for a, b, label in edges:
+        if a == "[*]" or b == "[*]":
+            continue
+        frm = "none" if a.startswith("observe") else a
+        if frm not in PHASES or b not in PHASES:
+            print("FAIL diagram arrow %s -> %s: not a phase of the table" % (a, b))
+            failed += 1
+            continue
+        drawn.update((frm, b))
+        if eng[frm][PHASES.index(b)]:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL diagram arrow %s -> %s (%s): the engine's table forbids it" % (a, b, label))
+    for ph in PHASES:
+        if ph not in drawn:
+            failed += 1
+            print("FAIL diagram: phase %s is not drawn" % ph)
+    return passed, failed
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     passed = failed = 0
@@ -63,6 +112,9 @@ def main():
                 failed += 1
                 print("FAIL %s -> %s: the engine %s it, the docs %s" %
                       (f, to, "allows" if e else "forbids", "allow" if d else "forbid"))
+    dp, df = check_diagram(root, eng)
+    passed += dp
+    failed += df
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
