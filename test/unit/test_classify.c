@@ -1,0 +1,153 @@
+/* test_classify.c: the classes of a reconcile round (src/engine/reconcile.c rc_classify, pure)
+ * and the slot need (rc_slot_need, pure): how the VM's record relates to this call, who wrote
+ * it, whether the VM may still go down and until when, each case named as
+ * docs/how-it-works.md "The decision table" and "Slots while a VM may go down" name it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pass.h"
+#include "phase.h"
+
+#define NOW 200000
+#define ME  "host-a:42"
+
+static const struct hv_hw want = {
+    .memory_mib = 4096, .cpus = 2, .cores_per_socket = -1, .disk_mib = -1};
+static const struct hv_hw older = {
+    .memory_mib = 3072, .cpus = 2, .cores_per_socket = -1, .disk_mib = -1};
+static struct hv_settings s = {.shutdown_timeout_s = 60, .deadline_s = 1800};
+
+static struct rc_call call(bool on)
+{
+    struct rc_call c = {
+        .desired = &want, .s = &s, .owner = ME, .now = NOW, .step_timeout_s = 30, .on = on};
+    snprintf(c.policy, sizeof(c.policy), "P");
+    return c;
+}
+
+static struct hv_oprecord rec(const struct hv_hw *hw, enum hv_phase ph, const char *owner,
+                              int64_t step_ago)
+{
+    struct hv_oprecord r;
+    memset(&r, 0, sizeof(r));
+    r.desired = *hw;
+    r.phase = ph;
+    r.cold = true;
+    r.started_at = r.step_at = NOW - step_ago;
+    snprintf(r.owner, sizeof(r.owner), "%s", owner);
+    snprintf(r.policy, sizeof(r.policy), "P");
+    return r;
+}
+
+/* "What happens to a VM whose shutdown this process sent before it restarted?": this
+ * hardware's record, written by a previous life of this process, a step that may still land
+ * (row cycle-step); past its window it may not any more. */
+static void test_shutdown_of_a_previous_life(void **state)
+{
+    (void)state;
+    struct rc_call c = call(true);
+    struct rc_class k;
+    struct hv_oprecord r = rec(&want, HV_PH_SHUTDOWN, "host-a:41", 10);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_THIS);
+    assert_int_equal(k.owner, OWN_PREVIOUS);
+    assert_int_equal(k.hazard, HZ_STEP_SENT);
+    assert_true(k.cycle);
+    assert_false(k.takeover);
+    r = rec(&want, HV_PH_SHUTDOWN, "host-a:41", 90); /* 60 + 30: the window is over */
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.hazard, HZ_NONE);
+    r = rec(&want, HV_PH_SHUTDOWN, "host-b:41", 10); /* another host: another process */
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.owner, OWN_OTHER);
+}
+
+/* Another hardware's step that may still land, or a Failure that came upon one: taken over
+ * (row takeover); the VM off: no hazard (it went down). */
+static void test_takeover(void **state)
+{
+    (void)state;
+    struct rc_call c = call(true);
+    struct rc_class k;
+    struct hv_oprecord r = rec(&older, HV_PH_POWER_OFF, "host-b:1", 5);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_OTHER);
+    assert_int_equal(k.hazard, HZ_STEP_SENT);
+    assert_int_equal(k.hazard_sent, NOW - 5);
+    assert_true(k.takeover);
+    assert_true(k.other_inflight && k.other_open);
+    r = rec(&older, HV_PH_FAILED, ME, 5);
+    hv_rec_move(&r, HV_PH_FAILED, true, NOW - 20, "test: failed upon a shutdown");
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.hazard, HZ_FAILED_UPON);
+    assert_int_equal(k.hazard_sent, NOW - 20);
+    assert_true(k.takeover && k.other_failed);
+    c = call(false);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.hazard, HZ_NONE);
+    assert_false(k.takeover);
+    assert_true(k.left_off);
+}
+
+/* This hardware's record: open, done, failed (sticky) or failed under other settings. */
+static void test_relation(void **state)
+{
+    (void)state;
+    struct rc_call c = call(true);
+    struct rc_class k;
+    struct hv_oprecord r = rec(&want, HV_PH_FAILED, ME, 5);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_THIS_FAILED);
+    snprintf(r.policy, sizeof(r.policy), "Q");
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_THIS_REFAILED);
+    r = rec(&want, HV_PH_DONE, ME, 5);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_THIS_DONE);
+    memset(&r, 0, sizeof(r));
+    rc_classify(&r, false, &c, &k);
+    assert_int_equal(k.rel, REL_NONE);
+    assert_int_equal(k.hazard, HZ_NONE);
+}
+
+/* The slot need: a gate takes one (over the caps for a cycle under way); the end gives it
+ * back only when the record was read and shows nothing that needs it. */
+static void test_slot_need(void **state)
+{
+    (void)state;
+    struct rc_slot_facts f = {.gate = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_TAKE);
+    f.under_way = true;
+    assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
+    f = (struct rc_slot_facts){.seen = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_FREE);
+    f.cycling = true;
+    assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+    f.stalled = true; /* paused mid-cycle: back */
+    assert_int_equal(rc_slot_need(&f), SLOT_FREE);
+    f = (struct rc_slot_facts){.seen = true, .record_down = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+    f = (struct rc_slot_facts){.seen = true, .going_down = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
+    f = (struct rc_slot_facts){.left_off = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
+    f = (struct rc_slot_facts){.seen = false}; /* the record was not read: kept */
+    assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shutdown_of_a_previous_life),
+        cmocka_unit_test(test_takeover),
+        cmocka_unit_test(test_relation),
+        cmocka_unit_test(test_slot_need),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
