@@ -14,8 +14,9 @@
 bool hv_phase_move_allowed(enum hv_phase from, enum hv_phase to);
 
 /* Strict (the default in builds without NDEBUG, and what the simulation and the unit tests
- * set): a move outside the table aborts with its from, to and call site. Otherwise it is
- * logged, counted (hvupdater_engine_illegal_transitions_total) and carried out. */
+ * set): a move outside the table aborts with its from, to and call site, and so does a failed
+ * hv_engine_check. Otherwise it is logged, counted (hvupdater_engine_illegal_transitions_total,
+ * hvupdater_engine_assertions_total) and carried out. */
 void hv_phase_set_strict(bool on);
 
 /* The only write of r->phase, r->cold and r->down_at in src/engine (besides reading a record
