@@ -35,6 +35,13 @@ struct hv_vsphere_server {
     hv_vs_creds_fn creds;
     void *creds_ctx;
     const char *identity; /* set by the backend on a per-identity session; NULL otherwise */
+    /* How long an identity session trusts the credentials it logged in with: after that, its
+     * next call asks creds again and logs out (revoked) or in again (changed) before going on.
+     * 0: 30 s; < 0: at every call (tests). */
+    int identity_recheck_ms;
+    /* A per-identity or per-thumbprint session nobody used for this long is logged out and
+     * freed. 0: 10 min; < 0: as soon as nobody uses it (tests). */
+    int session_idle_ms;
 };
 
 /* The extraConfig key holding hvupdater's operation record. */
