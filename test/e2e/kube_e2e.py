@@ -117,6 +117,16 @@ class Lab:
             self.close()
             raise
 
+    def grant_secrets(self, namespaces):
+        """What the chart's capvIdentity.secretNamespaces adds: the component's Secret Role
+        and its binding (applied in capv-system) in each of namespaces too."""
+        for kind in ("role", "rolebinding"):
+            o = self.api.get(kind, "-n", "capv-system", "hvupdater-capv-identity-secrets")
+            for n in namespaces:
+                o["metadata"] = {"name": o["metadata"]["name"], "namespace": n,
+                                 "labels": o["metadata"].get("labels", {})}
+                self.api.apply(o)
+
     def thumb(self):
         return self.sim.info["thumbprint_sha256"]
 
@@ -164,10 +174,12 @@ def test_capv_identities_per_cluster():
     try:
         s = lab.sim
         lab.api.apply([ns("team-a"), ns("team-b", {"capv": "allowed"}), ns("team-c"),
-                       ns("team-d")])
+                       ns("team-d"), ns("team-e")])
+        lab.grant_secrets(["team-a", "team-d"])  # not team-e
         lab.api.apply([secret("team-a", "vc-creds", s.user, s.password),
                        secret("capv-system", "shared-creds", s.user, s.password),
-                       secret("team-d", "vc-creds", s.user, "Wr0ng-" + s.password[::-1])])
+                       secret("team-d", "vc-creds", s.user, "Wr0ng-" + s.password[::-1]),
+                       secret("team-e", "vc-creds", s.user, s.password)])
         ident = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                  "kind": "VSphereClusterIdentity", "metadata": {"name": "shared"},
                  "spec": {"secretName": "shared-creds", "allowedNamespaces": {"selector": {
@@ -180,7 +192,8 @@ def test_capv_identities_per_cluster():
                                               "name": "shared"}) +
                       cluster("team-c", "c", {"kind": "VSphereClusterIdentity",
                                               "name": "shared"}) +
-                      cluster("team-d", "d", {"kind": "Secret", "name": "vc-creds"}))
+                      cluster("team-d", "d", {"kind": "Secret", "name": "vc-creds"}) +
+                      cluster("team-e", "e", {"kind": "Secret", "name": "vc-creds"}))
 
         # team-a: its Secret; the thumbprint comes from the VSphereMachine
         last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
@@ -202,7 +215,13 @@ def test_capv_identities_per_cluster():
         assert last["status"] == "Failure", (last, msgs)
         assert "refused hvupdater's credentials" in last["message"], last
         assert lab.memory(3) != 8192
+        # team-e: the right Secret, but no Role lets hvupdater read Secrets in team-e
+        # (Secrets are never granted cluster-wide): 403 on the Secret, the credentials message
+        last, msgs = lab.update(lab.request(0, "team-e", "e", 6144))
+        assert last["status"] == "Failure" and CREDS_MSG in last["message"], (last, msgs)
+        assert lab.memory(0) == 8192
         log = lab.log()
+        assert "team-e/secrets/vc-creds: HTTP 403" in log, lab.server.tail()
         assert "does not allow namespace team-c" in log, "no reason in the log"
         assert s.password not in log, "password in the server log"
         print("     team-c: %r" % last["message"])
@@ -217,6 +236,7 @@ def test_capv_thumbprint_from_request_and_missing_objects():
     try:
         s = lab.sim
         lab.api.apply([ns("team-a")])
+        lab.grant_secrets(["team-a"])
         lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
                       cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
         last, msgs = lab.update(lab.request(0, "team-a", "a", 8192, thumbprint=False))
