@@ -6,7 +6,8 @@
  * changeVersion, hot-plug settings) so plan() and act() work from what observe() saw; the
  * cache is guarded by cache_mu and refreshed after each of our own reconfigurations.
  * A configured server also gets one session of its own per cluster when its credentials come
- * per cluster (cfg.creds) and per request thumbprint when its entry pins none; those sessions
+ * per cluster (cfg.creds) and per request thumbprint when its entry pins none and allows
+ * one (cfg.allow_request_thumbprint); those sessions
  * (struct session, guarded by sess_mu) are counted while an op uses them and are logged out and
  * freed once nobody used them for session_idle_ms.
  */
@@ -140,7 +141,8 @@ static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const st
 {
     const struct hv_vsphere_server *c = &vb->cfg[idx];
     const char *identity = c->creds && ref->cluster[0] ? ref->cluster : "";
-    const char *thumb = ref->thumbprint[0] && !(c->thumbprint && *c->thumbprint) &&
+    const char *thumb = ref->thumbprint[0] && c->allow_request_thumbprint &&
+                                !(c->thumbprint && *c->thumbprint) &&
                                 !(c->ca_file && *c->ca_file) && !c->insecure_skip_verify
                             ? ref->thumbprint
                             : "";

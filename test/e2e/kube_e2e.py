@@ -7,7 +7,8 @@ test/capi/build.sh, see kubeapi.py) and govmomi's vCenter simulator (test/vcsim)
   VSphereClusterIdentity whose Secret is in CAPV's namespace, with ready and
   allowedNamespaces), read with a ServiceAccount token bound to the RBAC of
   deploy/kubernetes/components/capv-identity; the thumbprint from the VSphereMachine's
-  spec.thumbprint when the server entry has none.
+  spec.thumbprint when the server entry has none and allows it (requestThumbprint), and
+  never without requestThumbprint.
 - Warning Events on the Machine (kubernetes.events) with the RBAC of
   deploy/kubernetes/components/events.
 
@@ -87,7 +88,7 @@ def cluster(namespace, name, identity_ref):
 class Lab:
     """API server + vcsim + hvupdater (identityFrom capv, no thumbprint in its config)."""
 
-    def __init__(self, events=False, capv=True, events_rbac=True):
+    def __init__(self, events=False, capv=True, events_rbac=True, request_thumbprint=True):
         self.api = kubeapi.ApiServer(KUBE_BIN).start()
         self.sim = None
         self.server = None
@@ -108,6 +109,8 @@ class Lab:
             token = api.token("hvupdater-system", "hvupdater",
                               os.path.join(api.dir, "hv-token"))
             srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv"}
+            if request_thumbprint:
+                srv["requestThumbprint"] = True
             cfg = {"vsphere": {"servers": [srv]}, "engine": vse.ENGINE,
                    "kubernetes": {"server": api.url, "tokenFile": token, "caFile": api.ca,
                                   "events": events}}
@@ -254,6 +257,25 @@ def test_capv_thumbprint_from_request_and_missing_objects():
         lab.close()
 
 
+def test_request_thumbprint_only_where_the_entry_allows_it():
+    """Without requestThumbprint the VSphereMachine's thumbprint pins nothing: the system CAs
+    do not know the simulator, so the TLS message and no login, thumbprint or not."""
+    lab = Lab(request_thumbprint=False)
+    try:
+        s = lab.sim
+        lab.api.apply([ns("team-a")])
+        lab.grant_secrets(["team-a"])
+        lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
+                      cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
+        last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
+        assert last["status"] == "Failure", (last, msgs)
+        assert "certificate does not match" in last["message"], last
+        assert s.stats()[0]["Login"] == 0
+        assert lab.memory(0) != 8192
+    finally:
+        lab.close()
+
+
 def test_capv_without_rbac_fails_with_the_credentials_message():
     """The service account without components/capv-identity's role: 403 -> the credentials
     message, the log names the object."""
@@ -358,6 +380,7 @@ def test_events_without_rbac_are_logged_and_answers_unchanged():
 
 
 CASES = [test_capv_identities_per_cluster, test_capv_thumbprint_from_request_and_missing_objects,
+         test_request_thumbprint_only_where_the_entry_allows_it,
          test_capv_without_rbac_fails_with_the_credentials_message, test_events_on_machines,
          test_events_without_rbac_are_logged_and_answers_unchanged]
 

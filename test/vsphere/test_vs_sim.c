@@ -799,6 +799,30 @@ static void test_idle_sessions_freed(void **state)
     assert_int_equal(vcsim_calls(&sim, "Logout"), logouts + 5);
 }
 
+/* The request's thumbprint pins a server that pins nothing itself only when its entry allows
+ * it: otherwise it is ignored and the system CAs (which do not know the launcher) refuse. */
+static void test_request_thumbprint_only_if_allowed(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    cfg.thumbprint = NULL;
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    snprintf(ref.thumbprint, sizeof(ref.thumbprint), "%s", sim.sha256);
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+    long logins = vcsim_calls(&sim, "Login");
+    struct hv_backend *b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins);
+    b->ops->free(b);
+
+    cfg.allow_request_thumbprint = 1;
+    b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1);
+    b->ops->free(b);
+}
+
 static void test_unknown_server(void **state)
 {
     (void)state;
@@ -923,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_bad_credentials),
         cmocka_unit_test(test_identity_rechecked),
         cmocka_unit_test(test_idle_sessions_freed),
+        cmocka_unit_test(test_request_thumbprint_only_if_allowed),
         cmocka_unit_test(test_unknown_server),
         cmocka_unit_test(test_threads_share_session),
         cmocka_unit_test(test_threads_reuse_connections),
