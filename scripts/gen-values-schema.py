@@ -175,7 +175,7 @@ def generate():
                               "value": {"type": "integer", "minimum": -2147483648,
                                         "maximum": 1000000000}}),
         "kubernetes": kube,
-        "capvIdentity": obj({"enabled": BOOL}),
+        "capvIdentity": obj({"enabled": BOOL, "secretNamespaces": NAMESPACES}),
         "events": obj({"enabled": BOOL}),
         "mhc": obj({"holdRemediation": BOOL}),
         "commonLabels": string_map(),

@@ -28,13 +28,24 @@ struct hv_vsphere_server {
     const char *thumbprint;   /* SHA-1 or SHA-256 hex, colons optional, case-insensitive */
     const char *ca_file;      /* PEM bundle */
     int insecure_skip_verify; /* only when explicitly set; logged loudly by the caller */
-    int call_timeout_ms;      /* per SOAP call, default 10000 */
+    /* The request's thumbprint (hv_vm_ref.thumbprint, CAPV's VSphereMachine spec.thumbprint)
+     * may pin this server's certificate when the entry pins nothing itself (no thumbprint,
+     * ca_file or insecure_skip_verify). 0: it is ignored, and the system CAs verify. */
+    int allow_request_thumbprint;
+    int call_timeout_ms; /* per SOAP call, default 10000 */
     /* Optional: credentials per cluster instead of username(_file)/password_file. Each
      * machine's cluster then gets a session of its own; the files, when also given, serve
      * machines whose cluster names no identity (creds returns HV_E_NOT_FOUND). */
     hv_vs_creds_fn creds;
     void *creds_ctx;
     const char *identity; /* set by the backend on a per-identity session; NULL otherwise */
+    /* How long an identity session trusts the credentials it logged in with: after that, its
+     * next call asks creds again and logs out (revoked) or in again (changed) before going on.
+     * 0: 30 s; < 0: at every call (tests). */
+    int identity_recheck_ms;
+    /* A per-identity or per-thumbprint session nobody used for this long is logged out and
+     * freed. 0: 10 min; < 0: as soon as nobody uses it (tests). */
+    int session_idle_ms;
 };
 
 /* The extraConfig key holding hvupdater's operation record. */

@@ -18,6 +18,9 @@
 #include <strings.h>
 #include <time.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
 
 #include "vs_tls.h"
 
@@ -25,6 +28,7 @@
 #define COOKIE_NAME     "vmware_soap_session"
 #define INITIAL_VERSION "6.5" /* every vCenter we support still accepts it */
 #define SECRET_MAX      1024
+#define RECHECK_MS      30000 /* identity_recheck_ms's default */
 
 struct vs_server {
     char *name;
@@ -38,6 +42,9 @@ struct vs_server {
     hv_vs_creds_fn creds; /* with identity: credentials come from it at each login */
     void *creds_ctx;
     char *identity;
+    int recheck_ms;             /* < 0: at every call */
+    int64_t creds_at;           /* when the credentials in use were last confirmed */
+    unsigned char creds_fp[32]; /* SHA-256 of the credentials the session logged in with */
     struct vs_tls_pin pin;
     bool insecure;
     int timeout_ms;
@@ -162,6 +169,7 @@ struct vs_server *vs_server_new(const struct hv_vsphere_server *cfg, char *err, 
     s->creds = cfg->creds;
     s->creds_ctx = cfg->creds_ctx;
     s->identity = dup_or_null(cfg->identity);
+    s->recheck_ms = cfg->identity_recheck_ms ? cfg->identity_recheck_ms : RECHECK_MS;
     s->insecure = cfg->insecure_skip_verify != 0;
     s->timeout_ms = cfg->call_timeout_ms > 0 ? cfg->call_timeout_ms : 10000;
     snprintf(err, errlen, "out of memory");
@@ -431,17 +439,37 @@ void vs_reply_free(struct vs_reply *r)
 
 /* ---- session ---- */
 
-/* Read a secret file, trimmed of trailing CR/LF. */
+/* Read a secret file, trimmed of trailing CR/LF, straight into out (no stdio buffer keeps a
+ * copy; the descriptor is close-on-exec). */
 static int read_secret(const char *path, const char *what, char *out, size_t outlen,
                        struct hv_err *err)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return vs_err(err, HV_E_AUTH, "cannot read %s file %s: %s", what, path, strerror(errno));
-    size_t n = fread(out, 1, outlen - 1, f);
-    bool more = fgetc(f) != EOF;
-    fclose(f);
+    size_t n = 0;
+    bool more = false, failed = false;
+    while (!failed && !more) {
+        char extra = '\0';
+        bool full = n >= outlen - 1;
+        ssize_t got = full ? read(fd, &extra, 1) : read(fd, out + n, outlen - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            failed = got < 0;
+            break;
+        }
+        more = full;
+        explicit_bzero(&extra, sizeof(extra));
+        if (!full)
+            n += (size_t)got;
+    }
+    close(fd);
     out[n] = '\0';
+    if (failed) {
+        explicit_bzero(out, outlen);
+        return vs_err(err, HV_E_AUTH, "cannot read %s file %s", what, path);
+    }
     if (more || strlen(out) != n) {
         explicit_bzero(out, outlen);
         return vs_err(err, HV_E_AUTH, "%s file %s is too long or not text", what, path);
@@ -491,18 +519,19 @@ static int fetch_content(struct vs_server *s, int timeout_ms, struct hv_err *err
     return HV_OK;
 }
 
-/* Called with login_mu held. */
-static int do_login(struct vs_server *s, int timeout_ms, struct hv_err *err)
+/* The credentials a login of s uses now, into user and pass (SECRET_MAX each): its identity's
+ * (creds) when it has one, else (or when the cluster names none) the configured files. */
+static int get_creds(struct vs_server *s, int timeout_ms, char *user, char *pass,
+                     struct hv_err *err)
 {
-    char user[SECRET_MAX], pass[SECRET_MAX];
     int rc = HV_OK;
     if (s->creds && s->identity) {
-        rc = s->creds(s->creds_ctx, s->name, s->identity, user, sizeof(user), pass, sizeof(pass),
+        rc = s->creds(s->creds_ctx, s->name, s->identity, user, SECRET_MAX, pass, SECRET_MAX,
                       timeout_ms, err);
         if (rc == HV_OK)
-            goto have;
-        explicit_bzero(user, sizeof(user));
-        explicit_bzero(pass, sizeof(pass));
+            return HV_OK;
+        explicit_bzero(user, SECRET_MAX);
+        explicit_bzero(pass, SECRET_MAX);
         /* HV_E_NOT_FOUND: the cluster names no identity, so the configured files serve it */
         if (rc != HV_E_NOT_FOUND)
             return rc;
@@ -514,31 +543,56 @@ static int do_login(struct vs_server *s, int timeout_ms, struct hv_err *err)
         return vs_err(err, HV_E_AUTH, "no credentials for %s: the machine names no cluster",
                       s->name);
     if (s->username_file)
-        rc = read_secret(s->username_file, "username", user, sizeof(user), err);
+        rc = read_secret(s->username_file, "username", user, SECRET_MAX, err);
     else
-        snprintf(user, sizeof(user), "%s", s->username);
+        snprintf(user, SECRET_MAX, "%s", s->username);
     if (rc == HV_OK)
-        rc = read_secret(s->password_file, "password", pass, sizeof(pass), err);
+        rc = read_secret(s->password_file, "password", pass, SECRET_MAX, err);
     if (rc != HV_OK) {
-        explicit_bzero(user, sizeof(user));
-        return rc;
+        explicit_bzero(user, SECRET_MAX);
+        explicit_bzero(pass, SECRET_MAX);
     }
-have:;
+    return rc;
+}
+
+/* SHA-256 of user and pass: what the session remembers of the credentials it logged in with,
+ * to tell a changed identity from the same one without keeping the credentials. */
+static void creds_fingerprint(const char *user, const char *pass, unsigned char fp[32])
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned int len = 0;
+    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(c, user, strlen(user) + 1) != 1 ||
+        EVP_DigestUpdate(c, pass, strlen(pass)) != 1 || EVP_DigestFinal_ex(c, fp, &len) != 1)
+        memset(fp, 0xff, 32); /* never equal to a real digest's recorded copy by chance */
+    EVP_MD_CTX_free(c);
+}
+
+/* Log in with user and pass (wiped here, whatever happens). Called with login_mu held. */
+static int login_with(struct vs_server *s, char *user, char *pass, int timeout_ms,
+                      struct hv_err *err)
+{
+    unsigned char fp[32];
+    creds_fingerprint(user, pass, fp);
     struct vs_buf req;
     vs_buf_init(&req);
     vs_env_begin(&req, "Login", "SessionManager", s->content.session_manager);
     vs_buf_elem(&req, "userName", user);
     vs_buf_elem(&req, "password", pass);
     vs_env_end(&req, "Login");
-    explicit_bzero(user, sizeof(user));
-    explicit_bzero(pass, sizeof(pass));
+    explicit_bzero(user, SECRET_MAX);
+    explicit_bzero(pass, SECRET_MAX);
     if (req.failed) {
+        if (req.data)
+            explicit_bzero(req.data, req.len);
         vs_buf_free(&req);
         return vs_err(err, HV_E_AUTH, "Login: credentials hold characters XML cannot carry");
     }
     struct xfer x = {.want_cookie = true};
     struct vs_reply r = {0};
-    rc = post(s, "Login", &req, NULL, timeout_ms, &x, &r, err);
+    int rc = post(s, "Login", &req, NULL, timeout_ms, &x, &r, err);
+    if (req.data)
+        explicit_bzero(req.data, req.len);
     vs_buf_free(&req);
     vs_buf_free(&x.body);
     if (rc != HV_OK)
@@ -558,8 +612,96 @@ have:;
     s->gen++;
     s->logged_in = true;
     s->stats.logins++;
+    memcpy(s->creds_fp, fp, sizeof(fp));
+    s->creds_at = vs_now_ms();
     pthread_mutex_unlock(&s->mu);
     return HV_OK;
+}
+
+/* Called with login_mu held. */
+static int do_login(struct vs_server *s, int timeout_ms, struct hv_err *err)
+{
+    char user[SECRET_MAX], pass[SECRET_MAX];
+    int rc = get_creds(s, timeout_ms, user, pass, err);
+    return rc == HV_OK ? login_with(s, user, pass, timeout_ms, err) : rc;
+}
+
+/* End the session on the server (best effort, 2 s) and forget its cookie: the next call logs
+ * in again. Called with login_mu held, or when nobody else can use s any more. */
+static void logout(struct vs_server *s)
+{
+    char cookie[sizeof(s->cookie)];
+    pthread_mutex_lock(&s->mu);
+    bool was = s->logged_in && s->content.session_manager[0];
+    memcpy(cookie, s->cookie, sizeof(cookie));
+    explicit_bzero(s->cookie, sizeof(s->cookie));
+    s->logged_in = false;
+    s->gen++;
+    pthread_mutex_unlock(&s->mu);
+    if (was) {
+        struct vs_buf req;
+        vs_buf_init(&req);
+        vs_env_begin(&req, "Logout", "SessionManager", s->content.session_manager);
+        vs_env_end(&req, "Logout");
+        struct xfer x = {0};
+        struct vs_reply r = {0};
+        if (post(s, "Logout", &req, cookie, 2000, &x, &r, NULL) == HV_OK)
+            vs_reply_free(&r);
+        vs_buf_free(&req);
+        vs_buf_free(&x.body);
+    }
+    explicit_bzero(cookie, sizeof(cookie));
+}
+
+/* An identity session whose credentials were confirmed longer ago than recheck_ms asks for
+ * them again before its next call: refused (the identity was revoked, its Secret or
+ * VSphereClusterIdentity changed or went away) ends the session and fails the call with the
+ * creds' error; other credentials log in again with them; the same ones go on. Called with
+ * login_mu held. */
+static int recheck_identity(struct vs_server *s, int timeout_ms, struct hv_err *err)
+{
+    pthread_mutex_lock(&s->mu);
+    bool due = s->logged_in && (s->recheck_ms < 0 || vs_now_ms() - s->creds_at >= s->recheck_ms);
+    if (due)
+        s->stats.rechecks++;
+    pthread_mutex_unlock(&s->mu);
+    if (!due)
+        return HV_OK;
+    char user[SECRET_MAX], pass[SECRET_MAX];
+    int rc = get_creds(s, timeout_ms, user, pass, err);
+    if (rc != HV_OK) {
+        logout(s);
+        pthread_mutex_lock(&s->mu);
+        s->stats.revoked++;
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
+    unsigned char fp[32];
+    creds_fingerprint(user, pass, fp);
+    pthread_mutex_lock(&s->mu);
+    bool same = memcmp(fp, s->creds_fp, sizeof(fp)) == 0;
+    if (same)
+        s->creds_at = vs_now_ms();
+    else
+        s->stats.changed++;
+    pthread_mutex_unlock(&s->mu);
+    if (same) {
+        explicit_bzero(user, sizeof(user));
+        explicit_bzero(pass, sizeof(pass));
+        return HV_OK;
+    }
+    logout(s);
+    return login_with(s, user, pass, timeout_ms, err);
+}
+
+static bool recheck_due(struct vs_server *s)
+{
+    if (!s->creds || !s->identity)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool due = s->recheck_ms < 0 || vs_now_ms() - s->creds_at >= s->recheck_ms;
+    pthread_mutex_unlock(&s->mu);
+    return due;
 }
 
 const struct vs_content *vs_session(struct vs_server *s, int timeout_ms, struct hv_err *err)
@@ -569,11 +711,13 @@ const struct vs_content *vs_session(struct vs_server *s, int timeout_ms, struct 
     pthread_mutex_lock(&s->mu);
     bool ready = s->have_content && s->logged_in;
     pthread_mutex_unlock(&s->mu);
-    if (ready)
+    if (ready && !recheck_due(s))
         return &s->content;
     int rc = HV_OK;
     pthread_mutex_lock(&s->login_mu);
-    if (!s->have_content)
+    if (ready)
+        rc = recheck_identity(s, timeout_ms, err);
+    if (rc == HV_OK && !s->have_content)
         rc = fetch_content(s, timeout_ms, err);
     if (rc == HV_OK && !s->logged_in)
         rc = do_login(s, timeout_ms, err);
@@ -673,18 +817,7 @@ void vs_server_free(struct vs_server *s)
 {
     if (!s)
         return;
-    if (s->logged_in && s->content.session_manager[0]) {
-        struct vs_buf req;
-        vs_buf_init(&req);
-        vs_env_begin(&req, "Logout", "SessionManager", s->content.session_manager);
-        vs_env_end(&req, "Logout");
-        struct xfer x = {0};
-        struct vs_reply r = {0};
-        if (post(s, "Logout", &req, s->cookie, 2000, &x, &r, NULL) == HV_OK)
-            vs_reply_free(&r);
-        vs_buf_free(&req);
-        vs_buf_free(&x.body);
-    }
+    logout(s);
     for (size_t i = 0; i < s->npool; i++)
         curl_easy_cleanup(s->pool[i]);
     if (s->share)

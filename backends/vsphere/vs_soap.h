@@ -32,6 +32,9 @@ struct vs_stats {
     unsigned long logins;   /* successful Login calls */
     unsigned long relogins; /* logins caused by NotAuthenticated */
     unsigned long connects; /* new connections (each a TLS handshake) */
+    unsigned long rechecks; /* identity credentials asked again for a live session */
+    unsigned long revoked;  /* sessions logged out because their identity was refused */
+    unsigned long changed;  /* sessions logged in again because their identity changed */
 };
 
 /* One parsed answer: doc is owned (vs_reply_free), body borrows the <XResponse> in it. */

@@ -12,5 +12,7 @@
 
 /* The i-th configured server of a backend made by hv_vsphere_new, or NULL. */
 struct vs_server *vs_backend_server(struct hv_backend *b, size_t i);
+/* How many per-cluster / per-thumbprint sessions the backend holds now. */
+size_t vs_backend_sessions(struct hv_backend *b);
 
 #endif

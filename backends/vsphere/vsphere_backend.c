@@ -6,8 +6,10 @@
  * changeVersion, hot-plug settings) so plan() and act() work from what observe() saw; the
  * cache is guarded by cache_mu and refreshed after each of our own reconfigurations.
  * A configured server also gets one session of its own per cluster when its credentials come
- * per cluster (cfg.creds) and per request thumbprint when its entry pins none; those sessions
- * (struct session, guarded by sess_mu) live until the backend is freed.
+ * per cluster (cfg.creds) and per request thumbprint when its entry pins none and allows
+ * one (cfg.allow_request_thumbprint); those sessions
+ * (struct session, guarded by sess_mu) are counted while an op uses them and are logged out and
+ * freed once nobody used them for session_idle_ms.
  */
 #include "vsphere_backend.h"
 
@@ -29,6 +31,7 @@
 #define DEFAULT_STEP_MS 60000
 #define CACHE_FRESH_MS  30000
 #define SESSIONS_MAX    4096 /* per-cluster / per-thumbprint sessions over all servers */
+#define SESSION_IDLE_MS (10 * 60 * 1000) /* session_idle_ms's default */
 
 struct cache_entry {
     bool used;
@@ -46,6 +49,8 @@ struct session {
     char identity[HV_NAME_MAX];
     char thumbprint[100];
     struct vs_server *s;
+    unsigned refs;   /* ops using s now: never freed while > 0 */
+    int64_t used_ms; /* when the last of them let go */
 };
 
 struct vs_backend {
@@ -56,6 +61,8 @@ struct vs_backend {
     pthread_mutex_t sess_mu;
     struct session *sessions;
     size_t n_sessions;
+    int idle_ms;      /* < 0: some server frees its sessions as soon as unused */
+    int64_t swept_ms; /* last look for idle sessions */
     pthread_mutex_t cache_mu;
     struct cache_entry cache[CACHE_MAX];
     size_t next; /* round-robin victim */
@@ -90,28 +97,68 @@ static long pick_server(const struct vs_backend *vb, const struct hv_vm_ref *ref
     return -1;
 }
 
+/* Take the sessions nobody used for idle_ms out of the list (sess_mu held) and return them, to
+ * be logged out and freed without the lock (Logout is a round trip). */
+static struct session *take_idle(struct vs_backend *vb, int64_t now)
+{
+    struct session *idle = NULL, **p = &vb->sessions;
+    if (vb->idle_ms >= 0 && now - vb->swept_ms < 1000)
+        return NULL; /* at most one walk a second when sessions live minutes */
+    vb->swept_ms = now;
+    while (*p) {
+        struct session *x = *p;
+        int idle_ms = vb->cfg[x->idx].session_idle_ms;
+        if (idle_ms == 0)
+            idle_ms = SESSION_IDLE_MS;
+        if (x->refs == 0 && (idle_ms < 0 || now - x->used_ms >= idle_ms)) {
+            *p = x->next;
+            x->next = idle;
+            idle = x;
+            vb->n_sessions--;
+        } else {
+            p = &x->next;
+        }
+    }
+    return idle;
+}
+
+static void free_sessions(struct session *x)
+{
+    while (x) {
+        struct session *next = x->next;
+        vs_server_free(x->s);
+        free(x);
+        x = next;
+    }
+}
+
 /* The session that serves ref on server idx: the server's own, or the one of ref's cluster
  * (credentials per cluster) and of ref's thumbprint (when the entry pins none), made on first
- * use. NULL with err filled when it cannot be made. */
+ * use. *held is that session (NULL for the server's own): the caller hands it back with
+ * session_done when its op ends. NULL with err filled when it cannot be made. */
 static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
-                                     struct hv_err *err)
+                                     struct session **held, struct hv_err *err)
 {
     const struct hv_vsphere_server *c = &vb->cfg[idx];
     const char *identity = c->creds && ref->cluster[0] ? ref->cluster : "";
-    const char *thumb = ref->thumbprint[0] && !(c->thumbprint && *c->thumbprint) &&
+    const char *thumb = ref->thumbprint[0] && c->allow_request_thumbprint &&
+                                !(c->thumbprint && *c->thumbprint) &&
                                 !(c->ca_file && *c->ca_file) && !c->insecure_skip_verify
                             ? ref->thumbprint
                             : "";
+    *held = NULL;
     if (!identity[0] && !thumb[0])
         return vb->servers[idx];
     pthread_mutex_lock(&vb->sess_mu);
+    struct session *idle = take_idle(vb, vs_now_ms());
     struct session *x = vb->sessions;
     while (x && !(x->idx == idx && strcmp(x->identity, identity) == 0 &&
                   strcasecmp(x->thumbprint, thumb) == 0))
         x = x->next;
     if (!x && vb->n_sessions >= SESSIONS_MAX) {
         pthread_mutex_unlock(&vb->sess_mu);
-        vs_err(err, HV_E_INTERNAL, "more than %d vCenter sessions", SESSIONS_MAX);
+        free_sessions(idle);
+        vs_err(err, HV_E_INTERNAL, "more than %d vCenter sessions in use", SESSIONS_MAX);
         return NULL;
     }
     if (!x) {
@@ -124,6 +171,7 @@ static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const st
         x = s ? calloc(1, sizeof(*x)) : NULL;
         if (!x) {
             pthread_mutex_unlock(&vb->sess_mu);
+            free_sessions(idle);
             if (s)
                 vs_server_free(s);
             /* vs_server_new refuses only what the request's thumbprint brought in */
@@ -138,8 +186,30 @@ static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const st
         vb->sessions = x;
         vb->n_sessions++;
     }
+    x->refs++;
+    *held = x;
     pthread_mutex_unlock(&vb->sess_mu);
+    free_sessions(idle);
     return x->s;
+}
+
+static void session_done(struct vs_backend *vb, struct session *held)
+{
+    if (!held)
+        return;
+    pthread_mutex_lock(&vb->sess_mu);
+    held->refs--;
+    held->used_ms = vs_now_ms();
+    pthread_mutex_unlock(&vb->sess_mu);
+}
+
+size_t vs_backend_sessions(struct hv_backend *b)
+{
+    struct vs_backend *vb = vsb(b);
+    pthread_mutex_lock(&vb->sess_mu);
+    size_t n = vb->n_sessions;
+    pthread_mutex_unlock(&vb->sess_mu);
+    return n;
 }
 
 static int no_server(const struct hv_vm_ref *ref, struct hv_err *err)
@@ -206,14 +276,11 @@ static void cache_drop(struct vs_backend *vb, size_t server, const char *uuid)
 
 /* ---- lookups ---- */
 
-/* Find and read the VM; *found = false (HV_OK) when it does not exist. */
-static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref, int timeout_ms,
-                  struct vs_vm *vm, bool *found, struct hv_err *err)
+/* Find and read the VM through s; *found = false (HV_OK) when it does not exist. */
+static int lookup_on(struct vs_backend *vb, struct vs_server *s, size_t idx,
+                     const struct hv_vm_ref *ref, int timeout_ms, struct vs_vm *vm, bool *found,
+                     struct hv_err *err)
 {
-    struct vs_server *s = session_for(vb, idx, ref, err);
-    *found = false;
-    if (!s)
-        return err->code;
     if (!ref->uuid[0])
         return vs_err(err, HV_E_UNSUPPORTED,
                       "vSphere finds VMs by BIOS UUID (providerID) and the machine has none");
@@ -244,6 +311,20 @@ static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref
     *found = true;
     cache_put(vb, idx, ref->uuid, vm);
     return HV_OK;
+}
+
+/* Find and read the VM; *found = false (HV_OK) when it does not exist. */
+static int lookup(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref, int timeout_ms,
+                  struct vs_vm *vm, bool *found, struct hv_err *err)
+{
+    struct session *held;
+    struct vs_server *s = session_for(vb, idx, ref, &held, err);
+    *found = false;
+    if (!s)
+        return err->code;
+    int rc = lookup_on(vb, s, idx, ref, timeout_ms, vm, found, err);
+    session_done(vb, held);
+    return rc;
 }
 
 /* The VM as last observed (for act), or a fresh lookup; HV_E_NOT_FOUND when gone. */
@@ -361,13 +442,10 @@ static void refresh(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
     free(vm);
 }
 
-static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
-                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
-                    bool *sent, struct hv_err *err)
+static int act_step_on(struct vs_backend *vb, struct vs_server *s, size_t idx,
+                       const struct hv_vm_ref *ref, const struct hv_step *step, int64_t deadline,
+                       struct vs_vm *vm, bool *fresh, bool *sent, struct hv_err *err)
 {
-    struct vs_server *s = session_for(vb, idx, ref, err);
-    if (!s)
-        return err->code;
     const struct hv_hw *d = &step->desired;
     bool cold =
         step->kind == HV_STEP_RECONFIGURE || step->kind == HV_STEP_LIVE_DISK; /* fresh read */
@@ -436,6 +514,19 @@ static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *r
     return vs_err(err, HV_E_INTERNAL, "unknown step kind %d", (int)step->kind);
 }
 
+static int act_step(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
+                    const struct hv_step *step, int64_t deadline, struct vs_vm *vm, bool *fresh,
+                    bool *sent, struct hv_err *err)
+{
+    struct session *held;
+    struct vs_server *s = session_for(vb, idx, ref, &held, err);
+    if (!s)
+        return err->code;
+    int rc = act_step_on(vb, s, idx, ref, step, deadline, vm, fresh, sent, err);
+    session_done(vb, held);
+    return rc;
+}
+
 static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *step,
                   struct hv_err *err)
 {
@@ -489,9 +580,11 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     if (rc == HV_OK) {
         /* Not guarded by changeVersion: the record is ours alone to write. */
         struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
-        struct vs_server *s = session_for(vb, (size_t)idx, ref, err);
+        struct session *held;
+        struct vs_server *s = session_for(vb, (size_t)idx, ref, &held, err);
         rc = s ? vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, &fresh, err)
                : (int)err->code;
+        session_done(vb, held);
     }
     if (rc == HV_OK && fresh)
         cache_put(vb, (size_t)idx, ref->uuid, vm);
@@ -665,8 +758,12 @@ struct hv_backend *hv_vsphere_new(const struct hv_vsphere_server *servers, size_
     vb->base.priv = vb;
     pthread_mutex_init(&vb->cache_mu, NULL);
     pthread_mutex_init(&vb->sess_mu, NULL);
-    for (size_t i = 0; i < n; i++)
+    vb->idle_ms = SESSION_IDLE_MS;
+    for (size_t i = 0; i < n; i++) {
         cfg_copy(&vb->cfg[i], &servers[i]);
+        if (servers[i].session_idle_ms < 0)
+            vb->idle_ms = -1;
+    }
     vb->n_cfg = n;
     for (size_t i = 0; i < n; i++) {
         vb->servers[i] = vs_server_new(&servers[i], err, errlen);

@@ -215,10 +215,16 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
 static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t errlen)
 {
     static const char *const keys[] = {"servers", NULL};
-    static const char *const skeys[] = {
-        "name",       "url",    "usernameFile",       "passwordFile",
-        "thumbprint", "caFile", "insecureSkipVerify", "identityFrom",
-        NULL};
+    static const char *const skeys[] = {"name",
+                                        "url",
+                                        "usernameFile",
+                                        "passwordFile",
+                                        "thumbprint",
+                                        "caFile",
+                                        "insecureSkipVerify",
+                                        "identityFrom",
+                                        "requestThumbprint",
+                                        NULL};
     if (hj_check_keys(v, "vsphere", keys, err, errlen) < 0)
         return -1;
     const hj *servers = hj_get(v, "servers");
@@ -293,6 +299,12 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
             return -1;
         }
         d->insecure_skip_verify = ins && ins->b;
+        const hj *rt = hj_get(s, "requestThumbprint");
+        if (rt && rt->type != HJ_BOOL) {
+            snprintf(err, errlen, "%s.requestThumbprint must be a boolean", where);
+            return -1;
+        }
+        d->request_thumbprint = rt && rt->b;
     }
     return 0;
 }

@@ -20,7 +20,8 @@ struct hv_engine_opts {
 struct hv_vsphere_cfg {
     char *name, *url, *username_file, *password_file, *thumbprint, *ca_file;
     bool insecure_skip_verify;
-    bool identity_capv; /* identityFrom "capv": credentials per cluster from CAPV's identity */
+    bool request_thumbprint; /* requestThumbprint: the request's thumbprint may pin it */
+    bool identity_capv;      /* identityFrom "capv": credentials per cluster from CAPV's identity */
 };
 
 /* The "kubernetes" section: how hvupdater reaches the management cluster's API server, used

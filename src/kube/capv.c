@@ -23,15 +23,23 @@ static int64_t now_ms(void)
 }
 
 /* GET path within what is left of deadline; *out on 200. */
-static int get(struct hv_kube *k, const char *path, int64_t deadline, hj **out, char *why,
+static int get(const struct hv_kube_io *k, const char *path, int64_t deadline, hj **out, char *why,
                size_t whylen)
 {
     int64_t left = deadline - now_ms();
+    *out = NULL;
     if (left <= 0) {
         snprintf(why, whylen, "no time left before GET %s", path);
         return -1;
     }
-    return hv_kube_get(k, path, (int)left, out, why, whylen) == 200 ? 0 : -1;
+    int st = k->get(k->ctx, path, (int)left, out, why, whylen);
+    if (st == 200 && *out)
+        return 0;
+    if (st >= 0 && st != 200)
+        snprintf(why, whylen, "kubernetes GET %s: HTTP %d", path, st);
+    hj_free(*out);
+    *out = NULL;
+    return -1;
 }
 
 static bool str_in(const char *s, const hj *arr)
@@ -210,7 +218,17 @@ enum hv_capv_rc hv_capv_credentials(struct hv_kube *k, const char *capv_namespac
                                     const char *cluster, int timeout_ms, char *user, size_t ulen,
                                     char *pass, size_t plen, char *why, size_t whylen)
 {
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : hv_kube_timeout(k));
+    struct hv_kube_io io = hv_kube_io(k);
+    return hv_capv_credentials_io(&io, capv_namespace, cluster,
+                                  timeout_ms > 0 ? timeout_ms : hv_kube_timeout(k), user, ulen,
+                                  pass, plen, why, whylen);
+}
+
+enum hv_capv_rc hv_capv_credentials_io(const struct hv_kube_io *k, const char *capv_namespace,
+                                       const char *cluster, int timeout_ms, char *user, size_t ulen,
+                                       char *pass, size_t plen, char *why, size_t whylen)
+{
+    int64_t deadline = now_ms() + timeout_ms;
     char ns[256], name[256], path[1024];
     const char *slash = strchr(cluster, '/');
     if (!slash || (size_t)(slash - cluster) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name)) {

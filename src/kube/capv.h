@@ -20,10 +20,15 @@ enum hv_capv_rc {
     HV_CAPV_ERR = -1, /* why says which object could not be read or used (names only) */
 };
 
-/* Blocks for up to timeout_ms (over all its requests): never call it on a hook's thread. */
+/* Blocks for up to timeout_ms (over all its requests; <= 0: k's timeout): never call it on a
+ * hook's thread. */
 enum hv_capv_rc hv_capv_credentials(struct hv_kube *k, const char *capv_namespace,
                                     const char *cluster, int timeout_ms, char *user, size_t ulen,
                                     char *pass, size_t plen, char *why, size_t whylen);
+/* The same lookup through io (timeout_ms > 0 required). */
+enum hv_capv_rc hv_capv_credentials_io(const struct hv_kube_io *io, const char *capv_namespace,
+                                       const char *cluster, int timeout_ms, char *user, size_t ulen,
+                                       char *pass, size_t plen, char *why, size_t whylen);
 
 /* true when labels (an object of strings, may be NULL) match a metav1.LabelSelector
  * (matchLabels and matchExpressions with In, NotIn, Exists, DoesNotExist); an empty selector

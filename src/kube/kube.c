@@ -203,6 +203,16 @@ static int get_json(struct hv_kube *k, const char *path, const char *query, int 
     return st;
 }
 
+static int io_get(void *ctx, const char *path, int timeout_ms, hj **out, char *err, size_t errlen)
+{
+    return hv_kube_get(ctx, path, timeout_ms, out, err, errlen);
+}
+
+struct hv_kube_io hv_kube_io(struct hv_kube *k)
+{
+    return (struct hv_kube_io){k, io_get};
+}
+
 int hv_kube_get(struct hv_kube *k, const char *path, int timeout_ms, hj **out, char *err,
                 size_t errlen)
 {

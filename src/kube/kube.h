@@ -51,6 +51,16 @@ int hv_kube_merge_patch(struct hv_kube *k, const char *path, const char *patch, 
 int hv_kube_list(struct hv_kube *k, const char *path, int limit, const char *cont, int timeout_ms,
                  hj **out, char *err, size_t errlen);
 
+/* Reads through an interface, so a caller's logic runs against the API server (hv_kube_io)
+ * or against answers a test or fuzz target makes up. get is hv_kube_get's contract: the HTTP
+ * status or -1, *out only on 200. */
+struct hv_kube_io {
+    void *ctx;
+    int (*get)(void *ctx, const char *path, int timeout_ms, hj **out, char *err, size_t errlen);
+};
+/* io through k (borrowed: k must outlive io). */
+struct hv_kube_io hv_kube_io(struct hv_kube *k);
+
 /* true when s is a valid object name or namespace (DNS subdomain: [a-z0-9.-], at most 253),
  * so it can stand in a path as it is. */
 int hv_kube_name_ok(const char *s);

@@ -381,7 +381,7 @@ def api_components(c):
             {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters"], "verbs": ["get"]},
             {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
              "resources": ["vsphereclusters", "vsphereclusteridentities"], "verbs": ["get"]},
-            {"apiGroups": [""], "resources": ["namespaces", "secrets"], "verbs": ["get"]}]}
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}
     names = {"events": "hvupdater-events", "capvIdentity": "hvupdater-capv-identity"}
     for opt in ("events", "capvIdentity"):
         on = c.helm_template({opt: {"enabled": True}})
@@ -396,6 +396,29 @@ def api_components(c):
             {"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}] and
             binds[0]["roleRef"]["name"] == names[opt],
             f"{opt} on: bound to hvupdater's service account only")
+    # Secrets: never cluster-wide; a Role and its binding in CAPV's namespace and in each
+    # namespace listed in capvIdentity.secretNamespaces, nowhere else.
+    for extra, want in (([], ["capv-system"]), (["team-a", "capv-system", "team-b"],
+                                                 ["capv-system", "team-a", "team-b"])):
+        on = c.helm_template({"capvIdentity": {"enabled": True, "secretNamespaces": extra}})
+        roles = [o for o in on if o["kind"] == "Role"]
+        c.r.eq(sorted(r["metadata"]["namespace"] for r in roles), sorted(want),
+               f"capvIdentity secretNamespaces {extra}: a Role in exactly {want}")
+        c.r.check(all(r["rules"] == [{"apiGroups": [""], "resources": ["secrets"],
+                                      "verbs": ["get"]}] for r in roles),
+                  "each Role: get on Secrets only")
+        binds = [o for o in on if o["kind"] == "RoleBinding"]
+        c.r.check(sorted(b["metadata"]["namespace"] for b in binds) == sorted(want) and
+                  all(b["subjects"] == [{"kind": "ServiceAccount", "name": "hvupdater",
+                                         "namespace": NS}] and
+                      b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                       "name": "hvupdater-capv-identity-secrets"}
+                      for b in binds),
+                  f"capvIdentity secretNamespaces {extra}: each Role bound to hvupdater only")
+    p = c.helm_with(["template", "hvupdater", c.chart],
+                    {"capvIdentity": {"enabled": True, "secretNamespaces": ["Not_A_Name"]}})
+    c.r.check(p.returncode != 0, "capvIdentity.secretNamespaces: a bad namespace is refused",
+              p.stderr[-300:])
     srv = {"name": "vc.example.com", "url": "https://vc.example.com/sdk", "identityFrom": "capv"}
     vals = {"vsphere": {"servers": [srv]}, "kubernetes": {"capvNamespace": "capv",
                                                           "timeoutSeconds": 9}}
@@ -454,8 +477,12 @@ def release_namespace(c):
                   f"-n {ns}: no Namespace object (namespace.create is false by default)")
         # client-certs.yaml puts the CAPI controllers' client certificates into CAPI's
         # namespaces and the client CA into cert-manager's, by design.
+        # capv-identity-rbac.yaml grants Secrets where CAPV keeps them (its namespace and
+        # capvIdentity.secretNamespaces), by design (api_components checks where).
         elsewhere = {("Certificate", "capi-runtime-extension-client"),
-                     ("Certificate", "hvupdater-client-ca")}
+                     ("Certificate", "hvupdater-client-ca"),
+                     ("Role", "hvupdater-capv-identity-secrets"),
+                     ("RoleBinding", "hvupdater-capv-identity-secrets")}
         wrong = [f"{o['kind']}/{o['metadata']['name']}: {o['metadata'].get('namespace')!r}"
                  for o in objs if o["kind"] not in CLUSTER_SCOPED and
                  (o["kind"], o["metadata"]["name"]) not in elsewhere and

@@ -7,7 +7,8 @@ test/capi/build.sh, see kubeapi.py) and govmomi's vCenter simulator (test/vcsim)
   VSphereClusterIdentity whose Secret is in CAPV's namespace, with ready and
   allowedNamespaces), read with a ServiceAccount token bound to the RBAC of
   deploy/kubernetes/components/capv-identity; the thumbprint from the VSphereMachine's
-  spec.thumbprint when the server entry has none.
+  spec.thumbprint when the server entry has none and allows it (requestThumbprint), and
+  never without requestThumbprint.
 - Warning Events on the Machine (kubernetes.events) with the RBAC of
   deploy/kubernetes/components/events.
 
@@ -87,7 +88,7 @@ def cluster(namespace, name, identity_ref):
 class Lab:
     """API server + vcsim + hvupdater (identityFrom capv, no thumbprint in its config)."""
 
-    def __init__(self, events=False, capv=True, events_rbac=True):
+    def __init__(self, events=False, capv=True, events_rbac=True, request_thumbprint=True):
         self.api = kubeapi.ApiServer(KUBE_BIN).start()
         self.sim = None
         self.server = None
@@ -108,6 +109,8 @@ class Lab:
             token = api.token("hvupdater-system", "hvupdater",
                               os.path.join(api.dir, "hv-token"))
             srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv"}
+            if request_thumbprint:
+                srv["requestThumbprint"] = True
             cfg = {"vsphere": {"servers": [srv]}, "engine": vse.ENGINE,
                    "kubernetes": {"server": api.url, "tokenFile": token, "caFile": api.ca,
                                   "events": events}}
@@ -116,6 +119,16 @@ class Lab:
         except Exception:
             self.close()
             raise
+
+    def grant_secrets(self, namespaces):
+        """What the chart's capvIdentity.secretNamespaces adds: the component's Secret Role
+        and its binding (applied in capv-system) in each of namespaces too."""
+        for kind in ("role", "rolebinding"):
+            o = self.api.get(kind, "-n", "capv-system", "hvupdater-capv-identity-secrets")
+            for n in namespaces:
+                o["metadata"] = {"name": o["metadata"]["name"], "namespace": n,
+                                 "labels": o["metadata"].get("labels", {})}
+                self.api.apply(o)
 
     def thumb(self):
         return self.sim.info["thumbprint_sha256"]
@@ -164,10 +177,12 @@ def test_capv_identities_per_cluster():
     try:
         s = lab.sim
         lab.api.apply([ns("team-a"), ns("team-b", {"capv": "allowed"}), ns("team-c"),
-                       ns("team-d")])
+                       ns("team-d"), ns("team-e")])
+        lab.grant_secrets(["team-a", "team-d"])  # not team-e
         lab.api.apply([secret("team-a", "vc-creds", s.user, s.password),
                        secret("capv-system", "shared-creds", s.user, s.password),
-                       secret("team-d", "vc-creds", s.user, "Wr0ng-" + s.password[::-1])])
+                       secret("team-d", "vc-creds", s.user, "Wr0ng-" + s.password[::-1]),
+                       secret("team-e", "vc-creds", s.user, s.password)])
         ident = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                  "kind": "VSphereClusterIdentity", "metadata": {"name": "shared"},
                  "spec": {"secretName": "shared-creds", "allowedNamespaces": {"selector": {
@@ -180,7 +195,8 @@ def test_capv_identities_per_cluster():
                                               "name": "shared"}) +
                       cluster("team-c", "c", {"kind": "VSphereClusterIdentity",
                                               "name": "shared"}) +
-                      cluster("team-d", "d", {"kind": "Secret", "name": "vc-creds"}))
+                      cluster("team-d", "d", {"kind": "Secret", "name": "vc-creds"}) +
+                      cluster("team-e", "e", {"kind": "Secret", "name": "vc-creds"}))
 
         # team-a: its Secret; the thumbprint comes from the VSphereMachine
         last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
@@ -202,7 +218,13 @@ def test_capv_identities_per_cluster():
         assert last["status"] == "Failure", (last, msgs)
         assert "refused hvupdater's credentials" in last["message"], last
         assert lab.memory(3) != 8192
+        # team-e: the right Secret, but no Role lets hvupdater read Secrets in team-e
+        # (Secrets are never granted cluster-wide): 403 on the Secret, the credentials message
+        last, msgs = lab.update(lab.request(0, "team-e", "e", 6144))
+        assert last["status"] == "Failure" and CREDS_MSG in last["message"], (last, msgs)
+        assert lab.memory(0) == 8192
         log = lab.log()
+        assert "team-e/secrets/vc-creds: HTTP 403" in log, lab.server.tail()
         assert "does not allow namespace team-c" in log, "no reason in the log"
         assert s.password not in log, "password in the server log"
         print("     team-c: %r" % last["message"])
@@ -217,6 +239,7 @@ def test_capv_thumbprint_from_request_and_missing_objects():
     try:
         s = lab.sim
         lab.api.apply([ns("team-a")])
+        lab.grant_secrets(["team-a"])
         lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
                       cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
         last, msgs = lab.update(lab.request(0, "team-a", "a", 8192, thumbprint=False))
@@ -230,6 +253,25 @@ def test_capv_thumbprint_from_request_and_missing_objects():
         last, msgs = lab.update(lab.request(0, "team-a", "a", 6144))
         vse.assert_done(last, msgs)
         assert lab.memory(0) == 6144
+    finally:
+        lab.close()
+
+
+def test_request_thumbprint_only_where_the_entry_allows_it():
+    """Without requestThumbprint the VSphereMachine's thumbprint pins nothing: the system CAs
+    do not know the simulator, so the TLS message and no login, thumbprint or not."""
+    lab = Lab(request_thumbprint=False)
+    try:
+        s = lab.sim
+        lab.api.apply([ns("team-a")])
+        lab.grant_secrets(["team-a"])
+        lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
+                      cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
+        last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
+        assert last["status"] == "Failure", (last, msgs)
+        assert "certificate does not match" in last["message"], last
+        assert s.stats()[0]["Login"] == 0
+        assert lab.memory(0) != 8192
     finally:
         lab.close()
 
@@ -338,6 +380,7 @@ def test_events_without_rbac_are_logged_and_answers_unchanged():
 
 
 CASES = [test_capv_identities_per_cluster, test_capv_thumbprint_from_request_and_missing_objects,
+         test_request_thumbprint_only_where_the_entry_allows_it,
          test_capv_without_rbac_fails_with_the_credentials_message, test_events_on_machines,
          test_events_without_rbac_are_logged_and_answers_unchanged]
 

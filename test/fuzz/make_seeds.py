@@ -158,6 +158,38 @@ CONFIGS = {
 }
 
 
+def kube_seeds():
+    """fuzz_kube: NUL-separated answers of the CAPV identity lookup in the order it reads them
+    (Cluster, VSphereCluster, [VSphereClusterIdentity, Namespace,] Secret), the first also a
+    selector and a Machine."""
+    j = json.dumps
+    cl = j({"kind": "Cluster", "spec": {"infrastructureRef": {
+        "kind": "VSphereCluster", "name": "a-vc"}}})
+    vc_secret = j({"kind": "VSphereCluster", "spec": {"identityRef": {
+        "kind": "Secret", "name": "vc-creds"}}})
+    vc_ident = j({"kind": "VSphereCluster", "spec": {"identityRef": {
+        "kind": "VSphereClusterIdentity", "name": "shared"}}})
+    ident = j({"kind": "VSphereClusterIdentity", "spec": {
+        "secretName": "shared-creds", "allowedNamespaces": {"selector": {
+            "matchLabels": {"capv": "allowed"},
+            "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]}}},
+        "status": {"ready": True}})
+    nsobj = j({"kind": "Namespace", "metadata": {"labels": {"capv": "allowed"}}})
+    sec = j({"kind": "Secret", "data": {"username": base64.b64encode(b"admin").decode(),
+                                        "password": base64.b64encode(b"s3cret").decode()}})
+    machine = j({"kind": "Machine", "metadata": {"annotations": {
+        "cluster.x-k8s.io/skip-remediation": "", "hvupdater.io/remediation-held-for": "x"},
+        "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"conditions": [{"type": "NodeReady", "status": "True"}]}})
+    selector = j({"matchExpressions": [{"key": "a/b", "operator": "Exists"}],
+                  "matchLabels": {"k": "v"}})
+    return {"secret": "\0".join([cl, vc_secret, sec]),
+            "identity": "\0".join([cl, vc_ident, ident, nsobj, sec]),
+            "no-identity": "\0".join([cl, j({"kind": "VSphereCluster", "spec": {}})]),
+            "machine": machine,
+            "selector": "\0".join([selector, j({"k": "v", "a/b": ""})])}
+
+
 def main():
     src, out = sys.argv[1], sys.argv[2]
     text = open(os.path.join(src, "docs", "settings.md")).read()
@@ -169,7 +201,7 @@ def main():
     b64 = {"patch": base64.b64encode(b'[{"op":"replace","path":"/spec/memoryMiB","value":8192}]')
            .decode(), "one": "QQ==", "two": "QUI=", "empty": "", "bad": "QQ="}
     sets = {"fuzz_soap": SOAP, "fuzz_domxml": DOMXML, "fuzz_oprecord": recs,
-            "fuzz_config": CONFIGS, "fuzz_base64": b64}
+            "fuzz_config": CONFIGS, "fuzz_base64": b64, "fuzz_kube": kube_seeds()}
     for target, seeds in sets.items():
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)

@@ -3,7 +3,8 @@
 # BUILD_DIR, build the fuzz targets and their seed corpora, and fuzz each TARGET for SECONDS
 # (default 60) in turn. Targets (default: all): hooks (request bodies: JSON, hooks, JSON
 # Patch), soap (vCenter answers), domxml (libvirt domain XML, record metadata), oprecord
-# (the operation record on a VM), config (the config file), base64.
+# (the operation record on a VM), config (the config file), base64, kube (Kubernetes API
+# answers: CAPV identities, selectors, Machines).
 # Prints one line per target: executions, coverage (edges) and features, corpus size.
 # Exits non-zero when a fuzzer finds a crash (the input is saved in
 # BUILD_DIR/fuzz-artifacts/<target>/, reproduce it with `BUILD_DIR/test/fuzz/fuzz_<target>
@@ -19,7 +20,7 @@ mkdir -p "$1"
 build=$(cd "$1" && pwd)
 seconds=${2:-60}
 [ $# -ge 2 ] && shift 2 || shift $#
-targets=${*:-hooks soap domxml oprecord config base64}
+targets=${*:-hooks soap domxml oprecord config base64 kube}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=${FUZZ_JOBS:-1}
 

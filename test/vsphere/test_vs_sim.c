@@ -698,6 +698,131 @@ static void test_bad_credentials(void **state)
     b->ops->free(b);
 }
 
+/* Credentials per cluster for the identity tests: the launcher's own (mode 0), refused as a
+ * revoked identity (1), or rotated to a password the launcher does not take (2). */
+struct test_creds {
+    int mode;
+    int calls;
+    char password[128];
+};
+
+static int test_creds_fn(void *ctx, const char *server, const char *identity, char *user,
+                         size_t ulen, char *pass, size_t plen, int timeout_ms, struct hv_err *err)
+{
+    struct test_creds *tc = ctx;
+    (void)server;
+    (void)timeout_ms;
+    tc->calls++;
+    if (tc->mode == 1) {
+        err->code = HV_E_CREDENTIALS;
+        snprintf(err->detail, sizeof(err->detail), "identity of %s revoked", identity);
+        return HV_E_CREDENTIALS;
+    }
+    snprintf(user, ulen, "%s", sim.username);
+    snprintf(pass, plen, "%s%s", tc->password, tc->mode == 2 ? "-rotated" : "");
+    return HV_OK;
+}
+
+static void read_sim_password(char *out, size_t cap)
+{
+    FILE *f = fopen(sim.password_file, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, (int)cap, f));
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+/* A cluster's session asks for its identity again before each call once identity_recheck_ms
+ * has passed (here: always): the same credentials go on without a new Login; refused ones end
+ * the session on the vCenter and fail the call; rotated ones log in again at once. */
+static void test_identity_rechecked(void **state)
+{
+    (void)state;
+    struct test_creds tc = {0};
+    read_sim_password(tc.password, sizeof(tc.password));
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    cfg.creds = test_creds_fn;
+    cfg.creds_ctx = &tc;
+    cfg.identity_recheck_ms = -1;
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    snprintf(ref.cluster, sizeof(ref.cluster), "%s", "ns1/cluster-a");
+    struct hv_vm_obs obs;
+    long logins = vcsim_calls(&sim, "Login"), logouts = vcsim_calls(&sim, "Logout");
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1);
+    int asked = tc.calls;
+    observe_ok(b, &ref, &obs);
+    assert_true(tc.calls > asked);                            /* asked again */
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1); /* same: same session */
+
+    tc.mode = 1; /* revoked */
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_CREDENTIALS);
+    assert_int_equal(vcsim_calls(&sim, "Logout"), logouts + 1);
+    assert_null(strstr(err.detail, tc.password));
+
+    tc.mode = 0; /* restored: a new session */
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 2);
+
+    tc.mode = 2; /* rotated: the old session ends and the new password is tried at once */
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_AUTH);
+    assert_int_equal(vcsim_calls(&sim, "Logout"), logouts + 2);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 3);
+    assert_null(strstr(err.detail, tc.password));
+    b->ops->free(b);
+}
+
+/* Sessions of clusters nobody uses any more are logged out and freed (here: as soon as
+ * unused), so the session table never fills up for good. */
+static void test_idle_sessions_freed(void **state)
+{
+    (void)state;
+    struct test_creds tc = {0};
+    read_sim_password(tc.password, sizeof(tc.password));
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    cfg.creds = test_creds_fn;
+    cfg.creds_ctx = &tc;
+    cfg.session_idle_ms = -1;
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    struct hv_vm_obs obs;
+    long logouts = vcsim_calls(&sim, "Logout");
+    for (int i = 0; i < 5; i++) {
+        snprintf(ref.cluster, sizeof(ref.cluster), "ns1/cluster-%d", i);
+        observe_ok(b, &ref, &obs);
+        assert_int_equal(vs_backend_sessions(b), 1);
+    }
+    assert_int_equal(vcsim_calls(&sim, "Logout"), logouts + 4);
+    b->ops->free(b);
+    assert_int_equal(vcsim_calls(&sim, "Logout"), logouts + 5);
+}
+
+/* The request's thumbprint pins a server that pins nothing itself only when its entry allows
+ * it: otherwise it is ignored and the system CAs (which do not know the launcher) refuse. */
+static void test_request_thumbprint_only_if_allowed(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    cfg.thumbprint = NULL;
+    struct hv_vm_ref ref = ref_of(0, "vcsim");
+    snprintf(ref.thumbprint, sizeof(ref.thumbprint), "%s", sim.sha256);
+    struct hv_vm_obs obs;
+    struct hv_err err = {0};
+    long logins = vcsim_calls(&sim, "Login");
+    struct hv_backend *b = vcsim_backend(&cfg);
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_E_TLS);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins);
+    b->ops->free(b);
+
+    cfg.allow_request_thumbprint = 1;
+    b = vcsim_backend(&cfg);
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(vcsim_calls(&sim, "Login"), logins + 1);
+    b->ops->free(b);
+}
+
 static void test_unknown_server(void **state)
 {
     (void)state;
@@ -820,6 +945,9 @@ int main(void)
         cmocka_unit_test(test_task_read_uses_disk_selector),
         cmocka_unit_test(test_shutdown_needs_tools),
         cmocka_unit_test(test_bad_credentials),
+        cmocka_unit_test(test_identity_rechecked),
+        cmocka_unit_test(test_idle_sessions_freed),
+        cmocka_unit_test(test_request_thumbprint_only_if_allowed),
         cmocka_unit_test(test_unknown_server),
         cmocka_unit_test(test_threads_share_session),
         cmocka_unit_test(test_threads_reuse_connections),
