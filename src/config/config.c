@@ -37,6 +37,7 @@ void hv_config_default(struct hv_config *c)
     c->keepalive_count = 3;
     c->connect_timeout_s = 10;
     c->kube.timeout_s = 5;
+    c->kube.check_machines = -1;
     c->log.format = -1;
     c->log.level = -1;
     hv_profiles_builtin(&c->profiles);
@@ -299,9 +300,9 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
 
 static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
 {
-    static const char *const keys[] = {
-        "server",         "tokenFile", "caFile",          "capvNamespace",
-        "timeoutSeconds", "events",    "holdRemediation", NULL};
+    static const char *const keys[] = {"server",          "tokenFile",      "caFile",
+                                       "capvNamespace",   "timeoutSeconds", "events",
+                                       "holdRemediation", "checkMachines",  NULL};
     if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
@@ -327,7 +328,22 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
         return -1;
     }
     c->kube.mhc_hold = hold && hold->b;
+    const hj *chk = hj_get(k, "checkMachines");
+    if (chk && chk->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubernetes.checkMachines must be a boolean");
+        return -1;
+    }
+    c->kube.check_machines = chk ? chk->b : -1;
+    c->kube.present = true;
     return 0;
+}
+
+bool hv_config_checks_machines(const struct hv_config *c)
+{
+    if (c->kube.check_machines >= 0)
+        return c->kube.check_machines == 1;
+    const char *in_cluster = getenv("KUBERNETES_SERVICE_HOST");
+    return c->kube.present || (in_cluster && in_cluster[0]);
 }
 
 int hv_failure_policy_parse(const char *s, bool *ignore)

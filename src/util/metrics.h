@@ -23,6 +23,10 @@ void hv_metrics_passes_pending(long delta);
 void hv_metrics_record_write(void);
 /* A phase move of an operation record outside the engine's table (carried out, logged). */
 void hv_metrics_illegal_transition(void);
+/* The machine check (kube/machinecheck.h): an API request it made; a check's verdict
+ * (0 pass, 1 wait, 2 fail). */
+void hv_metrics_machine_check_read(void);
+void hv_metrics_machine_check(int verdict);
 
 /* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
  * its message (docs/messages.md's templates), for counting; the message is for people and is
