@@ -391,8 +391,8 @@ int hv_cmd_serve(int argc, char **argv)
             hv_config_free(&cfg);
             return serve_error(1,
                                "--listen %.200s is not a loopback address and nothing checks "
-                               "who calls: turn on the machine check (a kubernetes section or "
-                               "kubernetes.checkMachines), or give --client-ca with "
+                               "who calls: turn on the machine check (kubernetes.server, or "
+                               "kubernetes.checkMachines in a cluster), or give --client-ca with "
                                "--client-name, or accept any caller with --insecure-any-caller",
                                listen);
         }

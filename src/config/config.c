@@ -334,7 +334,6 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
         return -1;
     }
     c->kube.check_machines = chk ? chk->b : -1;
-    c->kube.present = true;
     return 0;
 }
 
@@ -343,7 +342,7 @@ bool hv_config_checks_machines(const struct hv_config *c)
     if (c->kube.check_machines >= 0)
         return c->kube.check_machines == 1;
     const char *in_cluster = getenv("KUBERNETES_SERVICE_HOST");
-    return c->kube.present || (in_cluster && in_cluster[0]);
+    return c->kube.server || (in_cluster && in_cluster[0]);
 }
 
 int hv_failure_policy_parse(const char *s, bool *ignore)

@@ -33,7 +33,6 @@ struct hv_kube_opts {
     int timeout_s;        /* per request, default 5 */
     bool events;          /* post Warning Events on Machines (off by default) */
     bool mhc_hold;        /* holdRemediation: skip-remediation while a VM is power-cycled */
-    bool present;         /* the config has a "kubernetes" section */
     int check_machines;   /* checkMachines: 1 on, 0 off, -1 unset (hv_config_checks_machines) */
 };
 
@@ -73,8 +72,8 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);
 /* Whether hook calls are checked against the API server (kube/machinecheck.h):
- * kubernetes.checkMachines when set, else on whenever a Kubernetes client is configured (the
- * config has a "kubernetes" section, or KUBERNETES_SERVICE_HOST says it runs in a cluster). */
+ * kubernetes.checkMachines when set, else on whenever a Kubernetes client is configured
+ * (kubernetes.server is set, or KUBERNETES_SERVICE_HOST says it runs in a cluster). */
 bool hv_config_checks_machines(const struct hv_config *c);
 /* "Fail" -> *ignore false, "Ignore" -> true; anything else -1 (*ignore unchanged). */
 int hv_failure_policy_parse(const char *s, bool *ignore);

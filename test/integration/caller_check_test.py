@@ -2,7 +2,7 @@
 """serve beyond loopback starts only when something checks who calls (issue 28 item 3).
 
 Refusals are in startup_errors_test.py; here the three ways it does start on 0.0.0.0: the
-machine check on (a kubernetes section), --client-ca with --client-name, and the explicit
+machine check on (kubernetes.server), --client-ca with --client-name, and the explicit
 --insecure-any-caller (with its warning), each up to its "listening" line, then stopped.
 Usage: caller_check_test.py HVUPDATER_BINARY
 """
