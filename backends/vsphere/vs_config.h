@@ -28,7 +28,11 @@ struct hv_vsphere_server {
     const char *thumbprint;   /* SHA-1 or SHA-256 hex, colons optional, case-insensitive */
     const char *ca_file;      /* PEM bundle */
     int insecure_skip_verify; /* only when explicitly set; logged loudly by the caller */
-    int call_timeout_ms;      /* per SOAP call, default 10000 */
+    /* A request's VSphereMachine.spec.thumbprint may pin this server's certificate (when the
+     * entry sets no thumbprint, CA file or insecure_skip_verify); 0: it is never used, the
+     * system CAs verify the server (issue 28: the request's word replaced CA and name checks) */
+    int allow_request_thumbprint;
+    int call_timeout_ms; /* per SOAP call, default 10000 */
     /* Optional: credentials per cluster instead of username(_file)/password_file. Each
      * machine's cluster then gets a session of its own; the files, when also given, serve
      * machines whose cluster names no identity (creds returns HV_E_NOT_FOUND). */

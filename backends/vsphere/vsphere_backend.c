@@ -91,14 +91,16 @@ static long pick_server(const struct vs_backend *vb, const struct hv_vm_ref *ref
 }
 
 /* The session that serves ref on server idx: the server's own, or the one of ref's cluster
- * (credentials per cluster) and of ref's thumbprint (when the entry pins none), made on first
+ * (credentials per cluster) and of ref's thumbprint (when the entry allows request thumbprints
+ * and pins none), made on first
  * use. NULL with err filled when it cannot be made. */
 static struct vs_server *session_for(struct vs_backend *vb, size_t idx, const struct hv_vm_ref *ref,
                                      struct hv_err *err)
 {
     const struct hv_vsphere_server *c = &vb->cfg[idx];
     const char *identity = c->creds && ref->cluster[0] ? ref->cluster : "";
-    const char *thumb = ref->thumbprint[0] && !(c->thumbprint && *c->thumbprint) &&
+    const char *thumb = ref->thumbprint[0] && c->allow_request_thumbprint &&
+                                !(c->thumbprint && *c->thumbprint) &&
                                 !(c->ca_file && *c->ca_file) && !c->insecure_skip_verify
                             ? ref->thumbprint
                             : "";

@@ -170,6 +170,7 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                 .thumbprint = c->thumbprint,
                 .ca_file = c->ca_file,
                 .insecure_skip_verify = c->insecure_skip_verify,
+                .allow_request_thumbprint = c->allow_request_thumbprint,
                 .call_timeout_ms = 10000,
             };
             if (c->identity_capv) {

@@ -216,10 +216,16 @@ static int parse_libvirt(struct hv_config *c, const hj *l, char *err, size_t err
 static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t errlen)
 {
     static const char *const keys[] = {"servers", NULL};
-    static const char *const skeys[] = {
-        "name",       "url",    "usernameFile",       "passwordFile",
-        "thumbprint", "caFile", "insecureSkipVerify", "identityFrom",
-        NULL};
+    static const char *const skeys[] = {"name",
+                                        "url",
+                                        "usernameFile",
+                                        "passwordFile",
+                                        "thumbprint",
+                                        "caFile",
+                                        "insecureSkipVerify",
+                                        "identityFrom",
+                                        "allowRequestThumbprint",
+                                        NULL};
     if (hj_check_keys(v, "vsphere", keys, err, errlen) < 0)
         return -1;
     const hj *servers = hj_get(v, "servers");
@@ -294,6 +300,12 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
             return -1;
         }
         d->insecure_skip_verify = ins && ins->b;
+        const hj *art = hj_get(s, "allowRequestThumbprint");
+        if (art && art->type != HJ_BOOL) {
+            snprintf(err, errlen, "%s.allowRequestThumbprint must be a boolean", where);
+            return -1;
+        }
+        d->allow_request_thumbprint = art && art->b;
     }
     return 0;
 }

@@ -20,6 +20,7 @@ struct hv_engine_opts {
 struct hv_vsphere_cfg {
     char *name, *url, *username_file, *password_file, *thumbprint, *ca_file;
     bool insecure_skip_verify;
+    bool allow_request_thumbprint; /* allowRequestThumbprint: a VSphereMachine's may pin */
     bool identity_capv; /* identityFrom "capv": credentials per cluster from CAPV's identity */
 };
 

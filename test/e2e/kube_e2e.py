@@ -87,7 +87,7 @@ def cluster(namespace, name, identity_ref):
 class Lab:
     """API server + vcsim + hvupdater (identityFrom capv, no thumbprint in its config)."""
 
-    def __init__(self, events=False, capv=True, events_rbac=True):
+    def __init__(self, events=False, capv=True, events_rbac=True, allow_thumb=True):
         self.api = kubeapi.ApiServer(KUBE_BIN).start()
         self.sim = None
         self.server = None
@@ -107,10 +107,16 @@ class Lab:
                 api.kubectl("apply", "-f", os.path.join(COMPONENTS, comp, "rbac.yaml"))
             token = api.token("hvupdater-system", "hvupdater",
                               os.path.join(api.dir, "hv-token"))
-            srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv"}
+            # the VSphereMachines' spec.thumbprint pins the simulator (allowed for this entry)
+            srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv",
+                   "allowRequestThumbprint": allow_thumb}
             cfg = {"vsphere": {"servers": [srv]}, "engine": vse.ENGINE,
                    "kubernetes": {"server": api.url, "tokenFile": token, "caFile": api.ca,
-                                  "events": events}}
+                                  "events": events,
+                                  # requests here name no Machine of the API server: the
+                                  # machine check (on with a server) has its own tests
+                                  # (test_machinecheck, test/capi's forged scenario)
+                                  "checkMachines": False}}
             self.server = hvtest.Server(vse.BINARY, cfg).start()
             self.client = self.server.client()
         except Exception:
@@ -234,6 +240,25 @@ def test_capv_thumbprint_from_request_and_missing_objects():
         lab.close()
 
 
+def test_request_thumbprint_ignored_unless_allowed():
+    """issue 28: a server entry without allowRequestThumbprint ignores the VSphereMachine's
+    spec.thumbprint: the system CAs do not know the simulator, so the same request that the
+    allowed entry serves fails at TLS, and no login is tried."""
+    lab = Lab(allow_thumb=False)
+    try:
+        s = lab.sim
+        lab.api.apply([ns("team-a")])
+        lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
+                      cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
+        last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
+        assert last["status"] == "Failure", (last, msgs)
+        assert "certificate does not match" in last["message"], last
+        assert s.stats()[0]["Login"] == 0
+        assert lab.memory(0) != 8192
+    finally:
+        lab.close()
+
+
 def test_capv_without_rbac_fails_with_the_credentials_message():
     """The service account without components/capv-identity's role: 403 -> the credentials
     message, the log names the object."""
@@ -338,6 +363,7 @@ def test_events_without_rbac_are_logged_and_answers_unchanged():
 
 
 CASES = [test_capv_identities_per_cluster, test_capv_thumbprint_from_request_and_missing_objects,
+         test_request_thumbprint_ignored_unless_allowed,
          test_capv_without_rbac_fails_with_the_credentials_message, test_events_on_machines,
          test_events_without_rbac_are_logged_and_answers_unchanged]
 
