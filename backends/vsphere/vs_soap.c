@@ -11,12 +11,14 @@
 #include "vs_soap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 #include <curl/curl.h>
 
 #include "vs_tls.h"
@@ -431,16 +433,30 @@ void vs_reply_free(struct vs_reply *r)
 
 /* ---- session ---- */
 
-/* Read a secret file, trimmed of trailing CR/LF. */
+/* Read a secret file, trimmed of trailing CR/LF: read(2) straight into out (no stdio buffer
+ * keeps a copy in freed memory; the caller wipes out), O_CLOEXEC. */
 static int read_secret(const char *path, const char *what, char *out, size_t outlen,
                        struct hv_err *err)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return vs_err(err, HV_E_AUTH, "cannot read %s file %s: %s", what, path, strerror(errno));
-    size_t n = fread(out, 1, outlen - 1, f);
-    bool more = fgetc(f) != EOF;
-    fclose(f);
+    size_t n = 0;
+    bool more = false;
+    for (;;) {
+        char one;
+        ssize_t r = n < outlen - 1 ? read(fd, out + n, outlen - 1 - n) : read(fd, &one, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (n == outlen - 1) {
+            more = true;
+            break;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
     out[n] = '\0';
     if (more || strlen(out) != n) {
         explicit_bzero(out, outlen);
