@@ -74,7 +74,7 @@ static void serve_usage(FILE *out)
             "                         of waiting. UpdateMachine is always Fail\n"
             "  --check-machines       the config's kubernetes.checkMachines: true (check every\n"
             "                         hook call against the API server before acting; on by\n"
-            "                         default when a Kubernetes client is configured)\n"
+            "                         default when hvupdater has a Kubernetes client)\n"
             "  --no-check-machines    kubernetes.checkMachines: false\n"
             "  --insecure-any-caller  start on a non-loopback --listen although nothing checks\n"
             "                         who calls (no machine check, no --client-ca with\n"
@@ -391,8 +391,8 @@ int hv_cmd_serve(int argc, char **argv)
             hv_config_free(&cfg);
             return serve_error(1,
                                "--listen %.200s is not a loopback address and nothing checks "
-                               "who calls: turn on the machine check (kubernetes.server, or "
-                               "kubernetes.checkMachines in a cluster), or give --client-ca with "
+                               "who calls: turn on the machine check (kubernetes.server or "
+                               "kubernetes.checkMachines), or give --client-ca with "
                                "--client-name, or accept any caller with --insecure-any-caller",
                                listen);
         }

@@ -353,8 +353,12 @@ bool hv_config_checks_machines(const struct hv_config *c)
 {
     if (c->kube.check_machines >= 0)
         return c->kube.check_machines == 1;
-    const char *in_cluster = getenv("KUBERNETES_SERVICE_HOST");
-    return c->kube.server || (in_cluster && in_cluster[0]);
+    if (c->kube.server || c->kube.events || c->kube.mhc_hold)
+        return true;
+    for (size_t k = 0; k < c->n_vsphere; k++)
+        if (c->vsphere[k].identity_capv)
+            return true;
+    return false;
 }
 
 int hv_failure_policy_parse(const char *s, bool *ignore)

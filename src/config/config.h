@@ -73,8 +73,10 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);
 /* Whether hook calls are checked against the API server (kube/machinecheck.h):
- * kubernetes.checkMachines when set, else on whenever a Kubernetes client is configured
- * (kubernetes.server is set, or KUBERNETES_SERVICE_HOST says it runs in a cluster). */
+ * kubernetes.checkMachines when set, else on whenever hvupdater has a Kubernetes client
+ * (kubernetes.server is set, or events, holdRemediation or identityFrom capv use the API
+ * server). In a pod the chart says so itself (serve --check-machines): a pod's
+ * KUBERNETES_SERVICE_HOST alone does not turn it on. */
 bool hv_config_checks_machines(const struct hv_config *c);
 /* "Fail" -> *ignore false, "Ignore" -> true; anything else -1 (*ignore unchanged). */
 int hv_failure_policy_parse(const char *s, bool *ignore);

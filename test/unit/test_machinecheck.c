@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "hooks.h"
 #include "machinecheck.h"
 #include "testutil.h"
@@ -415,6 +416,35 @@ static void test_request_without_names(void **state)
     hv_mc_free(mc);
 }
 
+/* ---- when it is on ---- */
+
+static bool checks(const char *doc)
+{
+    struct hv_config c;
+    char err[300];
+    hv_config_default(&c);
+    if (hv_config_parse(&c, doc, strlen(doc), err, sizeof(err)) < 0)
+        fail_msg("config does not parse: %s", err);
+    bool on = hv_config_checks_machines(&c);
+    hv_config_free(&c);
+    return on;
+}
+
+static void test_default_on_with_a_client(void **state)
+{
+    (void)state;
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1); /* a pod's: not a client by itself */
+    assert_false(checks("{}"));
+    assert_false(checks("{\"kubernetes\": {\"timeoutSeconds\": 5}}"));
+    assert_true(checks("{\"kubernetes\": {\"server\": \"https://10.0.0.1:6443\"}}"));
+    assert_true(checks("{\"kubernetes\": {\"events\": true}}"));
+    assert_true(checks("{\"kubernetes\": {\"holdRemediation\": true}}"));
+    assert_false(checks("{\"kubernetes\": {\"server\": \"https://10.0.0.1:6443\", "
+                        "\"checkMachines\": false}}"));
+    assert_true(checks("{\"kubernetes\": {\"checkMachines\": true}}"));
+    unsetenv("KUBERNETES_SERVICE_HOST");
+}
+
 /* ---- through the hooks ---- */
 
 struct stub {
@@ -501,6 +531,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resource_names),
+        cmocka_unit_test(test_default_on_with_a_client),
         cmocka_unit_test_setup_teardown(test_unknown_machine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_uid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_updating, setup, teardown),
