@@ -135,6 +135,7 @@ def generate():
     kube = copy.deepcopy(cprops["kubernetes"])
     kube["properties"].pop("events", None)
     kube["properties"].pop("holdRemediation", None)  # mhc.holdRemediation
+    kube["properties"].pop("checkMachines", None)  # machineCheck.enabled
     for k in ("server", "tokenFile", "caFile"):
         kube["properties"][k] = {"anyOf": [{"const": ""}, kube["properties"][k]]}
 
@@ -178,6 +179,11 @@ def generate():
         "capvIdentity": obj({"enabled": BOOL, "secretNamespaces": NAMESPACES}),
         "events": obj({"enabled": BOOL}),
         "mhc": obj({"holdRemediation": BOOL}),
+        "machineCheck": obj({"enabled": BOOL, "infraResources": {
+            "type": "array", "items": obj({
+                "apiGroup": {"$ref": "#/$defs/common-dns1123Subdomain"},
+                "resources": {"type": "array", "minItems": 1, "items": DNS_LABEL}},
+                required=["apiGroup", "resources"])}}),
         "commonLabels": string_map(),
         "drainSeconds": {"type": "integer", "minimum": 0, "maximum": 3600},
         "terminationGracePeriodSeconds": {"type": "integer", "minimum": 1},

@@ -49,6 +49,7 @@ KUSTOMIZE_FILES = {
     "service.yaml": "base/service.yaml",
     "poddisruptionbudget.yaml": "base/poddisruptionbudget.yaml",
     "networkpolicy.yaml": "base/networkpolicy.yaml",
+    "machinecheck-rbac.yaml": "base/machinecheck-rbac.yaml",
     "extensionconfig.yaml": "extension/extensionconfig.yaml",
 }
 KUSTOMIZE_COMPONENT_FILES = {
@@ -237,7 +238,7 @@ def render_all(helm, version=None):
     cc = run_helm(helm, clusterctl_values(), version, skip_schema=True)
     order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
              "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
-             "networkpolicy.yaml", "extensionconfig.yaml"]
+             "networkpolicy.yaml", "machinecheck-rbac.yaml", "extensionconfig.yaml"]
     missing = set(cc) - set(order) - {"mhc-rbac.yaml"}
     if missing:
         sys.exit(f"FAIL templates not placed in the clusterctl components: {sorted(missing)}")

@@ -72,6 +72,13 @@ static void serve_usage(FILE *out)
             "                         config's canUpdateFailurePolicy); Ignore: while\n"
             "                         hvupdater is unreachable CAPI replaces Machines instead\n"
             "                         of waiting. UpdateMachine is always Fail\n"
+            "  --check-machines       the config's kubernetes.checkMachines: true (check every\n"
+            "                         hook call against the API server before acting; on by\n"
+            "                         default when hvupdater has a Kubernetes client)\n"
+            "  --no-check-machines    kubernetes.checkMachines: false\n"
+            "  --insecure-any-caller  start on a non-loopback --listen although nothing checks\n"
+            "                         who calls (no machine check, no --client-ca with\n"
+            "                         --client-name); refused without it\n"
             "  --require-namespace NS refuse to start unless $POD_NAMESPACE (the pod's namespace,\n"
             "                         from the downward API) is NS: the namespace the\n"
             "                         ExtensionConfig sends CAPI's calls to\n"
@@ -97,6 +104,24 @@ static int serve_error(int code, const char *fmt, ...)
     else
         hv_log(HV_LOG_ERROR, "startup-failed", "error", msg, (char *)NULL);
     return code;
+}
+
+/* Whether ADDR:PORT listens on loopback only (127.0.0.0/8, ::1, localhost). */
+static bool listen_is_loopback(const char *listen)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
+    if (n >= sizeof(host))
+        return false;
+    memcpy(host, listen, n);
+    host[n] = '\0';
+    if (!strcmp(host, "localhost") || !strcmp(host, "[::1]") || !strcmp(host, "::1"))
+        return true;
+    unsigned a, b, c, d;
+    char tail;
+    return sscanf(host, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 &&
+           c < 256 && d < 256;
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -158,6 +183,9 @@ int hv_cmd_serve(int argc, char **argv)
         {"head-timeout", required_argument, NULL, 'T'},
         {"can-update-failure-policy", required_argument, NULL, 'P'},
         {"require-namespace", required_argument, NULL, 'R'},
+        {"check-machines", no_argument, NULL, 'K'},
+        {"no-check-machines", no_argument, NULL, 'k' + 256},
+        {"insecure-any-caller", no_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *cert = NULL, *key = NULL, *config = NULL, *port_file = NULL;
@@ -172,6 +200,8 @@ int hv_cmd_serve(int argc, char **argv)
     long drain_s = 0;
     int can_update_ignore = -1; /* -1: the config's */
     const char *require_ns = NULL;
+    int check_machines = -1; /* -1: the config's */
+    bool any_caller = false;
     int c;
     optind = 1;
     opterr = 0; /* getopt's own messages are not JSON: serve_error says it */
@@ -226,6 +256,15 @@ int hv_cmd_serve(int argc, char **argv)
             break;
         case 'H':
             mhc_hold = true;
+            break;
+        case 'K':
+            check_machines = 1;
+            break;
+        case 'k' + 256:
+            check_machines = 0;
+            break;
+        case 'I':
+            any_caller = true;
             break;
         case 'F':
             if (hv_log_set_format_name(optarg) < 0)
@@ -319,6 +358,8 @@ int hv_cmd_serve(int argc, char **argv)
         cfg.kube.events = true; /* an alias of the config's kubernetes.events */
     if (mhc_hold)
         cfg.kube.mhc_hold = true; /* an alias of kubernetes.holdRemediation */
+    if (check_machines >= 0)
+        cfg.kube.check_machines = check_machines; /* kubernetes.checkMachines */
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
     if (can_update_ignore != -1)
@@ -342,6 +383,23 @@ int hv_cmd_serve(int argc, char **argv)
     }
     if (!listen)
         listen = cfg.listen ? cfg.listen : "127.0.0.1:8443";
+    /* Who may make hvupdater act: beyond this host, the machine check or named client
+     * certificates, or the operator's explicit word (docs/operations.md). */
+    bool checked = hv_config_checks_machines(&cfg), named = client_ca && n_client_names;
+    if (!checked && !named && !listen_is_loopback(listen)) {
+        if (!any_caller) {
+            hv_config_free(&cfg);
+            return serve_error(1,
+                               "--listen %.200s is not a loopback address and nothing checks "
+                               "who calls: turn on the machine check (kubernetes.server or "
+                               "kubernetes.checkMachines), or give --client-ca with "
+                               "--client-name, or accept any caller with --insecure-any-caller",
+                               listen);
+        }
+        hv_log(HV_LOG_WARN, "insecure-any-caller", "listen", listen, "detail",
+               "anyone who reaches this address can make hvupdater resize and power-cycle VMs",
+               (char *)NULL);
+    }
     if (!cert_dir[0])
         default_cert_dir(cert_dir, sizeof(cert_dir));
     if (!cert && !key)

@@ -7,6 +7,7 @@
 #include "events.h"
 #include "engine.h"
 #include "log.h"
+#include "machinecheck.h"
 #include "metrics.h"
 #include "mhc.h"
 #include "oprecord.h"
@@ -36,7 +37,19 @@ struct hv_runtime {
     const char *capv_ns;      /* borrowed from the config */
     struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
     struct hv_mhc *mhc;       /* kubernetes.holdRemediation */
+    struct hv_mc *mc;         /* kubernetes.checkMachines */
 };
+
+/* ---- machine check ---- */
+/* hv_gate_fn over kube/machinecheck.h (the same verdicts). */
+_Static_assert((int)HV_GATE_WAIT == (int)HV_MC_WAIT && (int)HV_GATE_FAIL == (int)HV_MC_FAIL,
+               "machine check verdicts");
+static enum hv_gate check_machine(void *ctx, enum hv_hook h, const hj *req, hj **req_out, char *msg,
+                                  size_t msglen)
+{
+    return (enum hv_gate)hv_mc_check(ctx, h, req, req_out, msg, msglen);
+}
+/* ---- end machine check ---- */
 
 /* hv_machine_vm_fn: the Machine's VM, for the remediation hold (queues only). The reference
  * is the JSON of its non-empty fields, which vm_state reads back. */
@@ -115,7 +128,7 @@ static int capv_creds(void *ctx, const char *server, const char *identity, char 
 
 static int need_kube(const struct hv_config *cfg)
 {
-    if (cfg->kube.events || cfg->kube.mhc_hold)
+    if (cfg->kube.events || cfg->kube.mhc_hold || hv_config_checks_machines(cfg))
         return 1;
     for (size_t k = 0; k < cfg->n_vsphere; k++)
         if (cfg->vsphere[k].identity_capv)
@@ -157,7 +170,7 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                 .thumbprint = c->thumbprint,
                 .ca_file = c->ca_file,
                 .insecure_skip_verify = c->insecure_skip_verify,
-                .allow_request_thumbprint = c->request_thumbprint,
+                .allow_request_thumbprint = c->allow_request_thumbprint,
                 .call_timeout_ms = 10000,
             };
             if (c->identity_capv) {
@@ -217,6 +230,18 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
             return NULL;
         }
         rt->capv_ns = cfg->kube.capv_namespace ? cfg->kube.capv_namespace : "capv-system";
+    }
+    if (hv_config_checks_machines(cfg)) { /* machine check */
+        struct hv_mc_cfg mcc = {.threads = HV_MC_THREADS};
+        hv_mc_kube_io(rt->kube, &mcc.io);
+        rt->mc = hv_mc_new(&mcc);
+        if (!rt->mc) {
+            snprintf(err, errlen, "cannot start the machine check's threads");
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->hooks.gate = check_machine;
+        rt->hooks.gate_ctx = rt->mc;
     }
     if (cfg->kube.events) {
         char host[128] = "";
@@ -301,6 +326,7 @@ void hv_runtime_free(struct hv_runtime *rt)
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);
     hv_events_free(rt->events);
+    hv_mc_free(rt->mc);
     if (rt->kube) {
         hv_kube_free(rt->kube);
         curl_global_cleanup();

@@ -37,6 +37,7 @@ void hv_config_default(struct hv_config *c)
     c->keepalive_count = 3;
     c->connect_timeout_s = 10;
     c->kube.timeout_s = 5;
+    c->kube.check_machines = -1;
     c->log.format = -1;
     c->log.level = -1;
     hv_profiles_builtin(&c->profiles);
@@ -223,7 +224,7 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
                                         "caFile",
                                         "insecureSkipVerify",
                                         "identityFrom",
-                                        "requestThumbprint",
+                                        "allowRequestThumbprint",
                                         NULL};
     if (hj_check_keys(v, "vsphere", keys, err, errlen) < 0)
         return -1;
@@ -299,21 +300,21 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
             return -1;
         }
         d->insecure_skip_verify = ins && ins->b;
-        const hj *rt = hj_get(s, "requestThumbprint");
-        if (rt && rt->type != HJ_BOOL) {
-            snprintf(err, errlen, "%s.requestThumbprint must be a boolean", where);
+        const hj *art = hj_get(s, "allowRequestThumbprint");
+        if (art && art->type != HJ_BOOL) {
+            snprintf(err, errlen, "%s.allowRequestThumbprint must be a boolean", where);
             return -1;
         }
-        d->request_thumbprint = rt && rt->b;
+        d->allow_request_thumbprint = art && art->b;
     }
     return 0;
 }
 
 static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
 {
-    static const char *const keys[] = {
-        "server",         "tokenFile", "caFile",          "capvNamespace",
-        "timeoutSeconds", "events",    "holdRemediation", NULL};
+    static const char *const keys[] = {"server",          "tokenFile",      "caFile",
+                                       "capvNamespace",   "timeoutSeconds", "events",
+                                       "holdRemediation", "checkMachines",  NULL};
     if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
@@ -339,7 +340,25 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
         return -1;
     }
     c->kube.mhc_hold = hold && hold->b;
+    const hj *chk = hj_get(k, "checkMachines");
+    if (chk && chk->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubernetes.checkMachines must be a boolean");
+        return -1;
+    }
+    c->kube.check_machines = chk ? chk->b : -1;
     return 0;
+}
+
+bool hv_config_checks_machines(const struct hv_config *c)
+{
+    if (c->kube.check_machines >= 0)
+        return c->kube.check_machines == 1;
+    if (c->kube.server || c->kube.events || c->kube.mhc_hold)
+        return true;
+    for (size_t k = 0; k < c->n_vsphere; k++)
+        if (c->vsphere[k].identity_capv)
+            return true;
+    return false;
 }
 
 int hv_failure_policy_parse(const char *s, bool *ignore)

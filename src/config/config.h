@@ -20,8 +20,8 @@ struct hv_engine_opts {
 struct hv_vsphere_cfg {
     char *name, *url, *username_file, *password_file, *thumbprint, *ca_file;
     bool insecure_skip_verify;
-    bool request_thumbprint; /* requestThumbprint: the request's thumbprint may pin it */
-    bool identity_capv;      /* identityFrom "capv": credentials per cluster from CAPV's identity */
+    bool allow_request_thumbprint; /* allowRequestThumbprint: a VSphereMachine's may pin */
+    bool identity_capv; /* identityFrom "capv": credentials per cluster from CAPV's identity */
 };
 
 /* The "kubernetes" section: how hvupdater reaches the management cluster's API server, used
@@ -34,6 +34,7 @@ struct hv_kube_opts {
     int timeout_s;        /* per request, default 5 */
     bool events;          /* post Warning Events on Machines (off by default) */
     bool mhc_hold;        /* holdRemediation: skip-remediation while a VM is power-cycled */
+    int check_machines;   /* checkMachines: 1 on, 0 off, -1 unset (hv_config_checks_machines) */
 };
 
 /* The "log" section: the log format and level when no --log-format / --log-level is given. */
@@ -71,6 +72,12 @@ void hv_config_default(struct hv_config *c);
 int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err, size_t errlen);
 int hv_config_load_file(struct hv_config *c, const char *path, char *err, size_t errlen);
 void hv_config_free(struct hv_config *c);
+/* Whether hook calls are checked against the API server (kube/machinecheck.h):
+ * kubernetes.checkMachines when set, else on whenever hvupdater has a Kubernetes client
+ * (kubernetes.server is set, or events, holdRemediation or identityFrom capv use the API
+ * server). In a pod the chart says so itself (serve --check-machines): a pod's
+ * KUBERNETES_SERVICE_HOST alone does not turn it on. */
+bool hv_config_checks_machines(const struct hv_config *c);
 /* "Fail" -> *ignore false, "Ignore" -> true; anything else -1 (*ignore unchanged). */
 int hv_failure_policy_parse(const char *s, bool *ignore);
 

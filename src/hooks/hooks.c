@@ -316,6 +316,27 @@ static void warn_event(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj 
         ctx->event(ctx->event_ctx, obj, reason, message);
 }
 
+/* ---- machine check ---- */
+/* The answer when the machine check stops the call (NULL: it passes; *checked then may hold
+ * the request to answer instead). */
+static hj *gate(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req, hj **checked)
+{
+    char m[600] = "";
+    if (!ctx->gate)
+        return NULL;
+    enum hv_gate g = ctx->gate(ctx->gate_ctx, h, req, checked, m, sizeof(m));
+    if (g == HV_GATE_PASS)
+        return NULL;
+    hj_free(*checked);
+    *checked = NULL;
+    bool retry = g == HV_GATE_WAIT && h == HV_HOOK_UPDATE_MACHINE;
+    hj *r = hv_hook_response(h, !retry, m);
+    if (h == HV_HOOK_UPDATE_MACHINE)
+        hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(retry ? HV_GATE_RETRY_S : 0));
+    return r;
+}
+/* ---- end machine check ---- */
+
 char *hv_hook_handle(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *req,
                      bool *failure_out, char *msg_out, size_t msglen, size_t *len_out)
 {
@@ -331,8 +352,8 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
     char buf[300];
     const char *msg = NULL;
     struct hv_settings s = ctx->defaults;
-    bool bad_settings = false;
-    hj *r;
+    bool bad_settings = false, gated = false;
+    hj *r, *checked = NULL;
     if (h == HV_HOOK_DISCOVERY) {
         r = discovery(ctx);
     } else if ((msg = check_envelope(h, req, buf, sizeof(buf))) ||
@@ -341,16 +362,20 @@ char *hv_hook_handle_who(const struct hv_hooks_ctx *ctx, enum hv_hook h, const h
         r = hv_hook_response(h, true, msg ? msg : buf);
         if (h == HV_HOOK_UPDATE_MACHINE)
             hj_obj_set_take(r, "retryAfterSeconds", hj_new_int(0));
+    } else if ((r = gate(ctx, h, req, &checked)) != NULL) {
+        gated = true; /* machine check: wait or fail, nothing touched */
     } else if (ctx->compose) {
-        r = ctx->chain(ctx, h, req, &s);
+        r = ctx->chain(ctx, h, checked ? checked : req, &s);
     } else if (h == HV_HOOK_UPDATE_MACHINE) {
-        r = update_machine(ctx, req, &s);
+        r = update_machine(ctx, checked ? checked : req, &s);
     } else {
         r = can_update(ctx, h, req, &s);
     }
+    hj_free(checked);
     const char *st = hj_get_str(r, "status");
     *failure_out = st && !strcmp(st, "Failure");
-    if (*failure_out && ctx->event)
+    /* a refused request's objects are the caller's word: no Event about them */
+    if (*failure_out && ctx->event && !gated)
         warn_event(ctx, h, req, bad_settings, hj_get_str(r, "message"));
     if (msg_out && msglen)
         snprintf(msg_out, msglen, "%s", hj_get_str(r, "message") ? hj_get_str(r, "message") : "");

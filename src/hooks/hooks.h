@@ -47,6 +47,17 @@ typedef void (*hv_event_fn)(void *ctx, const hj *obj, const char *reason, const 
 typedef void (*hv_machine_vm_fn)(void *ctx, const hj *machine, const char *backend,
                                  const struct hv_vm_ref *ref);
 
+/* ---- machine check (kubernetes.checkMachines) ---- */
+/* The management cluster's word on a hook call (kube/machinecheck.h, wired by cli): pass,
+ * wait (the objects are being read: UpdateMachine answers in progress, CanUpdate* a retryable
+ * Failure) or fail (Failure, nothing touched). On a pass *req_out may be a request to answer
+ * instead of req (UpdateMachine: the API server's specs; freed by the caller), or NULL. msg
+ * receives the message of wait and fail. Called on the hook's thread: never blocks. */
+enum hv_gate { HV_GATE_PASS = 0, HV_GATE_WAIT, HV_GATE_FAIL };
+typedef enum hv_gate (*hv_gate_fn)(void *ctx, enum hv_hook h, const hj *req, hj **req_out,
+                                   char *msg, size_t msglen);
+#define HV_GATE_RETRY_S 1 /* UpdateMachine's retryAfterSeconds while waiting */
+
 struct hv_hooks_ctx {
     const struct hv_profiles *profiles;
     struct hv_settings defaults;
@@ -69,6 +80,8 @@ struct hv_hooks_ctx {
     void *event_ctx;
     hv_machine_vm_fn machine_vm; /* NULL: nobody asks which VM serves a Machine */
     void *machine_vm_ctx;
+    hv_gate_fn gate; /* NULL: no machine check (the request is taken as it is) */
+    void *gate_ctx;
 };
 
 /* Answer one hook call. failure_out says whether the answer's status is Failure; msg (may be

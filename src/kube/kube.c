@@ -5,9 +5,12 @@
 #include "bodybuf.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <curl/curl.h>
 
 #define MAX_BODY  (1 << 20)
@@ -90,15 +93,29 @@ int hv_kube_name_ok(const char *s)
     return 1;
 }
 
-/* The token, trimmed of trailing white space, into buf; -1 when it cannot be read. */
+/* The token, trimmed of trailing white space, into buf; -1 when it cannot be read. Read with
+ * read(2) straight into buf (no stdio buffer keeps a copy in freed memory), O_CLOEXEC. */
 static int read_token(const char *path, char *buf, size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return -1;
-    size_t n = fread(buf, 1, cap - 1, f);
-    int big = n == cap - 1 && fgetc(f) != EOF;
-    fclose(f);
+    size_t n = 0;
+    int big = 0;
+    for (;;) {
+        char one;
+        ssize_t r = n < cap - 1 ? read(fd, buf + n, cap - 1 - n) : read(fd, &one, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (n == cap - 1) {
+            big = 1;
+            break;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
     buf[n] = '\0';
     while (n && isspace((unsigned char)buf[n - 1]))
         buf[--n] = '\0';

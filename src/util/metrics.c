@@ -25,6 +25,7 @@ static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
 static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions;
+static atomic_ulong mc_reads, mc_verdicts[3];
 static atomic_long passes_pending;
 
 #define NAMED_MAX 64
@@ -143,6 +144,17 @@ void hv_metrics_engine_assertion(void)
 void hv_metrics_illegal_transition(void)
 {
     atomic_fetch_add(&illegal_transitions, 1);
+}
+
+void hv_metrics_machine_check_read(void)
+{
+    atomic_fetch_add(&mc_reads, 1);
+}
+
+void hv_metrics_machine_check(int verdict)
+{
+    if (verdict >= 0 && verdict < 3)
+        atomic_fetch_add(&mc_verdicts[verdict], 1);
 }
 
 void hv_metrics_step(const char *step, double seconds)
@@ -406,6 +418,19 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
             "hvupdater_engine_assertions_total %lu\n",
             atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes),
             atomic_load(&illegal_transitions), atomic_load(&engine_assertions));
+    bprintf(&b,
+            "# HELP hvupdater_machine_check_api_requests_total API server reads made by the "
+            "machine check (kubernetes.checkMachines).\n"
+            "# TYPE hvupdater_machine_check_api_requests_total counter\n"
+            "hvupdater_machine_check_api_requests_total %lu\n"
+            "# HELP hvupdater_machine_checks_total Hook calls checked against the API server, "
+            "by verdict (wait: answered retry while the objects are read).\n"
+            "# TYPE hvupdater_machine_checks_total counter\n"
+            "hvupdater_machine_checks_total{verdict=\"pass\"} %lu\n"
+            "hvupdater_machine_checks_total{verdict=\"wait\"} %lu\n"
+            "hvupdater_machine_checks_total{verdict=\"fail\"} %lu\n",
+            atomic_load(&mc_reads), atomic_load(&mc_verdicts[0]), atomic_load(&mc_verdicts[1]),
+            atomic_load(&mc_verdicts[2]));
     pthread_mutex_lock(&named_lock);
     bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
                 "server (libvirt URI or vCenter name).\n"

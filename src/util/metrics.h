@@ -25,6 +25,10 @@ void hv_metrics_record_write(void);
 void hv_metrics_illegal_transition(void);
 /* An engine invariant found broken (src/engine/phase.h hv_engine_check; production only). */
 void hv_metrics_engine_assertion(void);
+/* The machine check (kube/machinecheck.h): an API request it made; a check's verdict
+ * (0 pass, 1 wait, 2 fail). */
+void hv_metrics_machine_check_read(void);
+void hv_metrics_machine_check(int verdict);
 
 /* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
  * its message (docs/messages.md's templates), for counting; the message is for people and is

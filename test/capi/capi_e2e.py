@@ -23,6 +23,12 @@ second cluster for the failing case:
   failing         powerCycle Never on a domain without memory slots (style plain): what the
                   Machine, its MachineSet and the MachineDeployment show, CAPI's log and the
                   UpdateFailed Event
+  forged          UpdateMachine calls CAPI never made, posted straight to hvupdater for a
+                  real Machine's domain (issue 28): an unknown Machine, a wrong uid, a Machine
+                  CAPI is not updating, and (the Machine paused and marked as CAPI marks it) a
+                  desired spec that is not the stored one: each a Failure naming the check,
+                  and virsh shows the domain's definition, live memory, vCPUs and power
+                  unchanged; then the stored spec passes the check (control)
   mhc             a MachineHealthCheck (Node Ready False/Unknown for 8 s) over a third cluster's
                   MachineDeployment of 1 Machine whose Node follows its domain (the provider
                   turns it NotReady from the shutdown until 20 s after the rebooted guest
@@ -48,7 +54,9 @@ for the kubeadm bootstrap manager and writes the static Pods a kubelet would mir
                   Machine and the logs show; then powerCycle IfNeeded ends that Machine's
                   update (what hvupdater answers, whether it power-cycled, what the guest
                   shows)
-The lab's hvupdater posts Events (up.sh turns the events component on).
+The lab's hvupdater posts Events (up.sh turns the events component on) and checks every hook
+call against the API server (the machine check, on as in the chart): every scenario runs with
+it, and the in-place ones assert it passed CAPI's own calls (hvupdater_machine_checks_total).
 Prints one line per scenario and closes with `N passed, N failed`.
 Usage: capi_e2e.py [-k NAME]...
 """
@@ -408,6 +416,47 @@ def scenario_scale_up():
         time.monotonic() - t0))
 
 
+# ---- the machine check (issue 28) ----
+
+def hv_url():
+    return get("extensionconfig", None, "hvupdater")["spec"]["clientConfig"]["url"]
+
+
+def hv_https(method, path, body=None):
+    """(status, text) of a request to the lab's hvupdater, trusting its CA."""
+    import ssl
+    import urllib.error
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=os.path.join(STATE, "hvupdater-tls", "ca.crt"))
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(hv_url() + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=20) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def machine_checks():
+    """hvupdater's machine check counters: {"pass": n, "wait": n, "fail": n, "reads": n}."""
+    st, text = hv_https("GET", "/metrics")
+    assert st == 200, (st, text[:200])
+    out = {}
+    for v in ("pass", "wait", "fail"):
+        m = re.search(r'^hvupdater_machine_checks_total\{verdict="%s"\} (\d+)$' % v, text, re.M)
+        out[v] = int(m.group(1)) if m else None
+    m = re.search(r"^hvupdater_machine_check_api_requests_total (\d+)$", text, re.M)
+    out["reads"] = int(m.group(1)) if m else None
+    return out
+
+
+def not_machine_check_wait(call):
+    """A hook answer other than the machine check's "reading ...; retry" (a Failure CAPI
+    retries for CanUpdate* while the objects are read)."""
+    return not call[2].startswith("machine check: reading")
+
+
 def in_place(tmpl, mem, vcpu, restart=False):
     before = {m["metadata"]["name"]: domain_of(m) for m in machines(NS, MD)}
     cycles = {d[0]: shutdowns(d[0]) for d in before.values()}
@@ -441,11 +490,19 @@ def in_place(tmpl, mem, vcpu, restart=False):
     hooks = {c[0] for c in calls}
     assert {"CanUpdateMachineSet", "UpdateMachine"} <= hooks, calls
     assert not any(c[1] == "Failure" for c in calls if c[0] != "CanUpdateMachineSet"), calls
+    assert not any(c[2].startswith("machine check:") and not c[2].startswith(
+        "machine check: reading") for c in calls), ("the machine check refused CAPI", calls)
     return took, calls, views, restarted
 
 
 def scenario_in_place():
+    mc0 = machine_checks()
     took, calls, views, _ = in_place("lmt-2048", 2048, 2)
+    mc = machine_checks()
+    RESULTS["machine check in-place: pass/wait/fail, API reads"] = "%d/%d/%d, %d" % (
+        mc["pass"] - mc0["pass"], mc["wait"] - mc0["wait"], mc["fail"] - mc0["fail"],
+        mc["reads"] - mc0["reads"])
+    assert mc["pass"] > mc0["pass"] and mc["fail"] == mc0["fail"], ("machine check", mc0, mc)
     RESULTS["in-place 2 Machines 1024->2048 MiB, 1->2 vCPU (s)"] = round(took, 1)
     RESULTS["in-place calls"] = summarize(calls)
     log("in place in %.1f s; guests %s; hvupdater got: %s" % (took, views, summarize(calls)))
@@ -464,6 +521,120 @@ def scenario_restart():
         % (restarted, took, views, summarize(calls)))
 
 
+def forged_update(machine, infra, uid=None):
+    """An UpdateMachineRequest as CAPI builds it (machine_controller_inplace_update.go
+    cleanupMachine, cleanupUnstructured), from these objects; uid: a metadata.uid to add."""
+    md = {k: machine["metadata"][k] for k in ("name", "namespace", "labels", "annotations")
+          if k in machine["metadata"]}
+    if uid:
+        md["uid"] = uid
+    imd = {k: infra["metadata"][k] for k in ("name", "namespace", "labels", "annotations")
+           if k in infra["metadata"]}
+    return {"apiVersion": "hooks.runtime.cluster.x-k8s.io/v1alpha1",
+            "kind": "UpdateMachineRequest",
+            "desired": {
+                "machine": {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+                            "metadata": md, "spec": machine["spec"]},
+                "infrastructureMachine": {"apiVersion": infra["apiVersion"],
+                                          "kind": infra["kind"], "metadata": imd,
+                                          "spec": infra["spec"]}}}
+
+
+def answer_until_settled(req):
+    """Post req until the answer is not the machine check's "reading" (it reads the objects
+    first): the settled answer."""
+    path = "/hooks.runtime.cluster.x-k8s.io/v1alpha1/updatemachine/update-machine"
+
+    def once():
+        st, text = hv_https("POST", path, req)
+        assert st == 200, (st, text[:300])
+        a = json.loads(text)
+        return None if a.get("message", "").startswith("machine check: reading") else a
+    return wait("hvupdater's settled answer", once, timeout=30, every=0.2)
+
+
+def domain_state(dom):
+    return {"xml": virsh("dumpxml", "--inactive", dom), "live": virsh("dumpxml", dom),
+            "state": virsh("domstate", dom), "vcpus": virsh("vcpucount", dom, "--live"),
+            "shutdowns": shutdowns(dom)}
+
+
+def scenario_forged():
+    ms = machines(NS, MD)
+    m = ms[0]
+    ref = m["spec"]["infrastructureRef"]
+    infra = get("libvirtmachine", NS, ref["name"])
+    dom = domain_of(m)[0]
+    before = domain_state(dom)
+    mc0 = machine_checks()
+    mark = hv_log_lines()
+    bigger = json.loads(json.dumps(infra))
+    bigger["spec"]["memoryMiB"] = infra["spec"]["memoryMiB"] + 1024
+    unknown = json.loads(json.dumps(m))
+    unknown["metadata"]["name"] = PREFIX + "no-such-machine"
+    cases = [
+        ("unknown Machine", forged_update(unknown, bigger),
+         "machine check: Machine %s/%s does not exist in the API server"
+         % (NS, unknown["metadata"]["name"])),
+        ("wrong uid", forged_update(m, bigger, uid="00000000-0000-0000-0000-000000000000"),
+         "machine check: Machine %s/%s in the API server has another uid than the request's"
+         % (NS, m["metadata"]["name"])),
+        ("not being updated", forged_update(m, bigger),
+         "machine check: Machine %s/%s is not being updated in place by Cluster API"
+         % (NS, m["metadata"]["name"])),
+    ]
+    for name, req, want in cases:
+        a = answer_until_settled(req)
+        log("forged UpdateMachine, %s: %s %s" % (name, a.get("status"), a.get("message")))
+        assert a.get("status") == "Failure" and a.get("message", "").startswith(want), (name, a)
+        assert a.get("retryAfterSeconds") == 0, a
+    # Marked as CAPI marks a Machine it updates in place, paused so that CAPI's Machine
+    # controller does not act on the marks itself (it skips paused Machines).
+    mname, iname = m["metadata"]["name"], ref["name"]
+    mark_ann = ["in-place-updates.internal.cluster.x-k8s.io/update-in-progress="]
+    try:
+        kubectl("annotate", "-n", NS, "machine", mname, "cluster.x-k8s.io/paused=",
+                "--overwrite")
+        kubectl("annotate", "-n", NS, "machine", mname, *mark_ann,
+                "runtime.cluster.x-k8s.io/pending-hooks=UpdateMachine", "--overwrite")
+        kubectl("annotate", "-n", NS, "libvirtmachine", iname, *mark_ann, "--overwrite")
+        m2 = get("machine", NS, mname)
+        i2 = get("libvirtmachine", NS, iname)
+        b2 = json.loads(json.dumps(i2))
+        b2["spec"]["memoryMiB"] = i2["spec"]["memoryMiB"] + 1024
+        a = answer_until_settled(forged_update(m2, b2))
+        log("forged UpdateMachine, desired spec not the stored one: %s %s"
+            % (a.get("status"), a.get("message")))
+        assert a.get("status") == "Failure" and a.get("message") == (
+            "machine check: the request's desired spec of LibvirtMachine %s/%s is not the one "
+            "in the API server" % (NS, iname)), a
+        # what the four refused calls left on the domain: nothing
+        after = domain_state(dom)
+        # control: the stored spec passes the check (the domain has it already: the engine
+        # only observes it)
+        a = answer_until_settled(forged_update(m2, i2))
+        log("control, the stored spec: %s %s" % (a.get("status"), a.get("message")))
+        assert a.get("status") == "Success" and not a.get("message", "").startswith(
+            "machine check"), a
+    finally:
+        kubectl("annotate", "-n", NS, "libvirtmachine", iname,
+                "in-place-updates.internal.cluster.x-k8s.io/update-in-progress-", check=False)
+        kubectl("annotate", "-n", NS, "machine", mname,
+                "in-place-updates.internal.cluster.x-k8s.io/update-in-progress-",
+                "runtime.cluster.x-k8s.io/pending-hooks-", check=False)
+        kubectl("annotate", "-n", NS, "machine", mname, "cluster.x-k8s.io/paused-",
+                check=False)
+    for k in before:
+        assert before[k] == after[k], ("the forged calls changed the domain's " + k, dom)
+    mc = machine_checks()
+    RESULTS["forged: machine check pass/wait/fail, API reads"] = "%d/%d/%d, %d" % (
+        mc["pass"] - mc0["pass"], mc["wait"] - mc0["wait"], mc["fail"] - mc0["fail"],
+        mc["reads"] - mc0["reads"])
+    assert mc["fail"] - mc0["fail"] == 4, (mc0, mc)
+    log("domain %s: definition, live XML, power (%s), vCPUs and shutdowns unchanged; "
+        "hvupdater logged %d calls" % (dom, after["state"], len(hv_calls(mark))))
+
+
 def scenario_replacement():
     before = {m["metadata"]["name"] for m in machines(NS, MD)}
     mark = hv_log_lines()
@@ -479,7 +650,7 @@ def scenario_replacement():
     RESULTS["replacement 2 Machines (rolling, s)"] = round(took, 1)
     calls = hv_calls(mark)
     assert not any(c[0] == "UpdateMachine" for c in calls), calls
-    cu = [c for c in calls if c[0] == "CanUpdateMachineSet"]
+    cu = [c for c in calls if c[0] == "CanUpdateMachineSet" and not_machine_check_wait(c)]
     assert cu and all("guestArgs" in c[2] and c[1] == "Success" for c in cu), cu
     for m in ms:
         assert infra_spec(NS, m)["memoryMiB"] == 4096
@@ -504,7 +675,8 @@ def scenario_blocked():
     set_template(NS, MD, "lmt-blocked")
 
     def blocked():
-        fails = [c for c in hv_calls(mark) if c[0] == "CanUpdateMachineSet" and c[1] == "Failure"]
+        fails = [c for c in hv_calls(mark) if c[0] == "CanUpdateMachineSet" and c[1] == "Failure"
+                 and not_machine_check_wait(c)]
         if len(fails) < 3 or not capi_log_has(capi_mark, fails[-1][2]):
             return None
         ev = warning_events(NS, "UpdateBlocked")
@@ -914,6 +1086,7 @@ def scenario_kcp_in_place():
     before = {m["metadata"]["name"]: domain_of(m) for m in kcp_machines()}
     cycles = {d[0]: shutdowns(d[0]) for d in before.values()}
     mark = hv_log_lines()
+    mc0 = machine_checks()
     t0 = kcp_roll_to("cp-2", 512, 2)
     ms = wait("KCP's in-place rollout to cp-2", lambda: kcp_settled("cp-2", 512), 900)
     took = time.monotonic() - t0
@@ -927,6 +1100,13 @@ def scenario_kcp_in_place():
         assert shutdowns(dom) == cycles[dom], ("the domain was power-cycled", dom)
     views = wait_guests([d[0] for d in after.values()], 512, 2)
     RESULTS["kcp in-place 3 Machines vcpu 1->2 (s)"] = round(took, 1)
+    mc = machine_checks()
+    RESULTS["machine check kcp in-place: pass/wait/fail, API reads"] = "%d/%d/%d, %d" % (
+        mc["pass"] - mc0["pass"], mc["wait"] - mc0["wait"], mc["fail"] - mc0["fail"],
+        mc["reads"] - mc0["reads"])
+    assert mc["pass"] > mc0["pass"] and mc["fail"] == mc0["fail"], ("machine check", mc0, mc)
+    assert not any(c[2].startswith("machine check:") and not_machine_check_wait(c)
+                   for c in calls), ("the machine check refused CAPI", calls)
     RESULTS["kcp in-place calls"] = summarize(calls)
     log("kcp in place in %.1f s; guests %s; hvupdater got: %s" % (took, views, summarize(calls)))
     for hook, status, msg, machine in calls:
@@ -934,7 +1114,8 @@ def scenario_kcp_in_place():
             log("    %s %s %s: %s" % (hook, status, machine, msg))
     hooks = [c[0] for c in calls]
     assert hooks.count("CanUpdateMachine") >= 3, calls
-    assert not any(c[1] == "Failure" for c in calls), calls
+    # the machine check's "reading ...; retry" is the one Failure KCP may see (it retries)
+    assert not any(c[1] == "Failure" for c in calls if not_machine_check_wait(c)), calls
     assert "CanUpdateMachineSet" not in hooks, calls
     assert sum(1 for c in calls if c[0] == "UpdateMachine" and c[2].startswith("done")) >= 3, calls
 
@@ -947,7 +1128,8 @@ def scenario_kcp_blocked():
     t0 = kcp_roll_to("cp-blocked", 512, 2, NOONLINE + " lab.generation=2")
 
     def blocked():
-        fails = [c for c in hv_calls(mark) if c[0] == "CanUpdateMachine" and c[1] == "Failure"]
+        fails = [c for c in hv_calls(mark) if c[0] == "CanUpdateMachine" and c[1] == "Failure"
+                 and not_machine_check_wait(c)]
         if len(fails) < 3:
             return None
         lines = [x for x in kcp_log_lines()[kmark:] if fails[-1][2] in x]
@@ -1063,8 +1245,8 @@ def scenario_kcp_failing():
 KCP_SCENARIOS = [scenario_kcp_scale_up, scenario_kcp_in_place, scenario_kcp_blocked,
                  scenario_kcp_failing]
 
-SCENARIOS = [scenario_scale_up, scenario_in_place, scenario_restart, scenario_replacement,
-             scenario_blocked, scenario_failing, scenario_mhc]
+SCENARIOS = [scenario_scale_up, scenario_in_place, scenario_restart, scenario_forged,
+             scenario_replacement, scenario_blocked, scenario_failing, scenario_mhc]
 
 
 def main():

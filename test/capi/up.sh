@@ -247,6 +247,11 @@ sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/
 sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
     -e 's/name: hvupdater-mhc-hold$/name: hvupdater-lab-mhc-hold/' \
     "$ROOT/deploy/kubernetes/components/mhc/rbac.yaml" | K apply --server-side -f - >/dev/null
+# and the machine check's (on: the config names the API server): get, list Machines and
+# MachineSets, get the infra kinds; the same role the chart binds by default
+sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
+    -e 's/name: hvupdater-machine-check$/name: hvupdater-lab-machine-check/' \
+    "$ROOT/deploy/kubernetes/base/machinecheck-rbac.yaml" | K apply --server-side -f - >/dev/null
 K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"
 cat >"$STATE/hvupdater.json" <<EOF
 {"libvirt": {"uris": ["$HV_LIBVIRT_LAB_URI"]},

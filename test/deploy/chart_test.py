@@ -367,7 +367,23 @@ def api_components(c):
     def config(objs):
         cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
         return json.loads(cm["data"]["config.json"])
-    off = c.helm_template({})
+    dflt = c.helm_template({})
+    c.r.eq(pod(dflt).get("automountServiceAccountToken"), True,
+           "default: the token, for the machine check")
+    c.r.check("--check-machines" in pod(dflt)["containers"][0]["args"],
+              "default: --check-machines")
+    c.r.eq([(r["metadata"]["name"], r["rules"]) for r in dflt if r["kind"] == "ClusterRole"],
+           [("hvupdater-machine-check", [
+               {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines", "machinesets"],
+                "verbs": ["get", "list"]},
+               {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "resources": ["vspheremachines", "vspheremachinetemplates", "libvirtmachines",
+                              "libvirtmachinetemplates"], "verbs": ["get"]}])],
+           "default: one read-only ClusterRole, the machine check's")
+    mc_off = {"machineCheck": {"enabled": False}}
+    off = c.helm_template(mc_off)
+    c.r.check("--no-check-machines" in pod(off)["containers"][0]["args"],
+              "machineCheck off: --no-check-machines")
     c.r.eq(pod(off).get("automountServiceAccountToken"), False, "API off: no token mounted")
     c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
               "events off: no --kube-events")
@@ -384,7 +400,7 @@ def api_components(c):
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}
     names = {"events": "hvupdater-events", "capvIdentity": "hvupdater-capv-identity"}
     for opt in ("events", "capvIdentity"):
-        on = c.helm_template({opt: {"enabled": True}})
+        on = c.helm_template({opt: {"enabled": True}, **mc_off})
         c.r.eq(pod(on).get("automountServiceAccountToken"), True, f"{opt} on: the token")
         c.r.eq("--kube-events" in pod(on)["containers"][0]["args"], opt == "events",
                f"{opt} on: --kube-events only for events")

@@ -272,8 +272,10 @@ def static(args):
                     kargs)
             r.check(out.count("kind: Certificate\n") == 5,
                     "components/client-certs adds the CA and three client certificates")
-            r.check("automountServiceAccountToken: true" not in out,
-                    "without capv-identity or events no service account token is mounted")
+            roles = [o["metadata"]["name"] for o in yaml.safe_load_all(out)
+                     if o and o.get("kind") == "ClusterRole"]
+            r.eq(roles, ["hvupdater-machine-check"],
+                 "without capv-identity, events or mhc the only role is the machine check's")
         # The Kubernetes API components: the token mounted, exactly their roles.
         for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
                                   ("events", "hvupdater-events", "- create\n"),
@@ -290,9 +292,11 @@ def static(args):
             r.check(p.returncode == 0 and "automountServiceAccountToken: true" in out and
                     "name: %s\n" % role in out and "kind: ClusterRoleBinding" in out,
                     "components/%s mounts the token and binds %s" % (comp, role), p.stderr[:400])
-            verbs_seen = {ln.strip() for ln in out.splitlines() if ln.startswith("  - ")
-                          and ln.strip() in ("- get", "- create", "- list", "- watch",
-                                             "- update", "- patch", "- delete")}
+            # the component's own role (the base's machine check role is checked apart)
+            own = [o for o in yaml.safe_load_all(out) if o and o.get("kind") == "ClusterRole"
+                   and o["metadata"]["name"] == role]
+            verbs_seen = {"- " + v for o in own for rule in o.get("rules", [])
+                          for v in rule.get("verbs", [])}
             want = set(verbs.strip().split("\n"))
             r.check(verbs_seen == want, "components/%s grants only %s"
                     % (comp, ", ".join(sorted(want))), sorted(verbs_seen))
@@ -338,7 +342,7 @@ def static(args):
     for o in dep.objs:
         k = o["kind"]
         ns = o.get("metadata", {}).get("namespace")
-        if k in ("Namespace", "ExtensionConfig"):
+        if k in ("Namespace", "ExtensionConfig", "ClusterRole", "ClusterRoleBinding"):
             r.check(ns is None, f"{k} {o['metadata']['name']} has no metadata.namespace "
                     "(cluster-scoped)", ns)
         else:
@@ -403,7 +407,17 @@ def check_deployment(r, dep, binary, version):
             "Deployment selector matches its pod labels")
     sa = pod.get("serviceAccountName")
     r.check(dep.find("ServiceAccount", sa, NS), f"serviceAccountName {sa} exists")
-    r.eq(pod.get("automountServiceAccountToken"), False, "no service account token mounted")
+    # the machine check (on by default) reads Machines and infra machines: the token, and a
+    # read-only role (get, list) bound to hvupdater's account only
+    r.eq(pod.get("automountServiceAccountToken"), True,
+         "service account token mounted (the machine check)")
+    r.check("--check-machines" in c.get("args", []), "the server runs with --check-machines",
+            c.get("args"))
+    for o in dep.objs:
+        if o["kind"] == "ClusterRole":
+            verbs = {v for rule in o.get("rules", []) for v in rule.get("verbs", [])}
+            r.check(verbs <= {"get", "list"}, f"ClusterRole {o['metadata']['name']} only reads",
+                    sorted(verbs))
     psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
     r.eq(psc.get("runAsNonRoot"), True, "pod runAsNonRoot")
     r.eq(psc.get("seccompProfile", {}).get("type"), "RuntimeDefault", "pod seccomp RuntimeDefault")
@@ -943,7 +957,10 @@ def serve(args):
     port_dir = os.path.join(root, "tmp") if tmp_mount else root
     port_file = os.path.join(port_dir, "hvupdater.port")
     cmd += ["--port-file", port_file]
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    # a pod's environment names the API server (the machine check's); nothing answers there,
+    # and no call here reaches the check's reads
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+           "KUBERNETES_SERVICE_PORT": "1"}
     for e in dep.container.get("env", []) or []:
         v = e.get("value", "")
         if v.startswith("/") and any(v == mp or v.startswith(mp.rstrip("/") + "/") for mp in mounts):
@@ -1038,10 +1055,12 @@ def serve(args):
             # VM's facts (issue 17 item 8) the answer is exactly the retryable "cannot check"
             # Failure: that is past the settings check, which is what this step proves (a
             # covered answer against a real vCenter is vsphere_e2e's and the CAPI lab's part).
+            # With the machine check on (the Deployment's --check-machines) the next stop is
+            # the API server's word on the Machine, which is not there either.
             r.check(st == 200 and ans.get("status") == "Failure" and ans.get(
-                        "message", "").startswith("cannot check the change on this VM"),
+                        "message", "").startswith("machine check: "),
                     "CanUpdateMachine with the ExtensionConfig's settings gets past them "
-                    "(to the VM-check Failure for the absent vCenter)",
+                    "(to the machine check's retryable Failure: no API server here)",
                     f"{st} {body[:300]}")
             r.check("setting" not in ans.get("message", ""),
                     "... and its message is about the machine, not a setting", body[:300])

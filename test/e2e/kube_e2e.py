@@ -7,8 +7,8 @@ test/capi/build.sh, see kubeapi.py) and govmomi's vCenter simulator (test/vcsim)
   VSphereClusterIdentity whose Secret is in CAPV's namespace, with ready and
   allowedNamespaces), read with a ServiceAccount token bound to the RBAC of
   deploy/kubernetes/components/capv-identity; the thumbprint from the VSphereMachine's
-  spec.thumbprint when the server entry has none and allows it (requestThumbprint), and
-  never without requestThumbprint.
+  spec.thumbprint when the server entry has none and allows it (allowRequestThumbprint), and
+  never without it.
 - Warning Events on the Machine (kubernetes.events) with the RBAC of
   deploy/kubernetes/components/events.
 
@@ -18,6 +18,7 @@ Run: /usr/bin/python3 test/e2e/kube_e2e.py --build build --vcsim BIN --kube-bin 
 """
 import argparse
 import base64
+import json
 import os
 import sys
 import time
@@ -57,7 +58,9 @@ CRDS = [crd("cluster.x-k8s.io", "Cluster", "clusters", "Namespaced", ["v1beta2"]
         crd("infrastructure.cluster.x-k8s.io", "VSphereCluster", "vsphereclusters",
             "Namespaced", ["v1beta1"]),
         crd("infrastructure.cluster.x-k8s.io", "VSphereClusterIdentity",
-            "vsphereclusteridentities", "Cluster", ["v1beta1"])]
+            "vsphereclusteridentities", "Cluster", ["v1beta1"]),
+        crd("infrastructure.cluster.x-k8s.io", "VSphereMachine", "vspheremachines",
+            "Namespaced", ["v1beta1"])]
 
 
 def ns(name, labels=None):
@@ -88,7 +91,8 @@ def cluster(namespace, name, identity_ref):
 class Lab:
     """API server + vcsim + hvupdater (identityFrom capv, no thumbprint in its config)."""
 
-    def __init__(self, events=False, capv=True, events_rbac=True, request_thumbprint=True):
+    def __init__(self, events=False, capv=True, events_rbac=True, allow_thumb=True,
+                 check=False):
         self.api = kubeapi.ApiServer(KUBE_BIN).start()
         self.sim = None
         self.server = None
@@ -106,14 +110,20 @@ class Lab:
                 ["events"] if events and events_rbac else [])
             for comp in comps:
                 api.kubectl("apply", "-f", os.path.join(COMPONENTS, comp, "rbac.yaml"))
+            if check:  # the machine check's role, as the base of deploy/kubernetes binds it
+                api.kubectl("apply", "-f", os.path.join(ROOT, "deploy", "kubernetes", "base",
+                                                        "machinecheck-rbac.yaml"))
             token = api.token("hvupdater-system", "hvupdater",
                               os.path.join(api.dir, "hv-token"))
-            srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv"}
-            if request_thumbprint:
-                srv["requestThumbprint"] = True
+            # the VSphereMachines' spec.thumbprint pins the simulator (allowed for this entry)
+            srv = {"name": vse.SERVER, "url": self.sim.info["url"], "identityFrom": "capv",
+                   "allowRequestThumbprint": allow_thumb}
             cfg = {"vsphere": {"servers": [srv]}, "engine": vse.ENGINE,
                    "kubernetes": {"server": api.url, "tokenFile": token, "caFile": api.ca,
-                                  "events": events}}
+                                  "events": events,
+                                  # most requests here name no Machine of the API server:
+                                  # the machine check is on only where a test asks for it
+                                  "checkMachines": check}}
             self.server = hvtest.Server(vse.BINARY, cfg).start()
             self.client = self.server.client()
         except Exception:
@@ -257,14 +267,14 @@ def test_capv_thumbprint_from_request_and_missing_objects():
         lab.close()
 
 
-def test_request_thumbprint_only_where_the_entry_allows_it():
-    """Without requestThumbprint the VSphereMachine's thumbprint pins nothing: the system CAs
-    do not know the simulator, so the TLS message and no login, thumbprint or not."""
-    lab = Lab(request_thumbprint=False)
+def test_request_thumbprint_ignored_unless_allowed():
+    """issue 28: a server entry without allowRequestThumbprint ignores the VSphereMachine's
+    spec.thumbprint: the system CAs do not know the simulator, so the same request that the
+    allowed entry serves fails at TLS, and no login is tried."""
+    lab = Lab(allow_thumb=False)
     try:
         s = lab.sim
         lab.api.apply([ns("team-a")])
-        lab.grant_secrets(["team-a"])
         lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
                       cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
         last, msgs = lab.update(lab.request(0, "team-a", "a", 8192))
@@ -272,6 +282,67 @@ def test_request_thumbprint_only_where_the_entry_allows_it():
         assert "certificate does not match" in last["message"], last
         assert s.stats()[0]["Login"] == 0
         assert lab.memory(0) != 8192
+    finally:
+        lab.close()
+
+
+def test_machine_check_forged_calls_leave_the_vm():
+    """issue 28, the machine check on (its ClusterRole from deploy/kubernetes/base): forged
+    UpdateMachine calls for a real simulator VM whose Machine and VSphereMachine the API
+    server holds (an unknown Machine, a wrong uid, a Machine Cluster API is not updating, and,
+    marked as CAPI marks it, a desired spec that is not the stored one) are each refused
+    naming the check, and vCenter shows the VM's memory, CPUs and power unchanged; then the
+    stored spec is the desired one and the same call updates the VM (control)."""
+    lab = Lab(check=True)
+    try:
+        s = lab.sim
+        lab.api.apply([ns("team-a")])
+        lab.grant_secrets(["team-a"])
+        lab.api.apply([secret("team-a", "vc-creds", s.user, s.password)] +
+                      cluster("team-a", "a", {"kind": "Secret", "name": "vc-creds"}))
+        req = lab.request(0, "team-a", "a", 8192)
+        mach = req["desired"]["machine"]
+        infra = req["desired"]["infrastructureMachine"]
+        moref = s.vm(0)["moref"]
+        before = (s.vim.vm(moref), s.vim.events(moref))
+        stored = json.loads(json.dumps(infra))
+        stored["spec"]["memoryMiB"] = before[0]["memory"]
+        lab.api.apply([mach, stored])
+
+        def refused(r, want, what):
+            last, msgs = lab.update(r)
+            assert last["status"] == "Failure" and last["message"].startswith(want), (
+                what, last, msgs)
+            print("     %s: %s" % (what, last["message"]))
+        unknown = json.loads(json.dumps(req))
+        unknown["desired"]["machine"]["metadata"]["name"] = "no-such-machine"
+        refused(unknown, "machine check: Machine team-a/no-such-machine does not exist",
+                "unknown Machine")
+        uid = json.loads(json.dumps(req))
+        uid["desired"]["machine"]["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+        refused(uid, "machine check: Machine team-a/m0 in the API server has another uid",
+                "wrong uid")
+        refused(req, "machine check: Machine team-a/m0 is not being updated in place",
+                "not being updated")
+        marks = {"in-place-updates.internal.cluster.x-k8s.io/update-in-progress": ""}
+        mach["metadata"]["annotations"] = dict(
+            marks, **{"runtime.cluster.x-k8s.io/pending-hooks": "UpdateMachine"})
+        stored["metadata"]["annotations"] = dict(marks)
+        lab.api.apply([mach, stored])
+        refused(req, "machine check: the request's desired spec of VSphereMachine team-a/m0 "
+                "is not the one in the API server", "desired spec not the stored one")
+        # vCenter's view: power, memory, CPUs, cores, disk, hvupdater's record and the VM's
+        # event history (no power operation) as before the four calls
+        after = (s.vim.vm(moref), s.vim.events(moref))
+        assert after == before, (before, after)
+        assert s.stats()[0].get("ReconfigVM_Task", 0) == 0, s.stats()[0]
+        # control: CAPI writes the desired spec before it calls; then the call acts
+        stored["spec"]["memoryMiB"] = 8192
+        lab.api.apply([stored])
+        last, msgs = lab.update(req)
+        vse.assert_done(last, msgs)
+        assert lab.memory(0) == 8192
+        print("     control, the stored spec: %s" % last["message"])
     finally:
         lab.close()
 
@@ -380,7 +451,8 @@ def test_events_without_rbac_are_logged_and_answers_unchanged():
 
 
 CASES = [test_capv_identities_per_cluster, test_capv_thumbprint_from_request_and_missing_objects,
-         test_request_thumbprint_only_where_the_entry_allows_it,
+         test_request_thumbprint_ignored_unless_allowed,
+         test_machine_check_forged_calls_leave_the_vm,
          test_capv_without_rbac_fails_with_the_credentials_message, test_events_on_machines,
          test_events_without_rbac_are_logged_and_answers_unchanged]
 

@@ -137,6 +137,15 @@ def main():
     return 1 if failed else 0
 
 
+def valid_ca(path):
+    """A CA certificate serve loads as --client-ca."""
+    ca = path("any-ca.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("any-ca.key"), "-out",
+                    ca, "-days", "2", "-subj", "/CN=any-ca"], check=True, capture_output=True)
+    return ca
+
+
 def extra_cases(path, config, server):
     """Client CA, status listener and drain: their startup errors."""
     busy = socket.socket()
@@ -165,6 +174,18 @@ def extra_cases(path, config, server):
          ["--config", cfg, "--listen", "127.0.0.1:0", "--cert-dir", path("tls-x6"),
           "--metrics-listen", "nowhere"], 1, "metrics listener"),
         ("bad --drain-seconds", ["--drain-seconds", "-1"], 2, "--drain-seconds"),
+        # issue 28: beyond loopback, something must check who calls
+        ("all addresses, nothing checks the caller",
+         ["--config", cfg, "--listen", "0.0.0.0:0", "--cert-dir", path("tls-x8")], 1,
+         "--listen 0.0.0.0:0 is not a loopback address and nothing checks who calls"),
+        ("a pod address, client CA without names",
+         ["--config", cfg, "--listen", "[::]:0", "--cert-dir", path("tls-x9"),
+          "--client-ca", valid_ca(path)], 1, "--insecure-any-caller"),
+        ("machine check turned off",
+         ["--config", config("x10", {"kubernetes": {"server": "https://127.0.0.1:1",
+                                                    "checkMachines": False},
+                                     "vsphere": {"servers": [server]}}),
+          "--listen", "0.0.0.0:0", "--cert-dir", path("tls-x10")], 1, "nothing checks"),
         ("check-config with a credential URL",
          ["--check-config", "--config", config("x7", {"vsphere": {"servers": [
              dict(server, url="https://admin:" + CANARY + "@vc.example.com/sdk")]}})],
