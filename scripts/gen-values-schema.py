@@ -135,6 +135,7 @@ def generate():
     kube = copy.deepcopy(cprops["kubernetes"])
     kube["properties"].pop("events", None)
     kube["properties"].pop("holdRemediation", None)  # mhc.holdRemediation
+    kube["properties"].pop("dryRunClaims", None)  # dryRunClaims.enabled
     for k in ("server", "tokenFile", "caFile"):
         kube["properties"][k] = {"anyOf": [{"const": ""}, kube["properties"][k]]}
 
@@ -178,6 +179,9 @@ def generate():
         "capvIdentity": obj({"enabled": BOOL}),
         "events": obj({"enabled": BOOL}),
         "mhc": obj({"holdRemediation": BOOL}),
+        "dryRunClaims": obj({"enabled": BOOL, "resources": {
+            "type": "array", "minItems": 1,
+            "items": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}}}),
         "commonLabels": string_map(),
         "drainSeconds": {"type": "integer", "minimum": 0, "maximum": 3600},
         "terminationGracePeriodSeconds": {"type": "integer", "minimum": 1},

@@ -299,9 +299,9 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
 
 static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
 {
-    static const char *const keys[] = {
-        "server",         "tokenFile", "caFile",          "capvNamespace",
-        "timeoutSeconds", "events",    "holdRemediation", NULL};
+    static const char *const keys[] = {"server",          "tokenFile",      "caFile",
+                                       "capvNamespace",   "timeoutSeconds", "events",
+                                       "holdRemediation", "dryRunClaims",   NULL};
     if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
@@ -327,6 +327,12 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
         return -1;
     }
     c->kube.mhc_hold = hold && hold->b;
+    const hj *dry = hj_get(k, "dryRunClaims"); /* kube/dryrun.h */
+    if (dry && dry->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubernetes.dryRunClaims must be a boolean");
+        return -1;
+    }
+    c->kube.dry_run_claims = dry && dry->b;
     return 0;
 }
 

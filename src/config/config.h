@@ -33,6 +33,7 @@ struct hv_kube_opts {
     int timeout_s;        /* per request, default 5 */
     bool events;          /* post Warning Events on Machines (off by default) */
     bool mhc_hold;        /* holdRemediation: skip-remediation while a VM is power-cycled */
+    bool dry_run_claims;  /* dryRunClaims: CanUpdate* claims only what a dry run accepts */
 };
 
 /* The "log" section: the log format and level when no --log-format / --log-level is given. */
