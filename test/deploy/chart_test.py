@@ -367,7 +367,23 @@ def api_components(c):
     def config(objs):
         cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
         return json.loads(cm["data"]["config.json"])
-    off = c.helm_template({})
+    # dry-run claims: on by default, the token and exactly their role (patch on the infra
+    # machine resources, list on Machines) and --dry-run-claims
+    dflt = c.helm_template({})
+    c.r.eq(pod(dflt).get("automountServiceAccountToken"), True, "dry-run claims on: the token")
+    c.r.check("--dry-run-claims" in pod(dflt)["containers"][0]["args"],
+              "dry-run claims on by default: --dry-run-claims")
+    c.r.eq([(r["metadata"]["name"], r["rules"]) for r in dflt if r["kind"] == "ClusterRole"],
+           [("hvupdater-dry-run-claims", [
+               {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "resources": ["vspheremachines", "libvirtmachines"], "verbs": ["patch"]},
+               {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"],
+                "verbs": ["list"]}])],
+           "dry-run claims: one ClusterRole with only patch on infra machines, list Machines")
+    no_dry = {"dryRunClaims": {"enabled": False}}
+    off = c.helm_template(no_dry)
+    c.r.check("--dry-run-claims" not in pod(off)["containers"][0]["args"],
+              "dry-run claims off: no --dry-run-claims")
     c.r.eq(pod(off).get("automountServiceAccountToken"), False, "API off: no token mounted")
     c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
               "events off: no --kube-events")
@@ -384,7 +400,7 @@ def api_components(c):
             {"apiGroups": [""], "resources": ["namespaces", "secrets"], "verbs": ["get"]}]}
     names = {"events": "hvupdater-events", "capvIdentity": "hvupdater-capv-identity"}
     for opt in ("events", "capvIdentity"):
-        on = c.helm_template({opt: {"enabled": True}})
+        on = c.helm_template(dict(no_dry, **{opt: {"enabled": True}}))
         c.r.eq(pod(on).get("automountServiceAccountToken"), True, f"{opt} on: the token")
         c.r.eq("--kube-events" in pod(on)["containers"][0]["args"], opt == "events",
                f"{opt} on: --kube-events only for events")

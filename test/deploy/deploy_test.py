@@ -272,8 +272,9 @@ def static(args):
                     kargs)
             r.check(out.count("kind: Certificate\n") == 5,
                     "components/client-certs adds the CA and three client certificates")
-            r.check("automountServiceAccountToken: true" not in out,
-                    "without capv-identity or events no service account token is mounted")
+            r.check("automountServiceAccountToken: true" in out and
+                    "name: hvupdater-dry-run-claims\n" in out,
+                    "the base mounts the token for its dry-run claims (their ClusterRole)")
         # The Kubernetes API components: the token mounted, exactly their roles.
         for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
                                   ("events", "hvupdater-events", "- create\n"),
@@ -290,7 +291,10 @@ def static(args):
             r.check(p.returncode == 0 and "automountServiceAccountToken: true" in out and
                     "name: %s\n" % role in out and "kind: ClusterRoleBinding" in out,
                     "components/%s mounts the token and binds %s" % (comp, role), p.stderr[:400])
-            verbs_seen = {ln.strip() for ln in out.splitlines() if ln.startswith("  - ")
+            # (the base's own dry-run claims role left out: its verbs are checked above)
+            own = "\n---\n".join(d for d in out.split("\n---\n")
+                                 if "name: hvupdater-dry-run-claims\n" not in d)
+            verbs_seen = {ln.strip() for ln in own.splitlines() if ln.startswith("  - ")
                           and ln.strip() in ("- get", "- create", "- list", "- watch",
                                              "- update", "- patch", "- delete")}
             want = set(verbs.strip().split("\n"))
@@ -338,7 +342,7 @@ def static(args):
     for o in dep.objs:
         k = o["kind"]
         ns = o.get("metadata", {}).get("namespace")
-        if k in ("Namespace", "ExtensionConfig"):
+        if k in ("Namespace", "ExtensionConfig", "ClusterRole", "ClusterRoleBinding"):
             r.check(ns is None, f"{k} {o['metadata']['name']} has no metadata.namespace "
                     "(cluster-scoped)", ns)
         else:
@@ -403,7 +407,8 @@ def check_deployment(r, dep, binary, version):
             "Deployment selector matches its pod labels")
     sa = pod.get("serviceAccountName")
     r.check(dep.find("ServiceAccount", sa, NS), f"serviceAccountName {sa} exists")
-    r.eq(pod.get("automountServiceAccountToken"), False, "no service account token mounted")
+    r.eq(pod.get("automountServiceAccountToken"), True,
+         "the service account token is mounted (dry-run claims, on by default)")
     psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
     r.eq(psc.get("runAsNonRoot"), True, "pod runAsNonRoot")
     r.eq(psc.get("seccompProfile", {}).get("type"), "RuntimeDefault", "pod seccomp RuntimeDefault")
