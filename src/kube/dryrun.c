@@ -205,8 +205,17 @@ static int pick_machine(struct hv_dryrun *d, const char *ns, const char *owner, 
             const char *mname = hj_get_str(md, "name");
             const hj *ref = hj_get(hj_get(m, "spec"), "infrastructureRef");
             const char *rk = hj_get_str(ref, "kind"), *rn = hj_get_str(ref, "name");
-            if (!set || strcmp(set, owner) || !mname || hj_get(md, "deletionTimestamp") || !rk ||
-                strcmp(rk, kind) || !rn || !hv_kube_name_ok(rn))
+            /* the set's Machine: its label (CAPI hashes names over 63 characters there) or
+             * its MachineSet owner reference */
+            bool ours = set && !strcmp(set, owner);
+            const hj *owners = hj_get(md, "ownerReferences");
+            for (size_t o = 0; !ours && owners && owners->type == HJ_ARRAY && o < owners->n; o++) {
+                const char *ok = hj_get_str(owners->items[o], "kind");
+                const char *on = hj_get_str(owners->items[o], "name");
+                ours = ok && on && !strcmp(ok, "MachineSet") && !strcmp(on, owner);
+            }
+            if (!ours || !mname || hj_get(md, "deletionTimestamp") || !rk || strcmp(rk, kind) ||
+                !rn || !hv_kube_name_ok(rn))
                 continue;
             if (!best_m[0] || strcmp(mname, best_m) < 0) {
                 snprintf(best_m, sizeof(best_m), "%s", mname);

@@ -2,7 +2,8 @@
  * --dry-run-claims; docs/operations.md). Before CanUpdateMachine(Set) covers an infra field,
  * the desired values of the covered fields are sent as a JSON merge patch with
  * `?dryRun=All` to one existing infra machine: the Machine's own (CanUpdateMachine), or the
- * first by name of the MachineSet's Machines (label cluster.x-k8s.io/set-name) through its
+ * first by name of the MachineSet's Machines (label cluster.x-k8s.io/set-name or owner
+ * reference) through its
  * spec.infrastructureRef (CanUpdateMachineSet). The API server runs the provider's admission
  * webhooks and the CRD's validation on the result and stores nothing: a refusal (e.g. CAPV's
  * `spec: Forbidden: cannot be modified`) means CAPI's own write of that spec would be

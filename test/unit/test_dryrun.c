@@ -131,7 +131,8 @@ static int f_list(void *ctx, const char *path, const char *cont, hj **out, char 
         "{\"metadata\":{},\"items\":["
         "{\"metadata\":{\"name\":\"m-b\",\"labels\":{\"cluster.x-k8s.io/set-name\":\"md-0-x\"}},"
         "\"spec\":{\"infrastructureRef\":{\"kind\":\"VSphereMachine\",\"name\":\"lm-b\"}}},"
-        "{\"metadata\":{\"name\":\"m-a\",\"labels\":{\"cluster.x-k8s.io/set-name\":\"md-0-x\"}},"
+        "{\"metadata\":{\"name\":\"m-a\",\"ownerReferences\":[{\"kind\":\"MachineSet\","
+        "\"name\":\"md-0-x\"}]},"
         "\"spec\":{\"infrastructureRef\":{\"kind\":\"VSphereMachine\",\"name\":\"lm-a\"}}}]}");
     return 200;
 }
