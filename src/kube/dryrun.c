@@ -145,7 +145,7 @@ enum hv_dryrun_verdict hv_dryrun_judge(int http, const hj *status, const char *r
         return HV_DRYRUN_UNCHECKED;
     }
     if (http == 400 || http == 403 || http == 422) {
-        char s[260];
+        char s[260] = "";
         sanitise(msg && msg[0] ? msg : HV_MSG("no reason given"), name, s, sizeof(s));
         snprintf(why, whylen, "%s", s);
         return HV_DRYRUN_REFUSED;
