@@ -136,6 +136,7 @@ def generate():
     kube["properties"].pop("events", None)
     kube["properties"].pop("holdRemediation", None)  # mhc.holdRemediation
     kube["properties"].pop("checkMachines", None)  # machineCheck.enabled
+    kube["properties"].pop("dryRunClaims", None)  # dryRunClaims.enabled
     for k in ("server", "tokenFile", "caFile"):
         kube["properties"][k] = {"anyOf": [{"const": ""}, kube["properties"][k]]}
 
@@ -184,6 +185,9 @@ def generate():
                 "apiGroup": {"$ref": "#/$defs/common-dns1123Subdomain"},
                 "resources": {"type": "array", "minItems": 1, "items": DNS_LABEL}},
                 required=["apiGroup", "resources"])}}),
+        "dryRunClaims": obj({"enabled": BOOL, "resources": {
+            "type": "array", "minItems": 1,
+            "items": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}}}),
         "commonLabels": string_map(),
         "drainSeconds": {"type": "integer", "minimum": 0, "maximum": 3600},
         "terminationGracePeriodSeconds": {"type": "integer", "minimum": 1},

@@ -44,6 +44,7 @@ HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 KUSTOMIZE_FILES = {
     "namespace.yaml": "base/namespace.yaml",
     "serviceaccount.yaml": "base/serviceaccount.yaml",
+    "dryrun-rbac.yaml": "base/dryrun-rbac.yaml",
     "certificate.yaml": "base/certificate.yaml",
     "deployment.yaml": "base/deployment.yaml",
     "service.yaml": "base/service.yaml",
@@ -236,7 +237,7 @@ def render_all(helm, version=None):
         GENERATED + "# An example: not part of the kustomization.\n" + sm["servicemonitor.yaml"])
 
     cc = run_helm(helm, clusterctl_values(), version, skip_schema=True)
-    order = ["namespace.yaml", "serviceaccount.yaml", "certificate.yaml", "configmap.yaml",
+    order = ["namespace.yaml", "serviceaccount.yaml", "dryrun-rbac.yaml", "certificate.yaml", "configmap.yaml",
              "deployment.yaml", "service.yaml", "poddisruptionbudget.yaml",
              "networkpolicy.yaml", "machinecheck-rbac.yaml", "extensionconfig.yaml"]
     missing = set(cc) - set(order) - {"mhc-rbac.yaml"}

@@ -51,6 +51,9 @@ static void serve_usage(FILE *out)
             "  --mhc-hold             the config's kubernetes.holdRemediation: true (while a\n"
             "                         Machine's VM is power-cycled, cluster.x-k8s.io/\n"
             "                         skip-remediation keeps MachineHealthChecks off it)\n"
+            "  --dry-run-claims       the config's kubernetes.dryRunClaims: true (CanUpdate*\n"
+            "                         covers an infra change only once a dry run on one of\n"
+            "                         its infra machines shows the provider accepts it)\n"
             "  --log-format FORMAT    hvupdater (default) or capi: Cluster API's JSON logs\n"
             "                         (ts in ms, caller, msg, v, err; Machine, MachineSet,\n"
             "                         Cluster as {name, namespace}); wins over log.format\n"
@@ -173,6 +176,7 @@ int hv_cmd_serve(int argc, char **argv)
         {"log-format", required_argument, NULL, 'F'},
         {"kube-events", no_argument, NULL, 'E'},
         {"mhc-hold", no_argument, NULL, 'H'},
+        {"dry-run-claims", no_argument, NULL, 'Y'},
         {"check-config", no_argument, NULL, 'C'},
         {"client-ca", required_argument, NULL, 'A'},
         {"client-name", required_argument, NULL, 'u'},
@@ -195,7 +199,7 @@ int hv_cmd_serve(int argc, char **argv)
     long max_body = -1, threads = 4, max_conns = HV_SERVER_MAX_CONNECTIONS,
          per_addr = HV_SERVER_MAX_PER_ADDRESS, head_timeout = HV_SERVER_HEAD_TIMEOUT;
     bool check_only = false, kube_events = false, level_flag = false, format_flag = false;
-    bool mhc_hold = false;
+    bool mhc_hold = false, dry_run_claims = false;
     const char *client_ca = NULL, *metrics_listen = NULL;
     long drain_s = 0;
     int can_update_ignore = -1; /* -1: the config's */
@@ -265,6 +269,9 @@ int hv_cmd_serve(int argc, char **argv)
             break;
         case 'I':
             any_caller = true;
+            break;
+        case 'Y':
+            dry_run_claims = true;
             break;
         case 'F':
             if (hv_log_set_format_name(optarg) < 0)
@@ -360,6 +367,8 @@ int hv_cmd_serve(int argc, char **argv)
         cfg.kube.mhc_hold = true; /* an alias of kubernetes.holdRemediation */
     if (check_machines >= 0)
         cfg.kube.check_machines = check_machines; /* kubernetes.checkMachines */
+    if (dry_run_claims)
+        cfg.kube.dry_run_claims = true; /* an alias of kubernetes.dryRunClaims */
     if (max_body != -1)
         cfg.max_body = (size_t)max_body;
     if (can_update_ignore != -1)

@@ -4,6 +4,7 @@
 #include "runtime.h"
 #include "capv.h"
 #include "compose.h"
+#include "dryrun.h"
 #include "events.h"
 #include "engine.h"
 #include "log.h"
@@ -38,6 +39,7 @@ struct hv_runtime {
     struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
     struct hv_mhc *mhc;       /* kubernetes.holdRemediation */
     struct hv_mc *mc;         /* kubernetes.checkMachines */
+    struct hv_dryrun *dryrun; /* kubernetes.dryRunClaims */
 };
 
 /* ---- machine check ---- */
@@ -196,6 +198,31 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
     return 0;
 }
 
+/* hv_plan_hooks.admit: the provider's word on a change, from kube/dryrun.h's cache. */
+static int admit_claim(void *ctx, const struct hv_admit_ask *a, char *why, size_t whylen)
+{
+    struct hv_dryrun_req r = {.machine_set = a->machine_set,
+                              .ns = a->ns,
+                              .owner = a->owner,
+                              .api_version = a->api_version,
+                              .kind = a->kind,
+                              .cur_name = a->cur_name,
+                              .des_name = a->des_name,
+                              .patch = a->patch};
+    switch (hv_dryrun_ask(ctx, &r, why, whylen)) {
+    case HV_DRYRUN_ACCEPTED:
+        return HV_ADMIT_ACCEPTED;
+    case HV_DRYRUN_REFUSED:
+        return HV_ADMIT_REFUSED;
+    case HV_DRYRUN_UNCHECKED:
+        return HV_ADMIT_UNCHECKED;
+    case HV_DRYRUN_PENDING:
+        return HV_ADMIT_PENDING;
+    default:
+        return HV_ADMIT_ERROR;
+    }
+}
+
 /* hv_plan_hooks.check: the rules of the profile's backend that hold whatever the VM. */
 static void check_rules(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
                         struct hv_field_plan plan[HV_F_COUNT])
@@ -218,14 +245,19 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->hooks.libvirt_uris = (const char *const *)cfg->libvirt_uris;
     rt->hooks.n_libvirt_uris = cfg->n_libvirt_uris;
     rt->hooks.only_vcenter = cfg->n_vsphere == 1 ? cfg->vsphere[0].name : NULL;
-    if (need_kube(cfg)) {
+    char no_client[300] = ""; /* dryRunClaims without an API server: its claims say so */
+    if (need_kube(cfg) || cfg->kube.dry_run_claims) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         struct hv_kube_cfg kc = {.server = cfg->kube.server,
                                  .token_file = cfg->kube.token_file,
                                  .ca_file = cfg->kube.ca_file,
                                  .timeout_ms = cfg->kube.timeout_s * 1000};
         rt->kube = hv_kube_new(&kc, err, errlen);
-        if (!rt->kube) {
+        if (!rt->kube && !need_kube(cfg)) {
+            snprintf(no_client, sizeof(no_client), "%s", err);
+            err[0] = '\0';
+            curl_global_cleanup();
+        } else if (!rt->kube) {
             hv_runtime_free(rt);
             return NULL;
         }
@@ -283,6 +315,22 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     rt->plan_hooks.probe = hv_engine_probe;
     rt->plan_hooks.check = check_rules;
     rt->hooks.plan_hooks = &rt->plan_hooks;
+    if (cfg->kube.dry_run_claims) {
+        struct hv_dryrun_cfg dc = {.wait_ms = HV_DRYRUN_WAIT_MS,
+                                   .no_client = rt->kube ? NULL : no_client};
+        if (rt->kube)
+            hv_dryrun_kube_io(rt->kube, &dc.io);
+        else
+            hv_log(HV_LOG_WARN, "dry-run", "detail", no_client, (char *)NULL);
+        rt->dryrun = hv_dryrun_new(&dc);
+        if (!rt->dryrun) {
+            snprintf(err, errlen, "cannot start the dry-run thread");
+            hv_runtime_free(rt);
+            return NULL;
+        }
+        rt->plan_hooks.admit = admit_claim;
+        rt->plan_hooks.admit_ctx = rt->dryrun;
+    }
     rt->hooks.update = hv_engine_update;
     rt->hooks.update_ctx = rt->engine;
     if (cfg->kube.mhc_hold) {
@@ -322,6 +370,7 @@ void hv_runtime_free(struct hv_runtime *rt)
         curl_global_cleanup();
     }
     hv_mhc_free(rt->mhc); /* its thread observes through the backends */
+    hv_dryrun_free(rt->dryrun);
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);

@@ -314,7 +314,8 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
 {
     static const char *const keys[] = {"server",          "tokenFile",      "caFile",
                                        "capvNamespace",   "timeoutSeconds", "events",
-                                       "holdRemediation", "checkMachines",  NULL};
+                                       "holdRemediation", "checkMachines",  "dryRunClaims",
+                                       NULL};
     if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
@@ -346,6 +347,12 @@ static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen
         return -1;
     }
     c->kube.check_machines = chk ? chk->b : -1;
+    const hj *dry = hj_get(k, "dryRunClaims"); /* kube/dryrun.h */
+    if (dry && dry->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubernetes.dryRunClaims must be a boolean");
+        return -1;
+    }
+    c->kube.dry_run_claims = dry && dry->b;
     return 0;
 }
 

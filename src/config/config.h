@@ -35,6 +35,7 @@ struct hv_kube_opts {
     bool events;          /* post Warning Events on Machines (off by default) */
     bool mhc_hold;        /* holdRemediation: skip-remediation while a VM is power-cycled */
     int check_machines;   /* checkMachines: 1 on, 0 off, -1 unset (hv_config_checks_machines) */
+    bool dry_run_claims;  /* dryRunClaims: CanUpdate* claims only what a dry run accepts */
 };
 
 /* The "log" section: the log format and level when no --log-format / --log-level is given. */

@@ -269,6 +269,98 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
     return -1;
 }
 
+/* ---- the provider's word (hv_plan_hooks.admit) ------------------------------------------ */
+
+/* Set value at the path's tokens under o, making objects on the way. */
+static void put_path(hj *o, const char *path, const hj *value)
+{
+    char **tok;
+    size_t n;
+    if (!value || hj_ptr_split(path, &tok, &n) < 0)
+        return;
+    for (size_t i = 0; i + 1 < n; i++) {
+        hj *sub = hj_get(o, tok[i]);
+        if (!sub || sub->type != HJ_OBJECT) {
+            sub = hj_new_object();
+            hj_obj_set_take(o, tok[i], sub);
+        }
+        o = sub;
+    }
+    if (n)
+        hj_obj_set_take(o, tok[n - 1], hj_clone(value));
+    hj_ptr_tokens_free(tok, n);
+}
+
+/* Before the covered fields are claimed: ask whether the provider lets an infra machine of
+ * this request take their desired values. Refused: none is covered (the dry run tried them
+ * together), each with the provider's reason; unchecked: covered, the message says so. */
+static void admit(struct hv_coverage *c, const struct hv_plan_input *in, const struct hv_profile *p,
+                  const char *obj)
+{
+    if (!in->hooks || !in->hooks->admit || c->pending || c->unreadable)
+        return;
+    const char *root = hv_profile_spec_root(p);
+    hj *spec = NULL;
+    for (size_t k = 0; k < c->n_fields; k++) {
+        const struct hv_field_result *r = &c->fields[k];
+        char path[300];
+        if (r->cls == HV_CLASS_NO)
+            continue;
+        snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
+        if (!spec)
+            spec = hj_new_object();
+        put_path(spec, p->field[r->f].path, hj_ptr(in->des_infra, path));
+    }
+    if (!spec)
+        return;
+    hj *patch = hj_new_object();
+    hj_obj_set_take(patch, "spec", spec);
+    const hj *cmd = hj_get(in->cur_infra, "metadata"), *dmd = hj_get(in->des_infra, "metadata");
+    const char *ns = hj_get_str(cmd, "namespace");
+    if (!ns)
+        ns = hj_get_str(hj_get(in->cur_machine, "metadata"), "namespace");
+    struct hv_admit_ask a = {
+        .machine_set = in->machine_set,
+        .ns = ns,
+        .owner = hj_get_str(hj_get(in->cur_machine, "metadata"), "name"),
+        .api_version = hj_get_str(in->cur_infra, "apiVersion"),
+        .kind = hj_get_str(in->cur_infra, "kind"),
+        .cur_name = hj_get_str(cmd, "name"),
+        .des_name = hj_get_str(dmd, "name"),
+        .patch = patch,
+    };
+    char why[400] = "";
+    int v = in->hooks->admit(in->hooks->admit_ctx, &a, why, sizeof(why));
+    hj_free(patch);
+    if (v == HV_ADMIT_REFUSED) {
+        char reason[400];
+        snprintf(reason, sizeof(reason), HV_MSG("the provider refuses the change: %s"), why);
+        for (size_t k = 0; k < c->n_fields; k++) {
+            struct hv_field_result *r = &c->fields[k];
+            char where[160], path[300];
+            if (r->cls == HV_CLASS_NO)
+                continue;
+            r->cls = HV_CLASS_NO;
+            snprintf(path, sizeof(path), "%s%s", root, p->field[r->f].path);
+            hj_ptr_dotted(where, sizeof(where), obj, path);
+            add_uncovered(c, where, reason);
+        }
+    } else if (v == HV_ADMIT_UNCHECKED) {
+        snprintf(c->unchecked, sizeof(c->unchecked), "%s", why);
+    } else if (v == HV_ADMIT_PENDING) {
+        c->admit_pending = true;
+        snprintf(c->admit_why, sizeof(c->admit_why),
+                 HV_MSG("still asking the API server whether the provider accepts the change; "
+                        "retry"));
+    } else if (v != HV_ADMIT_ACCEPTED) {
+        c->admit_pending = true;
+        snprintf(c->admit_why, sizeof(c->admit_why),
+                 HV_MSG("cannot ask the API server whether the provider accepts the change: %s; "
+                        "retry"),
+                 why);
+    }
+}
+
 static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
                      const struct hv_profile *p, const char *obj, bool field_diff[HV_F_COUNT])
 {
@@ -455,6 +547,7 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
         hj_ptr_dotted(where, sizeof(where), obj, path);
         add_uncovered(c, where, reason);
     }
+    admit(c, in, p, obj);
     for (size_t k = 0; k < c->n_fields; k++) {
         struct hv_field_result *r = &c->fields[k];
         if (r->cls == HV_CLASS_NO)
@@ -520,6 +613,11 @@ static void build_message(struct hv_coverage *c)
     }
     if (!covered)
         append(m, cap, HV_MSG("nothing hvupdater can change in place"), (char *)NULL);
+    else if (c->unchecked[0]) {
+        char note[sizeof(c->unchecked) + 64];
+        snprintf(note, sizeof(note), HV_MSG(" (not checked with the provider: %s)"), c->unchecked);
+        append(m, cap, note, (char *)NULL);
+    }
     if (c->n_uncovered) {
         append(m, cap, HV_MSG("; not covered, left to CAPI:"), (char *)NULL);
         for (size_t k = 0; k < c->n_uncovered; k++) {
@@ -570,6 +668,13 @@ void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
     }
     diff_machine(c, in);
     diff_boot(c, in);
+    if (c->admit_pending && !c->pending && !c->unreadable) {
+        c->failure = true;
+        hj_free(c->infra_patch);
+        c->infra_patch = NULL;
+        snprintf(c->message, sizeof(c->message), "%s", c->admit_why);
+        return;
+    }
     if (c->pending || c->unreadable) {
         c->failure = true;
         hj_free(c->infra_patch);

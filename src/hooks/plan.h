@@ -20,7 +20,7 @@ enum hv_class { HV_CLASS_LIVE = 1, HV_CLASS_COLD, HV_CLASS_NO, HV_CLASS_HAVE };
 
 struct hv_item {
     char where[160];  /* e.g. "infrastructureMachine.spec.memoryMiB" */
-    char reason[200]; /* stable text, "" when none */
+    char reason[400]; /* stable text, "" when none (a provider's refusal can be long) */
 };
 
 struct hv_field_result {
@@ -46,6 +46,34 @@ struct hv_coverage {
     size_t n_uncovered;     /* stored */
     size_t n_uncovered_all; /* counted, may exceed HV_MAX_ITEMS */
     struct hv_hw desired;   /* desired hardware in MiB / counts (-1 = not covered) */
+    /* hv_plan_hooks.admit (the provider's dry run): not known yet, or the API server did not
+     * answer usably: a retryable Failure with admit_why; or the claim stands unchecked, said
+     * in the message (unchecked: why) */
+    bool admit_pending;
+    char admit_why[420];
+    char unchecked[420];
+};
+
+/* ---- dry-run claims (hv_plan_hooks.admit; kube/dryrun.h does the asking) ---- */
+enum hv_admit {
+    HV_ADMIT_ACCEPTED = 0, /* the provider accepts the covered change */
+    HV_ADMIT_REFUSED,      /* it refuses it: why is its reason; nothing is covered */
+    HV_ADMIT_UNCHECKED,    /* it could not be asked (no access, no client): covered, said so */
+    HV_ADMIT_PENDING,      /* not known yet: a retryable Failure */
+    HV_ADMIT_ERROR,        /* the API server did not answer usably: a retryable Failure */
+};
+
+/* The question: may an infra machine of this request take patch (a JSON merge patch of the
+ * covered fields' desired values, {"spec": {...}} in an infra machine's shape)? All
+ * borrowed for the call. */
+struct hv_admit_ask {
+    bool machine_set;
+    const char *ns;
+    const char *owner;       /* CanUpdateMachineSet: the current MachineSet's name */
+    const char *api_version; /* of the current infra machine (template) */
+    const char *kind;
+    const char *cur_name, *des_name; /* the infra machines (templates) */
+    const hj *patch;
 };
 
 /* Asked by the planner; either may be NULL (then: always available / no live probe). */
@@ -70,6 +98,11 @@ struct hv_plan_hooks {
      * desired that no VM can take. No I/O. May be NULL (then: no such rules). */
     void (*check)(void *ctx, const struct hv_profile *p, const struct hv_hw *desired,
                   struct hv_field_plan plan[HV_F_COUNT]);
+    /* Whether the provider accepts the change of the fields about to be covered (a dry run
+     * on the API server, answered from a cache, never blocking long): an enum hv_admit, why
+     * the reason of REFUSED, UNCHECKED, PENDING and ERROR. May be NULL (then: not asked). */
+    int (*admit)(void *admit_ctx, const struct hv_admit_ask *a, char *why, size_t whylen);
+    void *admit_ctx;
 };
 
 struct hv_plan_input {

@@ -284,3 +284,22 @@ int hv_kube_list(struct hv_kube *k, const char *path, int limit, const char *con
     curl_free(esc);
     return get_json(k, path, query, timeout_ms, out, err, errlen);
 }
+
+/* ---- server-side dry run (claims the provider accepts: kube/dryrun.h) ---- */
+int hv_kube_dry_run_merge_patch(struct hv_kube *k, const char *path, const char *patch,
+                                int timeout_ms, hj **status_out, char *err, size_t errlen)
+{
+    struct hv_bodybuf b = {.max = MAX_BODY};
+    *status_out = NULL;
+    int st = request(k, "PATCH", path, "dryRun=All", patch, "application/merge-patch+json",
+                     timeout_ms, &b, err, errlen);
+    if (st > 0 && (st < 200 || st > 299)) {
+        char e[64];
+        *status_out = b.p ? hj_parse(b.p, b.len, e, sizeof(e)) : NULL;
+        snprintf(err, errlen, "kubernetes PATCH %s (dry run): HTTP %d", path, st);
+    }
+    if (b.p)
+        explicit_bzero(b.p, b.len);
+    free(b.p);
+    return st;
+}

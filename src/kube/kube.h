@@ -45,6 +45,12 @@ int hv_kube_post(struct hv_kube *k, const char *path, const char *body, int time
  * why; on 409 a merge patch that carried metadata.resourceVersion met a newer object). */
 int hv_kube_merge_patch(struct hv_kube *k, const char *path, const char *patch, int timeout_ms,
                         char *err, size_t errlen);
+/* PATCH path?dryRun=All with a JSON merge patch: nothing is stored, but the API server runs
+ * its validation and every admission webhook on the result. Returns the HTTP status or -1
+ * (err says why); on an error status *status_out is the API server's Status object when it
+ * sent one (the caller frees it), else NULL. */
+int hv_kube_dry_run_merge_patch(struct hv_kube *k, const char *path, const char *patch,
+                                int timeout_ms, hj **status_out, char *err, size_t errlen);
 /* GET one page of a list: path?limit=limit[&continue=cont] (cont NULL or "": the first page).
  * Returns the HTTP status, or -1; on 200 *out is the List (its metadata.continue names the
  * next page), else NULL. */

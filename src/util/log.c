@@ -29,6 +29,7 @@ static const struct {
     {"downstream-discovery", "Downstream extension discovery done", "message"},
     {"downstream-error", "Downstream extension call failed", "detail"},
     {"draining", "Draining before stopping", NULL},
+    {"dry-run", "Provider asked whether it accepts a change (dry run)", "detail"},
     {"engine", "Starting the engine failed", "detail"},
     {"engine-assertion", "An engine invariant was found broken", "what"},
     {"event-dropped", "Kubernetes Event dropped", "detail"},

@@ -57,6 +57,18 @@ for the kubeadm bootstrap manager and writes the static Pods a kubelet would mir
 The lab's hvupdater posts Events (up.sh turns the events component on) and checks every hook
 call against the API server (the machine check, on as in the chart): every scenario runs with
 it, and the in-place ones assert it passed CAPI's own calls (hvupdater_machine_checks_total).
+With HV_CAPI_WEBHOOK=1 (HV_CAPI_PROVIDER_WEBHOOK=1 test/capi/up.sh: the stand-in provider's
+LibvirtMachine webhook forbids memoryMiB changes as CAPV's VSphereMachine webhook forbids spec
+changes, `spec: Forbidden: cannot be modified`), only these instead:
+  scale-up        as above
+  webhook         vcpu 1->2 (the webhook lets it change): hvupdater's dry run passes and both
+                  Machines are updated in place; then memoryMiB 1024->2048: hvupdater's dry
+                  run is refused, CanUpdateMachineSet covers nothing and names the webhook's
+                  reason, and CAPI replaces both Machines (new Machines and domains, the old
+                  deleted) instead of leaving one updating in place for ever; the provider
+                  refused only dry runs (CAPI never tried to write the memory)
+The lab's hvupdater posts Events (up.sh turns the events component on) and runs with
+kubernetes.dryRunClaims (up.sh; HV_CAPI_DRY_RUN_CLAIMS=0 leaves it off).
 Prints one line per scenario and closes with `N passed, N failed`.
 Usage: capi_e2e.py [-k NAME]...
 """
@@ -1242,6 +1254,59 @@ def scenario_kcp_failing():
     set_settings({})
 
 
+def provider_refusals():
+    """The stand-in provider's webhook refusals so far: [(dry run?, line)]."""
+    with open(os.path.join(STATE, "provider.log"), errors="replace") as f:
+        return [(" (dry run true)" in ln, ln.strip()) for ln in f if "webhook refused" in ln]
+
+
+def scenario_webhook():
+    """The provider's webhook forbids memoryMiB changes. A change it lets through (vcpu) is
+    made in place; a memoryMiB change is left to CAPI, which replaces the Machines."""
+    took, calls, views, _ = in_place("lmt-1024-2cpu", 1024, 2)
+    RESULTS["webhook: vcpu 1->2 in place (s)"] = round(took, 1)
+    cu = [c for c in calls if c[0] == "CanUpdateMachineSet" and c[1] == "Success"]
+    assert cu and all(c[2] == "vcpu 1->2 live" for c in cu), cu
+    log("vcpu 1->2 in place in %.1f s (the provider accepted the dry run): %s" % (
+        took, summarize(calls)))
+    before = {m["metadata"]["name"]: domain_of(m)[0] for m in machines(NS, MD)}
+    refused_before = len(provider_refusals())
+    mark = hv_log_lines()
+    apply([template(NS, "lmt-2048-2cpu", 2048, 2)])
+    t0 = time.monotonic()
+    set_template(NS, MD, "lmt-2048-2cpu")
+
+    def done():
+        ms = md_settled(NS, MD, 2, "lmt-2048-2cpu")
+        return ms if ms and not ({m["metadata"]["name"] for m in ms} & set(before)) else None
+    ms = wait("the rolling replacement of a memoryMiB change the provider forbids", done, 600)
+    took = time.monotonic() - t0
+    RESULTS["webhook: memoryMiB 1024->2048 replaced (rolling, s)"] = round(took, 1)
+    calls = hv_calls(mark)
+    assert not any(c[0] == "UpdateMachine" for c in calls), calls
+    cu = [c for c in calls if c[0] == "CanUpdateMachineSet" and c[1] == "Success"]
+    assert cu, calls
+    for c in cu:
+        assert c[2].startswith("nothing hvupdater can change in place; not covered, left to "
+                               "CAPI: infrastructureMachineTemplate.spec.template.spec.memoryMiB "
+                               "(the provider refuses the change: admission webhook "
+                               "\"validation.libvirtmachine.lab.hvupdater.io\" denied the "
+                               "request: "), c
+        assert "spec: Forbidden: cannot be modified" in c[2], c
+    RESULTS["webhook: CanUpdateMachineSet said"] = cu[0][2]
+    for m in ms:
+        assert infra_spec(NS, m)["memoryMiB"] == 2048
+    refusals = provider_refusals()[refused_before:]
+    assert refusals and all(dry for dry, _ in refusals), refusals
+    RESULTS["webhook: the provider's refusals (all dry runs)"] = len(refusals)
+    left = [d for d in virsh("list", "--all", "--name").split() if d in before.values()]
+    log("replaced by %s in %.1f s; hvupdater said: %s; the provider refused %d dry runs and "
+        "no write" % (sorted(m["metadata"]["name"] for m in ms), took, cu[0][2], len(refusals)))
+    assert not left, ("old domains left", left)
+
+
+WEBHOOK_SCENARIOS = [scenario_scale_up, scenario_webhook]
+
 KCP_SCENARIOS = [scenario_kcp_scale_up, scenario_kcp_in_place, scenario_kcp_blocked,
                  scenario_kcp_failing]
 
@@ -1255,11 +1320,15 @@ def main():
     a = ap.parse_args()
     passed = failed = 0
     kcp = os.environ.get("HV_CAPI_KCP") == "1"
-    chosen = [fn for fn in (KCP_SCENARIOS if kcp else SCENARIOS)
+    webhook = os.environ.get("HV_CAPI_WEBHOOK") == "1"
+    if kcp and webhook:
+        sys.exit("capi_e2e: the webhook scenarios run without --kcp")
+    chosen = [fn for fn in (KCP_SCENARIOS if kcp else WEBHOOK_SCENARIOS if webhook else SCENARIOS)
               if not a.k or any(k in fn.__name__ for k in a.k)]
     if not chosen:
         # a filter that selects nothing tested nothing: that is a usage error, never a pass
-        sys.exit("capi_e2e: -k %s selects no %sscenario" % (" -k ".join(a.k), "KCP " if kcp else ""))
+        sys.exit("capi_e2e: -k %s selects no %sscenario" % (
+            " -k ".join(a.k), "KCP " if kcp else "webhook " if webhook else ""))
     for v in ("KUBECONFIG", "HV_CAPI_BIN", "HV_CAPI_STATE", "HV_CAPI_HVUPDATER_LOG"):
         if not os.environ.get(v):
             sys.exit("capi_e2e: %s is not set: eval \"$(test/capi/up.sh)\" first" % v)

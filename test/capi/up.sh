@@ -6,6 +6,15 @@
 # registered by an ExtensionConfig (CAPI runs discovery itself) and posting Warning Events
 # (deploy/kubernetes/components/events) with a service account token.
 #
+# hvupdater runs with kubernetes.dryRunClaims (the chart's default: CanUpdateMachine(Set)
+# covers an infra change only once a dry run on an infra machine passes) and the chart's
+# dry-run RBAC; HV_CAPI_DRY_RUN_CLAIMS=0 leaves the option out of its config.
+# HV_CAPI_PROVIDER_WEBHOOK=1: the stand-in provider also serves a validating webhook for
+# LibvirtMachine updates that forbids memoryMiB changes as CAPV's VSphereMachine webhook
+# forbids spec changes (provider/webhook.go), registered for UPDATE (port +449, the lab's
+# webhook certificate); prints HV_CAPI_WEBHOOK=1 too, and capi_e2e.py then runs its webhook
+# scenarios.
+#
 # HV_CAPI_LOG_FORMAT=json: CAPI's managers log with --logging-format=json (component-base's
 # JSON logs) and hvupdater with its config's "log": {"format": "capi"}, for log_compare.py;
 # unset (the default): the text formats and hvupdater's own, as the scenarios read them.
@@ -37,7 +46,11 @@ HV_BIN=${HV_BUILD:-$ROOT/build}/hvupdater
 ETCD_PORT=$((BASE + 379)) ETCD_PEER=$((BASE + 380)) API_PORT=$((BASE + 443))
 HOOK_PORT=$((BASE + 444)) HEALTH_PORT=$((BASE + 440)) DIAG_PORT=$((BASE + 441))
 HV_PORT=$((BASE + 445)) KCP_HOOK_PORT=$((BASE + 446)) KCP_HEALTH_PORT=$((BASE + 447))
-KCP_DIAG_PORT=$((BASE + 448))
+KCP_DIAG_PORT=$((BASE + 448)) PROVIDER_HOOK_PORT=$((BASE + 449))
+WEBHOOK=${HV_CAPI_PROVIDER_WEBHOOK:-0}
+DRY_RUN_CFG=',
+                "dryRunClaims": true'
+[ "${HV_CAPI_DRY_RUN_CLAIMS:-1}" = 0 ] && DRY_RUN_CFG=""
 WAIT_S=${HV_CAPI_WAIT_S:-120}
 case "${HV_CAPI_LOG_FORMAT:-}" in
 "") CAPI_LOG=() HV_LOG_CFG="" ;;
@@ -228,10 +241,38 @@ if [ "$KCP" = 1 ]; then
         K apply --server-side -f - >/dev/null
 fi
 
-# --- the stand-in provider
+# --- the stand-in provider (with HV_CAPI_PROVIDER_WEBHOOK=1 its LibvirtMachine webhook)
 log "provider"
+PROVIDER_WEBHOOK=()
+if [ "$WEBHOOK" = 1 ]; then
+    PROVIDER_WEBHOOK=(-webhook-listen "127.0.0.1:$PROVIDER_HOOK_PORT"
+        -webhook-cert "$STATE/webhook-certs/tls.crt" -webhook-key "$STATE/webhook-certs/tls.key")
+fi
 start provider "$BIN/provider" -kubeconfig "$KUBECONFIG" -uri "$HV_LIBVIRT_LAB_URI" \
-    -domains "$ROOT/test/lab/domains"
+    -domains "$ROOT/test/lab/domains" ${PROVIDER_WEBHOOK[@]+"${PROVIDER_WEBHOOK[@]}"}
+if [ "$WEBHOOK" = 1 ]; then
+    wait_for "the provider's webhook" provider curl -s --cacert "$PKI/webhook-ca.crt" \
+        "https://127.0.0.1:$PROVIDER_HOOK_PORT/"
+    K apply --server-side -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: lab-libvirtmachine
+webhooks:
+  - name: validation.libvirtmachine.lab.hvupdater.io
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    clientConfig:
+      url: https://127.0.0.1:$PROVIDER_HOOK_PORT/validate-infrastructure-cluster-x-k8s-io-v1alpha1-libvirtmachine
+      caBundle: $(b64 "$PKI/webhook-ca.crt")
+    rules:
+      - apiGroups: [infrastructure.cluster.x-k8s.io]
+        apiVersions: [v1alpha1]
+        operations: [UPDATE]
+        resources: [libvirtmachines]
+EOF
+fi
 
 # --- hvupdater, registered by an ExtensionConfig, with the optional Events component on: a
 # service account bound by the component's own ClusterRole (create Events, nothing else), in
@@ -252,12 +293,16 @@ sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/
 sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
     -e 's/name: hvupdater-machine-check$/name: hvupdater-lab-machine-check/' \
     "$ROOT/deploy/kubernetes/base/machinecheck-rbac.yaml" | K apply --server-side -f - >/dev/null
+# and the dry-run claims' (patch on the infra machine resources, list Machines)
+sed -e 's/namespace: "\{0,1\}hvupdater-system"\{0,1\}$/namespace: hvupdater-lab/' \
+    -e 's/name: hvupdater-dry-run-claims$/name: hvupdater-lab-dry-run-claims/' \
+    "$ROOT/deploy/kubernetes/base/dryrun-rbac.yaml" | K apply --server-side -f - >/dev/null
 K create token hvupdater -n hvupdater-lab --duration 48h >"$STATE/hvupdater.token"
 cat >"$STATE/hvupdater.json" <<EOF
 {"libvirt": {"uris": ["$HV_LIBVIRT_LAB_URI"]},
  "engine": {"workers": 4, "maxConcurrentPowerCycles": 4, "maxPowerCyclesPerHost": 4},
  "kubernetes": {"server": "https://127.0.0.1:$API_PORT", "tokenFile": "$STATE/hvupdater.token",
-                "caFile": "$PKI/ca.crt", "events": true}$HV_LOG_CFG}
+                "caFile": "$PKI/ca.crt", "events": true$DRY_RUN_CFG}$HV_LOG_CFG}
 EOF
 start_hvupdater
 K apply --server-side -f - >/dev/null <<EOF
@@ -285,3 +330,4 @@ echo "export HV_CAPI_STATE=$STATE"
 echo "export HV_CAPI_HVUPDATER_LOG=$STATE/hvupdater.log"
 echo "export HV_LIBVIRT_LAB_URI=$HV_LIBVIRT_LAB_URI"
 [ "$KCP" = 0 ] || echo "export HV_CAPI_KCP=1"
+[ "$WEBHOOK" = 0 ] || echo "export HV_CAPI_WEBHOOK=1"

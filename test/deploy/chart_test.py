@@ -367,23 +367,34 @@ def api_components(c):
     def config(objs):
         cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
         return json.loads(cm["data"]["config.json"])
+    # on by default: the machine check and dry-run claims, the token, their two roles
     dflt = c.helm_template({})
+    args = pod(dflt)["containers"][0]["args"]
     c.r.eq(pod(dflt).get("automountServiceAccountToken"), True,
-           "default: the token, for the machine check")
-    c.r.check("--check-machines" in pod(dflt)["containers"][0]["args"],
-              "default: --check-machines")
-    c.r.eq([(r["metadata"]["name"], r["rules"]) for r in dflt if r["kind"] == "ClusterRole"],
-           [("hvupdater-machine-check", [
+           "default: the token, for the machine check and dry-run claims")
+    c.r.check("--check-machines" in args, "default: --check-machines")
+    c.r.check("--dry-run-claims" in args, "default: --dry-run-claims")
+    c.r.eq(sorted(((r["metadata"]["name"], r["rules"]) for r in dflt
+                   if r["kind"] == "ClusterRole"), key=lambda t: t[0]),
+           [("hvupdater-dry-run-claims", [
+               {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "resources": ["vspheremachines", "libvirtmachines"], "verbs": ["patch"]},
+               {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"],
+                "verbs": ["list"]}]),
+            ("hvupdater-machine-check", [
                {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines", "machinesets"],
                 "verbs": ["get", "list"]},
                {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
                 "resources": ["vspheremachines", "vspheremachinetemplates", "libvirtmachines",
                               "libvirtmachinetemplates"], "verbs": ["get"]}])],
-           "default: one read-only ClusterRole, the machine check's")
-    mc_off = {"machineCheck": {"enabled": False}}
+           "default: two ClusterRoles, the machine check's (read-only) and the dry runs' "
+           "(patch on infra machines, list Machines)")
+    mc_off = {"machineCheck": {"enabled": False}, "dryRunClaims": {"enabled": False}}
     off = c.helm_template(mc_off)
     c.r.check("--no-check-machines" in pod(off)["containers"][0]["args"],
               "machineCheck off: --no-check-machines")
+    c.r.check("--dry-run-claims" not in pod(off)["containers"][0]["args"],
+              "dry-run claims off: no --dry-run-claims")
     c.r.eq(pod(off).get("automountServiceAccountToken"), False, "API off: no token mounted")
     c.r.check("--kube-events" not in pod(off)["containers"][0]["args"],
               "events off: no --kube-events")

@@ -274,8 +274,11 @@ def static(args):
                     "components/client-certs adds the CA and three client certificates")
             roles = [o["metadata"]["name"] for o in yaml.safe_load_all(out)
                      if o and o.get("kind") == "ClusterRole"]
-            r.eq(roles, ["hvupdater-machine-check"],
-                 "without capv-identity, events or mhc the only role is the machine check's")
+            r.eq(sorted(roles), ["hvupdater-dry-run-claims", "hvupdater-machine-check"],
+                 "without capv-identity, events or mhc the only roles are the base's: the "
+                 "machine check's and the dry runs'")
+            r.check("automountServiceAccountToken: true" in out,
+                    "the base mounts the token (machine check, dry-run claims)")
         # The Kubernetes API components: the token mounted, exactly their roles.
         for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
                                   ("events", "hvupdater-events", "- create\n"),
@@ -292,7 +295,8 @@ def static(args):
             r.check(p.returncode == 0 and "automountServiceAccountToken: true" in out and
                     "name: %s\n" % role in out and "kind: ClusterRoleBinding" in out,
                     "components/%s mounts the token and binds %s" % (comp, role), p.stderr[:400])
-            # the component's own role (the base's machine check role is checked apart)
+            # the component's own role (the base's machine check and dry-run roles are
+            # checked apart)
             own = [o for o in yaml.safe_load_all(out) if o and o.get("kind") == "ClusterRole"
                    and o["metadata"]["name"] == role]
             verbs_seen = {"- " + v for o in own for rule in o.get("rules", [])
@@ -408,15 +412,20 @@ def check_deployment(r, dep, binary, version):
     sa = pod.get("serviceAccountName")
     r.check(dep.find("ServiceAccount", sa, NS), f"serviceAccountName {sa} exists")
     # the machine check (on by default) reads Machines and infra machines: the token, and a
-    # read-only role (get, list) bound to hvupdater's account only
+    # read-only role (get, list); dry-run claims (on by default) patch infra machines with
+    # dryRun=All only and list Machines
     r.eq(pod.get("automountServiceAccountToken"), True,
-         "service account token mounted (the machine check)")
+         "service account token mounted (the machine check, dry-run claims)")
     r.check("--check-machines" in c.get("args", []), "the server runs with --check-machines",
+            c.get("args"))
+    r.check("--dry-run-claims" in c.get("args", []), "the server runs with --dry-run-claims",
             c.get("args"))
     for o in dep.objs:
         if o["kind"] == "ClusterRole":
             verbs = {v for rule in o.get("rules", []) for v in rule.get("verbs", [])}
-            r.check(verbs <= {"get", "list"}, f"ClusterRole {o['metadata']['name']} only reads",
+            allowed = ({"patch", "list"} if o["metadata"]["name"] == "hvupdater-dry-run-claims"
+                       else {"get", "list"})
+            r.check(verbs <= allowed, f"ClusterRole {o['metadata']['name']} only {sorted(allowed)}",
                     sorted(verbs))
     psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
     r.eq(psc.get("runAsNonRoot"), True, "pod runAsNonRoot")

@@ -81,6 +81,8 @@ static void fake_init(struct fake *f, struct hv_plan_hooks *h)
     h->available = fake_available;
     h->probe = fake_probe;
     h->check = NULL;
+    h->admit = NULL; /* no dry-run claims (test_dryrun.c) */
+    h->admit_ctx = NULL;
 }
 
 static void plan_live(struct fake *f, enum hv_field fld, const char *method)

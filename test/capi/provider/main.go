@@ -28,6 +28,11 @@
 //
 // Once a domain exists, spec changes of memoryMiB and vcpu are not applied by the provider:
 // in-place changes are hvupdater's job, which is what the lab tests.
+//
+// With -webhook-listen (up.sh with HV_CAPI_PROVIDER_WEBHOOK=1) it also serves a validating
+// admission webhook for LibvirtMachine updates (webhook.go) that forbids changing
+// spec.memoryMiB as CAPV's VSphereMachine webhook forbids spec changes: refused with
+// `spec: Forbidden: cannot be modified` (an Invalid error, 422), dry runs included.
 package main
 
 import (
@@ -105,7 +110,13 @@ func main() {
 	domainsDir := flag.String("domains", "", "test/lab/domains: the domain XML styles")
 	prefix := flag.String("prefix", "hvt-capi-", "domain name prefix (hvt- so the lab's down script removes leftovers)")
 	interval := flag.Duration("interval", 300*time.Millisecond, "pause between two passes")
+	webhookListen := flag.String("webhook-listen", "", "serve the LibvirtMachine validating webhook on this address (HTTPS; off when empty)")
+	webhookCert := flag.String("webhook-cert", "", "the webhook's serving certificate (PEM)")
+	webhookKey := flag.String("webhook-key", "", "the webhook's key (PEM)")
 	flag.Parse()
+	if *webhookListen != "" {
+		go serveWebhook(*webhookListen, *webhookCert, *webhookKey)
+	}
 	if *domainsDir == "" {
 		log.Fatal("provider: -domains is required")
 	}
