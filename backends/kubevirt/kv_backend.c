@@ -226,19 +226,27 @@ static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     if (!ref || !s)
         return kv_seterr(err, HV_E_INTERNAL, "act: missing ref or step");
     struct kv_backend *be = b->priv;
-    struct kv_state st;
-    struct kv_cluster *c = NULL;
-    int rc = read_vm(be, ref, false, &c, &st, err);
-    if (rc != HV_OK)
-        return rc;
-    if (!st.found)
-        return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
-    char *patch = NULL;
-    rc = kv_step_patch(&st, s, &patch, err);
-    if (rc != HV_OK || !patch)
-        return rc;
-    rc = send_patch(be, c, &st, patch, s->timeout_ms, err);
-    free(patch);
+    /* KubeVirt's controllers write the VM's status between our read and our patch (a new
+     * resourceVersion): the step is decided again on a fresh read, a few times, before it
+     * is BUSY for the engine */
+    int rc = HV_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct kv_state st;
+        struct kv_cluster *c = NULL;
+        rc = read_vm(be, ref, false, &c, &st, err);
+        if (rc != HV_OK)
+            return rc;
+        if (!st.found)
+            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+        char *patch = NULL;
+        rc = kv_step_patch(&st, s, &patch, err);
+        if (rc != HV_OK || !patch)
+            return rc;
+        rc = send_patch(be, c, &st, patch, s->timeout_ms, err);
+        free(patch);
+        if (rc != HV_E_BUSY)
+            return rc;
+    }
     return rc;
 }
 

@@ -249,7 +249,8 @@ static void power_of(const struct kv_state *st, struct hv_vm_obs *obs)
         return;
     }
     if (!strcmp(p, "Stopped")) {
-        obs->power = HV_POWER_OFF;
+        /* a VMI still there (being deleted) is a transition: off is when it is gone */
+        obs->power = st->vmi ? HV_POWER_UNKNOWN : HV_POWER_OFF;
         return;
     }
     if (!strcmp(p, "Paused")) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "json.h"
 #include "plan.h"
 #include "profile.h"
@@ -147,13 +148,72 @@ static void test_coverage_grow(void **state)
     hv_profiles_free(&ps);
 }
 
+static int parse(struct hv_config *c, const char *text, char *err, size_t errlen)
+{
+    hv_config_default(c);
+    return hv_config_parse(c, text, strlen(text), err, errlen);
+}
+
+static void test_config_section(void **state)
+{
+    (void)state;
+    struct hv_config c;
+    char err[256] = "";
+    assert_int_equal(parse(&c, "{}", err, sizeof(err)), 0);
+    assert_int_equal(c.n_kubevirt, 0); /* no section: no backend */
+    hv_config_free(&c);
+    assert_int_equal(parse(&c, "{\"kubevirt\":{}}", err, sizeof(err)), 0);
+    assert_int_equal(c.n_kubevirt, 1); /* in-cluster */
+    assert_string_equal(c.kubevirt[0].name, "in-cluster");
+    assert_null(c.kubevirt[0].server);
+    assert_int_equal(c.kubevirt_timeout_s, 10);
+    hv_config_free(&c);
+    assert_int_equal(parse(&c,
+                           "{\"kubevirt\":{\"timeoutSeconds\":20,\"clusters\":[{\"name\":\"infra\","
+                           "\"server\":\"https://10.0.0.1:6443\",\"tokenFile\":\"/t\",\"caFile\":"
+                           "\"/c\",\"namespaces\":[\"capk\",\"b\"]}]}}",
+                           err, sizeof(err)),
+                     0);
+    assert_int_equal(c.n_kubevirt, 1);
+    assert_string_equal(c.kubevirt[0].name, "infra");
+    assert_string_equal(c.kubevirt[0].server, "https://10.0.0.1:6443");
+    assert_string_equal(c.kubevirt[0].token_file, "/t");
+    assert_int_equal(c.kubevirt[0].n_namespaces, 2);
+    assert_string_equal(c.kubevirt[0].namespaces[1], "b");
+    assert_int_equal(c.kubevirt_timeout_s, 20);
+    hv_config_free(&c);
+    static const struct {
+        const char *cfg, *err;
+    } bad[] = {
+        {"{\"kubevirt\":{\"clusters\":[{\"server\":\"https://a:1\"}]}}",
+         "kubevirt.clusters[0].name must be 1 to 253 characters without spaces"},
+        {"{\"kubevirt\":{\"clusters\":[{\"name\":\"a\",\"server\":\"http://a:1\"}]}}",
+         "kubevirt.clusters[0].server must be https://HOST[:PORT] without spaces"},
+        {"{\"kubevirt\":{\"clusters\":[{\"name\":\"a\"},{\"name\":\"a\"}]}}",
+         "kubevirt.clusters[1].name repeats kubevirt.clusters[0].name"},
+        {"{\"kubevirt\":{\"clusters\":[{\"namespaces\":[\"Caps\"]}]}}",
+         "kubevirt.clusters[0].namespaces[0] must be a namespace name"},
+        {"{\"kubevirt\":{\"clusters\":[{\"token\":\"x\"}]}}", NULL},
+        {"{\"kubevirt\":{\"timeoutSeconds\":0}}", NULL},
+        {"{\"kubevirt\":[]}", "kubevirt must be an object"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        err[0] = '\0';
+        assert_int_equal(parse(&c, bad[k].cfg, err, sizeof(err)), -1);
+        if (bad[k].err)
+            assert_string_equal(err, bad[k].err);
+        else
+            assert_true(err[0] != '\0');
+        hv_config_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantity_unit),
-        cmocka_unit_test(test_builtin),
-        cmocka_unit_test(test_identity),
-        cmocka_unit_test(test_coverage_grow),
+        cmocka_unit_test(test_quantity_unit),  cmocka_unit_test(test_builtin),
+        cmocka_unit_test(test_identity),       cmocka_unit_test(test_coverage_grow),
+        cmocka_unit_test(test_config_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
