@@ -150,8 +150,12 @@ int kv_status_err(long status, const char *body, const char *what, struct hv_err
         code = HV_E_AUTH;
     else if (status == 404)
         code = HV_E_NOT_FOUND;
-    else if (status == 409 || (status == 422 && body && strstr(body, "test")))
-        code = HV_E_BUSY; /* another writer changed the VM since it was read */
+    else if (status == 409 || (status == 422 && body &&
+                               (strstr(body, "testing value") || strstr(body, "test failed"))))
+        /* another writer changed the VM since it was read: our resourceVersion test failed
+         * (the API server answers 422 with json-patch's "testing value ... failed: test
+         * failed" in details.causes, under a generic message) */
+        code = HV_E_BUSY;
     else if (status == 429 || status >= 500)
         code = HV_E_UNREACHABLE; /* the API server, or a webhook it calls, is not there */
     else

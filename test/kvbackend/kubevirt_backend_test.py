@@ -38,12 +38,12 @@ if sys.flags.optimize:
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LAB = os.environ.get("HV_KUBEVIRT_LAB_DIR", os.path.join(ROOT, "test", "kubevirt"))
 sys.path.insert(0, LAB)
-import kvlab as kv  # noqa: E402
+kv = None  # kvlab, imported once a scenario is chosen (main)
 
 NAME = "kvback"
 SA = "hvupdater-kubevirt"
 STATE = {}
-RBAC = """
+RBAC_TEMPLATE = """
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: hvupdater-kubevirt}
@@ -67,7 +67,7 @@ metadata: {name: hvupdater-kubevirt}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hvupdater-kubevirt}
 subjects:
 - {kind: ServiceAccount, name: %s, namespace: %s}
-""" % (SA, kv.NS)
+"""
 
 
 def log(msg):
@@ -112,7 +112,7 @@ def settled(o, guest, sockets):
 
 
 def scenario_boot():
-    kv.kubectl("apply", "-f", "-", stdin=RBAC)
+    kv.kubectl("apply", "-f", "-", stdin=RBAC_TEMPLATE % (SA, kv.NS))
     kv.kubectl("create", "serviceaccount", SA, "-n", kv.NS, check=False)
     token = kv.kubectl("create", "token", SA, "-n", kv.NS, "--duration", "2h").strip()
     server = kv.kubectl("config", "view", "--minify", "-o",
@@ -236,6 +236,9 @@ def main():
     if not chosen:
         print("FAIL no scenario matches %s" % a.k)
         return 1
+    global kv
+    import kvlab
+    kv = kvlab
     passed = failed = 0
     try:
         for name, fn in chosen:

@@ -377,6 +377,34 @@ static void test_new(void **state)
     b->ops->free(b);
 }
 
+/* HTTP answers as hv_errcodes; the 422 body is the API server's for a failed test op */
+static void test_status_err(void **state)
+{
+    (void)state;
+    struct hv_err err;
+    const char *failed_test =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+        "\"the server rejected our request due to an error in our request\",\"reason\":"
+        "\"Invalid\",\"details\":{\"causes\":[{\"reason\":\"UnexpectedServerResponse\","
+        "\"message\":\"testing value /metadata/resourceVersion failed: test failed\"}]},"
+        "\"code\":422}";
+    assert_int_equal(kv_status_err(422, failed_test, "patch", &err), HV_E_BUSY);
+    assert_string_equal(err.detail, "patch: HTTP 422: the server rejected our request due to an "
+                                    "error in our request");
+    const char *invalid = "{\"kind\":\"Status\",\"message\":\"VirtualMachine.kubevirt.io "
+                          "\\\"x\\\" is invalid: spec.template.spec.domain.memory.guest: "
+                          "Invalid value\",\"reason\":\"Invalid\",\"code\":422}";
+    assert_int_equal(kv_status_err(422, invalid, "patch", &err), HV_E_INTERNAL);
+    assert_int_equal(kv_status_err(409, "", "patch", &err), HV_E_BUSY);
+    assert_int_equal(kv_status_err(403, "{}", "get", &err), HV_E_AUTH);
+    assert_int_equal(kv_status_err(401, NULL, "get", &err), HV_E_AUTH);
+    assert_int_equal(kv_status_err(404, NULL, "get", &err), HV_E_NOT_FOUND);
+    assert_int_equal(kv_status_err(503, "not json", "get", &err), HV_E_UNREACHABLE);
+    assert_string_equal(err.detail, "get: HTTP 503");
+    assert_int_equal(kv_status_err(500, NULL, "get", &err), HV_E_UNREACHABLE);
+    assert_int_equal(kv_status_err(400, NULL, "get", &err), HV_E_INTERNAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_plan_live),  cmocka_unit_test(test_plan_cold),
         cmocka_unit_test(test_stopped),    cmocka_unit_test(test_check),
         cmocka_unit_test(test_patches),    cmocka_unit_test(test_new),
+        cmocka_unit_test(test_status_err),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
