@@ -8,6 +8,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 LAB=${HV_KUBEVIRT_LAB_DIR:-$ROOT/test/kubevirt}
 BUILD=${HV_BUILD:-$ROOT/build}
+if [ ! -x "$LAB/up.sh" ] || [ ! -f "$LAB/kvlab.py" ]; then
+    echo "FAIL no KubeVirt lab at $LAB (test/kubevirt, or HV_KUBEVIRT_LAB_DIR)"
+    exit 1
+fi
 LABROOT=$(cd "$LAB/../.." && pwd)
 exec 9>/tmp/hv-lab.lock
 flock 9
