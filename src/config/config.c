@@ -37,10 +37,10 @@ void hv_config_default(struct hv_config *c)
     c->keepalive_count = 3;
     c->connect_timeout_s = 10;
     c->kube.timeout_s = 5;
-    c->kubevirt_timeout_s = 10;
     c->log.format = -1;
     c->log.level = -1;
     hv_profiles_builtin(&c->profiles);
+    c->kubevirt_timeout_s = 10;
 }
 
 void hv_config_free(struct hv_config *c)
