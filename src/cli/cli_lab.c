@@ -1,6 +1,7 @@
-/* cli_lab.c: `hvupdater plan` and `hvupdater apply`, for people testing with virsh or the
- * vCenter simulator. They build one backend from flags (or the config), then use the same
- * engine and the same stable messages as the UpdateMachine hook. Owns that backend. */
+/* cli_lab.c: `hvupdater plan` and `hvupdater apply`, for people testing with virsh, the
+ * vCenter simulator or a KubeVirt API server. They build one backend from flags (or the config),
+ * then use the same engine and the same stable messages as the UpdateMachine hook. Owns that
+ * backend. */
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
@@ -19,6 +20,9 @@
 #ifdef HV_HAVE_BACKEND_vsphere
 #include "vsphere_backend.h"
 #endif
+#ifdef HV_HAVE_BACKEND_kubevirt
+#include "kubevirt_backend.h"
+#endif
 
 struct lab {
     bool apply, wait;
@@ -28,6 +32,7 @@ struct lab {
     char uuid_buf[64];  /* the positional domain's UUID */
     const char *vs_server, *vs_url, *vs_user, *vs_pass_file, *vs_thumb, *vs_ca;
     bool vs_insecure;
+    const char *kv_vm, *kv_cluster, *kv_server, *kv_token, *kv_ca;
     struct hv_hw want;
     const char *disk; /* --disk: libvirt target device / vSphere unit number */
     int timeout_s, poll_ms;
@@ -49,6 +54,10 @@ static void lab_usage(FILE *out, const char *cmd)
         "                  or --vsphere-url https://HOST:PORT/sdk --vsphere-user USER\n"
         "                     --vsphere-password-file FILE\n"
         "                     (--vsphere-thumbprint HEX | --vsphere-ca FILE | --vsphere-insecure)\n"
+        "TARGET, KubeVirt: --kubevirt-vm NAMESPACE/NAME and either --config FILE\n"
+        "                  [--kubevirt-cluster NAME] or --kubevirt-server https://HOST:PORT\n"
+        "                  --kubevirt-token-file FILE --kubevirt-ca FILE\n"
+        "                  (--cpus counts sockets on KubeVirt; --cores-per-socket is cpu.cores)\n"
         "\n"
         "  --disk-gib N         grow the disk to N GiB (disks never shrink)\n"
         "  --disk DISK          which disk: libvirt target device (default vda), vSphere unit\n"
@@ -90,6 +99,11 @@ static int parse(int argc, char **argv, struct lab *l)
                                          {"vsphere-thumbprint", required_argument, NULL, 'T'},
                                          {"vsphere-ca", required_argument, NULL, 'A'},
                                          {"vsphere-insecure", no_argument, NULL, 'I'},
+                                         {"kubevirt-vm", required_argument, NULL, 'K'},
+                                         {"kubevirt-cluster", required_argument, NULL, 'k'},
+                                         {"kubevirt-server", required_argument, NULL, 'R'},
+                                         {"kubevirt-token-file", required_argument, NULL, 'O'},
+                                         {"kubevirt-ca", required_argument, NULL, 'Y'},
                                          {"log-level", required_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -180,6 +194,21 @@ static int parse(int argc, char **argv, struct lab *l)
         case 'I':
             l->vs_insecure = true;
             break;
+        case 'K':
+            l->kv_vm = optarg;
+            break;
+        case 'k':
+            l->kv_cluster = optarg;
+            break;
+        case 'R':
+            l->kv_server = optarg;
+            break;
+        case 'O':
+            l->kv_token = optarg;
+            break;
+        case 'Y':
+            l->kv_ca = optarg;
+            break;
         case 'v':
             if (hv_log_set_level_name(optarg) < 0) {
                 fprintf(stderr, "hvupdater %s: --log-level must be debug|info|warn|error\n",
@@ -213,11 +242,14 @@ static int parse(int argc, char **argv, struct lab *l)
         return -1;
     }
     bool vs = l->vs_server || l->vs_url;
-    int names = (l->domain != NULL) + (l->uuid != NULL) + (l->target != NULL);
-    if ((vs && l->libvirt_uri) || names != 1 || (vs && l->domain)) {
+    bool kv = l->kv_vm || l->kv_cluster || l->kv_server;
+    int names = (l->domain != NULL) + (l->uuid != NULL) + (l->target != NULL) + (l->kv_vm != NULL);
+    if ((vs && l->libvirt_uri) || names != 1 || (vs && l->domain) ||
+        (kv && (!l->kv_vm || vs || l->libvirt_uri))) {
         fprintf(stderr,
                 "hvupdater %s: give one target: [-c URI] DOMAIN, --libvirt-uri URI with "
-                "--domain or --uuid, or a vSphere server with --vm-uuid (see --help)\n",
+                "--domain or --uuid, a vSphere server with --vm-uuid, or --kubevirt-vm "
+                "(see --help)\n",
                 argv[0]);
         return -1;
     }
@@ -236,10 +268,78 @@ static int parse(int argc, char **argv, struct lab *l)
     return 0;
 }
 
+/* The KubeVirt backend for --kubevirt-vm: a cluster of the config file (--kubevirt-cluster,
+ * else its first), or one from the --kubevirt-server flags. */
+static struct hv_backend *make_kubevirt(struct lab *l, struct hv_vm_ref *ref, char *err,
+                                        size_t errlen)
+{
+#ifdef HV_HAVE_BACKEND_kubevirt
+    if (strlen(l->kv_vm) >= sizeof(ref->name)) {
+        snprintf(err, errlen, "--kubevirt-vm is too long");
+        return NULL;
+    }
+    snprintf(ref->name, sizeof(ref->name), "%s", l->kv_vm);
+    struct hv_kubevirt_cluster c;
+    memset(&c, 0, sizeof(c));
+    struct hv_config cfg;
+    hv_config_default(&cfg);
+    struct hv_backend *b = NULL;
+    int timeout_ms = 10000;
+    if (l->config) {
+        if (l->kv_server) {
+            snprintf(err, errlen, "give --config or --kubevirt-server, not both");
+            goto out;
+        }
+        if (hv_config_load_file(&cfg, l->config, err, errlen) < 0)
+            goto out;
+        size_t k;
+        for (k = 0;
+             k < cfg.n_kubevirt && l->kv_cluster && strcmp(cfg.kubevirt[k].name, l->kv_cluster);
+             k++)
+            ;
+        if (k == cfg.n_kubevirt) {
+            snprintf(err, errlen, "no KubeVirt cluster%s%s in %s", l->kv_cluster ? " named " : "",
+                     l->kv_cluster ? l->kv_cluster : "", l->config);
+            goto out;
+        }
+        const struct hv_kubevirt_cfg *kc = &cfg.kubevirt[k];
+        c = (struct hv_kubevirt_cluster){.name = kc->name,
+                                         .server = kc->server,
+                                         .token_file = kc->token_file,
+                                         .ca_file = kc->ca_file};
+        timeout_ms = cfg.kubevirt_timeout_s * 1000;
+    } else {
+        if (!l->kv_server || !l->kv_token || !l->kv_ca) {
+            snprintf(err, errlen,
+                     "--kubevirt-vm needs --config FILE, or --kubevirt-server, "
+                     "--kubevirt-token-file and --kubevirt-ca");
+            goto out;
+        }
+        c = (struct hv_kubevirt_cluster){.name = l->kv_cluster ? l->kv_cluster : "lab",
+                                         .server = l->kv_server,
+                                         .token_file = l->kv_token,
+                                         .ca_file = l->kv_ca};
+    }
+    snprintf(ref->server, sizeof(ref->server), "%s", c.name);
+    struct hv_kubevirt_opts o = {&c, 1, timeout_ms};
+    b = hv_kubevirt_new(&o, err, errlen);
+out:
+    hv_config_free(&cfg);
+    return b;
+#else
+    (void)l;
+    (void)ref;
+    snprintf(err, errlen, "this build has no KubeVirt backend");
+    return NULL;
+#endif
+}
+
 static struct hv_backend *make_backend(struct lab *l, struct hv_vm_ref *ref, char *err,
                                        size_t errlen)
 {
     memset(ref, 0, sizeof(*ref));
+    if (l->kv_vm)
+        return make_kubevirt(l, ref, err, errlen);
     bool vs = l->vs_server || l->vs_url;
     if (!vs && (!l->libvirt_uri || l->target)) {
 #ifdef HV_HAVE_BACKEND_libvirt
@@ -347,6 +447,7 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
 {
     static const char *const names[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket",
                                                   "disk MiB"};
+    bool sockets = !strcmp(be->ops->name, "kubevirt"); /* its cpus are sockets */
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
     struct hv_err err = {0};
     struct hv_field_plan fp[HV_F_COUNT];
@@ -366,12 +467,13 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
         printf("cannot plan the change: %s\n", hv_errcode_message(err.code));
         goto out;
     }
-    printf("VM %s on %s: %s, memory %lld MiB, %d vCPU%s", ref->uuid[0] ? ref->uuid : ref->name,
+    printf("VM %s on %s: %s, memory %lld MiB, %d%s%s", ref->uuid[0] ? ref->uuid : ref->name,
            obs->host,
            obs->power == HV_POWER_ON    ? "running"
            : obs->power == HV_POWER_OFF ? "off"
                                         : "in another state",
-           (long long)obs->hw.memory_mib, obs->hw.cpus, obs->hw.cpus == 1 ? "" : "s");
+           (long long)obs->hw.memory_mib, obs->hw.cpus, sockets ? " socket" : " vCPU",
+           obs->hw.cpus == 1 ? "" : "s");
     if (hv_disk_set(obs->hw.disk_mib))
         printf(", disk %lld MiB", (long long)obs->hw.disk_mib);
     printf("\n");
@@ -383,8 +485,8 @@ static int do_plan(struct hv_backend *be, const struct hv_vm_ref *ref, const str
     for (int f = 0; f < HV_F_COUNT; f++) {
         if (want[f] < 0)
             continue;
-        printf("%-17s %lld -> %lld: %s", names[f], (long long)have[f], (long long)want[f],
-               how_name(fp[f].how));
+        printf("%-17s %lld -> %lld: %s", f == HV_F_CPUS && sockets ? "sockets" : names[f],
+               (long long)have[f], (long long)want[f], how_name(fp[f].how));
         if (fp[f].how == HV_HOW_LIVE && fp[f].method[0])
             printf(" (%s)", fp[f].method);
         else if (fp[f].reason[0])

@@ -1,4 +1,5 @@
-/* runtime.c: builds backends from the config (libvirt hosts, vCenters), the engine over them,
+/* runtime.c: builds backends from the config (libvirt hosts, vCenters, KubeVirt clusters), the
+ * engine over them,
  * and the hooks context the server answers with. Owns all of them; frees in reverse order
  * (engine first: its workers use the backends). */
 #include "runtime.h"
@@ -26,14 +27,18 @@
 #ifdef HV_HAVE_BACKEND_vsphere
 #include "vsphere_backend.h"
 #endif
+#ifdef HV_HAVE_BACKEND_kubevirt
+#include "kubevirt_backend.h"
+#endif
 
 struct hv_runtime {
     struct hv_hooks_ctx hooks;
     struct hv_plan_hooks plan_hooks;
     struct hv_engine *engine;
     struct hv_compose *compose;
-    struct hv_backend *bes[2];
+    struct hv_backend *bes[3];
     size_t n_bes;
+    bool kv_curl;             /* curl_global_init was called for the KubeVirt backend */
     struct hv_kube *kube;     /* only when something needs the API server (capv, events) */
     const char *capv_ns;      /* borrowed from the config */
     struct hv_events *events; /* kubernetes.events: Warning Events on Machines */
@@ -192,6 +197,32 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
         rt->bes[rt->n_bes++] = b;
     }
 #endif
+#ifdef HV_HAVE_BACKEND_kubevirt
+    if (cfg->n_kubevirt) {
+        struct hv_kubevirt_cluster *kc = calloc(cfg->n_kubevirt, sizeof(*kc));
+        if (!kc)
+            abort();
+        for (size_t k = 0; k < cfg->n_kubevirt; k++) {
+            const struct hv_kubevirt_cfg *c = &cfg->kubevirt[k];
+            kc[k] = (struct hv_kubevirt_cluster){
+                .name = c->name,
+                .server = c->server,
+                .token_file = c->token_file,
+                .ca_file = c->ca_file,
+                .namespaces = (const char *const *)c->namespaces,
+                .n_namespaces = c->n_namespaces,
+            };
+        }
+        struct hv_kubevirt_opts ko = {kc, cfg->n_kubevirt, cfg->kubevirt_timeout_s * 1000};
+        struct hv_backend *b = hv_kubevirt_new(&ko, err, errlen);
+        free(kc);
+        if (!b)
+            return -1;
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        rt->kv_curl = true;
+        rt->bes[rt->n_bes++] = b;
+    }
+#endif
     (void)cfg;
     (void)err;
     (void)errlen;
@@ -310,6 +341,8 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
         hv_metrics_register_server("libvirt", cfg->libvirt_uris[k]);
     for (size_t k = 0; k < cfg->n_vsphere; k++)
         hv_metrics_register_server("vsphere", cfg->vsphere[k].name);
+    for (size_t k = 0; k < cfg->n_kubevirt; k++)
+        hv_metrics_register_server("kubevirt", cfg->kubevirt[k].name);
     rt->plan_hooks.ctx = rt->engine;
     rt->plan_hooks.available = hv_engine_available;
     rt->plan_hooks.probe = hv_engine_probe;
@@ -374,6 +407,8 @@ void hv_runtime_free(struct hv_runtime *rt)
     hv_engine_free(rt->engine);
     for (size_t k = 0; k < rt->n_bes; k++)
         rt->bes[k]->ops->free(rt->bes[k]);
+    if (rt->kv_curl)
+        curl_global_cleanup();
     hv_events_free(rt->events);
     hv_mc_free(rt->mc);
     if (rt->kube) {

@@ -41,6 +41,7 @@ void hv_config_default(struct hv_config *c)
     c->log.format = -1;
     c->log.level = -1;
     hv_profiles_builtin(&c->profiles);
+    c->kubevirt_timeout_s = 10;
 }
 
 void hv_config_free(struct hv_config *c)
@@ -51,6 +52,19 @@ void hv_config_free(struct hv_config *c)
     for (size_t k = 0; k < c->n_libvirt_uris; k++)
         free(c->libvirt_uris[k]);
     free(c->libvirt_uris);
+    for (size_t k = 0; k < c->n_kubevirt; k++) {
+        struct hv_kubevirt_cfg *kv = &c->kubevirt[k];
+        free(kv->name);
+        free(kv->server);
+        free(kv->token_file);
+        free(kv->ca_file);
+        for (size_t j = 0; j < kv->n_namespaces; j++)
+            free(kv->namespaces[j]);
+        free(kv->namespaces);
+    }
+    free(c->kubevirt);
+    c->kubevirt = NULL;
+    c->n_kubevirt = 0;
     for (size_t k = 0; k < c->n_vsphere; k++) {
         struct hv_vsphere_cfg *v = &c->vsphere[k];
         free(v->name);
@@ -310,6 +324,82 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
     return 0;
 }
 
+/* "kubevirt": {"clusters": [{name, server, tokenFile, caFile, namespaces}], timeoutSeconds}.
+ * No clusters (or an empty section): one, in-cluster, named "in-cluster". */
+static int parse_kubevirt(struct hv_config *c, const hj *v, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"clusters", "timeoutSeconds", NULL};
+    static const char *const ckeys[] = {"name",   "server",     "tokenFile",
+                                        "caFile", "namespaces", NULL};
+    if (v->type != HJ_OBJECT) {
+        snprintf(err, errlen, "kubevirt must be an object");
+        return -1;
+    }
+    if (hj_check_keys(v, "kubevirt", keys, err, errlen) < 0 ||
+        int_into(v, "kubevirt", "timeoutSeconds", 1, 60, &c->kubevirt_timeout_s, err, errlen) < 0)
+        return -1;
+    const hj *cl = hj_get(v, "clusters");
+    if (cl && (cl->type != HJ_ARRAY || cl->n > 64)) {
+        snprintf(err, errlen, "kubevirt.clusters must be an array of at most 64");
+        return -1;
+    }
+    size_t n = cl && cl->n ? cl->n : 1;
+    c->kubevirt = calloc(n, sizeof(*c->kubevirt));
+    if (!c->kubevirt)
+        abort();
+    c->n_kubevirt = n;
+    for (size_t k = 0; k < n; k++) {
+        struct hv_kubevirt_cfg *d = &c->kubevirt[k];
+        const hj *s = cl && cl->n ? cl->items[k] : NULL;
+        char where[64];
+        snprintf(where, sizeof(where), "kubevirt.clusters[%zu]", k);
+        if (s && (hj_check_keys(s, where, ckeys, err, errlen) < 0 ||
+                  str_dup_member(s, where, "name", false, &d->name, err, errlen) < 0 ||
+                  str_dup_member(s, where, "server", false, &d->server, err, errlen) < 0 ||
+                  str_dup_member(s, where, "tokenFile", false, &d->token_file, err, errlen) < 0 ||
+                  str_dup_member(s, where, "caFile", false, &d->ca_file, err, errlen) < 0))
+            return -1;
+        if (!d->name)
+            d->name = xstrdup(d->server ? "" : "in-cluster");
+        if (!d->name[0] || strlen(d->name) > 253 || !hv_re_match(HV_RE_SERVER_NAME, d->name)) {
+            snprintf(err, errlen, "%s.name must be 1 to 253 characters without spaces", where);
+            return -1;
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (!strcmp(c->kubevirt[j].name, d->name)) {
+                snprintf(err, errlen, "%s.name repeats kubevirt.clusters[%zu].name", where, j);
+                return -1;
+            }
+        }
+        if (d->server && (strncmp(d->server, "https://", 8) != 0 ||
+                          !hv_re_match(HV_RE_VSPHERE_URL, d->server))) {
+            snprintf(err, errlen, "%s.server must be https://HOST[:PORT] without spaces", where);
+            return -1;
+        }
+        const hj *ns = s ? hj_get(s, "namespaces") : NULL;
+        if (!ns)
+            continue;
+        if (ns->type != HJ_ARRAY || ns->n > 256) {
+            snprintf(err, errlen, "%s.namespaces must be an array of at most 256", where);
+            return -1;
+        }
+        d->namespaces = calloc(ns->n ? ns->n : 1, sizeof(char *));
+        if (!d->namespaces)
+            abort();
+        for (size_t j = 0; j < ns->n; j++) {
+            const hj *e = ns->items[j];
+            if (e->type != HJ_STRING || !e->slen || e->slen > 63 || strlen(e->s) != e->slen ||
+                strspn(e->s, "abcdefghijklmnopqrstuvwxyz0123456789-") != e->slen) {
+                snprintf(err, errlen, "%s.namespaces[%zu] must be a namespace name", where, j);
+                return -1;
+            }
+            d->namespaces[j] = xstrdup(e->s);
+            d->n_namespaces = j + 1;
+        }
+    }
+    return 0;
+}
+
 static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
 {
     static const char *const keys[] = {"server",          "tokenFile",      "caFile",
@@ -414,6 +504,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
                                        "engine",
                                        "libvirt",
                                        "vsphere",
+                                       "kubevirt",
                                        "profiles",
                                        "$schema",
                                        "downstream",
@@ -470,6 +561,7 @@ int hv_config_parse(struct hv_config *c, const char *text, size_t len, char *err
         (hj_get(doc, "engine") && parse_engine(c, hj_get(doc, "engine"), err, errlen) < 0) ||
         (hj_get(doc, "libvirt") && parse_libvirt(c, hj_get(doc, "libvirt"), err, errlen) < 0) ||
         (hj_get(doc, "vsphere") && parse_vsphere(c, hj_get(doc, "vsphere"), err, errlen) < 0) ||
+        (hj_get(doc, "kubevirt") && parse_kubevirt(c, hj_get(doc, "kubevirt"), err, errlen) < 0) ||
         (hj_get(doc, "kubernetes") && parse_kube(c, hj_get(doc, "kubernetes"), err, errlen) < 0) ||
         (hj_get(doc, "log") && parse_log(c, hj_get(doc, "log"), err, errlen) < 0))
         goto out;

@@ -24,6 +24,14 @@ struct hv_vsphere_cfg {
     bool identity_capv; /* identityFrom "capv": credentials per cluster from CAPV's identity */
 };
 
+/* One cluster of the "kubevirt" section: an API server whose KubeVirt runs the VMs (CAPK's
+ * infrastructure cluster). server NULL: in-cluster. */
+struct hv_kubevirt_cfg {
+    char *name, *server, *token_file, *ca_file;
+    char **namespaces; /* where list_records looks (none: every namespace) */
+    size_t n_namespaces;
+};
+
 /* The "kubernetes" section: how hvupdater reaches the management cluster's API server, used
  * only by what needs it (identityFrom capv, events, holdRemediation). */
 struct hv_kube_opts {
@@ -59,6 +67,9 @@ struct hv_config {
     int connect_timeout_s; /* a call waits this long for a libvirt connection to open */
     struct hv_vsphere_cfg *vsphere;
     size_t n_vsphere;
+    struct hv_kubevirt_cfg *kubevirt; /* the "kubevirt" section's clusters (none: no backend) */
+    size_t n_kubevirt;
+    int kubevirt_timeout_s; /* per request, default 10 */
     struct hv_kube_opts kube;
     struct hv_log_opts log;
     struct hv_profiles profiles;

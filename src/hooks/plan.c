@@ -218,6 +218,54 @@ static const char *disk_rule(int64_t from_mib, int64_t to_mib)
     return NULL;
 }
 
+/* A Kubernetes object name or namespace (DNS-1123 subdomain, at most 253). */
+static bool kube_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n > 0 && n <= 253 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
+}
+
+/* hv_vm_ref.name "namespace/name" of a namespaced VM (KubeVirt, see profile.h). */
+static int namespaced_identity(const struct hv_profile *p, const hj *infra, const char *pid,
+                               struct hv_vm_ref *ref, char *why, size_t whylen)
+{
+    char path[300];
+    const char *ns = NULL;
+    if (p->namespace_path[0]) {
+        snprintf(path, sizeof(path), "%s%s", hv_profile_spec_root(p), p->namespace_path);
+        const hj *v = hj_ptr(infra, path);
+        ns = v && v->type == HJ_STRING && v->s[0] ? v->s : NULL;
+    }
+    if (!ns)
+        ns = hj_get_str(hj_get(infra, "metadata"), "namespace");
+    size_t pl = strlen(p->providerid_prefix);
+    const char *name = NULL;
+    if (pl && pid && !strncmp(pid, p->providerid_prefix, pl) && pid[pl]) {
+        name = pid + pl;
+        if (!kube_name(name)) {
+            snprintf(why, whylen, HV_MSG("providerID is not %s<name>"), p->providerid_prefix);
+            return -1;
+        }
+    } else if (p->by_name) {
+        name = hj_get_str(hj_get(infra, "metadata"), "name");
+    }
+    if (!kube_name(name)) {
+        snprintf(why, whylen, HV_MSG("no providerID of the form %s<name> and no metadata.name"),
+                 p->providerid_prefix);
+        return -1;
+    }
+    if (!kube_name(ns)) {
+        snprintf(why, whylen, HV_MSG("no namespace to find the VM in"));
+        return -1;
+    }
+    if (strlen(ns) + strlen(name) + 1 >= sizeof(ref->name)) {
+        snprintf(why, whylen, HV_MSG("namespace and name too long"));
+        return -1;
+    }
+    snprintf(ref->name, sizeof(ref->name), "%s/%s", ns, name);
+    return 0;
+}
+
 int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
                 struct hv_vm_ref *ref, char *why, size_t whylen)
 {
@@ -246,6 +294,8 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
     const char *pid = hj_get_str(hj_get(machine, "spec"), "providerID");
     if (!pid)
         pid = hj_get_str(hj_get(infra, "spec"), "providerID");
+    if (p->namespaced)
+        return namespaced_identity(p, infra, pid, ref, why, whylen);
     if (pl && pid && !strncmp(pid, p->providerid_prefix, pl) && pid[pl]) {
         const char *u = pid + pl;
         size_t n = strspn(u, "0123456789abcdefABCDEF-");

@@ -1,6 +1,7 @@
 /* profile.c: built-in infra kind profiles and loading more from the config file.
  * Adding an infra kind is data: a new entry here or in the config, never a new code path. */
 #include "profile.h"
+#include "hv_quantity.h"
 #include "pattern.h"
 
 #include <math.h>
@@ -57,6 +58,32 @@ static struct hv_profile libvirt(bool tmpl)
     return p;
 }
 
+/* CAPK (cluster-api-provider-kubevirt): the KubeVirt VirtualMachine's template inside the
+ * KubevirtMachine. memory.guest and cpu.sockets are what KubeVirt's LiveUpdate hot-plugs;
+ * cpu.cores the backend always plans with a restart. The VM is named after the
+ * KubevirtMachine (providerID kubevirt://NAME) in its namespace, or in the template's. */
+#define KV_DOMAIN "/virtualMachineTemplate/spec/template/spec/domain"
+static struct hv_profile kubevirt(bool tmpl)
+{
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.kind, sizeof(p.kind), "%s", tmpl ? "KubevirtMachineTemplate" : "KubevirtMachine");
+    snprintf(p.api_group, sizeof(p.api_group), INFRA_GROUP);
+    snprintf(p.versions[0], sizeof(p.versions[0]), "v1alpha1");
+    p.n_versions = 1;
+    p.is_template = tmpl;
+    snprintf(p.backend, sizeof(p.backend), "kubevirt");
+    set_field(&p, HV_F_MEMORY, KV_DOMAIN "/memory/guest", HV_UNIT_QUANTITY);
+    set_field(&p, HV_F_CPUS, KV_DOMAIN "/cpu/sockets", HV_UNIT_MIB);
+    set_field(&p, HV_F_CORES, KV_DOMAIN "/cpu/cores", HV_UNIT_MIB);
+    snprintf(p.providerid_prefix, sizeof(p.providerid_prefix), "kubevirt://");
+    p.by_name = true;
+    p.namespaced = true;
+    snprintf(p.namespace_path, sizeof(p.namespace_path),
+             "/virtualMachineTemplate/metadata/namespace");
+    return p;
+}
+
 static void put(struct hv_profiles *ps, const struct hv_profile *p)
 {
     for (size_t k = 0; k < ps->n; k++) {
@@ -84,6 +111,10 @@ void hv_profiles_builtin(struct hv_profiles *ps)
     p = libvirt(false);
     put(ps, &p);
     p = libvirt(true);
+    put(ps, &p);
+    p = kubevirt(false);
+    put(ps, &p);
+    p = kubevirt(true);
     put(ps, &p);
 }
 
@@ -201,16 +232,16 @@ static int load_field(struct hv_profile *p, enum hv_field f, const hj *v, const 
         return -1;
     }
     if (f == HV_F_MEMORY && !unit) {
-        snprintf(err, errlen, "%s: \"unit\" is required (KiB, MiB, GiB or bytes)", where);
+        snprintf(err, errlen, "%s: \"unit\" is required (KiB, MiB, GiB, bytes or quantity)", where);
         return -1;
     }
     if (unit) {
-        static const char *const names[] = {"MiB", "KiB", "GiB", "bytes"};
+        static const char *const names[] = {"MiB", "KiB", "GiB", "bytes", "quantity"};
         size_t k;
-        for (k = 0; k < 4 && strcmp(unit, names[k]); k++)
+        for (k = 0; k < 5 && strcmp(unit, names[k]); k++)
             ;
-        if (k == 4) {
-            snprintf(err, errlen, "%s: unit must be KiB, MiB, GiB or bytes", where);
+        if (k == 5) {
+            snprintf(err, errlen, "%s: unit must be KiB, MiB, GiB, bytes or quantity", where);
             return -1;
         }
         p->field[f].unit = (enum hv_unit)k;
@@ -226,7 +257,8 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
     static const char *const top[] = {"kind",    "apiGroup", "apiVersions", "template",
                                       "backend", "fields",   "identity",    NULL};
     static const char *const fkeys[] = {"memory", "cpus", "coresPerSocket", "disk", NULL};
-    static const char *const ikeys[] = {"providerIDPrefix", "byName", "serverPath", NULL};
+    static const char *const ikeys[] = {"providerIDPrefix", "byName", "serverPath", "namespacePath",
+                                        NULL};
     char where[96];
     snprintf(where, sizeof(where), "profiles[%zu]", idx);
     if (o->type != HJ_OBJECT) {
@@ -255,8 +287,9 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
         snprintf(err, errlen, "%s: \"apiGroup\" must be a DNS-1123 subdomain", where);
         return -1;
     }
-    if (strcmp(p->backend, "libvirt") && strcmp(p->backend, "vsphere")) {
-        snprintf(err, errlen, "%s: backend must be libvirt or vsphere", where);
+    if (strcmp(p->backend, "libvirt") && strcmp(p->backend, "vsphere") &&
+        strcmp(p->backend, "kubevirt")) {
+        snprintf(err, errlen, "%s: backend must be libvirt, vsphere or kubevirt", where);
         return -1;
     }
     const hj *vers = hj_get(o, "apiVersions");
@@ -340,6 +373,16 @@ static int load_one(struct hv_profile *p, const hj *o, size_t idx, char *err, si
             return -1;
         }
         p->by_name = bn && bn->b;
+        /* a kubevirt profile's VM lives in a namespace: the infra object's, or the string at
+         * namespacePath */
+        p->namespaced = !strcmp(p->backend, "kubevirt");
+        if (str_member(id, "namespacePath", p->namespace_path, sizeof(p->namespace_path), true, iw,
+                       err, errlen) < 0)
+            return -1;
+        if (p->namespace_path[0] && !p->namespaced) {
+            snprintf(err, errlen, "%s: \"namespacePath\" applies to the kubevirt backend only", iw);
+            return -1;
+        }
     }
     if (!p->providerid_prefix[0] && !p->by_name) {
         snprintf(err, errlen, "%s: identity needs providerIDPrefix or byName", where);
@@ -412,6 +455,13 @@ const char *hv_profile_spec_root(const struct hv_profile *p)
 
 int64_t hv_unit_to_mib(const hj *v, enum hv_unit u)
 {
+    if (v && u == HV_UNIT_QUANTITY) {
+        /* a quantity string, or a whole number of bytes as an integer */
+        int64_t b = v->type == HJ_STRING && strlen(v->s) == v->slen ? hv_quantity_bytes(v->s)
+                    : v->type == HJ_INT                             ? v->i
+                                                                    : -1;
+        return b > 0 && b % (1024 * 1024) == 0 ? b / (1024 * 1024) : -1;
+    }
     if (!v || (v->type != HJ_INT && v->type != HJ_FLOAT))
         return -1;
     double x = v->type == HJ_INT ? (double)v->i : v->f;
@@ -431,6 +481,8 @@ int64_t hv_unit_to_mib(const hj *v, enum hv_unit u)
         return n % 1024 ? -1 : n / 1024;
     case HV_UNIT_BYTES:
         return n % (1024 * 1024) ? -1 : n / (1024 * 1024);
+    case HV_UNIT_QUANTITY:
+        break; /* above */
     }
     return -1;
 }

@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum hv_unit { HV_UNIT_MIB = 0, HV_UNIT_KIB, HV_UNIT_GIB, HV_UNIT_BYTES };
+/* HV_UNIT_QUANTITY: a Kubernetes resource quantity ("4Gi", "4096Mi", or a number of bytes),
+ * read by backends/hv_quantity.h (KubevirtMachine's memory.guest). */
+enum hv_unit { HV_UNIT_MIB = 0, HV_UNIT_KIB, HV_UNIT_GIB, HV_UNIT_BYTES, HV_UNIT_QUANTITY };
 
 struct hv_field_def {
     bool set;
@@ -35,6 +37,12 @@ struct hv_profile {
     char server_path[128];      /* pointer in the spec root naming host/vCenter ("" = none) */
     char thumbprint_path[128];  /* pointer in the spec root to the server's certificate
                                    thumbprint (VSphereMachine: /thumbprint; "" = none) */
+    /* The VM is a namespaced object (KubeVirt): hv_vm_ref.name is "namespace/name", the name
+     * being the providerID's tail (kubevirt://NAME, a name, not a UUID) or metadata.name, the
+     * namespace the string at namespace_path in the spec root when there is one, else the
+     * infra object's own namespace. */
+    bool namespaced;
+    char namespace_path[128];
 };
 
 struct hv_profiles {
@@ -42,7 +50,8 @@ struct hv_profiles {
     size_t n;
 };
 
-/* Fill with the built-in profiles (VSphereMachine(Template), LibvirtMachine(Template)). */
+/* Fill with the built-in profiles (VSphereMachine(Template), LibvirtMachine(Template),
+ * KubevirtMachine(Template)). */
 void hv_profiles_builtin(struct hv_profiles *ps);
 void hv_profiles_free(struct hv_profiles *ps);
 /* Add or override (by kind + group) profiles from a JSON array shaped as schemas/config.json

@@ -378,7 +378,8 @@ def api_components(c):
                    if r["kind"] == "ClusterRole"), key=lambda t: t[0]),
            [("hvupdater-dry-run-claims", [
                {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
-                "resources": ["vspheremachines", "libvirtmachines"], "verbs": ["patch"]},
+                "resources": ["vspheremachines", "libvirtmachines", "kubevirtmachines"],
+                "verbs": ["patch"]},
                {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"],
                 "verbs": ["list"]}]),
             ("hvupdater-machine-check", [
@@ -386,7 +387,8 @@ def api_components(c):
                 "verbs": ["get", "list"]},
                {"apiGroups": ["infrastructure.cluster.x-k8s.io"],
                 "resources": ["vspheremachines", "vspheremachinetemplates", "libvirtmachines",
-                              "libvirtmachinetemplates"], "verbs": ["get"]}])],
+                              "libvirtmachinetemplates", "kubevirtmachines",
+                              "kubevirtmachinetemplates"], "verbs": ["get"]}])],
            "default: two ClusterRoles, the machine check's (read-only) and the dry runs' "
            "(patch on infra machines, list Machines)")
     mc_off = {"machineCheck": {"enabled": False}, "dryRunClaims": {"enabled": False}}

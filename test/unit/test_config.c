@@ -122,7 +122,7 @@ static void check_default_values(const struct hv_config *c, bool embedded)
     assert_int_equal(c->keepalive_count, 3);
     assert_int_equal(c->connect_timeout_s, 10);
     assert_int_equal(c->n_vsphere, 0);
-    assert_int_equal(c->profiles.n, 4);
+    assert_int_equal(c->profiles.n, 6); /* vSphere, libvirt, KubeVirt: machine and template */
 }
 
 /* ---- the embedded default --------------------------------------------------------------- */
@@ -239,7 +239,7 @@ static void test_full_config(void **state)
     assert_true(c.vsphere[1].insecure_skip_verify);
 
     /* LibvirtMachine overridden in place, KVMMachineTemplate added */
-    assert_int_equal(c.profiles.n, 5);
+    assert_int_equal(c.profiles.n, 7);
     const struct hv_profile *lv = hv_profile_find(&c.profiles, GROUP "/v1alpha1", "LibvirtMachine");
     assert_non_null(lv);
     assert_null(hv_profile_find(&c.profiles, GROUP "/v1beta1", "LibvirtMachine"));
@@ -538,10 +538,10 @@ static void test_bad_profiles(void **state)
     /* unknown or missing backend, missing kind */
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"xen\",\"fields\":{\"memory\":{"
                 "\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
-                "profiles[0]: backend must be libvirt or vsphere");
+                "profiles[0]: backend must be libvirt, vsphere or kubevirt");
     parse_fails("{\"profiles\":[" PROFILE ",{\"kind\":\"K\",\"backend\":\"VSphere\",\"fields\":{"
                 "\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}",
-                "profiles[1]: backend must be libvirt or vsphere");
+                "profiles[1]: backend must be libvirt, vsphere or kubevirt");
     parse_fails(
         "{\"profiles\":[{\"kind\":\"K\",\"fields\":{\"memory\":{\"path\":\"/m\",\"unit\":\"MiB\"}},"
         "\"identity\":{\"byName\":true}}]}",
@@ -562,7 +562,7 @@ static void test_bad_profiles(void **state)
                 "profiles[0].fields.cpus: \"unit\" applies to memory and disk only, as a string");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":{"
                 "\"path\":\"/m\",\"unit\":\"TiB\"}},\"identity\":{\"byName\":true}}]}",
-                "profiles[0].fields.memory: unit must be KiB, MiB, GiB or bytes");
+                "profiles[0].fields.memory: unit must be KiB, MiB, GiB, bytes or quantity");
     parse_fails("{\"profiles\":[{\"kind\":\"K\",\"backend\":\"libvirt\",\"fields\":{\"memory\":"
                 "\"/m\"},\"identity\":{\"byName\":true}}]}",
                 "profiles[0].fields.memory: must be an object");
@@ -675,7 +675,7 @@ static void test_profiles_override_and_add(void **state)
              "{\"kind\":\"VSphereMachine\",\"apiGroup\":\"infra.example.com\",\"backend\":"
              "\"vsphere\",\"fields\":{\"cpus\":{\"path\":\"/cpu/count\"}},"
              "\"identity\":{\"providerIDPrefix\":\"vsphere://\"}}]}");
-    assert_int_equal(c.profiles.n, 6);
+    assert_int_equal(c.profiles.n, 8);
 
     const struct hv_profile *vs = hv_profile_find(&c.profiles, GROUP "/v1beta2", "VSphereMachine");
     assert_non_null(vs);
@@ -710,7 +710,7 @@ static void test_profiles_override_and_add(void **state)
     parse_ok(&c, "{\"profiles\":[" PROFILE ",{\"kind\":\"KVMMachine\",\"backend\":\"libvirt\","
                  "\"fields\":{\"memory\":{\"path\":\"/"
                  "second\",\"unit\":\"MiB\"}},\"identity\":{\"byName\":true}}]}");
-    assert_int_equal(c.profiles.n, 5);
+    assert_int_equal(c.profiles.n, 7);
     const struct hv_profile *k = hv_profile_find(&c.profiles, GROUP "/v1", "KVMMachine");
     assert_non_null(k);
     assert_string_equal(k->field[HV_F_MEMORY].path, "/second");
@@ -722,12 +722,12 @@ static void test_profiles_load_direct(void **state)
     struct hv_profiles ps;
     char err[256] = "";
     hv_profiles_builtin(&ps);
-    assert_int_equal(ps.n, 4);
+    assert_int_equal(ps.n, 6);
     assert_int_equal(hv_profiles_load(&ps, NULL, err, sizeof(err)), -1);
     assert_string_equal(err, "profiles: must be an array");
     hj *arr = tu_json("[" PROFILE "]");
     assert_int_equal(hv_profiles_load(&ps, arr, err, sizeof(err)), 0);
-    assert_int_equal(ps.n, 5);
+    assert_int_equal(ps.n, 7);
     hj_free(arr);
     /* a failing entry after a good one: the good one is loaded, the error names the bad one */
     arr = tu_json("[{\"kind\":\"A\",\"backend\":\"vsphere\",\"fields\":{\"memory\":{\"path\":\"/"

@@ -1,0 +1,516 @@
+/* kv_backend.c: hv_kubevirt_new() and the ops of backends/backend.h over the Kubernetes API:
+ * finding a VirtualMachine (ref->server: the configured cluster; ref->name: "namespace/name"),
+ * reading it with its VMI and the KubeVirt CR, one JSON patch per step, the record as an
+ * annotation, and the list of VMs that carry one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "kv_internal.h"
+
+#define KV_LIST_PAGE 200
+
+struct kv_backend {
+    struct hv_backend pub;
+    struct kv_cluster *clusters;
+    size_t n;
+    int timeout_ms;
+};
+
+static char *dup_str(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        abort();
+    return d;
+}
+
+/* a DNS-1123 name or namespace, safe in a path as it is */
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n < KV_VMNAME_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
+}
+
+static struct kv_cluster *cluster_of(struct kv_backend *be, const struct hv_vm_ref *ref)
+{
+    if (!ref->server[0])
+        return &be->clusters[0];
+    for (size_t k = 0; k < be->n; k++)
+        if (!strcmp(be->clusters[k].name, ref->server))
+            return &be->clusters[k];
+    return NULL;
+}
+
+static bool kv_serves(struct hv_backend *b, const struct hv_vm_ref *ref)
+{
+    return cluster_of(b->priv, ref) != NULL;
+}
+
+/* ref->name "ns/name" (or "name": namespace default) split and checked */
+static int split_ref(const struct hv_vm_ref *ref, char ns[KV_NS_MAX], char name[KV_VMNAME_MAX],
+                     struct hv_err *err)
+{
+    const char *slash = strchr(ref->name, '/');
+    if (slash) {
+        size_t n = (size_t)(slash - ref->name);
+        if (n >= KV_NS_MAX)
+            n = 0;
+        memcpy(ns, ref->name, n);
+        ns[n] = '\0';
+        snprintf(name, KV_VMNAME_MAX, "%s", slash + 1);
+    } else {
+        snprintf(ns, KV_NS_MAX, "default");
+        snprintf(name, KV_VMNAME_MAX, "%s", ref->name);
+    }
+    if (!name_ok(ns) || !name_ok(name))
+        return kv_seterr(err, HV_E_NOT_FOUND, "not a VirtualMachine reference: \"%s\"", ref->name);
+    return HV_OK;
+}
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+/* The KubeVirt CR's rollout strategy and limits, cached for KV_CR_TTL_S. A CR that cannot be
+ * read (none, or no right to list it) leaves cr_read false: every change is then planned cold
+ * (see kv_plan.c); an unreachable server is an error like any other read. */
+static int read_cr(struct kv_backend *be, struct kv_cluster *c, struct kv_state *st,
+                   struct hv_err *err)
+{
+    int64_t now = mono_s();
+    pthread_mutex_lock(&c->mu);
+    bool fresh = c->cr_at && now - c->cr_at < KV_CR_TTL_S;
+    struct kv_state cached = c->cr;
+    pthread_mutex_unlock(&c->mu);
+    if (!fresh) {
+        yajl_val v = NULL;
+        long status;
+        char *body;
+        int rc = kv_http(c, "GET", "/apis/kubevirt.io/v1/kubevirts", NULL, NULL, be->timeout_ms,
+                         &status, &body, err);
+        if (rc != HV_OK)
+            return rc;
+        if (status == 200)
+            v = yajl_tree_parse(body, NULL, 0);
+        else if (status >= 500 || status == 429)
+            rc = kv_status_err(status, body, "list kubevirts", err);
+        free(body);
+        if (rc != HV_OK)
+            return rc;
+        kv_state_init(&cached);
+        kv_parse_kubevirt(v, &cached);
+        yajl_tree_free(v);
+        pthread_mutex_lock(&c->mu);
+        c->cr = cached;
+        c->cr_at = now;
+        pthread_mutex_unlock(&c->mu);
+    }
+    st->cr_read = cached.cr_read;
+    memcpy(st->rollout, cached.rollout, sizeof(st->rollout));
+    st->cr_max_guest_mib = cached.cr_max_guest_mib;
+    st->cr_max_sockets = cached.cr_max_sockets;
+    st->cr_ratio = cached.cr_ratio;
+    return HV_OK;
+}
+
+/* Read the VM and its VMI (and with_cr: the KubeVirt CR) into st. */
+static int read_vm(struct kv_backend *be, const struct hv_vm_ref *ref, bool with_cr,
+                   struct kv_cluster **cp, struct kv_state *st, struct hv_err *err)
+{
+    kv_state_init(st);
+    struct kv_cluster *c = cluster_of(be, ref);
+    if (!c)
+        return kv_seterr(err, HV_E_NOT_FOUND, "no configured KubeVirt cluster named \"%s\"",
+                         ref->server);
+    if (cp)
+        *cp = c;
+    char ns[KV_NS_MAX], name[KV_VMNAME_MAX], path[512];
+    int rc = split_ref(ref, ns, name, err);
+    if (rc != HV_OK)
+        return rc;
+    yajl_val vm = NULL, vmi = NULL;
+    snprintf(path, sizeof(path), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s", ns, name);
+    rc = kv_get_json(c, path, be->timeout_ms, &vm, err);
+    if (rc != HV_OK)
+        return rc;
+    kv_parse_vm(vm, st);
+    yajl_tree_free(vm);
+    if (!st->found)
+        return HV_OK;
+    snprintf(path, sizeof(path), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s",
+             ns, name);
+    rc = kv_get_json(c, path, be->timeout_ms, &vmi, err);
+    if (rc != HV_OK)
+        return rc;
+    kv_parse_vmi(vmi, st);
+    yajl_tree_free(vmi);
+    return with_cr ? read_cr(be, c, st, err) : HV_OK;
+}
+
+static struct hv_err *err_start(struct hv_err *err, struct hv_err *dummy)
+{
+    if (!err)
+        err = dummy;
+    err->code = HV_OK;
+    err->detail[0] = '\0';
+    return err;
+}
+
+static int kv_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct hv_vm_obs *obs,
+                      struct hv_err *err)
+{
+    struct hv_err dummy;
+    err = err_start(err, &dummy);
+    struct kv_state st;
+    struct kv_cluster *c = NULL;
+    memset(obs, 0, sizeof(*obs));
+    int rc = read_vm(b->priv, ref, false, &c, &st, err);
+    if (rc != HV_OK)
+        return rc;
+    kv_fill_obs(&st, c->name, obs);
+    return HV_OK;
+}
+
+static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
+                   const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
+                   struct hv_err *err)
+{
+    (void)obs; /* the plan follows a fresh read */
+    struct hv_err dummy;
+    err = err_start(err, &dummy);
+    memset(plan, 0, sizeof(*plan) * HV_F_COUNT);
+    struct kv_state st;
+    int rc = read_vm(b->priv, ref, true, NULL, &st, err);
+    if (rc != HV_OK)
+        return rc;
+    if (!st.found)
+        return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+    rc = kv_plan_compute(&st, desired, plan);
+    if (rc != HV_OK)
+        return kv_seterr(err, rc, "a hot-plug of %s is still in progress", ref->name);
+    return HV_OK;
+}
+
+/* PATCH the VM with a JSON patch; HV_OK on 200 */
+static int send_patch(struct kv_backend *be, const struct kv_cluster *c, const struct kv_state *st,
+                      const char *patch, int timeout_ms, struct hv_err *err)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s", st->ns,
+             st->name);
+    long status;
+    char *body;
+    int rc = kv_http(c, "PATCH", path, "application/json-patch+json", patch,
+                     timeout_ms > 0 ? timeout_ms : be->timeout_ms, &status, &body, err);
+    if (rc != HV_OK)
+        return rc;
+    if (status != 200)
+        rc = kv_status_err(status, body, "patch virtualmachine", err);
+    free(body);
+    return rc;
+}
+
+static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *s,
+                  struct hv_err *err)
+{
+    struct hv_err dummy;
+    err = err_start(err, &dummy);
+    if (!ref || !s)
+        return kv_seterr(err, HV_E_INTERNAL, "act: missing ref or step");
+    struct kv_backend *be = b->priv;
+    /* KubeVirt's controllers write the VM's status between our read and our patch (a new
+     * resourceVersion): the step is decided again on a fresh read, a few times, before it
+     * is BUSY for the engine */
+    int rc = HV_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct kv_state st;
+        struct kv_cluster *c = NULL;
+        rc = read_vm(be, ref, false, &c, &st, err);
+        if (rc != HV_OK)
+            return rc;
+        if (!st.found)
+            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+        char *patch = NULL;
+        rc = kv_step_patch(&st, s, &patch, err);
+        if (rc != HV_OK || !patch)
+            return rc;
+        rc = send_patch(be, c, &st, patch, s->timeout_ms, err);
+        free(patch);
+        if (rc != HV_E_BUSY)
+            return rc;
+    }
+    return rc;
+}
+
+static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
+                           struct hv_err *err)
+{
+    struct hv_err dummy;
+    err = err_start(err, &dummy);
+    struct kv_backend *be = b->priv;
+    if (!record || strlen(record) >= HV_RECORD_MAX)
+        return kv_seterr(err, HV_E_INTERNAL, "record missing or too long");
+    /* a writer between our read and our patch (KubeVirt's controller updates status, not
+     * metadata, but anyone may annotate) costs one more round, not a failure */
+    int rc = HV_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct kv_state st;
+        struct kv_cluster *c = NULL;
+        rc = read_vm(be, ref, false, &c, &st, err);
+        if (rc != HV_OK)
+            return rc;
+        if (!st.found)
+            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+        char *patch = NULL;
+        kv_record_patch(&st, record, &patch);
+        if (!patch)
+            return HV_OK;
+        rc = send_patch(be, c, &st, patch, 0, err);
+        free(patch);
+        if (rc != HV_E_BUSY)
+            return rc;
+    }
+    return rc;
+}
+
+struct list_ctx {
+    hv_vm_found_fn fn;
+    void *ctx;
+};
+
+static void report_items(const struct kv_cluster *c, yajl_val list, const struct list_ctx *lc)
+{
+    yajl_val items = kv_get(list, "items");
+    if (!YAJL_IS_ARRAY(items))
+        return;
+    for (size_t k = 0; k < items->u.array.len; k++) {
+        struct kv_state st;
+        kv_state_init(&st);
+        kv_parse_vm(items->u.array.values[k], &st);
+        if (!st.found || !st.record[0])
+            continue;
+        struct hv_vm_found f;
+        memset(&f, 0, sizeof(f));
+        snprintf(f.ref.server, sizeof(f.ref.server), "%s", c->name);
+        snprintf(f.ref.name, sizeof(f.ref.name), "%s/%s", st.ns, st.name);
+        snprintf(f.host, sizeof(f.host), "%s", c->name);
+        /* the list has no VMIs: the power as the VM's own status tells it */
+        struct hv_vm_obs obs;
+        kv_fill_obs(&st, c->name, &obs);
+        f.power = obs.power;
+        snprintf(f.record, sizeof(f.record), "%s", st.record);
+        lc->fn(lc->ctx, &f);
+    }
+}
+
+/* every page of one list path; HV_OK or the first error */
+static int list_path(struct kv_backend *be, const struct kv_cluster *c, const char *base,
+                     const struct list_ctx *lc, struct hv_err *err)
+{
+    char cont[1024] = "";
+    do {
+        char path[1600];
+        char *esc = cont[0] ? curl_easy_escape(NULL, cont, 0) : NULL;
+        snprintf(path, sizeof(path), "%s?limit=%d%s%s", base, KV_LIST_PAGE, esc ? "&continue=" : "",
+                 esc ? esc : "");
+        curl_free(esc);
+        yajl_val v = NULL;
+        int rc = kv_get_json(c, path, be->timeout_ms, &v, err);
+        if (rc != HV_OK)
+            return rc;
+        if (!v)
+            return kv_seterr(err, HV_E_NOT_FOUND, "%s: not served (is KubeVirt installed?)", base);
+        report_items(c, v, lc);
+        const char *next = kv_str(v, "metadata.continue");
+        snprintf(cont, sizeof(cont), "%s", next && strlen(next) < sizeof(cont) ? next : "");
+        yajl_tree_free(v);
+    } while (cont[0]);
+    return HV_OK;
+}
+
+static int kv_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err)
+{
+    struct hv_err dummy;
+    err = err_start(err, &dummy);
+    struct kv_backend *be = b->priv;
+    struct list_ctx lc = {fn, ctx};
+    int first = HV_OK;
+    for (size_t k = 0; k < be->n; k++) {
+        const struct kv_cluster *c = &be->clusters[k];
+        int rc = HV_OK;
+        struct hv_err e = {0};
+        if (!c->n_namespaces) {
+            rc = list_path(be, c, "/apis/kubevirt.io/v1/virtualmachines", &lc, &e);
+        } else {
+            for (size_t j = 0; j < c->n_namespaces && rc == HV_OK; j++) {
+                char base[256];
+                snprintf(base, sizeof(base), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines",
+                         c->namespaces[j]);
+                rc = list_path(be, c, base, &lc, &e);
+            }
+        }
+        if (rc != HV_OK) {
+            struct hv_vm_found f;
+            memset(&f, 0, sizeof(f));
+            f.unlisted = true;
+            snprintf(f.host, sizeof(f.host), "%s", c->name);
+            fn(ctx, &f);
+            if (first == HV_OK) {
+                first = rc;
+                *err = e;
+            }
+        }
+    }
+    return first;
+}
+
+static void kv_check_op(struct hv_backend *b, const struct hv_hw *desired,
+                        struct hv_field_plan plan[HV_F_COUNT])
+{
+    (void)b;
+    kv_check(desired, plan);
+}
+
+static void kv_free(struct hv_backend *b)
+{
+    if (!b)
+        return;
+    struct kv_backend *be = b->priv;
+    for (size_t k = 0; k < be->n; k++) {
+        struct kv_cluster *c = &be->clusters[k];
+        free(c->name);
+        free(c->server);
+        free(c->token_file);
+        free(c->ca_file);
+        for (size_t j = 0; j < c->n_namespaces; j++)
+            free(c->namespaces[j]);
+        free(c->namespaces);
+        pthread_mutex_destroy(&c->mu);
+    }
+    free(be->clusters);
+    free(be);
+}
+
+static const struct hv_backend_ops kv_ops = {
+    .name = "kubevirt",
+    .serves = kv_serves,
+    .observe = kv_observe,
+    .plan = kv_plan,
+    .act = kv_act,
+    .write_record = kv_write_record,
+    .free = kv_free,
+    .check = kv_check_op,
+    .list_records = kv_list_records,
+};
+
+/* the in-cluster API server's URL from the environment, or -1 */
+static int in_cluster_url(char *url, size_t cap)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host)
+        return -1;
+    snprintf(url, cap, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+             port && *port ? port : "443");
+    return 0;
+}
+
+struct hv_backend *hv_kubevirt_new(const struct hv_kubevirt_opts *o, char *err, size_t errlen)
+{
+    char dummy[8];
+    if (!err || !errlen) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    if (!o || !o->clusters || !o->n_clusters) {
+        snprintf(err, errlen, "kubevirt backend: no cluster configured");
+        return NULL;
+    }
+    for (size_t k = 0; k < o->n_clusters; k++) {
+        const struct hv_kubevirt_cluster *c = &o->clusters[k];
+        const char *name = c->name && *c->name ? c->name : "in-cluster";
+        if (strlen(name) >= HV_NAME_MAX) {
+            snprintf(err, errlen, "kubevirt backend: cluster %zu: name too long", k);
+            return NULL;
+        }
+        for (size_t j = 0; j < k; j++) {
+            const char *other =
+                o->clusters[j].name && *o->clusters[j].name ? o->clusters[j].name : "in-cluster";
+            if (!strcmp(name, other)) {
+                snprintf(err, errlen, "kubevirt backend: cluster name \"%s\" repeated", name);
+                return NULL;
+            }
+        }
+        if (c->server && *c->server &&
+            (strncmp(c->server, "https://", 8) || strlen(c->server) > 250)) {
+            snprintf(err, errlen, "kubevirt backend: cluster \"%s\": server must be https://...",
+                     name);
+            return NULL;
+        }
+        char url[300];
+        if ((!c->server || !*c->server) && in_cluster_url(url, sizeof(url)) < 0) {
+            snprintf(err, errlen,
+                     "kubevirt backend: cluster \"%s\": no server and no KUBERNETES_SERVICE_HOST "
+                     "(not in a pod)",
+                     name);
+            return NULL;
+        }
+        for (size_t j = 0; j < c->n_namespaces; j++) {
+            if (!c->namespaces[j] || !name_ok(c->namespaces[j]) ||
+                strlen(c->namespaces[j]) >= KV_NS_MAX) {
+                snprintf(err, errlen, "kubevirt backend: cluster \"%s\": namespace %zu invalid",
+                         name, j);
+                return NULL;
+            }
+        }
+    }
+    struct kv_backend *be = calloc(1, sizeof(*be));
+    if (!be)
+        abort();
+    be->clusters = calloc(o->n_clusters, sizeof(*be->clusters));
+    if (!be->clusters)
+        abort();
+    be->n = o->n_clusters;
+    be->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    for (size_t k = 0; k < o->n_clusters; k++) {
+        const struct hv_kubevirt_cluster *c = &o->clusters[k];
+        struct kv_cluster *d = &be->clusters[k];
+        char url[300];
+        if (c->server && *c->server)
+            snprintf(url, sizeof(url), "%s", c->server);
+        else
+            in_cluster_url(url, sizeof(url));
+        size_t n = strlen(url);
+        while (n > 8 && url[n - 1] == '/')
+            url[--n] = '\0';
+        d->name = dup_str(c->name && *c->name ? c->name : "in-cluster");
+        d->server = dup_str(url);
+        d->token_file = dup_str(c->token_file && *c->token_file
+                                    ? c->token_file
+                                    : "/var/run/secrets/kubernetes.io/serviceaccount/token");
+        d->ca_file = dup_str(c->ca_file && *c->ca_file
+                                 ? c->ca_file
+                                 : "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+        if (c->n_namespaces) {
+            d->namespaces = calloc(c->n_namespaces, sizeof(char *));
+            if (!d->namespaces)
+                abort();
+            for (size_t j = 0; j < c->n_namespaces; j++)
+                d->namespaces[j] = dup_str(c->namespaces[j]);
+            d->n_namespaces = c->n_namespaces;
+        }
+        pthread_mutex_init(&d->mu, NULL);
+    }
+    be->pub.ops = &kv_ops;
+    be->pub.priv = be;
+    return &be->pub;
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""kubevirt_backend_test.py: backends/kubevirt through `hvupdater plan` / `apply` against the
+KubeVirt lab (test/kubevirt: the real kube-apiserver with KubeVirt's CRDs and the KubeVirt
+stand-in turning VirtualMachines into QEMU domains). Needs the lab up
+(eval "$(test/kubevirt/up.sh)") and the hvupdater binary (--binary).
+
+hvupdater reaches the API server as a service account that has exactly the RBAC
+docs/kubevirt.md lists (a ClusterRole made here), with a config file's kubevirt section.
+One VM, NS/kvback (1Gi of maxGuest 3Gi, 1 socket of maxSockets 4), through these scenarios
+in order, everything read back from the API server, virsh and the guest's console:
+  boot       the VM runs; `plan` shows it as the VMI reports it
+  plan       memory 1Gi->2Gi and sockets 1->2 planned live, 4Gi (above maxGuest 3Gi) with a
+             power cycle, with the documented reasons
+  live       `apply --wait` 2Gi and 2 sockets: done, same VMI (no restart), same domain,
+             guestCurrent 2Gi, currentCPUTopology.sockets 2, the guest shows 2 CPUs
+  trap       kubevirt #12101 (stand-in fault stuck-guestcurrent): 2560 MiB under
+             powerCycle Never: the migration "succeeds", guestCurrent stays, and hvupdater
+             never answers done (fails after liveTimeoutSeconds); unstuck, it moves
+  cold       4Gi (beyond maxGuest): done by Halted -> reconfigure -> Always: a new VMI with
+             4Gi, maxGuest raised, runStrategy Always again, the kept strategy annotation gone
+  restart    cores 1->2 (restart-only) with one `apply` that stops after its first pass (in
+             progress, the record annotation on the VM), then a second process: it carries
+             the cycle on from that record to done
+Prints one line per scenario and `N passed, N failed`; exit 1 on any failure.
+Usage: kubevirt_backend_test.py --binary BUILD/hvupdater [-k NAME]...
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+if sys.flags.optimize:
+    raise SystemExit("kubevirt_backend_test: run without -O: its checks are assert statements")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAB = os.environ.get("HV_KUBEVIRT_LAB_DIR", os.path.join(ROOT, "test", "kubevirt"))
+sys.path.insert(0, LAB)
+kv = None  # kvlab, imported once a scenario is chosen (main)
+
+NAME = "kvback"
+SA = "hvupdater-kubevirt"
+STATE = {}
+RBAC_TEMPLATE = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: hvupdater-kubevirt}
+rules:
+- apiGroups: [kubevirt.io]
+  resources: [virtualmachines]
+  verbs: [get, list, watch, patch]
+- apiGroups: [kubevirt.io]
+  resources: [virtualmachineinstances]
+  verbs: [get]
+- apiGroups: [kubevirt.io]
+  resources: [kubevirts]
+  verbs: [get, list]
+- apiGroups: [subresources.kubevirt.io]
+  resources: [virtualmachines/restart]
+  verbs: [update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: hvupdater-kubevirt}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hvupdater-kubevirt}
+subjects:
+- {kind: ServiceAccount, name: %s, namespace: %s}
+"""
+
+
+def log(msg):
+    print("  %s %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def hv(cmd, *args, want_rc=None):
+    """hvupdater plan/apply on the lab VM; (exit status, stdout)"""
+    argv = [STATE["bin"], cmd, "--kubevirt-vm", "%s/%s" % (kv.NS, NAME), "--config",
+            STATE["config"]] + list(args)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    out = p.stdout + p.stderr
+    for line in out.strip().splitlines():
+        log("| " + line)
+    if want_rc is not None:
+        assert p.returncode == want_rc, "%s exited %d, want %d" % (cmd, p.returncode, want_rc)
+    return p.returncode, out
+
+
+def row(field, a, b, how):
+    """one line of `plan`'s table"""
+    return "%-17s %d -> %d: %s" % (field, a, b, how)
+
+
+def vmi():
+    return kv.get("virtualmachineinstance", NAME)
+
+
+def vmobj():
+    return kv.get("virtualmachine", NAME)
+
+
+def mem(o):
+    return ((o or {}).get("status") or {}).get("memory") or {}
+
+
+def settled(o, guest, sockets):
+    return (o and (o.get("status") or {}).get("phase") == "Running"
+            and mem(o).get("guestCurrent") == guest and mem(o).get("guestRequested") == guest
+            and o["status"].get("currentCPUTopology", {}).get("sockets") == sockets
+            and not kv.cond(o, "HotMemoryChange") and not kv.cond(o, "HotVCPUChange"))
+
+
+def scenario_boot():
+    kv.kubectl("apply", "-f", "-", stdin=RBAC_TEMPLATE % (SA, kv.NS))
+    kv.kubectl("create", "serviceaccount", SA, "-n", kv.NS, check=False)
+    token = kv.kubectl("create", "token", SA, "-n", kv.NS, "--duration", "2h").strip()
+    server = kv.kubectl("config", "view", "--minify", "-o",
+                        "jsonpath={.clusters[0].cluster.server}").strip()
+    d = tempfile.mkdtemp(prefix="hv-kvback-")
+    with open(os.path.join(d, "token"), "w") as f:
+        f.write(token + "\n")
+    cfg = {"kubevirt": {"clusters": [{
+        "name": "lab", "server": server, "tokenFile": os.path.join(d, "token"),
+        "caFile": os.path.join(os.environ["HV_CAPI_STATE"], "pki", "ca.crt"),
+        "namespaces": [kv.NS]}]}}
+    STATE["config"] = os.path.join(d, "config.json")
+    with open(STATE["config"], "w") as f:
+        json.dump(cfg, f)
+    kv.kubectl("apply", "-f", "-", stdin=json.dumps(kv.vm(NAME)))
+    v = kv.wait("VMI Running with 1Gi", lambda: (lambda o: o if settled(o, "1Gi", 1) else None)(vmi()))
+    kv.wait("VM Running", lambda: (vmobj().get("status") or {}).get("printableStatus") == "Running")
+    kv.wait("the guest's first report", lambda: kv.console_view(kv.domain(NAME)))
+    STATE["uid"] = v["metadata"]["uid"]
+    STATE["domuuid"] = kv.virsh("domuuid", kv.domain(NAME))
+    _, out = hv("plan", "--memory-mib", "1024", want_rc=0)
+    assert "VM %s/%s on lab: running, memory 1024 MiB, 1 socket" % (kv.NS, NAME) in out, out
+
+
+def scenario_plan():
+    _, out = hv("plan", "--memory-mib", "2048", "--cpus", "2", want_rc=0)
+    assert row("memory", 1024, 2048, "live (memory hot-plug)") in out, out
+    assert row("sockets", 1, 2, "live (socket hot-plug)") in out, out
+    _, out = hv("plan", "--memory-mib", "4096", "--cpus", "5", "--cores-per-socket", "2",
+                want_rc=0)
+    assert row("memory", 1024, 4096, "with a power cycle (above memory.maxGuest)") in out, out
+    assert row("sockets", 1, 5, "with a power cycle (above cpu.maxSockets)") in out, out
+    assert row("cores per socket", 1, 2,
+               "with a power cycle (cores per socket change needs a restart)") in out, out
+    assert vmi()["metadata"]["uid"] == STATE["uid"]  # planning changes nothing
+
+
+def scenario_live():
+    _, out = hv("apply", "--memory-mib", "2048", "--cpus", "2", "--wait", "--timeout", "300",
+                want_rc=0)
+    assert "done" in out.strip().splitlines()[-1], out
+    v = vmi()
+    assert settled(v, "2Gi", 2), v.get("status")
+    assert v["metadata"]["uid"] == STATE["uid"], "the VMI was restarted"
+    assert kv.virsh("domuuid", kv.domain(NAME)) == STATE["domuuid"]
+    dom = vmobj()["spec"]["template"]["spec"]["domain"]
+    assert dom["memory"]["guest"] == "2Gi" and dom["cpu"]["sockets"] == 2, dom
+    view = kv.wait("the guest showing 2 CPUs", lambda: (lambda w: w if w and w[1] == 2 else None)(
+        kv.console_view(kv.domain(NAME))))
+    log("live: guest MemTotal=%d kB cpus=%d" % view)
+
+
+def scenario_trap():
+    kv.fault("stuck-guestcurrent", text="%s/%s\n" % (kv.NS, NAME))
+    try:
+        rc, out = hv("apply", "--memory-mib", "2560", "--set", "powerCycle=Never", "--set",
+                     "liveTimeoutSeconds=20", "--wait", "--timeout", "120")
+        v = vmi()
+        # the (skipped) migration completed, the condition is gone, guestCurrent did not move
+        assert mem(v).get("guestRequested") == "2560Mi", mem(v)
+        assert mem(v).get("guestCurrent") == "2Gi", mem(v)
+        assert v["status"]["migrationState"]["completed"] is True
+        assert not kv.cond(v, "HotMemoryChange")
+        assert rc == 1, "apply exited %d: the trap must never be done" % rc
+        assert "done" not in out, out
+        assert "did not show within 20 s" in out, out
+    finally:
+        kv.fault("stuck-guestcurrent", on=False)
+    kv.wait("guestCurrent 2560Mi once unstuck", lambda: mem(vmi()).get("guestCurrent") == "2560Mi")
+    assert vmi()["metadata"]["uid"] == STATE["uid"]
+
+
+def scenario_cold():
+    rc, out = hv("apply", "--memory-mib", "4096", "--wait", "--timeout", "400", want_rc=0)
+    assert "done" in out.strip().splitlines()[-1], out
+    v = vmi()
+    assert v["metadata"]["uid"] != STATE["uid"], "no restart"
+    assert settled(v, "4Gi", 2), v.get("status")
+    o = vmobj()
+    dom = o["spec"]["template"]["spec"]["domain"]
+    assert dom["memory"] == {"guest": "4Gi", "maxGuest": "4Gi"}, dom["memory"]
+    assert o["spec"]["runStrategy"] == "Always", o["spec"]
+    ann = o["metadata"].get("annotations") or {}
+    assert "hvupdater.io/run-strategy" not in ann, ann
+    assert "hvupdater.io/operation" in ann, ann  # the record stays, done
+    assert not kv.cond(o, "RestartRequired")
+    STATE["uid"] = v["metadata"]["uid"]
+
+
+def scenario_restart():
+    # one pass: the shutdown is sent and recorded; this process then ends (exit 3)
+    rc, out = hv("apply", "--cores-per-socket", "2", want_rc=3)
+    o = vmobj()
+    rec = (o["metadata"].get("annotations") or {}).get("hvupdater.io/operation", "")
+    assert rec, "no record on the VM"
+    log("record after the first process: %s" % rec[:160])
+    assert o["spec"]["runStrategy"] == "Halted", o["spec"]
+    assert o["metadata"]["annotations"].get("hvupdater.io/run-strategy") == "Always"
+    # a new process carries the cycle on from the record
+    _, out = hv("apply", "--cores-per-socket", "2", "--wait", "--timeout", "400", want_rc=0)
+    assert "done" in out.strip().splitlines()[-1], out
+    v = vmi()
+    assert v["metadata"]["uid"] != STATE["uid"]
+    assert v["status"]["currentCPUTopology"]["cores"] == 2, v["status"]["currentCPUTopology"]
+    o = vmobj()
+    assert o["spec"]["runStrategy"] == "Always"
+    assert o["spec"]["template"]["spec"]["domain"]["cpu"]["cores"] == 2
+
+
+SCENARIOS = [("boot", scenario_boot), ("plan", scenario_plan), ("live", scenario_live),
+             ("trap", scenario_trap), ("cold", scenario_cold), ("restart", scenario_restart)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "hvupdater"))
+    ap.add_argument("-k", action="append", default=[], help="run only these scenarios")
+    a = ap.parse_args()
+    STATE["bin"] = os.path.abspath(a.binary)
+    chosen = [s for s in SCENARIOS if not a.k or s[0] in a.k]
+    if not chosen:
+        print("FAIL no scenario matches %s" % a.k)
+        return 1
+    global kv
+    import kvlab
+    kv = kvlab
+    passed = failed = 0
+    try:
+        for name, fn in chosen:
+            t0 = time.monotonic()
+            try:
+                fn()
+                passed += 1
+                print("ok %s (%.0f s)" % (name, time.monotonic() - t0), flush=True)
+            except Exception:
+                failed += 1
+                traceback.print_exc()
+                print("FAIL %s" % name, flush=True)
+                break  # the scenarios build on each other
+    finally:
+        kv.kubectl("delete", "virtualmachine", NAME, "-n", kv.NS, "--ignore-not-found",
+                   check=False)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or passed != len(chosen) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
