@@ -838,6 +838,9 @@ func (s *standin) vmiStatus(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	} else {
 		setVMICond(vmi, v1.VirtualMachineInstanceReady, k8sv1.ConditionFalse, "DomainNotRunning", "the lab's domain "+dom+" is not running")
 	}
+	// the lab's migrations are skipped, and KubeVirt counts a VM with a virtio-mem device and no
+	// host devices as migratable (CAPK copies this condition to its KubevirtMachine)
+	setVMICond(vmi, v1.VirtualMachineInstanceIsMigratable, k8sv1.ConditionTrue, "", "")
 	if l.agent {
 		setVMICond(vmi, v1.VirtualMachineInstanceAgentConnected, k8sv1.ConditionTrue, "", "")
 	} else {
@@ -853,6 +856,11 @@ func (s *standin) vmiStatus(ctx context.Context, vmi *v1.VirtualMachineInstance,
 			"guestRequested": d.Memory.Guest.String(),
 		},
 		"conditions": vmiCondJSON(vmi.Status.Conditions),
+		// the lab guest has no network: one interface with a loopback address, because CAPK
+		// waits for status.interfaces[0].ipAddress before it marks its KubevirtMachine ready
+		// (nothing dials it)
+		"interfaces": []any{map[string]any{"name": "default", "ipAddress": "127.0.0.1",
+			"ipAddresses": []any{"127.0.0.1"}, "infoSource": "domain"}},
 	}
 	if l.running && perSocket > 0 {
 		st["currentCPUTopology"] = map[string]any{"sockets": l.vcpus / perSocket, "cores": d.CPU.Cores, "threads": d.CPU.Threads}
