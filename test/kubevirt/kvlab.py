@@ -43,6 +43,83 @@ def vm(name, ns=NS, guest="1Gi", max_guest="3Gi", sockets=1, max_sockets=4, core
                                                       "devices": {}}}}}}
 
 
+INFRA = "infrastructure.cluster.x-k8s.io/v1alpha1"
+
+
+def capk_cluster(ns, name, cp_guest="1Gi"):
+    """A CAPI Cluster (v1beta2) on a KubevirtCluster, with one control-plane Machine of its own
+    on a KubevirtMachine (CAPI counts a Cluster without a controlPlaneRef as initialized once
+    a control-plane Machine has a Node; the stand-in registers the Node of each CAPK VM), the
+    lab's kubeconfig as the workload cluster's (the same API server) and bootstrap data from
+    the CAPI lab's LabBootstrapConfig kind (its provider writes the Secret)."""
+    boot = "bootstrap.cluster.x-k8s.io/v1alpha1"
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": "v1", "kind": "Secret", "type": "cluster.x-k8s.io/secret",
+         "metadata": {"name": name + "-kubeconfig", "namespace": ns,
+                      "labels": {"cluster.x-k8s.io/cluster-name": name}},
+         "stringData": {"value": open(os.environ["KUBECONFIG"]).read()}},
+        {"apiVersion": INFRA, "kind": "KubevirtCluster", "metadata": {"name": name, "namespace": ns},
+         "spec": {"controlPlaneServiceTemplate": {"spec": {"type": "ClusterIP"}}}},
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+         "metadata": {"name": name, "namespace": ns},
+         "spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                        "kind": "KubevirtCluster", "name": name}}},
+        {"apiVersion": boot, "kind": "LabBootstrapConfig", "metadata": {"name": name + "-cp", "namespace": ns},
+         "spec": {"data": "#!/bin/sh\n# the lab guest needs none\n"}},
+        {"apiVersion": boot, "kind": "LabBootstrapConfigTemplate", "metadata": {"name": "boot", "namespace": ns},
+         "spec": {"template": {"spec": {"data": "#!/bin/sh\n# the lab guest needs none\n"}}}},
+        {"apiVersion": INFRA, "kind": "KubevirtMachine", "metadata": {"name": name + "-cp", "namespace": ns},
+         "spec": capk_machine_spec(name + "-cp", cp_guest)},
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+         "metadata": {"name": name + "-cp", "namespace": ns,
+                      "labels": {"cluster.x-k8s.io/control-plane": ""}},
+         "spec": {"clusterName": name, "version": "v1.36.3",
+                  "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                                              "kind": "LabBootstrapConfig", "name": name + "-cp"}},
+                  "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                        "kind": "KubevirtMachine", "name": name + "-cp"}}},
+    ]
+
+
+def capk_machine_spec(name, guest="1Gi", max_guest="3Gi", sockets=1, max_sockets=4, cores=1):
+    """a KubevirtMachine's spec: CAPK's virtualMachineTemplate (KubeVirt's VM spec), no SSH
+    bootstrap check (the lab guest has no network)"""
+    t = vm(name, guest=guest, max_guest=max_guest, sockets=sockets, max_sockets=max_sockets,
+           cores=cores)
+    return {"virtualMachineTemplate": {"spec": t["spec"]},
+            "virtualMachineBootstrapCheck": {"checkStrategy": "none"}}
+
+
+def capk_machine_deployment(ns, cluster, name, template, replicas=1):
+    labels = {"cluster.x-k8s.io/cluster-name": cluster, "lab.hvupdater.io/md": name}
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterName": cluster, "replicas": replicas,
+                     "selector": {"matchLabels": labels},
+                     "rollout": {"strategy": {"type": "RollingUpdate",
+                                              "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"clusterName": cluster, "version": "v1.36.3",
+                                           "bootstrap": {"configRef": {
+                                               "apiGroup": "bootstrap.cluster.x-k8s.io",
+                                               "kind": "LabBootstrapConfigTemplate", "name": "boot"}},
+                                           "infrastructureRef": {
+                                               "apiGroup": "infrastructure.cluster.x-k8s.io",
+                                               "kind": "KubevirtMachineTemplate", "name": template}}}}}
+
+
+def capk_template(ns, name, **kw):
+    spec = capk_machine_spec("unused", **kw)
+    return {"apiVersion": INFRA, "kind": "KubevirtMachineTemplate", "metadata": {"name": name, "namespace": ns},
+            "spec": {"template": {"spec": spec}}}
+
+
+def apply(objs):
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+
+
 def kubectl(*args, stdin=None, check=True):
     p = subprocess.run([os.path.join(BIN, "kubectl")] + list(args), input=stdin,
                        capture_output=True, text=True)

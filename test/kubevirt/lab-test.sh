@@ -9,7 +9,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 exec 9>/tmp/hv-lab.lock
 flock 9
 t0=$(date +%s)
-if env=$(HV_BUILD=${HV_BUILD:-$ROOT/build} "$HERE/up.sh"); then
+if env=$(HV_BUILD=${HV_BUILD:-$ROOT/build} "$HERE/up.sh" --capk); then
     eval "$env"
     /usr/bin/python3 "$HERE/kubevirt_lab_test.py" "$@"
     rc=$?

@@ -10,7 +10,11 @@
 # State: $HV_KUBEVIRT_STATE (/run/hvupdater-kubevirt); the stand-in's HTTPS port:
 # $HV_CAPI_PORT_BASE (17000) + 450. HV_KUBEVIRT_MIGRATION_DELAY: how long the stand-in's
 # skipped migration of a live update takes (Go duration, default 2s).
-# Usage: up.sh    stdout: export lines (the CAPI lab's and HV_KUBEVIRT_*)
+# Usage: up.sh          stdout: export lines (the CAPI lab's and HV_KUBEVIRT_*)
+#        up.sh --capk   as well: CAPK's controller (capk/build.sh: CAPK v0.1.10 with its own
+#                       go.mod), its CRDs labelled for CAPI's v1beta1 contract and its
+#                       KubevirtMachineTemplate webhook; prints HV_KUBEVIRT_CAPK=1 too
+#                       (ports: base +451 webhooks, +452 health)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -33,12 +37,15 @@ bare() { # a daemon keeps no inherited descriptor but 0-2 (the caller's flock mu
 }
 alive() { [ -s "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
 
-[ $# = 0 ] || die "usage: $0"
+CAPK=0
+[ "${1:-}" = --capk ] && { CAPK=1; shift; }
+[ $# = 0 ] || die "usage: $0 [--capk]"
 [ "$(id -u)" = 0 ] || die "must run as root (the QEMU lab's privileged libvirtd)"
 alive standin && die "a KubeVirt lab is already running ($STATE): down.sh first"
 
 T0=$(date +%s%N)
 BIN=$("$HERE/build.sh") # before the CAPI lab: a cold build is the slow part
+[ "$CAPK" = 0 ] || CAPK_BIN=$("$HERE/capk/build.sh")
 capi_env=$("$ROOT/test/capi/up.sh")
 eval "$capi_env"
 K() { "$HV_CAPI_BIN/kubectl" "$@"; }
@@ -111,6 +118,41 @@ $(tail -20 "$STATE/standin.log")"
 done
 K get --raw /apis/subresources.kubevirt.io/v1 >/dev/null ||
     die "the aggregator does not reach the stand-in: $(K get apiservice v1.subresources.kubevirt.io -o jsonpath='{.status.conditions}')"
+# --- CAPK (--capk): its CRDs with the label CAPI reads a provider's contract from (CAPK's
+# config/crd kustomization adds cluster.x-k8s.io/v1beta1: v1alpha1), its manager on the CAPI
+# lab's webhook certificate (127.0.0.1, the webhook CA), its webhook pointed at it
+if [ "$CAPK" = 1 ]; then
+    log "CAPK"
+    for f in "$CAPK_BIN"/capk-config/crd/*.yaml; do
+        K apply --server-side -f "$f" >/dev/null
+        K label --overwrite -f "$f" cluster.x-k8s.io/v1beta1=v1alpha1 cluster.x-k8s.io/provider=kubevirt >/dev/null
+    done
+    K create namespace capk-system >/dev/null
+    (bare setsid env KUBECONFIG="$KUBECONFIG" "$CAPK_BIN/capk-manager" --leader-elect=false \
+        --webhook-port $((BASE + 451)) --webhook-cert-dir "$HV_CAPI_STATE/webhook-certs" \
+        --health-addr "127.0.0.1:$((BASE + 452))" --metrics-bind-addr 0 \
+        </dev/null >>"$STATE/capk-manager.log" 2>&1) &
+    echo $! >"$STATE/capk-manager.pid"
+    for ((i = 0; i < WAIT_S * 10; i++)); do
+        curl -sf "http://127.0.0.1:$((BASE + 452))/readyz" >/dev/null 2>&1 && break
+        alive capk-manager || die "capk-manager exited; log tail:
+$(tail -20 "$STATE/capk-manager.log")"
+        sleep 0.1
+    done
+    curl -sf "http://127.0.0.1:$((BASE + 452))/readyz" >/dev/null || die "capk-manager not ready"
+    python3 - "$CAPK_BIN/capk-config/webhook.yaml" "https://127.0.0.1:$((BASE + 451))" "$PKI/webhook-ca.crt" <<'PY' |
+import base64, json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ca = base64.b64encode(open(sys.argv[3], "rb").read()).decode()
+for d in docs:
+    d["metadata"] = {"name": "capk-" + d["metadata"]["name"]}
+    for w in d["webhooks"]:
+        path = w["clientConfig"]["service"]["path"]
+        w["clientConfig"] = {"url": sys.argv[2] + path, "caBundle": ca}
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+PY
+        K apply --server-side -f - >/dev/null
+fi
 log "up in $((($(date +%s%N) - T0) / 1000000)) ms (the CAPI lab included)"
 
 echo "$capi_env"
@@ -120,3 +162,4 @@ echo "export HV_KUBEVIRT_FAULTS=$STATE/faults"
 echo "export HV_KUBEVIRT_STANDIN_LOG=$STATE/standin.log"
 echo "export HV_KUBEVIRT_CRDS=$HERE/crds/kubevirt-crds.yaml"
 echo "export HV_KUBEVIRT_DOMAIN_PREFIX=hvt-kv-"
+[ "$CAPK" = 0 ] || echo "export HV_KUBEVIRT_CAPK=1"

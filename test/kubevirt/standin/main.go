@@ -74,10 +74,15 @@ import (
 )
 
 var (
-	vmGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
-	vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	kvGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "kubevirts"}
+	vmGVR   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	vmiGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	kvGVR   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "kubevirts"}
+	nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 )
+
+// clusterLabel on a VM (CAPK sets it): its guest is a node of that workload cluster, and the
+// stand-in keeps the Node its kubelet would register (same API server: the lab has no kubelet)
+const clusterLabel = "cluster.x-k8s.io/cluster-name"
 
 const (
 	annDomain   = "lab.hvupdater.io/domain"
@@ -96,7 +101,7 @@ type standin struct {
 	guestDir string
 	faults   string
 	delay    time.Duration
-	mu       sync.Mutex // one pass at a time; the HTTP handler reads VMs on its own
+	mu       sync.Mutex        // one pass at a time; the HTTP handler reads VMs on its own
 	keep     map[string]bool   // domains of the VMIs this pass kept or made
 	lastErr  map[string]string // by VM: the last error logged (each error once)
 }
@@ -274,6 +279,9 @@ func (s *standin) pass(ctx context.Context) {
 		if !wanted[key] {
 			log.Printf("standin: VM %s gone: removing its VMI and domain", key)
 			s.removeVMI(ctx, vmi)
+			if vmi.Labels[clusterLabel] != "" {
+				s.removeNode(ctx, vmi.Name)
+			}
 		}
 	}
 	doms, err := s.virshOut("list", "--all", "--name")
@@ -368,6 +376,11 @@ func (s *standin) syncVM(ctx context.Context, conf kvConfig, vm *v1.VirtualMachi
 	if err := s.vmiStatus(ctx, vmi, vmiOrig); err != nil {
 		return err
 	}
+	if vm.Labels[clusterLabel] != "" {
+		if err := s.node(ctx, vm, vmi); err != nil {
+			return err
+		}
+	}
 	return s.vmStatus(ctx, vm, vmOrig, vmi, restart)
 }
 
@@ -423,6 +436,18 @@ func vmiSpec(conf kvConfig, vm *v1.VirtualMachine) (v1.VirtualMachineInstanceSpe
 	return spec, nil
 }
 
+// vmiLabels: the template's labels (KubeVirt copies the template's metadata), the node's
+func vmiLabels(vm *v1.VirtualMachine) map[string]string {
+	l := map[string]string{}
+	if vm.Spec.Template != nil {
+		for k, v := range vm.Spec.Template.ObjectMeta.Labels {
+			l[k] = v
+		}
+	}
+	l["kubevirt.io/nodeName"] = nodeName
+	return l
+}
+
 func (s *standin) startVMI(ctx context.Context, conf kvConfig, vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	key := vm.Namespace + "/" + vm.Name
 	spec, err := vmiSpec(conf, vm)
@@ -436,7 +461,7 @@ func (s *standin) startVMI(ctx context.Context, conf kvConfig, vm *v1.VirtualMac
 		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: vm.Name, Namespace: vm.Namespace,
-			Labels:      map[string]string{"kubevirt.io/nodeName": nodeName, "vm.kubevirt.io/name": vm.Name},
+			Labels: vmiLabels(vm),
 			Annotations: map[string]string{annDomain: dom, annBoot: string(boot),
 				annGen: strconv.FormatInt(vm.Generation, 10)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine",
@@ -988,6 +1013,51 @@ func (s *standin) patch(ctx context.Context, gvr schema.GroupVersionResource, ns
 		return fmt.Errorf("patch %s %s/%s %s: %v", gvr.Resource, ns, name, sub, err)
 	}
 	return nil
+}
+
+// node keeps the Node of a CAPK VM's guest, named as the VM (CAPK looks it up by its
+// KubevirtMachine's name and sets its providerID, as no KubeVirt cloud provider runs), Ready
+// while the VMI is; the providerID is left to CAPK.
+func (s *standin) node(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
+	ready := "False"
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == v1.VirtualMachineInstanceReady && c.Status == k8sv1.ConditionTrue {
+			ready = "True"
+		}
+	}
+	nodes := s.dyn.Resource(nodeGVR)
+	n, err := nodes.Get(ctx, vm.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]any{"name": vm.Name, "labels": map[string]any{
+				"kubernetes.io/hostname": vm.Name, "lab.hvupdater.io/kubevirt-vm": vm.Namespace + "." + vm.Name}}}}
+		if n, err = nodes.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create Node %s: %v", vm.Name, err)
+		}
+		log.Printf("standin: VM %s/%s: Node %s registered (as its guest's kubelet would)", vm.Namespace, vm.Name, vm.Name)
+	} else if err != nil {
+		return err
+	}
+	conds, _, _ := unstructured.NestedSlice(n.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == ready {
+			return nil
+		}
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	st := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+		"type": "Ready", "status": ready, "reason": "StandIn", "message": "the KubeVirt lab's VMI " + vmi.Name,
+		"lastHeartbeatTime": now, "lastTransitionTime": now}}}}
+	raw, _ := json.Marshal(st)
+	_, err = nodes.Patch(ctx, vm.Name, types.MergePatchType, raw, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func (s *standin) removeNode(ctx context.Context, name string) {
+	err := s.dyn.Resource(nodeGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil {
+		log.Printf("standin: Node %s deleted (its VM is gone)", name)
+	}
 }
 
 // --- virsh
