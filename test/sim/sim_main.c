@@ -4,7 +4,9 @@
  *   sim_main [--from N] [--seeds COUNT] [--steps N] [--seed N --trace] [--quiet]
  * --trace-hash prints one line per run, "trace SEED LINES HASH", the count and FNV-1a 64 hash
  * of its trace lines (every step, call, answer, act and operation-record write, stamped with
- * the simulated clock only): test/sim/trace-identity.sh compares two engines by them. */
+ * the simulated clock only): test/sim/trace-identity.sh compares two engines by them.
+ * --first-break stops at the first run that breaks an invariant (the mutation runner,
+ * test/sim/mutations/run.py, only needs to know that one does, and which). */
 #include "sim.h"
 
 #include <stdbool.h>
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
     struct sim_opts o;
     sim_opts_default(&o);
     uint64_t from = 1, count = 100;
+    bool first_break = false;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
         if (!strcmp(a, "--from") && v) {
@@ -82,12 +85,14 @@ int main(int argc, char **argv)
             o.strict = true;
         } else if (!strcmp(a, "--quiet")) {
             o.quiet = true;
+        } else if (!strcmp(a, "--first-break")) {
+            first_break = true;
         } else if (!strcmp(a, "--trace-hash")) {
             o.trace_hash = true;
         } else {
             fprintf(stderr,
                     "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
-                    "[--strict] [--trace] [--trace-hash] [--quiet]\n",
+                    "[--strict] [--trace] [--trace-hash] [--first-break] [--quiet]\n",
                     argv[0]);
             return 2;
         }
@@ -95,8 +100,10 @@ int main(int argc, char **argv)
     double t0 = now_s();
     long steps = 0, checks = 0, calls = 0, passes = 0, faults = 0, dones = 0, fails = 0;
     int broken = 0, known_runs = 0, skipped_runs = 0, stale_skips = 0;
+    uint64_t ran = 0;
     for (uint64_t seed = from; seed < from + count; seed++) {
         struct sim_result r;
+        ran++;
         o.seed = seed;
         bool skip = skipped(seed);
         bool quiet = o.quiet;
@@ -129,13 +136,15 @@ int main(int argc, char **argv)
         faults += r.faults;
         dones += r.dones;
         fails += r.failures;
+        if (first_break && broken)
+            break;
     }
     double dt = now_s() - t0;
     printf(
         "sim: %llu runs, %ld steps, %ld invariant checks, %ld hook calls (%ld done, %ld "
         "Failure), %ld engine passes, %ld faults; %d runs broke an invariant, %d runs met a known "
         "open issue; %.2f s (%.0f steps/s)\n",
-        (unsigned long long)count, steps, checks, calls, dones, fails, passes, faults, broken,
+        (unsigned long long)ran, steps, checks, calls, dones, fails, passes, faults, broken,
         known_runs, dt, dt > 0 ? (double)steps / dt : 0.0);
     if (n_skips)
         printf("sim: %d listed open seeds still break (skipped), %d no longer do\n", skipped_runs,
