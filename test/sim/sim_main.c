@@ -100,6 +100,7 @@ int main(int argc, char **argv)
     double t0 = now_s();
     long steps = 0, checks = 0, calls = 0, passes = 0, faults = 0, dones = 0, fails = 0;
     int broken = 0, known_runs = 0, skipped_runs = 0, stale_skips = 0;
+    long judged = 0, excused[SIM_CAUSES] = {0};
     uint64_t ran = 0;
     for (uint64_t seed = from; seed < from + count; seed++) {
         struct sim_result r;
@@ -136,6 +137,16 @@ int main(int argc, char **argv)
         faults += r.faults;
         dones += r.dones;
         fails += r.failures;
+        judged += r.fail_judged;
+        for (int k = 0; k < SIM_CAUSES; k++)
+            excused[k] += r.fail_excused[k];
+        if (o.trace || count <= 20) { /* per run: how each Failure was judged */
+            printf("seed %llu: %ld Failures judged", (unsigned long long)seed, r.fail_judged);
+            for (int k = 0; k < SIM_CAUSES; k++)
+                if (r.fail_excused[k])
+                    printf(", %ld excused (%s)", r.fail_excused[k], sim_cause_name(k));
+            printf("\n");
+        }
         if (first_break && broken)
             break;
     }
@@ -146,6 +157,9 @@ int main(int argc, char **argv)
         "open issue; %.2f s (%.0f steps/s)\n",
         (unsigned long long)ran, steps, checks, calls, dones, fails, passes, faults, broken,
         known_runs, dt, dt > 0 ? (double)steps / dt : 0.0);
+    printf("sim: Failures: %ld judged;", judged);
+    for (int k = 0; k < SIM_CAUSES; k++)
+        printf(" %s %ld%s", sim_cause_name(k), excused[k], k + 1 < SIM_CAUSES ? "," : "\n");
     if (n_skips)
         printf("sim: %d listed open seeds still break (skipped), %d no longer do\n", skipped_runs,
                stale_skips);
