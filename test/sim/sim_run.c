@@ -433,7 +433,9 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     if (strstr(msg, "powered on again before hvupdater could reconfigure"))
         return v->op_on_ms >= can_ms ? CAUSE_OPERATOR : -1;
     if (strstr(msg, "no guest tools running"))
-        return !v->agent || v->power_on_ms >= can_ms ? CAUSE_NO_TOOLS : -1;
+        /* (the tools stopped since the CanUpdateMachine: a guest booting after a power-on, or
+         * the operator's doing; a VM without them then was CanUpdateMachine's to refuse) */
+        return v->power_on_ms >= can_ms || v->op_change_ms >= can_ms ? CAUSE_NO_TOOLS : -1;
     if (strstr(msg, "did not complete within")) {
         if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
             return CAUSE_DELAYED;
