@@ -426,9 +426,9 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     }
     if (strstr(msg, "the guest did not show") || strstr(msg, "did not take it")) {
         bool mem = c->op.want.memory_mib >= 0;
-        return (mem && (!v->onlines || v->reserve_boot_ms >= can_ms || v->stats_bad_ms >= can_ms))
-                   ? CAUSE_NOT_TAKEN
-                   : -1;
+        /* (statistics that stopped are no cause: the guest cannot tell then, and only
+         * Required fails for that, with its own message) */
+        return (mem && (!v->onlines || v->reserve_boot_ms >= can_ms)) ? CAUSE_NOT_TAKEN : -1;
     }
     if (strstr(msg, "powered on again before hvupdater could reconfigure"))
         return v->op_on_ms >= can_ms ? CAUSE_OPERATOR : -1;

@@ -614,11 +614,19 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         for (int f = 0; f < HV_F_COUNT; f++)
             if (!strcmp(r.plan[f], "cold"))
                 live_op = false;
+        /* (statistics that stopped tell nothing newer than their last report: a guest whose
+         * report from after the live step shows the memory not online yet is a reason; one
+         * whose report is older than the step, or absent, is none: the guest cannot tell, and
+         * only guestVerification Required fails for that, no power cycle) */
+        bool stale_tells = v->stats == 1 && v->stale.mem_view == HV_GV_SEEN &&
+                           v->stale.mem_at > s->unix0 + v->step_ok_ms / 1000;
         if (live_op && v->power == HV_POWER_ON && sim_hw_shows(v, &r.desired) &&
-            sim_guest_shows(v, &r.desired) && booted(s, v) && v->stats == 0 &&
+            sim_guest_shows(v, &r.desired) && booted(s, v) && !stale_tells &&
             (r.desired.cpus < 0 || v->agent))
             sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows%s", v->name,
-                      v->reserve > 100 ? " (the guest reserves memory at boot)" : "");
+                      v->reserve > 100 ? " (the guest reserves memory at boot)"
+                      : v->stats != 0  ? " (its statistics tell nothing newer than the step)"
+                                       : "");
     }
     if (v->cycling)
         return;
