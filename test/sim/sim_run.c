@@ -430,6 +430,10 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
          * Required fails for that, with its own message) */
         return (mem && (!v->onlines || v->reserve_boot_ms >= can_ms)) ? CAUSE_NOT_TAKEN : -1;
     }
+    /* a live change the guest did not take, whose fallback power cycle the VM cannot have (a
+     * transient domain): the guest's fault, named by the refusal */
+    if (strstr(msg, "cannot power-cycle the VM"))
+        return c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
     if (strstr(msg, "powered on again before hvupdater could reconfigure"))
         return v->op_on_ms >= can_ms ? CAUSE_OPERATOR : -1;
     if (strstr(msg, "no guest tools running"))
