@@ -140,7 +140,7 @@ int main(int argc, char **argv)
         judged += r.fail_judged;
         for (int k = 0; k < SIM_CAUSES; k++)
             excused[k] += r.fail_excused[k];
-        if (o.trace || count <= 20) { /* per run: how each Failure was judged */
+        if (o.trace || (count <= 20 && !o.trace_hash)) { /* per run: each Failure's judgement */
             printf("seed %llu: %ld Failures judged", (unsigned long long)seed, r.fail_judged);
             for (int k = 0; k < SIM_CAUSES; k++)
                 if (r.fail_excused[k])
