@@ -232,6 +232,9 @@ struct sim_opts {
     bool trace;      /* print every step as it happens */
     bool strict;     /* breaks an open issue already names count as failures too */
     bool trace_hash; /* fold every trace line into r.trace_hash (trace-identity.sh) */
+    /* a scripted scenario (sim_run.c "scripted scenarios"): its world and a table of calls,
+     * faults and engine runs at fixed times instead of the seeded choices */
+    const char *script;
 };
 
 struct sim_result {
@@ -291,8 +294,10 @@ int sim_range(struct sim *s, int lo, int hi); /* lo..hi inclusive */
 bool sim_chance(struct sim *s, int permille);
 void sim_note(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_world_init(struct sim *s);
-void sim_world_tick(struct sim *s);     /* VM transitions now due */
-void sim_world_fault(struct sim *s);    /* inject one random fault or operator change */
+void sim_world_tick(struct sim *s);  /* VM transitions now due */
+void sim_world_fault(struct sim *s); /* inject one random fault or operator change */
+/* fault or operator change kind (0..21, sim_world.c) on VM k (a scripted scenario's) */
+void sim_world_fault_on(struct sim *s, int k, int kind);
 void sim_deliver_events(struct sim *s); /* ops->watch reports */
 void sim_backend_init(struct sim *s, struct sim_replica *r);
 bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);

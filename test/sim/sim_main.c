@@ -5,6 +5,8 @@
  * --trace-hash prints one line per run, "trace SEED LINES HASH", the count and FNV-1a 64 hash
  * of its trace lines (every step, call, answer, act and operation-record write, stamped with
  * the simulated clock only): test/sim/trace-identity.sh compares two engines by them.
+ * --script F runs the scripted scenario F (sim_run.c "scripted scenarios": its world and its table
+ * of calls, faults and engine runs at fixed times) once, from --seed (default 1).
  * --first-break stops at the first run that breaks an invariant (the mutation runner,
  * test/sim/mutations/run.py, only needs to know that one does, and which). */
 #include "sim.h"
@@ -85,6 +87,10 @@ int main(int argc, char **argv)
             o.strict = true;
         } else if (!strcmp(a, "--quiet")) {
             o.quiet = true;
+        } else if (!strcmp(a, "--script") && v) {
+            o.script = v;
+            count = 1;
+            k++;
         } else if (!strcmp(a, "--first-break")) {
             first_break = true;
         } else if (!strcmp(a, "--trace-hash")) {
@@ -92,7 +98,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
-                    "[--strict] [--trace] [--trace-hash] [--first-break] [--quiet]\n",
+                    "[--strict] [--trace] [--trace-hash] [--first-break] [--script F] [--quiet]\n",
                     argv[0]);
             return 2;
         }

@@ -1080,6 +1080,179 @@ static void on_abort(int sig)
     raise(SIGABRT);
 }
 
+/* ---- scripted scenarios (issue 26 item 4) ---------------------------------------------------
+ * A regression test that pins its schedule (`sim_main --script FILE`), one line each:
+ *   world [hosts=N] [replicas=N] [cap=N] [cap_host=N] [record_in_step=0|1]
+ *   vm K [host=H] [power=on|off] [mem=MiB] [cpus=N] [maxmem=MiB] [maxcpus=N] [agent=0|1]
+ *        [stats=0|1|2] [acpi=0|1]
+ *   at SECONDS can K mem=MiB cpus=N settings=POWERCYCLE/POWEROFFMODE/GUESTVERIFICATION/LIVE/
+ *        SHUTDOWN/DEADLINE [replica=R]       (CanUpdateMachine; UpdateMachine calls follow)
+ *   at SECONDS update K                      (one UpdateMachine call)
+ *   at SECONDS run                           (every replica runs its due passes)
+ *   at SECONDS events                        (the hypervisor's change events are delivered)
+ *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
+ *   at SECONDS restart R
+ * Times are the simulated clock, in order; the world ticks (guests boot, shut down, online
+ * memory) as the clock moves to each. Nothing else happens: no seeded call, fault or pass.
+ * After the table, the run ends as every run does (CAPI stops, faults heal, the engines go
+ * idle) and the invariants are checked throughout. */
+static const char *const fault_names[22] = {
+    "host-dies",   "host-stalls",  "host-is-back", "pauses",        "suspended",  "resumed",
+    "halts",       "pauses-after", "refuses",      "restore-fails", "no-online",  "reserves",
+    "stats-stale", "stats-absent", "stats-fresh",  "acpi-toggle",   "disk-stuck", "op-config",
+    "op-power",    "clear-record", "busy",         "call-failures"};
+
+static const char *kv(const char *line, const char *key, char *out, size_t cap)
+{
+    char pat[40];
+    snprintf(pat, sizeof(pat), " %s=", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    size_t n = strcspn(p, " \t\n");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+static long kvl(const char *line, const char *key, long def)
+{
+    char b[64];
+    return kv(line, key, b, sizeof(b)) ? strtol(b, NULL, 10) : def;
+}
+
+/* The world lines of the script, applied to the seeded world (which they replace). */
+static int script_world(struct sim *s, FILE *f)
+{
+    char line[512];
+    int vms = 0;
+    rewind(f);
+    while (fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, "world", 5)) {
+            s->n_hosts = (int)kvl(line, "hosts", 1);
+            s->n_reps = (int)kvl(line, "replicas", 1);
+            s->ecfg.max_power_cycles = (int)kvl(line, "cap", 1);
+            s->ecfg.max_power_cycles_per_host = (int)kvl(line, "cap_host", 1);
+            s->record_in_step = kvl(line, "record_in_step", 0) != 0;
+        } else if (!strncmp(line, "vm ", 3)) {
+            int k = atoi(line + 3);
+            if (k < 0 || k >= SIM_MAX_VMS)
+                return -1;
+            struct sim_vm *v = &s->vms[k];
+            memset(v, 0, sizeof(*v));
+            snprintf(v->name, sizeof(v->name), "vm%d", k);
+            char b[16];
+            v->host = (int)kvl(line, "host", 0);
+            v->exists = true;
+            v->power =
+                kv(line, "power", b, sizeof(b)) && !strcmp(b, "off") ? HV_POWER_OFF : HV_POWER_ON;
+            v->config.memory_mib = kvl(line, "mem", 2048);
+            v->config.cpus = (int)kvl(line, "cpus", 2);
+            v->config.cores_per_socket = 1;
+            v->config.disk_mib = 10240;
+            v->live = v->config;
+            v->max_live_mem = kvl(line, "maxmem", v->config.memory_mib);
+            v->max_live_cpus = (int)kvl(line, "maxcpus", v->config.cpus);
+            v->disk_grows = true;
+            v->agent = kvl(line, "agent", 1) != 0;
+            v->stats = (int)kvl(line, "stats", 0);
+            v->guest_mem = v->config.memory_mib;
+            v->guest_cpus = v->config.cpus;
+            v->reserve = 50;
+            v->onlines = true;
+            v->ignores_acpi = kvl(line, "acpi", 1) == 0;
+            v->power0 = v->power;
+            v->config0 = v->config;
+            v->cycle_owner = -1;
+            vms = k + 1 > vms ? k + 1 : vms;
+        }
+    }
+    s->n_vms = vms;
+    s->fail_permille = s->timeout_permille = 0;
+    return vms > 0 && s->n_hosts > 0 && s->n_hosts <= SIM_MAX_HOSTS && s->n_reps > 0 &&
+                   s->n_reps <= SIM_MAX_REPLICAS
+               ? 0
+               : -1;
+}
+
+static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings);
+static void call_update(struct sim *s, int m);
+static void check_step(struct sim *s, bool calling);
+static void run_engines(struct sim *s, int max_each);
+
+/* The table of the script, in order. */
+static int script_events(struct sim *s, FILE *f)
+{
+    char line[512];
+    rewind(f);
+    while (fgets(line, sizeof(line), f) && !s->r.broken) {
+        double at;
+        char what[32];
+        int k = -1;
+        if (sscanf(line, "at %lf %31s %d", &at, what, &k) < 2)
+            continue;
+        int64_t t = (int64_t)(at * 1000 + 0.5);
+        if (t > s->now_ms)
+            s->now_ms = t;
+        sim_world_tick(s);
+        bool vm_ok = k >= 0 && k < s->n_vms;
+        if (!strcmp(what, "can") && vm_ok) {
+            struct sim_caller *c = &s->callers[k];
+            struct hv_hw want = c->spec;
+            want.memory_mib = kvl(line, "mem", want.memory_mib);
+            want.cpus = (int)kvl(line, "cpus", want.cpus);
+            char st[128], pc[16], pom[16], gc[16];
+            int live = 60, shut = 60, dl = 600;
+            if (!kv(line, "settings", st, sizeof(st)) ||
+                sscanf(st, "%15[^/]/%15[^/]/%15[^/]/%d/%d/%d", pc, pom, gc, &live, &shut, &dl) !=
+                    6) {
+                fprintf(stderr, "sim: bad settings in script line: %s", line);
+                return -1;
+            }
+            c->replica = (int)kvl(line, "replica", -1);
+            snprintf(c->op.settings_json, sizeof(c->op.settings_json),
+                     "{\"powerCycle\":\"%s\",\"powerOffMode\":\"%s\",\"guestVerification\":"
+                     "\"%s\",\"liveTimeoutSeconds\":\"%d\",\"shutdownTimeoutSeconds\":\"%d\","
+                     "\"deadlineSeconds\":\"%d\"}",
+                     pc, pom, gc, live, shut, dl);
+            start_op(s, k, want, true);
+            c->next_ms = INT64_MAX / 2; /* (the script makes the calls) */
+        } else if (!strcmp(what, "update") && vm_ok && s->callers[k].st == C_UPDATING) {
+            call_update(s, k);
+            s->callers[k].next_ms = INT64_MAX / 2;
+            if (s->callers[k].st != C_UPDATING)
+                s->callers[k].st = C_IDLE;
+        } else if (!strcmp(what, "run")) {
+            run_engines(s, 50);
+        } else if (!strcmp(what, "events")) {
+            sim_deliver_events(s);
+        } else if (!strcmp(what, "restart") && k >= 0 && k < s->n_reps) {
+            rep_restart(s, k);
+        } else if (!strcmp(what, "fault") && vm_ok) {
+            char name[32] = "";
+            sscanf(line, "at %*f %*s %*d %31s", name);
+            int kind = -1;
+            for (int j = 0; j < 22; j++)
+                if (!strcmp(name, fault_names[j]))
+                    kind = j;
+            if (kind < 0) {
+                fprintf(stderr, "sim: unknown fault in script line: %s", line);
+                return -1;
+            }
+            sim_world_fault_on(s, k, kind);
+        } else {
+            fprintf(stderr, "sim: cannot run script line: %s", line);
+            return -1;
+        }
+        check_step(s, true);
+        s->step++;
+    }
+    return 0;
+}
+
 bool sim_run(const struct sim_opts *o, struct sim_result *out)
 {
     struct sim *s = calloc(1, sizeof(*s));
@@ -1108,6 +1281,11 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     s->ecfg.entry_idle_ms = IDLE_MS;
     s->ecfg.scan_interval_s = 0; /* the scan at start only: an idle engine has no timer */
     s->n_reps = sim_chance(s, 300) ? 2 : 1;
+    FILE *script = NULL;
+    if (o->script && (!(script = fopen(o->script, "r")) || script_world(s, script) < 0)) {
+        fprintf(stderr, "sim: cannot read the scenario %s\n", o->script);
+        exit(2);
+    }
     for (int r = 0; r < s->n_reps; r++)
         rep_start(s, r);
     int fault_permille = sim_range(s, 0, 60);
@@ -1125,7 +1303,17 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
              s->ecfg.max_power_cycles_per_host, s->fail_permille, s->timeout_permille,
              s->record_in_step, fault_permille);
 
-    for (s->step = 0; s->step < o->steps && !s->r.broken; s->step++) {
+    if (script) {
+        for (int m = 0; m < s->n_vms; m++) {
+            s->callers[m].replica = -1;
+            s->callers[m].next_ms = INT64_MAX / 2;
+        }
+        s->step = 0;
+        if (script_events(s, script) < 0)
+            exit(2);
+        fclose(script);
+    }
+    for (s->step = script ? s->step : 0; !script && s->step < o->steps && !s->r.broken; s->step++) {
         bool due = false;
         for (int m = 0; m < s->n_vms; m++)
             due |= s->callers[m].st != C_STOPPED && s->callers[m].next_ms <= s->now_ms;

@@ -1091,9 +1091,14 @@ void sim_world_tick(struct sim *s)
 void sim_world_fault(struct sim *s)
 {
     int k = sim_range(s, 0, s->n_vms - 1);
+    int kind = sim_range(s, 0, 21);
+    sim_world_fault_on(s, k, kind);
+}
+
+void sim_world_fault_on(struct sim *s, int k, int kind)
+{
     struct sim_vm *v = &s->vms[k];
     struct sim_host *h = &s->hosts[v->host];
-    int kind = sim_range(s, 0, 21);
     s->r.faults++;
     if (kind <= 2) { /* hosts */
         if (kind == 0)
