@@ -544,17 +544,18 @@ static void cycle_carrier(struct sim_vm *w, int *rep, int *gen)
 
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
 {
-    if (!w->exists || !w->cycling || (w != v && w->power == HV_POWER_PAUSED))
+    bool other = w != v; /* (v NULL: none is v) */
+    if (!w->exists || !w->cycling || (other && w->power == HV_POWER_PAUSED))
         return false;
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
-    if (w != v && sim_start_given_up(s, w))
+    if (other && sim_start_given_up(s, w))
         return false;
-    if (w != v && w->resumed_ms && s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS &&
+    if (other && w->resumed_ms && s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS &&
         w->cycle_owner >= 0 && w->cycle_owner < s->n_reps &&
         w->look_ms[w->cycle_owner] < w->resumed_ms)
         return false;
-    if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
+    if (other && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
         return false;
     return true;
 }
