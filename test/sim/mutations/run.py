@@ -19,6 +19,9 @@ Header fields:
   Guards:    NAME:SEED[:STEPS] (repeatable, comma-separated): sim.regression.NAME must break
              under this mutant (a regression seed re-verified against its fix: issue 26 item 4)
 
+A patch that no longer applies as a diff (its code moved to another file of src/engine, or
+its context changed) is applied by its text: each hunk where its changed lines, with as much
+of their context as still matches, occur exactly once in src/engine; it is named for a refresh.
 Fails (exit 1) when a patch no longer applies (named: the engine moved; refresh the patch),
 a mutant does not build, a mutant expected caught is not, or a Guards seed passes.
   run.py --source SRC --build BUILD [--only NAME[,NAME]] [--seeds N] [--keep]
@@ -85,6 +88,59 @@ def patched_files(patch):
     return files
 
 
+def hunks(patch):
+    """Each hunk of the diff as a list of (tag, line): tag ' ', '-' or '+'."""
+    out = []
+    cur = None
+    with open(patch) as f:
+        for line in f:
+            if line.startswith('@@'):
+                cur = []
+                out.append(cur)
+            elif line.startswith(('--- ', '+++ ')):
+                cur = None
+            elif cur is not None and line[:1] in (' ', '-', '+'):
+                cur.append((line[0], line[1:]))
+    return out
+
+
+def trim(hunk, before, after):
+    """The hunk's old and new text with at most before/after lines of context."""
+    first = next(i for i, (t, _) in enumerate(hunk) if t != ' ')
+    last = max(i for i, (t, _) in enumerate(hunk) if t != ' ')
+    part = hunk[max(0, first - before):last + after + 1]
+    return (''.join(l for t, l in part if t in ' -'), ''.join(l for t, l in part if t in ' +'))
+
+
+def apply_by_text(patch, engine):
+    """Applies each hunk where its text occurs exactly once in src/engine (with as much of its
+    context as still matches, down to the changed lines alone); returns the files changed, or
+    (None, why)."""
+    texts = {f: open(os.path.join(engine, f)).read() for f in os.listdir(engine)
+             if f.endswith(('.c', '.h'))}
+    changed = []
+    for h in hunks(patch):
+        done = False
+        n = len(h)
+        for before, after in sorted(((b, a) for b in range(n + 1) for a in range(n + 1)),
+                                    key=lambda x: -(x[0] + x[1])):
+            old, new = trim(h, before, after)
+            where = [f for f, t in texts.items() if old in t]
+            if len(where) == 1 and texts[where[0]].count(old) == 1:
+                f = where[0]
+                texts[f] = texts[f].replace(old, new)
+                if f not in changed:
+                    changed.append(f)
+                done = True
+                break
+        if not done:
+            return None, 'its changed lines are not in src/engine exactly once'
+    for f in changed:
+        with open(os.path.join(engine, f), 'w') as out:
+            out.write(texts[f])
+    return changed, ''
+
+
 def run(cmd, cwd=None, timeout=None):
     return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=timeout)
@@ -97,12 +153,40 @@ def build_mutant(name, patch, args, cmds, work):
     shutil.rmtree(tree, ignore_errors=True)
     os.makedirs(os.path.join(tree, 'src'))
     shutil.copytree(engine, os.path.join(tree, 'src', 'engine'))
-    r = run(['patch', '-p1', '-F1', '--no-backup-if-mismatch', '-s', '-d', tree, '-i',
-             os.path.abspath(patch)])
+    # "=== alternative" lines separate diffs of the same mutation for other shapes of the
+    # engine (before and after a refactor): the first that applies is taken
+    sections = re.split(r'^=== alternative.*\n', open(patch).read(), flags=re.M)
+    for n, text in enumerate(sections):
+        part = os.path.join(work, '%s.%d.diff' % (name, n))
+        with open(part, 'w') as out:
+            out.write(text)
+        r = run(['patch', '-p1', '-F1', '--no-backup-if-mismatch', '-s', '--dry-run', '-d', tree,
+                 '-i', part])
+        if r.returncode == 0 or n + 1 == len(sections):
+            break
+        moved, _ = apply_by_text(part, os.path.join(tree, 'src', 'engine'))
+        if moved:
+            print('     %-40s applied alternative %d by its text' % (name, n), flush=True)
+            r.returncode = 0
+            patch = None
+            files = moved
+            break
+    if patch is not None:
+        patch = part
+        r = run(['patch', '-p1', '-F1', '--no-backup-if-mismatch', '-s', '-d', tree, '-i', patch])
+        files = patched_files(patch)
     if r.returncode != 0:
-        return None, 'patch no longer applies (refresh it against today\'s src/engine): ' + \
-            r.stdout.strip().replace('\n', '; ')[:300]
-    files = patched_files(patch)
+        # The code may have moved to another file of src/engine unchanged (a split): apply
+        # each hunk by its text where that text is now, if it is there exactly once.
+        shutil.rmtree(os.path.join(tree, 'src', 'engine'))
+        shutil.copytree(engine, os.path.join(tree, 'src', 'engine'))
+        moved, why = apply_by_text(patch, os.path.join(tree, 'src', 'engine'))
+        if moved is None:
+            return None, 'patch no longer applies (refresh it against today\'s src/engine): ' + \
+                r.stdout.strip().replace('\n', '; ')[:200] + '; by its text: ' + why
+        print('     %-40s applied by its text in %s (the diff names %s: refresh it)' %
+              (name, ', '.join(moved), ', '.join(files)), flush=True)
+        files = moved
     if not files:
         return None, 'the patch names no file under src/engine'
     if any(not f.endswith('.c') for f in files):  # a header: every engine source sees it
