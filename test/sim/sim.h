@@ -73,6 +73,7 @@ struct sim_vm {
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
     bool ignores_acpi;
+    bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
      * lost (a guest that heeds the button later does not act on an old one) */
     bool acpi_missed;

@@ -200,6 +200,10 @@ void sim_world_init(struct sim *s)
          * same draw, so no other run of the world changes) */
         if (v->reserve >= 75)
             v->reserve += 192;
+        /* (one agentless VM in five has no ACPI button: nothing can ask its guest to shut
+         * down; from the draws already made, so no other run of the world changes) */
+        v->no_acpi = !v->agent && v->config.disk_mib == 10 * 1024;
+        v->ignores_acpi = v->no_acpi;
         v->onlines = true;
         v->power0 = v->power;
         v->config0 = v->config;
@@ -348,7 +352,7 @@ static void fill_obs(struct sim *s, int k, struct hv_vm_obs *o, bool guest)
     snprintf(o->host, sizeof(o->host), "%s", s->hosts[v->host].name);
     snprintf(o->record, sizeof(o->record), "%s", v->record);
     o->tools_running = v->agent && booted(s, v);
-    o->can_shutdown = v->power == HV_POWER_ON;
+    o->can_shutdown = v->power == HV_POWER_ON && !v->no_acpi;
     o->busy = s->now_ms < v->busy_until;
     if (v->transient)
         snprintf(o->no_power_cycle, sizeof(o->no_power_cycle), TRANSIENT_REASON);
@@ -1206,7 +1210,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         sim_note(s, "fault: %s's statistics fresh again", v->name);
         return;
     case 15:
-        v->ignores_acpi = !v->ignores_acpi;
+        v->ignores_acpi = !v->ignores_acpi || v->no_acpi;
         sim_note(s, "fault: %s's guest %s ACPI", v->name, v->ignores_acpi ? "ignores" : "heeds");
         return;
     case 16:
