@@ -23,6 +23,10 @@
 #define SIM_MAX_HOSTS    3
 #define SIM_MAX_REPLICAS 2
 #define SIM_HIST         64 /* steps of history kept for a report */
+#define SIM_STEP_KINDS   8  /* enum hv_step_kind values (1..7) */
+/* The causes a Failure of a covered change is excused by (sim_run.c failure_cause) */
+#define SIM_CAUSES 12
+enum { SIM_CALL_OBSERVE = 0, SIM_CALL_PLAN, SIM_CALL_WRITE, SIM_CALL_ACT, SIM_CALL_KINDS };
 
 enum sim_inv {
     INV_DONE_SHOWS = 1, /* 1: "done" only when the VM (and the guest, when it can tell) shows it */
@@ -41,6 +45,7 @@ enum sim_inv {
 };
 
 const char *sim_inv_name(enum sim_inv i);
+const char *sim_cause_name(int cause);
 
 /* A VM as the simulated hypervisor holds it. */
 struct sim_vm {
@@ -68,6 +73,7 @@ struct sim_vm {
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
     bool ignores_acpi;
+    bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
      * lost (a guest that heeds the button later does not act on an old one) */
     bool acpi_missed;
@@ -88,6 +94,7 @@ struct sim_vm {
     bool cycling;          /* off (or going off) because of the engine's shutdown/power-off */
     int cycle_owner;       /* replica that issued it */
     int cycle_gen;         /* ... in its life (restarts count up) */
+    int64_t cycle_ms;      /* ... when (its shutdown or power-off was accepted) */
     int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
     int64_t resumed_ms;    /* last time the operator resumed it (0: never) */
@@ -118,6 +125,36 @@ struct sim_vm {
     int64_t foreign_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;
+    /* The world's own log of what happened to the VM, for the cause of a Failure (sim_run.c
+     * failure_cause: each Failure is excused only by a fault that hit the step it is about,
+     * in time; never by the engine's own account) */
+    int act_fails[SIM_STEP_KINDS];       /* failed acts of each step kind in a row */
+    int64_t act_fail_ms[SIM_STEP_KINDS]; /* ... the last one */
+    /* when failures in a row of each step kind last reached the engine's configured
+     * max_step_attempts (the retry window its policy allows) */
+    int64_t act_spent_ms[SIM_STEP_KINDS];
+    int64_t lost_ms[SIM_STEP_KINDS]; /* last step of each kind taken whose answer was lost */
+    int64_t step_ok_ms;              /* last step the hypervisor took (any kind) */
+    /* what the VM showed (running: live, off: its configuration) when the operation its
+     * record holds now began (the first record of that start and desired hardware) */
+    struct hv_hw begun_hw, begun_for;
+    int64_t begun_at;
+    int64_t call_fail_ms[SIM_CALL_KINDS]; /* last failed call of each kind (SIM_CALL_*) */
+    int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
+                             paused, busy, a failed or lost call, a halt, a refused start) */
+    int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
+    int64_t paused_ms;    /* last time it was paused or suspended */
+    int64_t op_change_ms; /* last operator change of its configuration or power */
+    int64_t op_on_ms;     /* last operator power-on */
+    int64_t power_on_ms;  /* last power-on (anyone's) */
+    int64_t halt_seen_ms; /* last halt or pause right after a power-on */
+    /* fault 6, second form: every power-on with a configuration other than good halts right
+     * after (the new configuration does not boot; the old one does) */
+    bool halts_new;
+    struct hv_hw good;
+    int64_t reserve_next;    /* fault 11: the guest reserves this much from its next boot */
+    int64_t reserve_boot_ms; /* when a boot last changed the reservation */
+    int64_t stats_bad_ms;    /* last time its statistics went stale or absent */
 };
 
 struct sim_host {
@@ -131,6 +168,7 @@ enum sim_cstate { C_IDLE = 0, C_UPDATING, C_STOPPED };
 
 struct sim_op {
     struct hv_hw want;
+    struct hv_hw from; /* what the VM showed at the CanUpdateMachine (on: live, off: config) */
     struct hv_settings s;
     char settings_json[256];
     bool covered;     /* CanUpdateMachine covered every changed field */
@@ -138,8 +176,14 @@ struct sim_op {
     int64_t can_ms;   /* when CanUpdateMachine covered it */
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */
+    int64_t last_rep_ms[SIM_MAX_REPLICAS]; /* ... to each replica */
     int calls;
-    bool failed;   /* the last answer was a Failure */
+    bool failed; /* the last answer was a Failure */
+    /* each replica's last answer to this operation, when a Failure: its message and the cause
+     * that excused it (a replica answers the same one again to a call it takes for CAPI
+     * retrying it) */
+    char fail_msg[SIM_MAX_REPLICAS][HV_MSG_MAX];
+    int fail_cause[SIM_MAX_REPLICAS];
     int observing; /* "observing the VM" answers in a row since that Failure */
     int backoff;   /* CAPI's back-off after a Failure, s */
     /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
@@ -189,6 +233,9 @@ struct sim_opts {
     bool trace;      /* print every step as it happens */
     bool strict;     /* breaks an open issue already names count as failures too */
     bool trace_hash; /* fold every trace line into r.trace_hash (trace-identity.sh) */
+    /* a scripted scenario (sim_run.c "scripted scenarios"): its world and a table of calls,
+     * faults and engine runs at fixed times instead of the seeded choices */
+    const char *script;
 };
 
 struct sim_result {
@@ -200,6 +247,9 @@ struct sim_result {
     int known; /* breaks an open issue names (see knowns in sim_run.c) */
     char known_what[600];
     long calls, passes, faults, dones, failures;
+    /* Failures judged (no cause the checker accepts: a break of 4-covered-ends-done) and
+     * excused, by cause (sim_cause_name) */
+    long fail_judged, fail_excused[SIM_CAUSES];
     uint64_t trace_hash; /* with o.trace_hash: FNV-1a 64 of every trace line */
     long trace_lines;
 };
@@ -245,8 +295,10 @@ int sim_range(struct sim *s, int lo, int hi); /* lo..hi inclusive */
 bool sim_chance(struct sim *s, int permille);
 void sim_note(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_world_init(struct sim *s);
-void sim_world_tick(struct sim *s);     /* VM transitions now due */
-void sim_world_fault(struct sim *s);    /* inject one random fault or operator change */
+void sim_world_tick(struct sim *s);  /* VM transitions now due */
+void sim_world_fault(struct sim *s); /* inject one random fault or operator change */
+/* fault or operator change kind (0..21, sim_world.c) on VM k (a scripted scenario's) */
+void sim_world_fault_on(struct sim *s, int k, int kind);
 void sim_deliver_events(struct sim *s); /* ops->watch reports */
 void sim_backend_init(struct sim *s, struct sim_replica *r);
 bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);
@@ -262,6 +314,11 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
  * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
  * left_off; the last one at or after its end): the engine gave the VM up, bounded */
 bool sim_start_given_up(struct sim *s, struct sim_vm *v);
+/* w's cycle counts against the caps now (as seen when v's begins): it is under way, not
+ * paused mid-cycle, not given up, not resumed unseen by its process yet */
+bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v);
+/* Invariant 2 after every step: the cycles each process carries stay within its caps */
+void sim_check_carried(struct sim *s);
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

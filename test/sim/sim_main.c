@@ -4,7 +4,11 @@
  *   sim_main [--from N] [--seeds COUNT] [--steps N] [--seed N --trace] [--quiet]
  * --trace-hash prints one line per run, "trace SEED LINES HASH", the count and FNV-1a 64 hash
  * of its trace lines (every step, call, answer, act and operation-record write, stamped with
- * the simulated clock only): test/sim/trace-identity.sh compares two engines by them. */
+ * the simulated clock only): test/sim/trace-identity.sh compares two engines by them.
+ * --script F runs the scripted scenario F (sim_run.c "scripted scenarios": its world and its table
+ * of calls, faults and engine runs at fixed times) once, from --seed (default 1).
+ * --first-break stops at the first run that breaks an invariant (the mutation runner,
+ * test/sim/mutations/run.py, only needs to know that one does, and which). */
 #include "sim.h"
 
 #include <stdbool.h>
@@ -57,6 +61,7 @@ int main(int argc, char **argv)
     struct sim_opts o;
     sim_opts_default(&o);
     uint64_t from = 1, count = 100;
+    bool first_break = false;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
         if (!strcmp(a, "--from") && v) {
@@ -82,12 +87,18 @@ int main(int argc, char **argv)
             o.strict = true;
         } else if (!strcmp(a, "--quiet")) {
             o.quiet = true;
+        } else if (!strcmp(a, "--script") && v) {
+            o.script = v;
+            count = 1;
+            k++;
+        } else if (!strcmp(a, "--first-break")) {
+            first_break = true;
         } else if (!strcmp(a, "--trace-hash")) {
             o.trace_hash = true;
         } else {
             fprintf(stderr,
                     "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
-                    "[--strict] [--trace] [--trace-hash] [--quiet]\n",
+                    "[--strict] [--trace] [--trace-hash] [--first-break] [--script F] [--quiet]\n",
                     argv[0]);
             return 2;
         }
@@ -95,8 +106,11 @@ int main(int argc, char **argv)
     double t0 = now_s();
     long steps = 0, checks = 0, calls = 0, passes = 0, faults = 0, dones = 0, fails = 0;
     int broken = 0, known_runs = 0, skipped_runs = 0, stale_skips = 0;
+    long judged = 0, excused[SIM_CAUSES] = {0};
+    uint64_t ran = 0;
     for (uint64_t seed = from; seed < from + count; seed++) {
         struct sim_result r;
+        ran++;
         o.seed = seed;
         bool skip = skipped(seed);
         bool quiet = o.quiet;
@@ -129,14 +143,29 @@ int main(int argc, char **argv)
         faults += r.faults;
         dones += r.dones;
         fails += r.failures;
+        judged += r.fail_judged;
+        for (int k = 0; k < SIM_CAUSES; k++)
+            excused[k] += r.fail_excused[k];
+        if (o.trace || (count <= 20 && !o.trace_hash)) { /* per run: each Failure's judgement */
+            printf("seed %llu: %ld Failures judged", (unsigned long long)seed, r.fail_judged);
+            for (int k = 0; k < SIM_CAUSES; k++)
+                if (r.fail_excused[k])
+                    printf(", %ld excused (%s)", r.fail_excused[k], sim_cause_name(k));
+            printf("\n");
+        }
+        if (first_break && broken)
+            break;
     }
     double dt = now_s() - t0;
     printf(
         "sim: %llu runs, %ld steps, %ld invariant checks, %ld hook calls (%ld done, %ld "
         "Failure), %ld engine passes, %ld faults; %d runs broke an invariant, %d runs met a known "
         "open issue; %.2f s (%.0f steps/s)\n",
-        (unsigned long long)count, steps, checks, calls, dones, fails, passes, faults, broken,
+        (unsigned long long)ran, steps, checks, calls, dones, fails, passes, faults, broken,
         known_runs, dt, dt > 0 ? (double)steps / dt : 0.0);
+    printf("sim: Failures: %ld judged;", judged);
+    for (int k = 0; k < SIM_CAUSES; k++)
+        printf(" %s %ld%s", sim_cause_name(k), excused[k], k + 1 < SIM_CAUSES ? "," : "\n");
     if (n_skips)
         printf("sim: %d listed open seeds still break (skipped), %d no longer do\n", skipped_runs,
                stale_skips);

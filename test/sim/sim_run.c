@@ -34,6 +34,36 @@ const char *sim_inv_name(enum sim_inv i)
     return i > 0 && i < INV_COUNT ? inv_names[i] : "none";
 }
 
+/* The causes that excuse a Failure of a covered change (failure_cause): each a fault of the
+ * world that hit the step the Failure is about, in time, where the engine's policy (docs:
+ * retries, deadlineSeconds, guestVerification, powerOffMode) says such a fault ends it. */
+enum {
+    CAUSE_CALL = 0,   /* the look, plan or record write it names failed in this call's window */
+    CAUSE_STEP,       /* that step failed max_step_attempts times in a row */
+    CAUSE_PAUSED,     /* the VM was paused or suspended during the operation */
+    CAUSE_HALT,       /* it halted or paused right after a power-on during the operation */
+    CAUSE_ACPI,       /* a Soft shutdown the guest ignored, or whose press the operator undid */
+    CAUSE_GUEST,      /* Required: the guest's statistics went stale or absent */
+    CAUSE_NOT_TAKEN,  /* the guest did not take the change: memory never onlined, a boot-time
+                         reservation that grew at a boot, statistics that stopped */
+    CAUSE_OPERATOR,   /* the operator changed the VM's power or configuration */
+    CAUSE_DELAYED,    /* deadline: a fault held this VM back (host down or stalled, paused,
+                         busy, failed or lost calls, halts, refused starts) */
+    CAUSE_SLOTS,      /* deadline waiting for a slot that cycles held back by faults kept */
+    CAUSE_NO_TOOLS,   /* Soft with no guest tools: no agent, or a guest still booting */
+    CAUSE_STATS_SOON, /* Required: statistics stopped at most 7 s before the CanUpdateMachine */
+};
+
+static const char *const cause_names[SIM_CAUSES] = {
+    "call-failed",    "step-failed-3x",     "paused",   "halted",  "acpi-ignored",
+    "guest-silent",   "guest-did-not-take", "operator", "delayed", "slots-held",
+    "no-guest-tools", "stats-just-stopped"};
+
+const char *sim_cause_name(int cause)
+{
+    return cause >= 0 && cause < SIM_CAUSES ? cause_names[cause] : "?";
+}
+
 void sim_opts_default(struct sim_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -310,6 +340,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     c->stopped_mid = false; /* (a caller that gave up calls again: see call_update) */
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
+    op.from = v->power == HV_POWER_OFF ? v->config : v->live;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
     c->spec = want; /* CAPI writes the desired objects, then calls UpdateMachine */
     c->op = op;
@@ -323,6 +354,109 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
 }
 
 static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms);
+static bool in_cycle(struct sim_vm *v);
+
+/* The step a "step X failed" message names (the engine's step names, docs/messages.md). */
+static int step_named(const char *msg)
+{
+    static const struct {
+        const char *name;
+        enum hv_step_kind kind;
+    } names[] = {
+        {"step live-memory ", HV_STEP_LIVE_MEMORY}, {"step live-vcpus ", HV_STEP_LIVE_CPUS},
+        {"step live-cpus ", HV_STEP_LIVE_CPUS},     {"step live-disk ", HV_STEP_LIVE_DISK},
+        {"step shutdown ", HV_STEP_SHUTDOWN},       {"step power-off ", HV_STEP_POWER_OFF},
+        {"step reconfigure ", HV_STEP_RECONFIGURE}, {"step power-on ", HV_STEP_POWER_ON}};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (strstr(msg, names[k].name))
+            return names[k].kind;
+    return 0;
+}
+
+/* Invariant 4's judge: the cause (CAUSE_*) that excuses this Failure of VM m's covered
+ * change, or -1: none, the Failure is judged. A cause is a fault of the world's own log
+ * (never the engine's account of it) that hit the step the Failure names, within the
+ * operation (since can_ms, the covering CanUpdateMachine) or, for a Failure of one look,
+ * since the previous call (prev_ms), where the engine's documented policy says such a fault
+ * ends the operation: a step fails after max_step_attempts tries, not one; Required fails
+ * when the guest cannot tell, IfAvailable and Off do not; the deadline only when something
+ * held the operation back. Anything else is judged. */
+static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, int64_t prev_ms,
+                         bool acpi, bool capped, bool unseen_stale)
+{
+    struct sim_vm *v = &s->vms[m];
+    const struct sim_caller *c = &s->callers[m];
+    bool required = c->op.s.guest_check == HV_GC_REQUIRED;
+    /* a Failure of one look: the call it names failed since the last call, or the VM was
+     * busy with another task then */
+    if (strstr(msg, "another task is changing the VM") && !strstr(msg, " times: ") &&
+        v->busy_until >= prev_ms)
+        return CAUSE_CALL;
+    if (strstr(msg, "cannot observe the VM"))
+        return v->call_fail_ms[SIM_CALL_OBSERVE] >= prev_ms ? CAUSE_CALL : -1;
+    if (strstr(msg, "cannot plan the change"))
+        return v->call_fail_ms[SIM_CALL_PLAN] >= prev_ms ? CAUSE_CALL : -1;
+    if (strstr(msg, "cannot store the operation record"))
+        return v->call_fail_ms[SIM_CALL_WRITE] >= prev_ms ? CAUSE_CALL : -1;
+    if (strstr(msg, "the VM is paused, suspended or in transition") ||
+        strstr(msg, "in the middle of its power cycle"))
+        return v->power == HV_POWER_PAUSED || v->paused_ms >= can_ms ? CAUSE_PAUSED : -1;
+    /* a step that failed as many times in a row as the engine is configured to try it */
+    if (strstr(msg, "the VM could not start with"))
+        return v->act_spent_ms[HV_STEP_POWER_ON] >= can_ms ? CAUSE_STEP : -1;
+    int kind = step_named(msg);
+    if (kind && strstr(msg, " times: "))
+        return v->act_spent_ms[kind] >= can_ms ? CAUSE_STEP : -1;
+    if (strstr(msg, "the VM did not stay on"))
+        return v->halt_seen_ms >= can_ms ? CAUSE_HALT : -1;
+    if (strstr(msg, "did not shut down within"))
+        return acpi ? CAUSE_ACPI : -1;
+    if (strstr(msg, "guestVerification is Required")) {
+        if (!required)
+            return -1;
+        if (unseen_stale)
+            return CAUSE_STATS_SOON;
+        /* (the operator powered the VM on or off: what a guest can show is another matter) */
+        if (strstr(msg, "cannot show") && v->op_change_ms >= can_ms)
+            return CAUSE_OPERATOR;
+        return v->stats_bad_ms >= can_ms ||
+                       (strstr(msg, "memory") && v->stats != 0 && v->stats_changed_ms >= can_ms)
+                   ? CAUSE_GUEST
+                   : -1;
+    }
+    if (strstr(msg, "the guest did not show") || strstr(msg, "did not take it")) {
+        bool mem = c->op.want.memory_mib >= 0;
+        /* (statistics that stopped are no cause: the guest cannot tell then, and only
+         * Required fails for that, with its own message) */
+        return (mem && (!v->onlines || v->reserve_boot_ms >= can_ms)) ? CAUSE_NOT_TAKEN : -1;
+    }
+    /* a live change the guest did not take, whose fallback power cycle the VM cannot have (a
+     * transient domain): the guest's fault, named by the refusal */
+    if (strstr(msg, "cannot power-cycle the VM"))
+        return c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
+    if (strstr(msg, "powered on again before hvupdater could reconfigure"))
+        return v->op_on_ms >= can_ms ? CAUSE_OPERATOR : -1;
+    if (strstr(msg, "no guest tools running"))
+        /* (the tools stopped since the CanUpdateMachine: a guest booting after a power-on, or
+         * the operator's doing; a VM without them then was CanUpdateMachine's to refuse) */
+        return v->power_on_ms >= can_ms || v->op_change_ms >= can_ms ? CAUSE_NO_TOOLS : -1;
+    if (strstr(msg, "did not complete within")) {
+        if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
+            return CAUSE_DELAYED;
+        if (strstr(msg, "(last step: planned)")) {
+            if (capped)
+                return CAUSE_SLOTS;
+            for (int k = 0; k < s->n_vms; k++)
+                if (k != m && s->vms[k].delay_ms >= can_ms &&
+                    (s->vms[k].cycling || in_cycle(&s->vms[k])))
+                    return CAUSE_SLOTS;
+        }
+        return -1;
+    }
+    if (v->op_change_ms >= can_ms)
+        return CAUSE_OPERATOR;
+    return -1;
+}
 
 static void call_update(struct sim *s, int m)
 {
@@ -336,8 +470,12 @@ static void call_update(struct sim *s, int m)
     hv_hooks_own_update(&s->reps[r].hooks, req, &c->op.s, &res, &np);
     hj_free(req);
     int64_t prev_call = c->op.calls ? c->op.last_ms : c->op.can_ms;
+    /* a Failure of one look comes from this replica's last pass, run at most since its
+     * last call for this operation (or the CanUpdateMachine) */
+    int64_t prev_rep = c->op.last_rep_ms[r] ? c->op.last_rep_ms[r] : c->op.can_ms;
+    (void)prev_call;
     c->op.calls++;
-    c->op.last_ms = s->now_ms;
+    c->op.last_ms = c->op.last_rep_ms[r] = s->now_ms;
     sim_note(s, "capi %s: UpdateMachine(r%d) -> %s %d \"%.90s\"", v->name, r,
              res.failure ? "Failure" : "Success", res.retry_after_s, res.message);
     if (res.failure) {
@@ -390,9 +528,22 @@ static void call_update(struct sim *s, int m)
         bool unseen_stale = v->stats == 1 && can_ms - v->stats_changed_ms <= 7000 &&
                             strstr(res.message, "guestVerification is Required") &&
                             strstr(res.message, "memory");
-        if (c->op.covered && v->touched_ms < can_ms && !deaf && !undone && !capped && !unseen_stale)
-            sim_break(s, INV_COVERED, "%s: covered change failed with no fault since: %s%s%s",
-                      v->name, res.message, blind ? " (the guest cannot tell)" : "",
+        /* (the same Failure answered again to CAPI retrying it: judged once, when first
+         * answered) */
+        bool again = !strcmp(c->op.fail_msg[r], res.message);
+        int cause = again ? c->op.fail_cause[r]
+                          : failure_cause(s, m, res.message, can_ms, prev_rep, deaf || undone,
+                                          capped, unseen_stale);
+        snprintf(c->op.fail_msg[r], sizeof(c->op.fail_msg[r]), "%s", res.message);
+        c->op.fail_cause[r] = cause;
+        if (cause >= 0)
+            s->r.fail_excused[cause]++;
+        else
+            s->r.fail_judged++;
+        if (c->op.covered && cause < 0)
+            sim_break(s, INV_COVERED,
+                      "%s: covered change failed with no cause that ends it: %s%s%s", v->name,
+                      res.message, blind ? " (the guest cannot tell)" : "",
                       c->op.vm_differed ? " (the VM differed from CAPI's current objects)" : "");
         /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
          * rollback) is true of the VM (only the engine and the operator change it) */
@@ -407,6 +558,48 @@ static void call_update(struct sim *s, int m)
                       "has %lld MiB %d vCPUs (previous: %lld MiB %d vCPUs): %.120s",
                       v->name, (long long)v->config.memory_mib, v->config.cpus,
                       (long long)fr->prev.memory_mib, fr->prev.cpus, res.message);
+        /* ... and its power and configuration say what the rollback did (the world's facts:
+         * the last power-on, the configuration): "it was started" for a VM started since the
+         * Failure's step (that may have halted or been stopped by the operator since); "the
+         * VM is off" for one that is off or that only the operator started since; "with the
+         * new configuration" for a VM that has it. (A later pass that rolls back again
+         * rewrites the message in the same pass: it follows what was done.) */
+        s->r.checks++;
+        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) && fr->rollback &&
+            hv_hw_equal(&fr->desired, &c->op.want) && v->exists) {
+            int64_t step_ms = (fr->step_at - s->unix0) * 1000;
+            bool started = v->power_on_ms >= step_ms && v->power_on_ms > v->op_on_ms;
+            bool says_started = strstr(res.message, "and it was started") ||
+                                strstr(res.message, "so it was started");
+            bool says_off = strstr(res.message, "so the VM is off") ||
+                            strstr(res.message, "the VM is off with");
+            bool says_new = strstr(res.message, "with the new configuration");
+            const struct hv_hw *nw = &fr->desired;
+            bool has_new = (nw->memory_mib < 0 || v->config.memory_mib == nw->memory_mib) &&
+                           (nw->cpus < 0 || v->config.cpus == nw->cpus);
+            /* (a start or a restore the hypervisor took whose answer was lost: the engine
+             * cannot know it happened; the world's log says so) */
+            bool lost_on = v->lost_ms[HV_STEP_POWER_ON] >= step_ms &&
+                           v->lost_ms[HV_STEP_POWER_ON] == v->power_on_ms;
+            bool lost_restore = v->lost_ms[HV_STEP_RECONFIGURE] >= step_ms ||
+                                v->lost_ms[HV_STEP_POWER_ON] >= step_ms;
+            if (says_started && !started && v->power != HV_POWER_ON && v->op_change_ms < step_ms)
+                sim_break(s, INV_NO_LOSS,
+                          "%s: the Failure says the VM was started, but it is off and was not "
+                          "started since: %.160s",
+                          v->name, res.message);
+            else if (says_off && v->power == HV_POWER_ON && started && !lost_on &&
+                     v->op_change_ms < step_ms)
+                sim_break(s, INV_NO_LOSS,
+                          "%s: the Failure says the VM is off, but the engine started it since: "
+                          "%.160s",
+                          v->name, res.message);
+            else if (says_new && !has_new && !v->operator_config && !lost_restore)
+                sim_break(s, INV_NO_LOSS,
+                          "%s: the Failure says the VM has the new configuration, but it has "
+                          "%lld MiB %d vCPUs: %.160s",
+                          v->name, (long long)v->config.memory_mib, v->config.cpus, res.message);
+        }
         /* CAPI keeps calling with back-off; some callers give up (a new rollout instead) */
         c->op.failed = true;
         c->op.observing = 0;
@@ -426,6 +619,7 @@ static void call_update(struct sim *s, int m)
         }
         return;
     }
+    c->op.fail_msg[r][0] = '\0';
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
      * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
      * operation's end through a few of those in a row (not through more: invariant 3) */
@@ -523,6 +717,41 @@ static void call_update(struct sim *s, int m)
                           w->cpus, v->stats == 1 ? " (stale statistics)" : "");
         }
     }
+    /* Required never answers done without the guest's view of a field the operation changes
+     * (docs/settings.md guestVerification): a memory report newer than the operation's last
+     * step (fresh statistics, or stale ones from a later second), a guest agent for vCPUs; a
+     * guest still booting has none. Checked on the world's facts when the answering replica
+     * looked at the VM after anything else changed it. */
+    s->r.checks++;
+    /* (not after the operator cleared the record during the operation: the next call starts
+     * afresh and finds nothing to change, docs/messages.md "Clearing a sticky failure") */
+    if (c->op.s.guest_check == HV_GC_REQUIRED && v->exists && v->power == HV_POWER_ON &&
+        v->touched_ms < v->look_ms[r] && v->stats_changed_ms < v->look_ms[r] &&
+        v->record_cleared_ms < c->op.start_ms) {
+        const struct hv_hw *w = &c->op.want;
+        /* (the world's last step, not the record's stepAt: a done record is stamped when
+         * concluded) */
+        int64_t after =
+            s->unix0 + (v->step_ok_ms > c->op.start_ms ? v->step_ok_ms : c->op.start_ms) / 1000;
+        bool booted = !v->boot_at || v->boot_at <= v->look_ms[r];
+        bool mem_view =
+            booted && (v->stats == 0 || (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN &&
+                                         v->stale.mem_at > after));
+        bool cpu_view = booted && v->agent;
+        /* (a field the VM already showed when the operation began, or at the
+         * CanUpdateMachine, is no change of this operation's) */
+        const struct sim_vm *cv = v;
+        bool began = hv_hw_equal(&cv->begun_for, w);
+        bool mem = w->memory_mib >= 0 && w->memory_mib != c->op.from.memory_mib &&
+                   !(began && cv->begun_hw.memory_mib == w->memory_mib) && !c->op.kept_mem;
+        bool cpus = w->cpus >= 0 && w->cpus != c->op.from.cpus &&
+                    !(began && cv->begun_hw.cpus == w->cpus) && !c->op.kept_cpus;
+        if ((mem && !mem_view) || (cpus && !cpu_view))
+            sim_break(s, INV_DONE_SHOWS,
+                      "%s: done under guestVerification Required without the guest's view of "
+                      "its %s: \"%.120s\"",
+                      v->name, mem && !mem_view ? "memory" : "vCPUs", res.message);
+    }
     if (v->power == HV_POWER_ON && c->op.s.guest_check == HV_GC_OFF) {
         v->off_done_hw = v->live;
         v->off_done_guest_mem = v->guest_mem;
@@ -604,7 +833,7 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms)
     for (int k = 0; k < s->n_vms; k++) {
         struct sim_vm *w = &s->vms[k];
         const struct sim_host *h = &s->hosts[w->host];
-        if (in_cycle(w) && (h->down || h->stalled || w->host_fault_ms >= since_ms))
+        if (in_cycle(w) && (h->down || h->stalled || w->host_down_ms >= since_ms))
             return true;
     }
     return false;
@@ -612,6 +841,8 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms)
 
 static void check_step(struct sim *s, bool calling)
 {
+    s->r.checks++;
+    sim_check_carried(s);
     /* 3: operations end within deadline + bound */
     for (int m = 0; calling && m < s->n_vms; m++) {
         struct sim_caller *c = &s->callers[m];
@@ -849,6 +1080,179 @@ static void on_abort(int sig)
     raise(SIGABRT);
 }
 
+/* ---- scripted scenarios (issue 26 item 4) ---------------------------------------------------
+ * A regression test that pins its schedule (`sim_main --script FILE`), one line each:
+ *   world [hosts=N] [replicas=N] [cap=N] [cap_host=N] [record_in_step=0|1]
+ *   vm K [host=H] [power=on|off] [mem=MiB] [cpus=N] [maxmem=MiB] [maxcpus=N] [agent=0|1]
+ *        [stats=0|1|2] [acpi=0|1]
+ *   at SECONDS can K mem=MiB cpus=N settings=POWERCYCLE/POWEROFFMODE/GUESTVERIFICATION/LIVE/
+ *        SHUTDOWN/DEADLINE [replica=R]       (CanUpdateMachine; UpdateMachine calls follow)
+ *   at SECONDS update K                      (one UpdateMachine call)
+ *   at SECONDS run                           (every replica runs its due passes)
+ *   at SECONDS events                        (the hypervisor's change events are delivered)
+ *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
+ *   at SECONDS restart R
+ * Times are the simulated clock, in order; the world ticks (guests boot, shut down, online
+ * memory) as the clock moves to each. Nothing else happens: no seeded call, fault or pass.
+ * After the table, the run ends as every run does (CAPI stops, faults heal, the engines go
+ * idle) and the invariants are checked throughout. */
+static const char *const fault_names[22] = {
+    "host-dies",   "host-stalls",  "host-is-back", "pauses",        "suspended",  "resumed",
+    "halts",       "pauses-after", "refuses",      "restore-fails", "no-online",  "reserves",
+    "stats-stale", "stats-absent", "stats-fresh",  "acpi-toggle",   "disk-stuck", "op-config",
+    "op-power",    "clear-record", "busy",         "call-failures"};
+
+static const char *kv(const char *line, const char *key, char *out, size_t cap)
+{
+    char pat[40];
+    snprintf(pat, sizeof(pat), " %s=", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    size_t n = strcspn(p, " \t\n");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+static long kvl(const char *line, const char *key, long def)
+{
+    char b[64];
+    return kv(line, key, b, sizeof(b)) ? strtol(b, NULL, 10) : def;
+}
+
+/* The world lines of the script, applied to the seeded world (which they replace). */
+static int script_world(struct sim *s, FILE *f)
+{
+    char line[512];
+    int vms = 0;
+    rewind(f);
+    while (fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, "world", 5)) {
+            s->n_hosts = (int)kvl(line, "hosts", 1);
+            s->n_reps = (int)kvl(line, "replicas", 1);
+            s->ecfg.max_power_cycles = (int)kvl(line, "cap", 1);
+            s->ecfg.max_power_cycles_per_host = (int)kvl(line, "cap_host", 1);
+            s->record_in_step = kvl(line, "record_in_step", 0) != 0;
+        } else if (!strncmp(line, "vm ", 3)) {
+            int k = atoi(line + 3);
+            if (k < 0 || k >= SIM_MAX_VMS)
+                return -1;
+            struct sim_vm *v = &s->vms[k];
+            memset(v, 0, sizeof(*v));
+            snprintf(v->name, sizeof(v->name), "vm%d", k);
+            char b[16];
+            v->host = (int)kvl(line, "host", 0);
+            v->exists = true;
+            v->power =
+                kv(line, "power", b, sizeof(b)) && !strcmp(b, "off") ? HV_POWER_OFF : HV_POWER_ON;
+            v->config.memory_mib = kvl(line, "mem", 2048);
+            v->config.cpus = (int)kvl(line, "cpus", 2);
+            v->config.cores_per_socket = 1;
+            v->config.disk_mib = 10240;
+            v->live = v->config;
+            v->max_live_mem = kvl(line, "maxmem", v->config.memory_mib);
+            v->max_live_cpus = (int)kvl(line, "maxcpus", v->config.cpus);
+            v->disk_grows = true;
+            v->agent = kvl(line, "agent", 1) != 0;
+            v->stats = (int)kvl(line, "stats", 0);
+            v->guest_mem = v->config.memory_mib;
+            v->guest_cpus = v->config.cpus;
+            v->reserve = 50;
+            v->onlines = true;
+            v->ignores_acpi = kvl(line, "acpi", 1) == 0;
+            v->power0 = v->power;
+            v->config0 = v->config;
+            v->cycle_owner = -1;
+            vms = k + 1 > vms ? k + 1 : vms;
+        }
+    }
+    s->n_vms = vms;
+    s->fail_permille = s->timeout_permille = 0;
+    return vms > 0 && s->n_hosts > 0 && s->n_hosts <= SIM_MAX_HOSTS && s->n_reps > 0 &&
+                   s->n_reps <= SIM_MAX_REPLICAS
+               ? 0
+               : -1;
+}
+
+static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings);
+static void call_update(struct sim *s, int m);
+static void check_step(struct sim *s, bool calling);
+static void run_engines(struct sim *s, int max_each);
+
+/* The table of the script, in order. */
+static int script_events(struct sim *s, FILE *f)
+{
+    char line[512];
+    rewind(f);
+    while (fgets(line, sizeof(line), f) && !s->r.broken) {
+        double at;
+        char what[32];
+        int k = -1;
+        if (sscanf(line, "at %lf %31s %d", &at, what, &k) < 2)
+            continue;
+        int64_t t = (int64_t)(at * 1000 + 0.5);
+        if (t > s->now_ms)
+            s->now_ms = t;
+        sim_world_tick(s);
+        bool vm_ok = k >= 0 && k < s->n_vms;
+        if (!strcmp(what, "can") && vm_ok) {
+            struct sim_caller *c = &s->callers[k];
+            struct hv_hw want = c->spec;
+            want.memory_mib = kvl(line, "mem", want.memory_mib);
+            want.cpus = (int)kvl(line, "cpus", want.cpus);
+            char st[128], pc[16], pom[16], gc[16];
+            int live = 60, shut = 60, dl = 600;
+            if (!kv(line, "settings", st, sizeof(st)) ||
+                sscanf(st, "%15[^/]/%15[^/]/%15[^/]/%d/%d/%d", pc, pom, gc, &live, &shut, &dl) !=
+                    6) {
+                fprintf(stderr, "sim: bad settings in script line: %s", line);
+                return -1;
+            }
+            c->replica = (int)kvl(line, "replica", -1);
+            snprintf(c->op.settings_json, sizeof(c->op.settings_json),
+                     "{\"powerCycle\":\"%s\",\"powerOffMode\":\"%s\",\"guestVerification\":"
+                     "\"%s\",\"liveTimeoutSeconds\":\"%d\",\"shutdownTimeoutSeconds\":\"%d\","
+                     "\"deadlineSeconds\":\"%d\"}",
+                     pc, pom, gc, live, shut, dl);
+            start_op(s, k, want, true);
+            c->next_ms = INT64_MAX / 2; /* (the script makes the calls) */
+        } else if (!strcmp(what, "update") && vm_ok && s->callers[k].st == C_UPDATING) {
+            call_update(s, k);
+            s->callers[k].next_ms = INT64_MAX / 2;
+            if (s->callers[k].st != C_UPDATING)
+                s->callers[k].st = C_IDLE;
+        } else if (!strcmp(what, "run")) {
+            run_engines(s, 50);
+        } else if (!strcmp(what, "events")) {
+            sim_deliver_events(s);
+        } else if (!strcmp(what, "restart") && k >= 0 && k < s->n_reps) {
+            rep_restart(s, k);
+        } else if (!strcmp(what, "fault") && vm_ok) {
+            char name[32] = "";
+            sscanf(line, "at %*f %*s %*d %31s", name);
+            int kind = -1;
+            for (int j = 0; j < 22; j++)
+                if (!strcmp(name, fault_names[j]))
+                    kind = j;
+            if (kind < 0) {
+                fprintf(stderr, "sim: unknown fault in script line: %s", line);
+                return -1;
+            }
+            sim_world_fault_on(s, k, kind);
+        } else {
+            fprintf(stderr, "sim: cannot run script line: %s", line);
+            return -1;
+        }
+        check_step(s, true);
+        s->step++;
+    }
+    return 0;
+}
+
 bool sim_run(const struct sim_opts *o, struct sim_result *out)
 {
     struct sim *s = calloc(1, sizeof(*s));
@@ -877,6 +1281,11 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
     s->ecfg.entry_idle_ms = IDLE_MS;
     s->ecfg.scan_interval_s = 0; /* the scan at start only: an idle engine has no timer */
     s->n_reps = sim_chance(s, 300) ? 2 : 1;
+    FILE *script = NULL;
+    if (o->script && (!(script = fopen(o->script, "r")) || script_world(s, script) < 0)) {
+        fprintf(stderr, "sim: cannot read the scenario %s\n", o->script);
+        exit(2);
+    }
     for (int r = 0; r < s->n_reps; r++)
         rep_start(s, r);
     int fault_permille = sim_range(s, 0, 60);
@@ -894,7 +1303,17 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
              s->ecfg.max_power_cycles_per_host, s->fail_permille, s->timeout_permille,
              s->record_in_step, fault_permille);
 
-    for (s->step = 0; s->step < o->steps && !s->r.broken; s->step++) {
+    if (script) {
+        for (int m = 0; m < s->n_vms; m++) {
+            s->callers[m].replica = -1;
+            s->callers[m].next_ms = INT64_MAX / 2;
+        }
+        s->step = 0;
+        if (script_events(s, script) < 0)
+            exit(2);
+        fclose(script);
+    }
+    for (s->step = script ? s->step : 0; !script && s->step < o->steps && !s->r.broken; s->step++) {
         bool due = false;
         for (int m = 0; m < s->n_vms; m++)
             due |= s->callers[m].st != C_STOPPED && s->callers[m].next_ms <= s->now_ms;

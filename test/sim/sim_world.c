@@ -146,6 +146,11 @@ void sim_set_record(struct sim_vm *v, const char *text)
     const struct hv_oprecord *n = sim_record(v);
     if (n && n->phase < HV_PH_DONE && !(had && hv_hw_equal(&old.desired, &n->desired)))
         note_begun_over(v, had ? &old : NULL, n); /* (none: e.g. after the operator cleared it) */
+    if (n && !(had && old.started_at == n->started_at && hv_hw_equal(&old.desired, &n->desired))) {
+        v->begun_hw = v->power == HV_POWER_OFF ? v->config : v->live;
+        v->begun_for = n->desired;
+        v->begun_at = n->started_at;
+    }
     /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
      * pass concluded it after the rollout had changed): what the VM and its guest show now is
      * taken unverified, as by an answered one (sim_run.c's invariant 1) */
@@ -191,6 +196,14 @@ void sim_world_init(struct sim *s)
         v->guest_mem = v->config.memory_mib;
         v->guest_cpus = v->config.cpus;
         v->reserve = 40 + sim_range(s, 0, 40);
+        /* (about one guest in seven also reserves 192 MiB for a crash kernel at boot: the
+         * same draw, so no other run of the world changes) */
+        if (v->reserve >= 75)
+            v->reserve += 192;
+        /* (one agentless VM in five has no ACPI button: nothing can ask its guest to shut
+         * down; from the draws already made, so no other run of the world changes) */
+        v->no_acpi = !v->agent && v->config.disk_mib == 10 * 1024;
+        v->ignores_acpi = v->no_acpi;
         v->onlines = true;
         v->power0 = v->power;
         v->config0 = v->config;
@@ -260,16 +273,28 @@ static void err_set(struct hv_err *err, enum hv_errcode c, const char *d)
 }
 
 /* A call to vm's host: fails when the host is down or stalled, or by chance. */
-static int call_fault(struct sim *s, int vm, struct hv_err *err)
+/* A failed call of kind (SIM_CALL_*) to vm, in the world's log (the cause of a Failure). */
+static void call_failed(struct sim *s, int vm, int kind)
+{
+    if (vm < 0)
+        return;
+    s->vms[vm].call_fail_ms[kind] = s->vms[vm].delay_ms = s->now_ms;
+}
+
+/* A call of kind (SIM_CALL_*) to vm's host: fails when the host is down or stalled, or by
+ * chance. */
+static int call_fault(struct sim *s, int vm, struct hv_err *err, int kind)
 {
     if (vm >= 0) {
         struct sim_host *h = &s->hosts[s->vms[vm].host];
         if (h->down) {
+            call_failed(s, vm, kind);
             err_set(err, HV_E_UNREACHABLE, "host down");
             return HV_E_UNREACHABLE;
         }
         if (h->stalled) {
             s->now_ms += 3000; /* the call waits for its timeout */
+            call_failed(s, vm, kind);
             err_set(err, HV_E_TIMEOUT, "host stalled");
             return HV_E_TIMEOUT;
         }
@@ -280,10 +305,27 @@ static int call_fault(struct sim *s, int vm, struct hv_err *err)
         enum hv_errcode c = codes[sim_rand(s) % 4];
         if (vm >= 0)
             s->vms[vm].touched_ms = s->now_ms; /* a reason that arose now */
+        call_failed(s, vm, kind);
         err_set(err, c, "injected call failure");
         return c;
     }
     return HV_OK;
+}
+
+/* A step of kind on v that failed (refused, busy, unsupported, the call failed), or that
+ * was accepted: the world's count of failures in a row of that step. */
+static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, bool ok)
+{
+    if (kind <= 0 || kind >= SIM_STEP_KINDS)
+        return;
+    if (ok) {
+        v->act_fails[kind] = 0;
+        v->step_ok_ms = s->now_ms;
+        return;
+    }
+    v->act_fail_ms[kind] = v->delay_ms = s->now_ms;
+    if (++v->act_fails[kind] >= s->ecfg.max_step_attempts)
+        v->act_spent_ms[kind] = s->now_ms;
 }
 
 static int find(struct sim *s, const struct hv_vm_ref *ref)
@@ -310,7 +352,7 @@ static void fill_obs(struct sim *s, int k, struct hv_vm_obs *o, bool guest)
     snprintf(o->host, sizeof(o->host), "%s", s->hosts[v->host].name);
     snprintf(o->record, sizeof(o->record), "%s", v->record);
     o->tools_running = v->agent && booted(s, v);
-    o->can_shutdown = v->power == HV_POWER_ON;
+    o->can_shutdown = v->power == HV_POWER_ON && !v->no_acpi;
     o->busy = s->now_ms < v->busy_until;
     if (v->transient)
         snprintf(o->no_power_cycle, sizeof(o->no_power_cycle), TRANSIENT_REASON);
@@ -326,7 +368,7 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
-    int rc = call_fault(s, k, err);
+    int rc = call_fault(s, k, err, SIM_CALL_OBSERVE);
     if (rc != HV_OK)
         return rc;
     k = find(s, ref);
@@ -345,7 +387,7 @@ static int b_observe_guest(struct hv_backend *b, const struct hv_vm_ref *ref, st
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
-    int rc = call_fault(s, k, err);
+    int rc = call_fault(s, k, err, SIM_CALL_OBSERVE);
     if (rc != HV_OK)
         return rc;
     k = find(s, ref);
@@ -382,7 +424,7 @@ static int b_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
-    int rc = call_fault(s, k, err);
+    int rc = call_fault(s, k, err, SIM_CALL_PLAN);
     if (rc != HV_OK)
         return rc;
     if ((k = find(s, ref)) < 0) {
@@ -448,11 +490,19 @@ static void power_on(struct sim *s, int k)
      * reports again. Kept, the old report would outlive the process that made it. */
     if (v->stats == 1)
         v->stats = 0;
+    v->power_on_ms = s->now_ms;
+    if (v->reserve_next) { /* the boot-time reservation of fault 11 takes effect */
+        v->reserve_boot_ms = s->now_ms;
+        v->reserve = v->reserve_next;
+        v->reserve_next = 0;
+    }
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
     v->foreign_boot_ms = 0; /* (the operator's power-on sets it after this) */
-    if (v->halts) {
+    bool new_cfg = v->halts_new &&
+                   (v->config.memory_mib != v->good.memory_mib || v->config.cpus != v->good.cpus);
+    if (v->halts || new_cfg) {
         if (v->halts > 0)
             v->halts--;
         v->halt_at = s->now_ms + 1000 * sim_range(s, 1, 5);
@@ -484,6 +534,72 @@ static struct sim_replica *rep_of(struct hv_backend *b)
 
 static bool record_in_cycle(struct sim_vm *v);
 
+/* The process that carries w's cycle now: its record's owner (a rollout change or another
+ * replica that took the cycle over wrote its own), else the one that sent its shutdown or
+ * power-off. */
+static void cycle_carrier(struct sim_vm *w, int *rep, int *gen)
+{
+    const struct hv_oprecord *r = sim_record(w);
+    if (!(r && sscanf(r->owner, "sim-r%d:%d", rep, gen) == 2)) {
+        *rep = w->cycle_owner;
+        *gen = w->cycle_gen;
+    }
+}
+
+bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
+{
+    bool other = w != v; /* (v NULL: none is v) */
+    if (!w->exists || !w->cycling || (other && w->power == HV_POWER_PAUSED))
+        return false;
+    if (w->halted_for_good && w->power == HV_POWER_OFF)
+        return false;
+    if (other && sim_start_given_up(s, w))
+        return false;
+    if (other && w->resumed_ms && s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS &&
+        w->cycle_owner >= 0 && w->cycle_owner < s->n_reps &&
+        w->look_ms[w->cycle_owner] < w->resumed_ms)
+        return false;
+    if (other && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
+        return false;
+    return true;
+}
+
+void sim_check_carried(struct sim *s)
+{
+    for (int r = 0; r < s->n_reps; r++) {
+        int all = 0, host[SIM_MAX_HOSTS] = {0};
+        char who[200] = "";
+        for (int j = 0; j < s->n_vms; j++) {
+            struct sim_vm *w = &s->vms[j];
+            int cr, cg;
+            if (!sim_cycle_counts(s, w, NULL))
+                continue;
+            cycle_carrier(w, &cr, &cg);
+            if (!(cr == r && cg == s->reps[r].gen))
+                continue;
+            /* (its own shutdown, sent before a pause, of a VM resumed since: it counts at once
+             * over the caps, the engine's documented exception; no new cycle begins then) */
+            if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
+                continue;
+            /* (nor another process's cycle whose VM is off already, carried on to start it
+             * again: that brings no VM down; never leave a VM off) */
+            if (w->power == HV_POWER_OFF && !(w->cycle_owner == r && w->cycle_gen == cg))
+                continue;
+            all++;
+            host[w->host]++;
+            snprintf(who + strlen(who), sizeof(who) - strlen(who), " %s(%s)", w->name,
+                     w->power == HV_POWER_OFF ? "off" : "on");
+        }
+        for (int h = 0; h < s->n_hosts; h++)
+            if (host[h] > s->ecfg.max_power_cycles_per_host || all > s->ecfg.max_power_cycles)
+                sim_break(s, INV_CYCLES,
+                          "r%d carries %d power cycles on %s (%d overall), caps %d per host, %d "
+                          "overall:%s",
+                          r, host[h], s->hosts[h].name, all, s->ecfg.max_power_cycles_per_host,
+                          s->ecfg.max_power_cycles, who);
+    }
+}
+
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
 static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 {
@@ -503,17 +619,26 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         for (int f = 0; f < HV_F_COUNT; f++)
             if (!strcmp(r.plan[f], "cold"))
                 live_op = false;
+        /* (statistics that stopped tell nothing newer than their last report: a guest whose
+         * report from after the live step shows the memory not online yet is a reason; one
+         * whose report is older than the step, or absent, is none: the guest cannot tell, and
+         * only guestVerification Required fails for that, no power cycle) */
+        bool stale_tells = v->stats == 1 && v->stale.mem_view == HV_GV_SEEN &&
+                           v->stale.mem_at > s->unix0 + v->step_ok_ms / 1000;
         if (live_op && v->power == HV_POWER_ON && sim_hw_shows(v, &r.desired) &&
-            sim_guest_shows(v, &r.desired) && booted(s, v) && v->stats == 0 &&
+            sim_guest_shows(v, &r.desired) && booted(s, v) && !stale_tells &&
             (r.desired.cpus < 0 || v->agent))
             sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows%s", v->name,
-                      v->reserve > 100 ? " (the guest reserves memory at boot)" : "");
+                      v->reserve > 100 ? " (the guest reserves memory at boot)"
+                      : v->stats != 0  ? " (its statistics tell nothing newer than the step)"
+                                       : "");
     }
     if (v->cycling)
         return;
     v->cycling = true;
     v->cycle_owner = rep_of(b)->idx;
     v->cycle_gen = rep_of(b)->gen;
+    v->cycle_ms = s->now_ms;
     int on_host = 0, all = 0;
     char who[200] = "";
     bool other_process = false, unseen = false;
@@ -560,6 +685,30 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             unseen |= w != v && sim_unseen_since_restart(s, w, w->cycle_owner, w->cycle_gen);
         }
     }
+    /* The caps are each process's (docs/limits.md "Power-cycle caps are per replica"): the
+     * cycles this one carries, for any reason (new, resumed, taken over from an older
+     * operation or another replica, a previous life's carried on), count against them as
+     * configured. (All of them together against cap * replicas, as before, is implied.) */
+    int me = rep_of(b)->idx, me_gen = rep_of(b)->gen, mine_host = 0, mine = 0;
+    char mine_who[200] = "";
+    for (int j = 0; j < s->n_vms; j++) {
+        struct sim_vm *w = &s->vms[j];
+        int cr, cg;
+        if (!sim_cycle_counts(s, w, v))
+            continue;
+        cycle_carrier(w, &cr, &cg);
+        if (w != v && !(cr == me && cg == me_gen))
+            continue;
+        mine++;
+        mine_host += w->host == v->host;
+        snprintf(mine_who + strlen(mine_who), sizeof(mine_who) - strlen(mine_who), " %s(%s)",
+                 w->name, w->power == HV_POWER_OFF ? "off" : "on");
+    }
+    if (mine_host > s->ecfg.max_power_cycles_per_host || mine > s->ecfg.max_power_cycles)
+        sim_break(s, INV_CYCLES,
+                  "r%d carries %d power cycles on %s (%d overall), caps %d per host, %d overall:%s",
+                  me, mine_host, s->hosts[v->host].name, mine, s->ecfg.max_power_cycles_per_host,
+                  s->ecfg.max_power_cycles, mine_who);
     int cap_host = s->ecfg.max_power_cycles_per_host * s->n_reps;
     int cap = s->ecfg.max_power_cycles * s->n_reps;
     if (on_host > cap_host || all > cap)
@@ -618,12 +767,12 @@ static bool record_before(struct sim_vm *v, struct hv_oprecord *out)
     return o != NULL;
 }
 
-static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
-                 struct hv_err *err)
+static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
+                  struct hv_err *err)
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
-    int rc = call_fault(s, k, err);
+    int rc = call_fault(s, k, err, SIM_CALL_ACT);
     if (rc != HV_OK) {
         sim_note(s, "  act %d on %s: call failed (%d)", st->kind, ref->name, rc);
         if (k >= 0 && st->kind == HV_STEP_POWER_ON)
@@ -752,6 +901,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     if (s->timeout_permille && sim_chance(s, s->timeout_permille)) {
         /* taken, but the call's answer is lost */
         v->touched_ms = s->now_ms;
+        if (st->kind > 0 && st->kind < SIM_STEP_KINDS)
+            v->lost_ms[st->kind] = s->now_ms;
         if (st->seen_after)
             st->seen_after->found = false;
         err_set(err, HV_E_TIMEOUT, "taken, answer lost");
@@ -760,12 +911,23 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     return HV_OK;
 }
 
+static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
+                 struct hv_err *err)
+{
+    struct sim *s = sim_of(b);
+    int rc = act_do(b, ref, st, err);
+    int k = sim_vm_by_name(s, ref->name);
+    if (k >= 0)
+        act_result(s, &s->vms[k], st->kind, rc == HV_OK);
+    return rc;
+}
+
 static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
                           struct hv_err *err)
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
-    int rc = call_fault(s, k, err);
+    int rc = call_fault(s, k, err, SIM_CALL_WRITE);
     if (rc != HV_OK)
         return rc;
     if ((k = find(s, ref)) < 0) {
@@ -901,7 +1063,7 @@ void sim_world_tick(struct sim *s)
         }
         if (v->halt_at && v->halt_at <= s->now_ms && v->power == HV_POWER_ON) {
             v->halt_at = 0;
-            v->touched_ms = s->now_ms;
+            v->touched_ms = v->halt_seen_ms = v->delay_ms = s->now_ms;
             if (v->halt_pauses) {
                 v->power = HV_POWER_PAUSED;
                 v->operator_power = true;
@@ -934,9 +1096,14 @@ void sim_world_tick(struct sim *s)
 void sim_world_fault(struct sim *s)
 {
     int k = sim_range(s, 0, s->n_vms - 1);
+    int kind = sim_range(s, 0, 21);
+    sim_world_fault_on(s, k, kind);
+}
+
+void sim_world_fault_on(struct sim *s, int k, int kind)
+{
     struct sim_vm *v = &s->vms[k];
     struct sim_host *h = &s->hosts[v->host];
-    int kind = sim_range(s, 0, 21);
     s->r.faults++;
     if (kind <= 2) { /* hosts */
         if (kind == 0)
@@ -945,9 +1112,13 @@ void sim_world_fault(struct sim *s)
             h->stalled = true;
         else
             h->down = h->stalled = false;
-        for (int j = 0; j < s->n_vms; j++)
-            if (s->vms[j].host == v->host)
-                s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
+        for (int j = 0; j < s->n_vms; j++) {
+            if (s->vms[j].host != v->host)
+                continue;
+            s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
+            if (kind <= 1)
+                s->vms[j].host_down_ms = s->vms[j].delay_ms = s->now_ms;
+        }
         sim_note(s, "fault: %s %s", h->name, kind == 0 ? "dies" : kind == 1 ? "stalls" : "is back");
         return;
     }
@@ -960,6 +1131,7 @@ void sim_world_fault(struct sim *s)
         if (v->power == HV_POWER_ON) {
             v->power = HV_POWER_PAUSED;
             v->operator_power = true;
+            v->paused_ms = v->delay_ms = s->now_ms;
             changed(s, k);
             sim_note(s, "fault: %s %s", v->name, kind == 3 ? "pauses" : "is suspended");
         }
@@ -973,6 +1145,17 @@ void sim_world_fault(struct sim *s)
         }
         return;
     case 6:
+        if (sim_chance(s, 500)) {
+            /* the new configuration does not boot, the one it has now does: every power-on
+             * with another configuration halts right after (a rollback's start stays on) */
+            v->halts_new = true;
+            v->good = v->config;
+            sim_note(s,
+                     "fault: %s halts after every power-on with a configuration other than "
+                     "%lld MiB %d vCPUs",
+                     v->name, (long long)v->config.memory_mib, v->config.cpus);
+            return;
+        }
         v->halts = sim_chance(s, 100) ? -1 : 1;
         v->halted_for_good |= v->halts < 0;
         sim_note(s, "fault: %s halts after its next power-on%s", v->name, v->halts < 0 ? "s" : "");
@@ -995,10 +1178,14 @@ void sim_world_fault(struct sim *s)
         sim_note(s, "fault: %s's guest does not online plugged memory", v->name);
         return;
     case 11:
-        v->reserve = v->config.memory_mib / 4;
-        sim_note(s, "fault: %s's guest reserves %lld MiB", v->name, (long long)v->reserve);
+        /* a boot-time reservation (crashkernel=, say): it takes effect at the guest's next
+         * boot, never in a running guest */
+        v->reserve_next = v->config.memory_mib / 4;
+        sim_note(s, "fault: %s's guest reserves %lld MiB from its next boot", v->name,
+                 (long long)v->reserve_next);
         return;
     case 12: {
+        v->stats_bad_ms = s->now_ms;
         struct hv_vm_obs o;
         fill_obs(s, k, &o, true);
         v->stale = o.guest;
@@ -1012,6 +1199,7 @@ void sim_world_fault(struct sim *s)
         return;
     }
     case 13:
+        v->stats_bad_ms = s->now_ms;
         v->stats = 2;
         v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics absent", v->name);
@@ -1022,7 +1210,7 @@ void sim_world_fault(struct sim *s)
         sim_note(s, "fault: %s's statistics fresh again", v->name);
         return;
     case 15:
-        v->ignores_acpi = !v->ignores_acpi;
+        v->ignores_acpi = !v->ignores_acpi || v->no_acpi;
         sim_note(s, "fault: %s's guest %s ACPI", v->name, v->ignores_acpi ? "ignores" : "heeds");
         return;
     case 16:
@@ -1036,18 +1224,21 @@ void sim_world_fault(struct sim *s)
         if (v->power == HV_POWER_OFF)
             v->live = v->config;
         v->operator_config = true;
+        v->op_change_ms = s->now_ms;
         changed(s, k);
         sim_note(s, "operator: %s configured to %lld MiB", v->name,
                  (long long)v->config.memory_mib);
         return;
     case 18:
         v->operator_power = true;
+        v->op_change_ms = s->now_ms;
         if (v->power == HV_POWER_ON) {
             power_off(s, k);
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
             v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
             power_on(s, k);
+            v->op_on_ms = s->now_ms;
             v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
         }
@@ -1062,6 +1253,7 @@ void sim_world_fault(struct sim *s)
         return;
     case 20:
         v->busy_until = s->now_ms + 1000 * sim_range(s, 1, 20);
+        v->delay_ms = s->now_ms;
         sim_note(s, "fault: %s busy with another task", v->name);
         return;
     default:
