@@ -131,8 +131,8 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     eng_make_key(key, sizeof(key), f->be, &f->ref);
     struct entry *x = eng_find(e, key);
     if ((x && x->slot) || !f->be->ops->serves(f->be, &f->ref))
-        return; /* carried here already, with its slot */
-    x = eng_entry_for(e, key, f->be, &f->ref);
+        return;                                      /* carried here already, with its slot */
+    x = eng_entry_for(e, key, f->be, &f->ref, true); /* a cycle in flight is carried on */
     if (!x->have_desired) { /* else what the calls asked last: a pass for it takes the cycle
                                over (reconcile.c), as when a call comes */
         x->desired = f->desired;

@@ -24,7 +24,7 @@ static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
 static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
-static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions;
+static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions, engine_refused;
 static atomic_long passes_pending;
 
 #define NAMED_MAX 64
@@ -138,6 +138,11 @@ void hv_metrics_record_write(void)
 void hv_metrics_engine_assertion(void)
 {
     atomic_fetch_add(&engine_assertions, 1);
+}
+
+void hv_metrics_engine_refused(void)
+{
+    atomic_fetch_add(&engine_refused, 1);
 }
 
 void hv_metrics_illegal_transition(void)
@@ -403,9 +408,15 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
             "# HELP hvupdater_engine_assertions_total Engine invariants found broken (a "
             "defect; logged).\n"
             "# TYPE hvupdater_engine_assertions_total counter\n"
-            "hvupdater_engine_assertions_total %lu\n",
+            "hvupdater_engine_assertions_total %lu\n"
+            "# HELP hvupdater_engine_entries_refused_total Calls for a new VM refused (a "
+            "retryable Failure) because the engine held engine.maxEntries VMs with work in "
+            "flight.\n"
+            "# TYPE hvupdater_engine_entries_refused_total counter\n"
+            "hvupdater_engine_entries_refused_total %lu\n",
             atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes),
-            atomic_load(&illegal_transitions), atomic_load(&engine_assertions));
+            atomic_load(&illegal_transitions), atomic_load(&engine_assertions),
+            atomic_load(&engine_refused));
     pthread_mutex_lock(&named_lock);
     bprintf(&b, "# HELP hvupdater_backend_errors_total Failed hypervisor calls by backend and "
                 "server (libvirt URI or vCenter name).\n"

@@ -25,6 +25,8 @@ void hv_metrics_record_write(void);
 void hv_metrics_illegal_transition(void);
 /* An engine invariant found broken (src/engine/phase.h hv_engine_check; production only). */
 void hv_metrics_engine_assertion(void);
+/* A new VM refused by the engine: its table held engine.maxEntries busy entries. */
+void hv_metrics_engine_refused(void);
 
 /* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
  * its message (docs/messages.md's templates), for counting; the message is for people and is

@@ -2284,9 +2284,89 @@ static void test_never_failure_past_the_deadline_is_not_verified(void **state)
     }
 }
 
+/* Issue 28 item 4: the engine's table is capped. A driven engine (no worker runs a pass until
+ * the test says) with room for 4 VMs: 4 calls queue a pass each, so no entry can be let go; a
+ * call for a fifth VM is refused with the retryable Failure (UpdateMachine) or the probe's
+ * "cannot check" reason (CanUpdateMachine), counted, and adds no entry. Once the passes ran
+ * (the VMs do not exist: nothing stays in flight), a new VM makes room by evicting the least
+ * recently used, and 200 made-up names later the table still holds 4. */
+static int64_t cap_now_ms;
+static int64_t cap_mono(void *ctx)
+{
+    (void)ctx;
+    return cap_now_ms;
+}
+static int64_t cap_unix(void *ctx)
+{
+    (void)ctx;
+    return 1700000000 + cap_now_ms / 1000;
+}
+
+static void test_table_is_capped_and_never_drops_work_in_flight(void **state)
+{
+    struct fx *f = *state;
+    hv_engine_free(f->e);
+    static const struct hv_engine_drive drive = {.mono_ms = cap_mono, .unix_s = cap_unix};
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    assert_int_equal(c.max_entries, HV_ENGINE_MAX_ENTRIES);
+    c.max_entries = 4;
+    c.scan_interval_s = -1;
+    c.drive = &drive;
+    cap_now_ms = 1000;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    struct hv_profile p = libvirt_profile();
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    char name[32];
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof(name), "eng-cap-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+        assert_false(r.failure);
+        assert_string_equal(r.message, "in progress: observing the VM");
+        cap_now_ms += 10;
+    }
+    assert_int_equal(hv_engine_entries(f->e), 4);
+    struct hv_vm_ref extra = ref_of("eng-cap-extra");
+    hv_engine_update(f->e, &p, &extra, &want, &f->s, &r);
+    assert_true(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message,
+                        "hvupdater holds engine.maxEntries VMs with work in flight already; retry");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    assert_int_equal(hv_engine_probe(f->e, &p, &extra, &want, &f->s, plan, why, sizeof(why)), -1);
+    assert_string_equal(why,
+                        "hvupdater holds engine.maxEntries VMs with work in flight already; retry");
+    assert_int_equal(hv_engine_refused(f->e), 2);
+    assert_int_equal(hv_engine_entries(f->e), 4);
+    /* a VM already held is still answered */
+    struct hv_vm_ref held = ref_of("eng-cap-0");
+    hv_engine_update(f->e, &p, &held, &want, &f->s, &r);
+    assert_false(r.failure);
+    /* the passes run (the VMs are missing: each ends in its Failure, nothing in flight) */
+    while (hv_engine_run(f->e, 100, NULL) > 0)
+        ;
+    for (int k = 0; k < 200; k++) {
+        cap_now_ms += 10;
+        snprintf(name, sizeof(name), "eng-cap-forged-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+        assert_false(r.failure); /* room was made: "observing the VM" */
+        while (hv_engine_run(f->e, 100, NULL) > 0)
+            ;
+        assert_true(hv_engine_entries(f->e) <= 4);
+    }
+    assert_int_equal(hv_engine_refused(f->e), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_table_is_capped_and_never_drops_work_in_flight, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
                                         teardown),
