@@ -330,6 +330,7 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     ec.max_power_cycles = cfg->engine.max_power_cycles;
     ec.max_power_cycles_per_host = cfg->engine.max_power_cycles_per_host;
     ec.step_timeout_s = cfg->engine.step_timeout_s;
+    ec.max_entries = cfg->engine.max_entries;
     rt->engine = hv_engine_new(&ec, rt->bes, rt->n_bes);
     if (!rt->engine) {
         snprintf(err, errlen, "cannot start the engine");

@@ -28,6 +28,7 @@ void hv_config_default(struct hv_config *c)
     c->engine.max_power_cycles = 4;
     c->engine.max_power_cycles_per_host = 1;
     c->engine.step_timeout_s = 300;
+    c->engine.max_entries = 10000;
     c->libvirt_uris = calloc(1, sizeof(char *));
     if (!c->libvirt_uris)
         abort();
@@ -147,6 +148,7 @@ static int parse_engine(struct hv_config *c, const hj *e, char *err, size_t errl
                                        "liveTimeoutSeconds",
                                        "shutdownTimeoutSeconds",
                                        "deadlineSeconds",
+                                       "maxEntries",
                                        NULL};
     if (hj_check_keys(e, "engine", keys, err, errlen) < 0)
         return -1;
@@ -162,6 +164,8 @@ static int parse_engine(struct hv_config *c, const hj *e, char *err, size_t errl
                    int_into(e, "engine", "shutdownTimeoutSeconds", 1, 86400,
                             &c->defaults.shutdown_timeout_s, err, errlen) < 0 ||
                    int_into(e, "engine", "deadlineSeconds", 1, 604800, &c->defaults.deadline_s, err,
+                            errlen) < 0 ||
+                   int_into(e, "engine", "maxEntries", 100, 1000000, &c->engine.max_entries, err,
                             errlen) < 0
                ? -1
                : 0;

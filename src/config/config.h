@@ -15,6 +15,7 @@ struct hv_engine_opts {
     int max_power_cycles; /* overall */
     int max_power_cycles_per_host;
     int step_timeout_s; /* one hypervisor call */
+    int max_entries;    /* VMs the engine keeps in hand (engine.maxEntries) */
 };
 
 struct hv_vsphere_cfg {

@@ -94,7 +94,17 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     eng_make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
     eng_sweep(e, false);
-    struct entry *x = eng_entry_for(e, key, be, ref);
+    struct entry *x = eng_entry_for(e, key, be, ref, false);
+    if (!x) { /* the table is full of VMs with work in flight: CAPI retries with back-off */
+        pthread_mutex_unlock(&e->lock);
+        out->failure = true;
+        out->retry_after_s = 0;
+        out->settling = false;
+        snprintf(
+            out->message, sizeof(out->message), "%s",
+            HV_MSG("hvupdater holds engine.maxEntries VMs with work in flight already; retry"));
+        return;
+    }
     int64_t now = eng_now_ms(e);
     x->call_seq++;
     /* CAPI retries a Failure at its own back-off, at no pace this process asked for */

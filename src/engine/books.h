@@ -29,6 +29,9 @@ struct hv_engine_cfg {
     int probe_cache_ms;    /* CanUpdateMachine live probes are cached this long */
     int probe_wait_ms;     /* a hook waits at most this long for a probe */
     int entry_idle_ms;     /* an entry with nothing in flight is evicted after this long unused */
+    /* most entries held: a new VM beyond it first evicts the least recently used entries with
+     * nothing in flight; with none, its call is refused (a retryable Failure). < 1: default */
+    int max_entries;
     /* look for power cycles left in flight (ops->list_records) at start and then this often;
      * 0: only at start (and again while a scan could not reach every host); < 0: never (a
      * one-shot engine, e.g. the lab CLI's, carries on no other VM's cycle) */

@@ -26,6 +26,7 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->probe_cache_ms = 5000;
     c->probe_wait_ms = 300;
     c->entry_idle_ms = 600000;
+    c->max_entries = HV_ENGINE_MAX_ENTRIES;
     c->scan_interval_s = 300;
     c->drive = NULL;
 }
@@ -137,6 +138,8 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
         abort();
     if (e->cfg.entry_idle_ms < 1)
         e->cfg.entry_idle_ms = 600000;
+    if (e->cfg.max_entries < 1)
+        e->cfg.max_entries = HV_ENGINE_MAX_ENTRIES;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
@@ -211,7 +214,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     char key[HV_KEY_MAX];
     eng_make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
-    eng_entry_for(e, key, be, ref);
+    eng_entry_for(e, key, be, ref, true); /* one call on the caller's thread: never refused */
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
     hv_reconcile_key(&e->books, key, be, ref, desired, s, true, out);

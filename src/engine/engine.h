@@ -14,6 +14,9 @@
 
 struct hv_engine;
 
+/* Default of hv_engine_cfg.max_entries (engine.maxEntries): VMs the engine keeps in hand. */
+#define HV_ENGINE_MAX_ENTRIES 10000
+
 void hv_engine_cfg_default(struct hv_engine_cfg *c);
 struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
                                 size_t n);
@@ -48,6 +51,10 @@ int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
 
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
+
+/* Calls refused so far because the table held cfg.max_entries entries with something in
+ * flight (tests, benchmarks; /metrics counts them as hvupdater_engine_entries_refused_total). */
+uint64_t hv_engine_refused(struct hv_engine *e);
 
 /* Passes queued so far because a backend reported a change of a VM with an operation in
  * flight (ops->watch), over the entries held now (tests, benchmarks). */

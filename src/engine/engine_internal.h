@@ -82,6 +82,7 @@ struct hv_engine {
     pthread_cond_t cond;
     struct entry **buckets; /* hash table of entries, n_buckets a power of two */
     size_t n_buckets, n_entries;
+    uint64_t refused; /* new entries refused over cfg.max_entries */
     int64_t swept_ms;
     struct entry *slots; /* entries holding a power-cycle slot */
     struct entry *q_head, *q_tail;
@@ -116,7 +117,7 @@ struct hv_backend *eng_backend_for(struct hv_engine *e, const struct hv_profile 
 void eng_make_key(char *out, size_t cap, const struct hv_backend *be, const struct hv_vm_ref *ref);
 struct entry *eng_find(struct hv_engine *e, const char *key);
 struct entry *eng_entry_for(struct hv_engine *e, const char *key, struct hv_backend *be,
-                            const struct hv_vm_ref *ref);
+                            const struct hv_vm_ref *ref, bool force);
 void eng_entry_free(struct entry *x);
 bool eng_evictable(const struct entry *x);
 void eng_unlink_entry(struct hv_engine *e, struct entry *x);

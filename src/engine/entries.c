@@ -1,10 +1,13 @@
 /* entries.c: the per-VM entries: a hash table keyed by VM (backend, server, UUID, name),
  * found or created under the engine's lock. An entry that has nothing in flight (no pass
  * queued, running or timed, no slot, no probe) and has not been used for entry_idle_ms is
- * evicted: what must survive is on the VM's own record, an evicted entry only costs the next
- * call an "observing the VM". The table owns its entries (and each entry its probe). */
+ * evicted, and at most cfg.max_entries are held (the least recently used with nothing in
+ * flight make room for a new one; with none, the new one is refused): what must survive is on the
+ * VM's own record, an evicted entry only costs the next call an "observing the VM". The table owns
+ * its entries (and each entry its probe). */
 #include "engine.h"
 #include "engine_internal.h"
+#include "metrics.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -58,9 +61,50 @@ void eng_entry_free(struct entry *x)
     free(x);
 }
 
-/* Find or create the entry for key; caller holds the lock. */
+struct aged {
+    int64_t used_ms;
+    struct entry *x;
+};
+
+static int by_age(const void *a, const void *b)
+{
+    const struct aged *p = a, *q = b;
+    return (p->used_ms > q->used_ms) - (p->used_ms < q->used_ms);
+}
+
+/* The table is full: evict the least recently used entries with nothing in flight, up to a
+ * sixteenth of the cap at once (so a flood of new names walks the table once per that many
+ * calls, not once per call). An entry with a pass, a slot, a probe or a waiting call is never
+ * evicted. Returns whether there is room now; caller holds the lock. */
+static bool make_room(struct hv_engine *e)
+{
+    size_t cap = (size_t)e->cfg.max_entries;
+    if (e->n_entries < cap)
+        return true;
+    struct aged *v = malloc(e->n_entries * sizeof(*v));
+    size_t n = 0;
+    if (!v)
+        return false;
+    for (size_t k = 0; k < e->n_buckets; k++)
+        for (struct entry *x = e->buckets[k]; x; x = x->hnext)
+            if (eng_evictable(x))
+                v[n++] = (struct aged){x->used_ms, x};
+    size_t want = e->n_entries - cap + 1 + cap / 16;
+    if (n > want)
+        qsort(v, n, sizeof(*v), by_age);
+    for (size_t k = 0; k < n && k < want; k++) {
+        eng_unlink_entry(e, v[k].x);
+        eng_entry_free(v[k].x);
+    }
+    free(v);
+    return e->n_entries < cap;
+}
+
+/* Find or create the entry for key; caller holds the lock. A new entry beyond
+ * cfg.max_entries: NULL when no entry could be evicted for it (the call is refused,
+ * retryably), unless force (a cycle found in flight on a VM: it must be carried on). */
 struct entry *eng_entry_for(struct hv_engine *e, const char *key, struct hv_backend *be,
-                            const struct hv_vm_ref *ref)
+                            const struct hv_vm_ref *ref, bool force)
 {
     struct entry *x = eng_find(e, key);
     if (x) {
@@ -70,6 +114,11 @@ struct entry *eng_entry_for(struct hv_engine *e, const char *key, struct hv_back
         memcpy(x->ref.cluster, ref->cluster, sizeof(x->ref.cluster));
         memcpy(x->ref.thumbprint, ref->thumbprint, sizeof(x->ref.thumbprint));
         return x;
+    }
+    if (!make_room(e) && !force) {
+        e->refused++;
+        hv_metrics_engine_refused();
+        return NULL;
     }
     x = calloc(1, sizeof(*x));
     if (!x || !(x->key = strdup(key)))
@@ -139,6 +188,14 @@ size_t hv_engine_entries(struct hv_engine *e)
     pthread_mutex_lock(&e->lock);
     eng_sweep(e, true);
     size_t n = e->n_entries;
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
+uint64_t hv_engine_refused(struct hv_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->refused;
     pthread_mutex_unlock(&e->lock);
     return n;
 }

@@ -251,7 +251,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     eng_make_key(key, sizeof(key), be, ref);
     pthread_mutex_lock(&e->lock);
     eng_sweep(e, false);
-    struct entry *x = eng_entry_for(e, key, be, ref);
+    struct entry *x = eng_entry_for(e, key, be, ref, false);
+    if (!x) { /* the table is full: "cannot check the change on this VM: ...; retry" */
+        pthread_mutex_unlock(&e->lock);
+        snprintf(
+            why, whylen, "%s",
+            HV_MSG("hvupdater holds engine.maxEntries VMs with work in flight already; retry"));
+        return -1;
+    }
     /* CanUpdateMachine for other hardware than UpdateMachine last asked: the rollout changed,
      * and CAPI may call another replica for it, which changes the VM. A "done" for the older
      * hardware concluded before (A -> B -> A) is not answered: the next UpdateMachine for it

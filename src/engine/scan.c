@@ -5,11 +5,13 @@
 #include "engine.h"
 #include "engine_internal.h"
 #include "log.h"
+#include "msg.h"
 #include "oprecord.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A restarted process (or the replica that stays when another is gone) learns of a power
  * cycle its previous life left in flight only from the record on the VM. No call may ever
@@ -69,6 +71,40 @@ static bool settings_of(const char *policy, struct hv_settings *s)
     return ok;
 }
 
+/* Why a record found on vm may not be carried on here, or NULL. The record is data anyone who
+ * can edit the VM's settings could have written, and no call stands behind it: before any
+ * step, what it names is checked against the configuration. It must name the VM it was found
+ * on (a record naming another VM would move that VM), on a server this process serves, with
+ * desired hardware the backend's rules allow (ops->check, as for a call). Its cluster and
+ * certificate thumbprint are never used (see scan_found). */
+static const char *resume_refusal(struct hv_backend *be, const struct hv_vm_found *vm,
+                                  const struct hv_oprecord *r)
+{
+    const struct hv_vm_ref *a = &r->ref, *b = &vm->ref;
+    bool other = (a->uuid[0] && b->uuid[0] && strcasecmp(a->uuid, b->uuid)) ||
+                 (a->server[0] && b->server[0] && strcmp(a->server, b->server)) ||
+                 (!a->uuid[0] && a->name[0] && b->name[0] && strcmp(a->name, b->name));
+    if (other)
+        return HV_MSG("the record on the VM names another VM; not carried on");
+    struct hv_vm_ref named = a->name[0] || a->uuid[0] ? *a : *b;
+    if (!be->ops->serves(be, &named) || !be->ops->serves(be, b))
+        return HV_MSG("the record on the VM names a server this configuration does not serve; not "
+                      "carried on");
+    const struct hv_hw *d = &r->desired;
+    bool set =
+        d->memory_mib >= 0 || d->cpus >= 0 || d->cores_per_socket >= 0 || hv_disk_set(d->disk_mib);
+    struct hv_field_plan plan[HV_F_COUNT];
+    memset(plan, 0, sizeof(plan));
+    if (be->ops->check)
+        be->ops->check(be, &r->desired, plan);
+    for (int f = 0; f < HV_F_COUNT; f++)
+        set &= plan[f].how != HV_HOW_IMPOSSIBLE;
+    if (!set)
+        return HV_MSG("the record on the VM asks for hardware this configuration does not allow; "
+                      "not carried on");
+    return NULL;
+}
+
 /* hv_vm_found_fn: keep the VMs whose record shows a power cycle no live process carries. */
 static void scan_found(void *ctx, const struct hv_vm_found *vm)
 {
@@ -105,10 +141,22 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
         bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
         keep = f.own || previous || stale;
     }
+    const char *refused = keep ? resume_refusal(sc->be, vm, r) : NULL;
+    if (refused) {
+        char key[HV_KEY_MAX];
+        eng_make_key(key, sizeof(key), sc->be, &vm->ref);
+        hv_log(HV_LOG_WARN, "resume-refused", "vm", key, "message", refused, (char *)NULL);
+        keep = false;
+    }
     if (keep) {
         f.be = sc->be;
         /* the name the calls used (newer records keep it), else the backend's */
         f.ref = r->ref.name[0] || r->ref.uuid[0] ? r->ref : vm->ref;
+        /* whose credentials and which certificate are the configuration's own: a record's
+         * cluster could pick another cluster's identity, its thumbprint replace the server
+         * entry's verification. The next call's (checked) request supplies them again. */
+        f.ref.cluster[0] = '\0';
+        f.ref.thumbprint[0] = '\0';
         snprintf(f.host, sizeof(f.host), "%s", vm->host);
         f.off = vm->power == HV_POWER_OFF;
         f.desired = r->desired;
@@ -131,8 +179,8 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     eng_make_key(key, sizeof(key), f->be, &f->ref);
     struct entry *x = eng_find(e, key);
     if ((x && x->slot) || !f->be->ops->serves(f->be, &f->ref))
-        return; /* carried here already, with its slot */
-    x = eng_entry_for(e, key, f->be, &f->ref);
+        return;                                      /* carried here already, with its slot */
+    x = eng_entry_for(e, key, f->be, &f->ref, true); /* a cycle in flight is carried on */
     if (!x->have_desired) { /* else what the calls asked last: a pass for it takes the cycle
                                over (reconcile.c), as when a call comes */
         x->desired = f->desired;

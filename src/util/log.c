@@ -58,6 +58,7 @@ static const struct {
     {"operation-start", "Update operation started", NULL},
     {"probe-error", "Reading a VM failed", "detail"},
     {"resume", "Resuming an update operation", NULL},
+    {"resume-refused", "Update record found on a VM not carried on", "message"},
     {"rolled-back", "VM powered on again after a failed update", NULL},
     {"scan-error", "Scanning a hypervisor for update records failed", "detail"},
     {"self-signed", "Serving certificate made here", NULL},

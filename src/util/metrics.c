@@ -24,7 +24,7 @@ static atomic_ulong hist[HV_HOOK_COUNT][NB + 1];
 static atomic_ulong hist_sum_us[HV_HOOK_COUNT];
 static atomic_long inflight;
 static atomic_ulong http_codes[6]; /* 200, 400, 404, 405, 413, other */
-static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions;
+static atomic_ulong passes, record_writes, illegal_transitions, engine_assertions, engine_refused;
 static atomic_ulong mc_reads, mc_verdicts[3];
 static atomic_long passes_pending;
 
@@ -139,6 +139,11 @@ void hv_metrics_record_write(void)
 void hv_metrics_engine_assertion(void)
 {
     atomic_fetch_add(&engine_assertions, 1);
+}
+
+void hv_metrics_engine_refused(void)
+{
+    atomic_fetch_add(&engine_refused, 1);
 }
 
 void hv_metrics_illegal_transition(void)
@@ -415,9 +420,15 @@ char *hv_metrics_render(const char *extra, size_t *len_out)
             "# HELP hvupdater_engine_assertions_total Engine invariants found broken (a "
             "defect; logged).\n"
             "# TYPE hvupdater_engine_assertions_total counter\n"
-            "hvupdater_engine_assertions_total %lu\n",
+            "hvupdater_engine_assertions_total %lu\n"
+            "# HELP hvupdater_engine_entries_refused_total Calls for a new VM refused (a "
+            "retryable Failure) because the engine held engine.maxEntries VMs with work in "
+            "flight.\n"
+            "# TYPE hvupdater_engine_entries_refused_total counter\n"
+            "hvupdater_engine_entries_refused_total %lu\n",
             atomic_load(&passes), atomic_load(&passes_pending), atomic_load(&record_writes),
-            atomic_load(&illegal_transitions), atomic_load(&engine_assertions));
+            atomic_load(&illegal_transitions), atomic_load(&engine_assertions),
+            atomic_load(&engine_refused));
     bprintf(&b,
             "# HELP hvupdater_machine_check_api_requests_total API server reads made by the "
             "machine check (kubernetes.checkMachines).\n"

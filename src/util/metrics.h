@@ -29,6 +29,8 @@ void hv_metrics_engine_assertion(void);
  * (0 pass, 1 wait, 2 fail). */
 void hv_metrics_machine_check_read(void);
 void hv_metrics_machine_check(int verdict);
+/* A new VM refused by the engine: its table held engine.maxEntries busy entries. */
+void hv_metrics_engine_refused(void);
 
 /* Why an operation ended in a sticky Failure: the code the engine gives every Failure beside
  * its message (docs/messages.md's templates), for counting; the message is for people and is

@@ -8,7 +8,12 @@ are the densest JSON there is (`[0,0,0,...]`: one value per two bytes), then NAM
 UpdateMachine calls for made-up Machines and VMs. Prints the HTTP answers it got, the
 server's RSS before, its peak (VmHWM) and its RSS after each phase.
 
+With --max-entries N the server runs with engine.maxEntries N (a config file naming
+libvirt's test driver) instead of the default 10,000. --rounds 0 skips the bodies, so the
+peak RSS printed after the names is theirs alone.
+
 Usage: hostile-bench.py [--build DIR] [--size BYTES] [--conc N] [--rounds N] [--names N]
+                        [--max-entries N]
 """
 import argparse
 import collections
@@ -111,8 +116,12 @@ def main():
     ap.add_argument("--conc", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--names", type=int, default=20000)
+    ap.add_argument("--max-entries", type=int, default=0)
     a = ap.parse_args()
-    srv = hvtest.Server(os.path.join(os.path.abspath(a.build), "hvupdater"))
+    cfg = None
+    if a.max_entries:
+        cfg = {"libvirt": {"uris": ["test:///default"]}, "engine": {"maxEntries": a.max_entries}}
+    srv = hvtest.Server(os.path.join(os.path.abspath(a.build), "hvupdater"), config=cfg)
     srv.start()
     pid = srv.proc.pid
     try:

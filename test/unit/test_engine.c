@@ -235,6 +235,10 @@ static int64_t mono_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* observes through the wrapper with a cluster or thumbprint in the ref, and of watch_name */
+static int n_observes_identity, n_observes_watched;
+static const char *watch_name;
+
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
     return inner_be->ops->serves(inner_be, r);
@@ -254,6 +258,10 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
         snprintf(e->detail, sizeof(e->detail), "injected: the call timed out");
         return HV_E_TIMEOUT;
     }
+    if (r->cluster[0] || r->thumbprint[0])
+        __atomic_add_fetch(&n_observes_identity, 1, __ATOMIC_SEQ_CST);
+    if (watch_name && !strcmp(r->name, watch_name))
+        __atomic_add_fetch(&n_observes_watched, 1, __ATOMIC_SEQ_CST);
     int rc = inner_be->ops->observe(inner_be, r, o, e);
     if (rc == HV_OK && o->found && fake_disk_mib > 0)
         o->hw.disk_mib = o->config.disk_mib = fake_disk_mib;
@@ -363,6 +371,16 @@ static void w_changed(void *ctx, struct hv_backend *b, const char *server, const
     if (w_fn)
         w_fn(w_ctx, &wrapped, server, uuid, name);
 }
+static void w_check(struct hv_backend *b, const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT])
+{
+    (void)b;
+    inner_be->ops->check(inner_be, d, p);
+}
+static int w_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *e)
+{
+    (void)b;
+    return inner_be->ops->list_records(inner_be, fn, ctx, e);
+}
 static void w_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
 {
     (void)b;
@@ -380,6 +398,8 @@ static const struct hv_backend_ops wrap_ops = {
     .free = w_free,
     .watch = w_watch,
     .observe_guest = w_observe_guest,
+    .list_records = w_list_records,
+    .check = w_check,
 };
 
 /* An engine over the wrapped backend; pass() and friends use f->e and f->be. */
@@ -418,6 +438,7 @@ static void unwrap(struct fx *f)
     halted_starts = 0;
     noonline_keep = 0;
     noonline_boot = -1;
+    watch_name = NULL;
     observe_times_out = false;
 }
 
@@ -2284,9 +2305,169 @@ static void test_never_failure_past_the_deadline_is_not_verified(void **state)
     }
 }
 
+/* Issue 28 item 4: the engine's table is capped. A driven engine (no worker runs a pass until
+ * the test says) with room for 4 VMs: 4 calls queue a pass each, so no entry can be let go; a
+ * call for a fifth VM is refused with the retryable Failure (UpdateMachine) or the probe's
+ * "cannot check" reason (CanUpdateMachine), counted, and adds no entry. Once the passes ran
+ * (the VMs do not exist: nothing stays in flight), a new VM makes room by evicting the least
+ * recently used, and 200 made-up names later the table still holds 4. */
+static int64_t cap_now_ms;
+static int64_t cap_mono(void *ctx)
+{
+    (void)ctx;
+    return cap_now_ms;
+}
+static int64_t cap_unix(void *ctx)
+{
+    (void)ctx;
+    return 1700000000 + cap_now_ms / 1000;
+}
+
+static void test_table_is_capped_and_never_drops_work_in_flight(void **state)
+{
+    struct fx *f = *state;
+    hv_engine_free(f->e);
+    static const struct hv_engine_drive drive = {.mono_ms = cap_mono, .unix_s = cap_unix};
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    assert_int_equal(c.max_entries, HV_ENGINE_MAX_ENTRIES);
+    c.max_entries = 4;
+    c.scan_interval_s = -1;
+    c.drive = &drive;
+    cap_now_ms = 1000;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    struct hv_profile p = libvirt_profile();
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    char name[32];
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof(name), "eng-cap-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+        assert_false(r.failure);
+        assert_string_equal(r.message, "in progress: observing the VM");
+        cap_now_ms += 10;
+    }
+    assert_int_equal(hv_engine_entries(f->e), 4);
+    struct hv_vm_ref extra = ref_of("eng-cap-extra");
+    hv_engine_update(f->e, &p, &extra, &want, &f->s, &r);
+    assert_true(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message,
+                        "hvupdater holds engine.maxEntries VMs with work in flight already; retry");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    assert_int_equal(hv_engine_probe(f->e, &p, &extra, &want, &f->s, plan, why, sizeof(why)), -1);
+    assert_string_equal(why,
+                        "hvupdater holds engine.maxEntries VMs with work in flight already; retry");
+    assert_int_equal(hv_engine_refused(f->e), 2);
+    assert_int_equal(hv_engine_entries(f->e), 4);
+    /* a VM already held is still answered */
+    struct hv_vm_ref held = ref_of("eng-cap-0");
+    hv_engine_update(f->e, &p, &held, &want, &f->s, &r);
+    assert_false(r.failure);
+    /* the passes run (the VMs are missing: each ends in its Failure, nothing in flight) */
+    while (hv_engine_run(f->e, 100, NULL) > 0)
+        ;
+    for (int k = 0; k < 200; k++) {
+        cap_now_ms += 10;
+        snprintf(name, sizeof(name), "eng-cap-forged-%d", k);
+        struct hv_vm_ref ref = ref_of(name);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+        assert_false(r.failure); /* room was made: "observing the VM" */
+        while (hv_engine_run(f->e, 100, NULL) > 0)
+            ;
+        assert_true(hv_engine_entries(f->e) <= 4);
+    }
+    assert_int_equal(hv_engine_refused(f->e), 2);
+}
+
+/* Issue 28 item 5: a record read back from a VM is data anyone who can edit the VM's settings
+ * could have written. A restarted process (its scan) re-validates it before any step: a
+ * record on A naming B takes no step on either (B not even looked at); a record asking for
+ * hardware no VM can have (0 MiB) takes none; a record naming its own VM is carried on, but
+ * with the configuration's credentials and certificate checks, never the record's cluster
+ * and thumbprint. */
+static void put_forged(struct fx *f, const char *on, struct hv_vm_ref named, int64_t mib,
+                       const char *owner)
+{
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){mib, -1, -1, -1};
+    rec.prev = (struct hv_hw){2048, -1, -1, -1};
+    rec.phase = HV_PH_POWER_OFF;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    snprintf(rec.owner, sizeof(rec.owner), "%s", owner);
+    snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/TrySoft/120/300/1800/IfAvailable");
+    rec.ref = named;
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of(on);
+    struct hv_err err = {0};
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, buf, &err), HV_OK);
+}
+
+static void test_forged_records_are_revalidated_before_any_step(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-fg-a", 2048, 2048, 1, 1);
+    define(f, "eng-fg-b", 2048, 2048, 1, 1);
+    define(f, "eng-fg-c", 2048, 2048, 1, 1);
+    define(f, "eng-fg-d", 2048, 2048, 1, 1);
+    power_off(f, "eng-fg-a");
+    power_off(f, "eng-fg-c");
+    power_off(f, "eng-fg-d");
+    int id_b = dom_id(f, "eng-fg-b");
+    use_wrapper(f, 0, false);
+    char host[64] = "unknown", prev[96];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    put_forged(f, "eng-fg-a", ref_of("eng-fg-b"), 1024, prev);
+    put_forged(f, "eng-fg-c", ref_of("eng-fg-c"), 0, prev);
+    struct hv_vm_ref d = ref_of("eng-fg-d");
+    snprintf(d.cluster, sizeof(d.cluster), "other-ns/other-cluster");
+    snprintf(d.thumbprint, sizeof(d.thumbprint), "AA:BB:CC");
+    put_forged(f, "eng-fg-d", d, 1024, prev);
+    struct hv_vm_obs a0 = observe(f, "eng-fg-a"), c0 = observe(f, "eng-fg-c");
+    n_observes_identity = n_observes_watched = 0;
+    watch_name = "eng-fg-b";
+    /* the restart: a new engine whose first scan finds the three records, and no call */
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    struct hv_backend *b = &wrapped;
+    f->e = hv_engine_new(&c, &b, 1);
+    assert_non_null(f->e);
+    /* D is carried to its end (the scan handled A and C in the same round, before it) */
+    struct hv_vm_obs o = runs_and_done(f, "eng-fg-d", 30000);
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.config.memory_mib, 1024);
+    assert_int_equal(__atomic_load_n(&n_observes_identity, __ATOMIC_SEQ_CST), 0);
+    /* A's record named B: neither was touched, B not even looked at */
+    assert_int_equal(__atomic_load_n(&n_observes_watched, __ATOMIC_SEQ_CST), 0);
+    assert_int_equal(dom_id(f, "eng-fg-b"), id_b);
+    struct hv_vm_obs a = observe(f, "eng-fg-a");
+    assert_int_equal(a.power, HV_POWER_OFF);
+    assert_string_equal(a.record, a0.record);
+    /* C's record asked for 0 MiB: no step */
+    struct hv_vm_obs cc = observe(f, "eng-fg-c");
+    assert_int_equal(cc.power, HV_POWER_OFF);
+    assert_int_equal(cc.config.memory_mib, 2048);
+    assert_string_equal(cc.record, c0.record);
+    unwrap(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_forged_records_are_revalidated_before_any_step, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_table_is_capped_and_never_drops_work_in_flight, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
                                         teardown),
