@@ -406,10 +406,9 @@ static int parse_kubevirt(struct hv_config *c, const hj *v, char *err, size_t er
 
 static int parse_kube(struct hv_config *c, const hj *k, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"server",          "tokenFile",      "caFile",
-                                       "capvNamespace",   "timeoutSeconds", "events",
-                                       "holdRemediation", "checkMachines",  "dryRunClaims",
-                                       NULL};
+    static const char *const keys[] = {
+        "server", "tokenFile",       "caFile",        "capvNamespace", "timeoutSeconds",
+        "events", "holdRemediation", "checkMachines", "dryRunClaims",  NULL};
     if (hj_check_keys(k, "kubernetes", keys, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "server", false, &c->kube.server, err, errlen) < 0 ||
         str_dup_member(k, "kubernetes", "tokenFile", false, &c->kube.token_file, err, errlen) < 0 ||
