@@ -469,6 +469,13 @@ def not_machine_check_wait(call):
     return not call[2].startswith("machine check: reading")
 
 
+def not_retry_wait(call):
+    """A hook answer other than a retryable wait: the machine check's "reading ...; retry" or
+    a bounded ask still running ("still asking the hypervisor|API server ...; retry")."""
+    return not_machine_check_wait(call) and not (
+        "still asking the " in call[2] and call[2].rstrip().endswith("; retry"))
+
+
 def in_place(tmpl, mem, vcpu, restart=False):
     before = {m["metadata"]["name"]: domain_of(m) for m in machines(NS, MD)}
     cycles = {d[0]: shutdowns(d[0]) for d in before.values()}
@@ -1126,8 +1133,13 @@ def scenario_kcp_in_place():
             log("    %s %s %s: %s" % (hook, status, machine, msg))
     hooks = [c[0] for c in calls]
     assert hooks.count("CanUpdateMachine") >= 3, calls
-    # the machine check's "reading ...; retry" is the one Failure KCP may see (it retries)
-    assert not any(c[1] == "Failure" for c in calls if not_machine_check_wait(c)), calls
+    # the retryable waits are the only Failures KCP may see (it retries them): the machine
+    # check's "reading ...; retry", and the bounded asks of a hook that must answer in
+    # milliseconds ("still asking the hypervisor ... / the API server ...; retry": a probe or
+    # a dry run slower than the hook's 300 ms, e.g. a TCG guest on two busy cores)
+    waits = [c for c in calls if c[1] == "Failure" and not not_retry_wait(c)]
+    RESULTS["kcp in place: retryable waits answered"] = len(waits)
+    assert not any(c[1] == "Failure" for c in calls if not_retry_wait(c)), calls
     assert "CanUpdateMachineSet" not in hooks, calls
     assert sum(1 for c in calls if c[0] == "UpdateMachine" and c[2].startswith("done")) >= 3, calls
 
