@@ -328,6 +328,9 @@ static void test_guest_view(void **state)
     free(live);
     /* booted: the kernel's MemTotal is the 1024 MiB less what it reserved */
     qt_wait_guest(q, &obs, 800, 1023, 1, 120);
+    /* the agent answered (the guest's vCPU count): an observation from now on shows it
+     * connected (the one qt_wait_guest made before asking the guest may predate it) */
+    qt_observe(q, &obs);
     assert_true(obs.tools_running);
     struct hv_hw want = {1536, 3, -1, -1};
     qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY dimm +512");
