@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# capi-test.sh: CAPI drives hvupdater's KubeVirt backend on CAPK Machines (kubevirt_capi_test.py)
+# as one command (ctest -L kubevirt): under flock /tmp/hv-lab.lock, up.sh --capk, the test,
+# down.sh and the QEMU lab's daemons stopped. Root; HV_BUILD: the directory of the hvupdater
+# binary (the CAPI lab starts it; the test restarts it with a kubevirt section). Prints the
+# stage's time.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+export HV_BUILD=${HV_BUILD:-$ROOT/build}
+exec 9>/tmp/hv-lab.lock
+flock 9
+t0=$(date +%s)
+if env=$("$HERE/up.sh" --capk); then
+    eval "$env"
+    /usr/bin/python3 "$HERE/kubevirt_capi_test.py" "$@"
+    rc=$?
+else
+    rc=1
+fi
+"$HERE/down.sh"
+"$ROOT/test/lab/libvirt-down.sh"
+echo "kubevirt capi: $(($(date +%s) - t0)) s with up.sh and down.sh (exit $rc)"
+exit $rc
