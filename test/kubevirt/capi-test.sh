@@ -19,6 +19,11 @@ if env=$("$HERE/up.sh" --capk); then
     eval "$env"
     /usr/bin/python3 "$HERE/kubevirt_capi_test.py" "$@"
     rc=$?
+    # HV_KUBEVIRT_LOGS_TO=DIR: the lab's logs (hvupdater, CAPI, CAPK, the stand-in) kept there
+    if [ -n "${HV_KUBEVIRT_LOGS_TO:-}" ]; then
+        mkdir -p "$HV_KUBEVIRT_LOGS_TO"
+        cp "$HV_CAPI_STATE"/*.log "$HV_KUBEVIRT_STATE"/*.log "$HV_KUBEVIRT_LOGS_TO"/ 2>/dev/null
+    fi
 else
     rc=1
 fi

@@ -127,6 +127,23 @@ def settled_vmi(name, guest, sockets):
     return o
 
 
+def rolled_out(tmpl, guest, sockets):
+    """The MachineDeployment's rollout to tmpl is over (capi_e2e.md_settled) as of a status CAPI
+    wrote after the template change (observedGeneration), and every Machine's KubevirtMachine
+    has the template's memory.guest and sockets: the Machines' conditions from before the
+    change say up to date too, until CAPI has looked"""
+    d = ce.get("machinedeployment", NS, MD)
+    if (d.get("status") or {}).get("observedGeneration", 0) < d["metadata"]["generation"]:
+        return None
+    ms = ce.md_settled(NS, MD, 2, tmpl)
+    for m in ms or []:
+        km = kv.get("kubevirtmachine", m["spec"]["infrastructureRef"]["name"], NS)
+        kd = km["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"]["domain"]
+        if kd["memory"]["guest"] != guest or kd["cpu"]["sockets"] != sockets:
+            return None
+    return ms
+
+
 def hook_lines(calls, hook):
     return ["%s %s: %s" % (c[3], c[1], c[2]) for c in calls if c[0] == hook]
 
@@ -179,7 +196,7 @@ def scenario_in_place():
     kv.apply([kv.capk_template(NS, "kvt-2g", guest="2Gi", sockets=2)])
     t0 = time.monotonic()
     ce.set_template(NS, MD, "kvt-2g")
-    ms = ce.wait("the in-place rollout to kvt-2g", lambda: ce.md_settled(NS, MD, 2, "kvt-2g"), 600)
+    ms = ce.wait("the in-place rollout to kvt-2g", lambda: rolled_out("kvt-2g", "2Gi", 2), 600)
     took = time.monotonic() - t0
     calls = ce.hv_calls(mark)
     after = snapshot()
@@ -258,7 +275,7 @@ def scenario_beyond_max():
     mark = ce.hv_log_lines()
     t1 = time.monotonic()
     ce.set_settings({})
-    ms = ce.wait("the rollout to kvt-4g by restarts", lambda: ce.md_settled(NS, MD, 2, "kvt-4g"), 900)
+    ms = ce.wait("the rollout to kvt-4g by restarts", lambda: rolled_out("kvt-4g", "4Gi", 2), 900)
     took = time.monotonic() - t1
     calls = ce.hv_calls(mark)
     after = snapshot()
