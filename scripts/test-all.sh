@@ -133,7 +133,9 @@ test/kubevirt/down.sh
 test/lab/libvirt-down.sh
 # hvupdater's KubeVirt backend against the same lab (its own up and down): plan, live grow,
 # the #12101 trap, a restart beyond maxGuest, a cycle finished by a second process
-HV_BUILD=build test/kvbackend/lab-test.sh
+# (HV_LAB_LOCK_HELD=1: this suite runs under `flock /tmp/hv-lab.lock .ci/run`; the script's own
+# flock on a new descriptor would wait for that lock for ever)
+HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kvbackend/lab-test.sh
 echo "KubeVirt lab stage: $(($(date +%s) - kv_t0)) s"
 
 section "the Kubernetes API: CAPV identities, Events, helm install/uninstall (etcd + kube-apiserver of the CAPI lab's build)"

@@ -1038,16 +1038,31 @@ func (s *standin) node(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Virtu
 	} else if err != nil {
 		return err
 	}
+	// Ready and the three pressure conditions a kubelet reports: CAPI's NodeHealthy counts a
+	// missing one as Unknown (core/reconcilers/machine/machine_controller_status.go
+	// summarizeNodeConditions), and a Machine whose Node is not healthy is never Available
+	want := map[string]string{"Ready": ready, "MemoryPressure": "False", "DiskPressure": "False",
+		"PIDPressure": "False"}
 	conds, _, _ := unstructured.NestedSlice(n.Object, "status", "conditions")
+	have := 0
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == ready {
-			return nil
+		if m, ok := c.(map[string]any); ok {
+			if t, _ := m["type"].(string); want[t] != "" && m["status"] == want[t] {
+				have++
+			}
 		}
 	}
+	if have == len(want) {
+		return nil
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
-	st := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
-		"type": "Ready", "status": ready, "reason": "StandIn", "message": "the KubeVirt lab's VMI " + vmi.Name,
-		"lastHeartbeatTime": now, "lastTransitionTime": now}}}}
+	list := []any{}
+	for _, t := range []string{"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"} {
+		list = append(list, map[string]any{"type": t, "status": want[t], "reason": "StandIn",
+			"message": "the KubeVirt lab's VMI " + vmi.Name, "lastHeartbeatTime": now,
+			"lastTransitionTime": now})
+	}
+	st := map[string]any{"status": map[string]any{"conditions": list}}
 	raw, _ := json.Marshal(st)
 	_, err = nodes.Patch(ctx, vm.Name, types.MergePatchType, raw, metav1.PatchOptions{}, "status")
 	return err
