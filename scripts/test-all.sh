@@ -136,6 +136,10 @@ test/lab/libvirt-down.sh
 # (HV_LAB_LOCK_HELD=1: this suite runs under `flock /tmp/hv-lab.lock .ci/run`; the script's own
 # flock on a new descriptor would wait for that lock for ever)
 HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kvbackend/lab-test.sh
+# CAPI itself drives hvupdater on CAPK Machines (CAPK v0.1.10's controller): a MachineDeployment
+# grows memory and sockets in place; beyond maxGuest refused under Never, a restart under
+# IfNeeded (its own up --capk and down)
+HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kubevirt/capi-test.sh
 echo "KubeVirt lab stage: $(($(date +%s) - kv_t0)) s"
 
 section "the Kubernetes API: CAPV identities, Events, helm install/uninstall (etcd + kube-apiserver of the CAPI lab's build)"
