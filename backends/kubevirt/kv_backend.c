@@ -218,6 +218,50 @@ static int send_patch(struct kv_backend *be, const struct kv_cluster *c, const s
     return rc;
 }
 
+/* The patch for what the VM shows now (*patch NULL: nothing to change). */
+typedef int (*kv_patch_fn)(const struct kv_state *st, const void *arg, char **patch,
+                           struct hv_err *err);
+
+static int step_patch(const struct kv_state *st, const void *arg, char **patch, struct hv_err *err)
+{
+    return kv_step_patch(st, arg, patch, err);
+}
+
+static int record_patch(const struct kv_state *st, const void *arg, char **patch,
+                        struct hv_err *err)
+{
+    (void)err;
+    kv_record_patch(st, arg, patch); /* *patch NULL: the VM carries that record already */
+    return HV_OK;
+}
+
+/* Read the VM, build a patch from what it shows and send it with its resourceVersion test.
+ * A writer between the read and the patch (KubeVirt's controllers update the VM's status;
+ * anyone may annotate) makes it BUSY: decided again on a fresh read, three rounds at most. */
+static int patch_fresh(struct kv_backend *be, const struct hv_vm_ref *ref, kv_patch_fn make,
+                       const void *arg, int timeout_ms, struct hv_err *err)
+{
+    int rc = HV_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct kv_state st;
+        struct kv_cluster *c = NULL;
+        rc = read_vm(be, ref, false, &c, &st, err);
+        if (rc != HV_OK)
+            return rc;
+        if (!st.found)
+            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+        char *patch = NULL;
+        rc = make(&st, arg, &patch, err);
+        if (rc != HV_OK || !patch)
+            return rc;
+        rc = send_patch(be, c, &st, patch, timeout_ms, err);
+        free(patch);
+        if (rc != HV_E_BUSY)
+            return rc;
+    }
+    return rc;
+}
+
 static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *s,
                   struct hv_err *err)
 {
@@ -229,25 +273,7 @@ static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     /* KubeVirt's controllers write the VM's status between our read and our patch (a new
      * resourceVersion): the step is decided again on a fresh read, a few times, before it
      * is BUSY for the engine */
-    int rc = HV_OK;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        struct kv_state st;
-        struct kv_cluster *c = NULL;
-        rc = read_vm(be, ref, false, &c, &st, err);
-        if (rc != HV_OK)
-            return rc;
-        if (!st.found)
-            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
-        char *patch = NULL;
-        rc = kv_step_patch(&st, s, &patch, err);
-        if (rc != HV_OK || !patch)
-            return rc;
-        rc = send_patch(be, c, &st, patch, s->timeout_ms, err);
-        free(patch);
-        if (rc != HV_E_BUSY)
-            return rc;
-    }
-    return rc;
+    return patch_fresh(be, ref, step_patch, s, s->timeout_ms, err);
 }
 
 static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
@@ -260,25 +286,7 @@ static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
         return kv_seterr(err, HV_E_INTERNAL, "record missing or too long");
     /* a writer between our read and our patch (KubeVirt's controller updates status, not
      * metadata, but anyone may annotate) costs one more round, not a failure */
-    int rc = HV_OK;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        struct kv_state st;
-        struct kv_cluster *c = NULL;
-        rc = read_vm(be, ref, false, &c, &st, err);
-        if (rc != HV_OK)
-            return rc;
-        if (!st.found)
-            return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
-        char *patch = NULL;
-        kv_record_patch(&st, record, &patch);
-        if (!patch)
-            return HV_OK;
-        rc = send_patch(be, c, &st, patch, 0, err);
-        free(patch);
-        if (rc != HV_E_BUSY)
-            return rc;
-    }
-    return rc;
+    return patch_fresh(be, ref, record_patch, record, 0, err);
 }
 
 struct list_ctx {

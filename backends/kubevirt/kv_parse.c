@@ -193,28 +193,31 @@ void kv_parse_kubevirt(yajl_val cr, struct kv_state *st)
     st->cr_ratio = count(cr, "spec.configuration.liveUpdateConfiguration.maxHotplugRatio");
 }
 
+/* A live-update limit as KubeVirt takes it: the VM's own, else the VMI's, else the KubeVirt
+ * CR's, else the boot value (the VMI's, else the spec's) times the hot-plug ratio; -1: none. */
+static int64_t limit(int64_t vm, int64_t vmi, int64_t cr, int64_t vmi_boot, int64_t boot,
+                     int64_t ratio)
+{
+    if (vm > 0)
+        return vm;
+    if (vmi > 0)
+        return vmi;
+    if (cr > 0)
+        return cr;
+    int64_t b = vmi_boot > 0 ? vmi_boot : boot;
+    return b > 0 ? b * (ratio > 0 ? ratio : KV_HOTPLUG_RATIO) : -1;
+}
+
 int64_t kv_max_guest(const struct kv_state *st)
 {
-    if (st->max_guest_mib > 0)
-        return st->max_guest_mib;
-    if (st->vmi_max_guest_mib > 0)
-        return st->vmi_max_guest_mib;
-    if (st->cr_max_guest_mib > 0)
-        return st->cr_max_guest_mib;
-    int64_t boot = st->vmi_mem_mib > 0 ? st->vmi_mem_mib : st->mem_mib;
-    return boot > 0 ? boot * (st->cr_ratio > 0 ? st->cr_ratio : KV_HOTPLUG_RATIO) : -1;
+    return limit(st->max_guest_mib, st->vmi_max_guest_mib, st->cr_max_guest_mib, st->vmi_mem_mib,
+                 st->mem_mib, st->cr_ratio);
 }
 
 int32_t kv_max_sockets(const struct kv_state *st)
 {
-    if (st->max_sockets > 0)
-        return st->max_sockets;
-    if (st->vmi_max_sockets > 0)
-        return st->vmi_max_sockets;
-    if (st->cr_max_sockets > 0)
-        return st->cr_max_sockets;
-    int32_t boot = st->vmi_sockets > 0 ? st->vmi_sockets : st->sockets;
-    return boot > 0 ? boot * (st->cr_ratio > 0 ? st->cr_ratio : KV_HOTPLUG_RATIO) : -1;
+    return (int32_t)limit(st->max_sockets, st->vmi_max_sockets, st->cr_max_sockets, st->vmi_sockets,
+                          st->sockets, st->cr_ratio);
 }
 
 bool kv_running(const struct kv_state *st)
