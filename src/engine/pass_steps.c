@@ -231,9 +231,19 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 {
     memset(&p->after, 0, sizeof(p->after));
     rc_log_err(p, step_name(kind), err);
-    p->rec.attempts++;
     if (kind == HV_STEP_POWER_ON)
         p->rec.starts--;
+    /* The hypervisor (or what stands before it: KubeVirt's admission webhook, an API server
+     * answering 5xx) could not be reached: not a refusal of the step. In progress within the
+     * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the
+     * step's tries: the next pass sends it again (a cold step's record says it was sent, so
+     * this process forgets it has seen the operation, as below). */
+    if (err->code == HV_E_UNREACHABLE && rc_wait_for_hypervisor(p, err)) {
+        if (!live)
+            p->b->first_sight(p->b->ctx, p->key, 0);
+        return;
+    }
+    p->rec.attempts++;
     char m[400];
     if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),

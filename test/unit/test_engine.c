@@ -190,7 +190,8 @@ static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_h
 static struct hv_backend *inner_be;
 static enum hv_step_kind fail_kind;
 static bool fail_records;
-static int fail_left = -1;       /* failures still to inject (-1: every time) */
+static int fail_left = -1;                    /* failures still to inject (-1: every time) */
+static enum hv_errcode fail_code = HV_E_BUSY; /* what the injected step failure says */
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
 /* the record write right after an injected step failure fails too (the attempt is not stored) */
 static bool fail_record_after_step, record_write_fails;
@@ -322,9 +323,9 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
         if (fail_left > 0)
             fail_left--;
         record_write_fails = fail_record_after_step;
-        e->code = HV_E_BUSY;
+        e->code = fail_code;
         snprintf(e->detail, sizeof(e->detail), "injected");
-        return HV_E_BUSY;
+        return fail_code;
     }
     if ((int)st->kind == fail2_kind &&
         (fail2_memory < 0 || st->desired.memory_mib == fail2_memory)) {
@@ -411,6 +412,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_kind = kind;
     fail_records = records;
     fail_left = -1;
+    fail_code = HV_E_BUSY;
     fail_memory = -1;
     fail_record_after_step = record_write_fails = false;
     hv_engine_free(f->e);
@@ -942,6 +944,39 @@ static void test_step_failing_three_times_is_sticky_and_vm_left_on(void **state)
     assert_int_equal(observe(f, "eng-stepfail").hw.memory_mib, 2048);
     struct hv_update_result again = pass(f, "eng-stepfail", want);
     assert_string_equal(again.message, r.message);
+    unwrap(f);
+}
+
+/* A step the hypervisor could not be reached for (KubeVirt: the API server answers 5xx while
+ * virt-api's webhook is down; its reads still work) is an outage, not a refusal: in progress
+ * for as long as it lasts within the deadline, never "failed 3 times", and sent again once
+ * it is back (the KubeVirt lab's `down` scenario, on real parts). */
+static void test_step_unreachable_is_an_outage_not_a_try(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-stepdown", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-stepdown");
+    use_wrapper(f, HV_STEP_RECONFIGURE, false);
+    fail_code = HV_E_UNREACHABLE;
+    fail_left = 6; /* twice the step's tries */
+    struct hv_hw want = {1024, -1, -1, -1};
+    int outage = 0;
+    struct hv_update_result r;
+    for (int i = 0; i < 40; i++) {
+        r = pass(f, "eng-stepdown", want);
+        if (r.failure)
+            fail_msg("a Failure during the outage (pass %d): %s", i, r.message);
+        if (!strcmp(r.message, "in progress: the hypervisor cannot be reached; trying again"))
+            outage++;
+        if (is_done(&r))
+            break;
+    }
+    if (!is_done(&r))
+        fail_msg("not done after the outage: %s", r.message);
+    assert_int_equal(fail_left, 0); /* every injected failure was met */
+    assert_int_equal(outage, 6);
+    assert_int_not_equal(dom_id(f, "eng-stepdown"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-stepdown").hw.memory_mib, 1024);
     unwrap(f);
 }
 
@@ -2495,6 +2530,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_paused_mid_cycle_is_in_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_mid_cycle_frees_the_slot_and_meets_the_deadline,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_unreachable_is_an_outage_not_a_try, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
