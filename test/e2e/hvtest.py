@@ -92,6 +92,18 @@ class Server:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def ends_within(self, seconds):
+        """True when the process has exited or does within seconds: a call that failed
+        because the process is killing itself (its sockets reset as it exits) is seen to end
+        it, however late its exit status comes after the reset"""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
     def client(self):
         return Client("127.0.0.1", self.port, os.path.join(self.dir, "tls", "ca.crt"))
 
