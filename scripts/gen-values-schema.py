@@ -11,10 +11,13 @@ so that `helm install` refuses what the server would refuse, by the same rules.
 What comes from where:
   extension.settings        schemas/common.json $defs/extensionSettings (the server's
                             settings rules: test schema.settings_diff holds it to them)
-  config                    schemas/config.json without vsphere, libvirt and kubernetes
+  config                    schemas/config.json without vsphere, libvirt, kubernetes and
+                            kubevirt
   vsphere.servers, libvirt  schemas/config.json's vsphere.servers and libvirt (+ pkiSecret)
   kubernetes                schemas/config.json's kubernetes (server, tokenFile and caFile may
                             be "": in-cluster; events comes from events.enabled)
+  kubevirt.namespaces       schemas/config.json's kubevirtCluster namespaces (the in-cluster
+                            cluster's; kubevirt.enabled makes the section)
   everything else           the chart's own values, written here
 Every object refuses unknown keys (additionalProperties: false), the Kubernetes pod fields
 included (their own keys only). $refs into common.json are copied into $defs (helm resolves
@@ -121,7 +124,7 @@ def generate():
     cdefs = rewrite_refs(config.get("$defs", {}), used)
 
     chart_config = {k: v for k, v in cprops.items()
-                    if k not in ("$schema", "vsphere", "libvirt", "kubernetes")}
+                    if k not in ("$schema", "vsphere", "libvirt", "kubernetes", "kubevirt")}
     libvirt = copy.deepcopy(cprops["libvirt"])
     libvirt["properties"] = {
         "pkiSecret": {"description": "The Secret with the libvirt TLS client files "
@@ -180,6 +183,12 @@ def generate():
         "capvIdentity": obj({"enabled": BOOL, "secretNamespaces": NAMESPACES}),
         "events": obj({"enabled": BOOL}),
         "mhc": obj({"holdRemediation": BOOL}),
+        "kubevirt": obj({"enabled": BOOL, "namespaces": {
+            **cdefs["kubevirtCluster"]["properties"]["namespaces"],
+            "description": "The VirtualMachines' namespaces: the VM rights through a Role in "
+            "each (empty: a ClusterRole, every namespace), and where hvupdater looks for its "
+            "operation records after a restart."}},
+            description="The KubeVirt backend, KubeVirt in this cluster (docs/kubevirt.md)."),
         "machineCheck": obj({"enabled": BOOL, "infraResources": {
             "type": "array", "items": obj({
                 "apiGroup": {"$ref": "#/$defs/common-dns1123Subdomain"},

@@ -15,7 +15,8 @@ the committed files differ from what the chart renders.
   --out      where to write (default: the source tree); files go to OUT/deploy/...
 
 The kustomize tree keeps its kustomization.yaml files (hand-written: they only list the
-files and hold the components' patches); every object file and base/config.json is
+files and hold the components' patches); every object file, base/config.json and a
+component's own config.json (components/kubevirt: the base's with the kubevirt section) is
 rendered. The clusterctl components take clusterctl variables (CLUSTERCTL_VARIABLES).
 Both are rendered into namespace hvupdater-system with the chart's Namespace object
 (namespace.create) and without the labels that say Helm manages them (HELM_ONLY_LABELS).
@@ -62,6 +63,12 @@ KUSTOMIZE_COMPONENT_FILES = {
     "capv-identity-rbac.yaml": ("components/capv-identity/rbac.yaml",
                                 {"capvIdentity": {"enabled": True}}),
     "mhc-rbac.yaml": ("components/mhc/rbac.yaml", {"mhc": {"holdRemediation": True}}),
+    "kubevirt-rbac.yaml": ("components/kubevirt/rbac.yaml", {"kubevirt": {"enabled": True}}),
+}
+# components whose config.json replaces base/config.json (their configMapGenerator merges it):
+# the chart's config with the component's values
+KUSTOMIZE_COMPONENT_CONFIGS = {
+    "components/kubevirt/config.json": {"kubevirt": {"enabled": True}},
 }
 
 # clusterctl variables: (variable, default or None for required, values path)
@@ -226,11 +233,11 @@ def render_all(helm, version=None):
         if tpl == "deployment.yaml":  # the configMapGenerator adds its own hash
             text = re.sub(r"\bhvupdater-config-[0-9a-f]{10}\b", "hvupdater-config", text)
         files["deploy/kubernetes/" + rel] = GENERATED + text
-    cm = yaml.safe_load(base["configmap.yaml"])
-    cfg = json.loads(cm["data"]["config.json"])
-    files["deploy/kubernetes/base/config.json"] = json.dumps(cfg, indent=2) + "\n"
+    files["deploy/kubernetes/base/config.json"] = config_json(base)
     for tpl, (rel, vals) in KUSTOMIZE_COMPONENT_FILES.items():
         files["deploy/kubernetes/" + rel] = GENERATED + run_helm(helm, vals, version)[tpl]
+    for rel, vals in KUSTOMIZE_COMPONENT_CONFIGS.items():
+        files["deploy/kubernetes/" + rel] = config_json(run_helm(helm, vals, version))
 
     sm = run_helm(helm, {"metrics": {"serviceMonitor": {"enabled": True}}}, version)
     files["deploy/kubernetes/examples/servicemonitor.yaml"] = (
@@ -281,6 +288,12 @@ def render_all(helm, version=None):
             + f"#     --patch-file {name}-patch.json\n" + out[tpl])
         files[f"deploy/clusterctl/{name}-patch.json"] = component_patch(component)
     return files
+
+
+def config_json(rendered):
+    """config.json of a rendering's ConfigMap, as a file."""
+    cm = yaml.safe_load(rendered["configmap.yaml"])
+    return json.dumps(json.loads(cm["data"]["config.json"]), indent=2) + "\n"
 
 
 def component_patch(component):

@@ -23,6 +23,10 @@ test/helm/build.sh. Checks:
     nodeSelector, affinity, tolerations, podLabels, podAnnotations, extraArgs, log format
     and level, the CanUpdate failurePolicy flag), an existing cert-manager issuer, the
     ServiceMonitor; NOTES.txt;
+  - kubevirt: config.json's in-cluster kubevirt section (valid under schemas/config.json)
+    and exactly docs/kubevirt.md's RBAC table, parsed from the doc: one ClusterRole, or with
+    kubevirt.namespaces a Role per namespace and cluster-wide only kubevirts (no cluster-wide
+    grant on virtualmachines);
   - values.schema.json is what scripts/gen-values-schema.py generates from schemas/ (no
     drift), and refuses unknown keys and bad values: a misspelt or bad ExtensionConfig
     setting fails `helm template` and `helm lint` naming the setting.
@@ -164,7 +168,10 @@ def lint(c):
                 "all options on": {"clientCerts": {"enabled": True},
                                    "priorityClass": {"enabled": True},
                                    "events": {"enabled": True},
-                                   "capvIdentity": {"enabled": True}},
+                                   "capvIdentity": {"enabled": True},
+                                   "kubevirt": {"enabled": True}},
+                "kubevirt in namespaces": {"kubevirt": {"enabled": True,
+                                                        "namespaces": ["capk", "team-b"]}},
                 "metrics listener off": {"metrics": {"enabled": False}},
                 "every new value set": {
                     "namespace": {"create": True}, "replicas": 1,
@@ -212,10 +219,11 @@ def kustomize_vs_helm(c):
             f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                     "resources: [base, extension]\n"
                     "components: [components/client-certs, components/priority-class, "
-                    "components/events, components/capv-identity]\n")
+                    "components/events, components/capv-identity, components/kubevirt]\n")
         full = c.helm_template({"clientCerts": {"enabled": True},
                                 "priorityClass": {"enabled": True}, "events": {"enabled": True},
-                                "capvIdentity": {"enabled": True}})
+                                "capvIdentity": {"enabled": True},
+                                "kubevirt": {"enabled": True}})
         c.same(c.kustomize_build(k), full,
                "kustomize with all components vs helm template with all options")
 
@@ -686,7 +694,10 @@ def schema(c):
            (["--set", "config.engine.workers=0"], "workers"),
            (["--set", "certManager.issuerRef.kind=Issuer"], "issuerRef"),
            (["--set", "metrics.serviceMonitor.enable=true"], "enable"),
-           (["--set", "tolerations[0].efect=NoSchedule"], "efect")]
+           (["--set", "tolerations[0].efect=NoSchedule"], "efect"),
+           (["--set", "kubevirt.enable=true"], "enable"),
+           (["--set", "kubevirt.namespaces[0]=Team_A"], "namespaces"),
+           (["--set", "config.kubevirt.timeoutSeconds=5"], "kubevirt")]
     for args, name in bad:
         for cmd in (["template", "rel", c.chart, *args], ["lint", c.chart, *args]):
             p = c.run([c.helm, *cmd])
@@ -696,7 +707,8 @@ def schema(c):
     good = [["--set", "extension.settings.powerCycle=Never"],
             ["--set-string", "extension.settings.deadlineSeconds=604800"],
             ["--set-string", "extension.settings.liveTimeoutSeconds=1"],
-            ["--set", "extension.settings=null"]]
+            ["--set", "extension.settings=null"],
+            ["--set", "kubevirt.enabled=true", "--set", "kubevirt.namespaces={capk,team-b}"]]
     for args in good:
         p = c.run([c.helm, "template", "rel", c.chart, *args])
         c.r.check(p.returncode == 0, f"helm template {' '.join(args)}: accepted", p.stderr[-300:])
@@ -711,6 +723,120 @@ def schema(c):
     c.r.check(p.returncode == 0 and "settings" not in by_kind(objs, "ExtensionConfig")[0]["spec"],
               "every setting set to null: no settings (the config file's defaults)",
               p.stderr[-300:])
+
+
+def kubevirt(c):
+    """kubevirt: off by default (no kubevirt section, no grant in KubeVirt's groups). On:
+    config.json's in-cluster kubevirt section (valid under schemas/config.json), the token,
+    and exactly docs/kubevirt.md's RBAC table (parsed from the doc) bound to hvupdater's
+    account. Without namespaces: one ClusterRole with the table. With namespaces: the rows on
+    the VM resources only through a Role and RoleBinding in each namespace, cluster-wide only
+    kubevirts (the backend lists the KubeVirt CR across namespaces: GET
+    /apis/kubevirt.io/v1/kubevirts), and the config's record search bounded to them."""
+    try:
+        table = hv.kubevirt_rbac_table(c.source)
+    except (OSError, ValueError) as e:
+        c.r.check(False, "docs/kubevirt.md's RBAC table parses", e)
+        return
+    c.r.check(len(table) >= 4, f"docs/kubevirt.md's RBAC table: {len(table)} grants", table)
+    groups = {g for g, _, _ in table}
+    # what must be cluster-wide even with namespaces: the CR, listed across namespaces
+    cluster_wide = {t for t in table if t[1] == "kubevirts"}
+    validate = os.path.join(c.source, "test", "schema", "validate.py")
+    sa = [{"kind": "ServiceAccount", "name": "hvupdater", "namespace": NS}]
+
+    def config(objs):
+        cm = [o for o in objs if o["kind"] == "ConfigMap"][0]
+        return json.loads(cm["data"]["config.json"])
+
+    def valid(cfg, what):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(cfg, f)
+        try:
+            p = c.run([sys.executable, validate, "config", f.name])
+        finally:
+            os.unlink(f.name)
+        c.r.check(p.returncode == 0, f"{what}: config.json validates against "
+                  "schemas/config.json", (p.stdout + p.stderr)[-600:])
+
+    def kv_grants(o):
+        return {t for t in hv.rbac_grants(o.get("rules", [])) if t[0] in groups}
+
+    def token(objs):
+        dep = [o for o in objs if o["kind"] == "Deployment"][0]
+        return dep["spec"]["template"]["spec"].get("automountServiceAccountToken")
+
+    dflt = c.helm_template({})
+    c.r.check("kubevirt" not in config(dflt), "kubevirt off (default): no kubevirt section")
+    c.r.check(not [o for o in dflt if o["kind"] in ("ClusterRole", "Role") and kv_grants(o)],
+              "kubevirt off: no grant in " + ", ".join(sorted(groups)))
+
+    # every namespace: one ClusterRole with the table (the API off otherwise: kubevirt alone
+    # mounts the token)
+    api_off = {"machineCheck": {"enabled": False}, "dryRunClaims": {"enabled": False}}
+    on = c.helm_template({"kubevirt": {"enabled": True}, **api_off})
+    cfg = config(on)
+    c.r.eq(cfg.get("kubevirt"), {}, "kubevirt on: config.json kubevirt {} (in-cluster, "
+           "every namespace)")
+    valid(cfg, "kubevirt on")
+    c.r.eq(token(on), True, "kubevirt on (machine check, dry runs off): the token is mounted")
+    roles = [o for o in on if o["kind"] in ("ClusterRole", "Role")]
+    c.r.eq([(o["kind"], o["metadata"]["name"]) for o in roles],
+           [("ClusterRole", "hvupdater-kubevirt")], "kubevirt on: one ClusterRole, no Role")
+    if roles:
+        c.r.eq(hv.rbac_grants(roles[0]["rules"]), table,
+               "kubevirt on: the ClusterRole grants exactly docs/kubevirt.md's RBAC table")
+    binds = [o for o in on if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    c.r.check(len(binds) == 1 and binds[0]["kind"] == "ClusterRoleBinding" and
+              binds[0]["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                      "kind": "ClusterRole", "name": "hvupdater-kubevirt"} and
+              binds[0]["subjects"] == sa,
+              "kubevirt on: the ClusterRole bound to hvupdater's service account only", binds)
+
+    # namespaces (a repeat is one): Roles there, cluster-wide only the CR
+    nss = ["capk", "team-b"]
+    on = c.helm_template({"kubevirt": {"enabled": True, "namespaces": nss + ["capk"]}})
+    cfg = config(on)
+    c.r.eq(cfg.get("kubevirt"), {"clusters": [{"namespaces": nss}]},
+           "kubevirt namespaces: config.json's one in-cluster cluster bounded to them")
+    valid(cfg, "kubevirt namespaces")
+    wide = set()
+    for o in on:
+        if o["kind"] == "ClusterRole":
+            wide |= kv_grants(o)
+    c.r.eq(wide, cluster_wide, "kubevirt namespaces: cluster-wide only "
+           + ", ".join(sorted(f"{r} {v}" for _, r, v in cluster_wide)))
+    c.r.check(not [t for t in wide if t[1].startswith(("virtualmachines",
+                                                       "virtualmachineinstances"))],
+              "kubevirt namespaces: no cluster-wide grant on virtualmachines (or their "
+              "instances, or restart)", sorted(wide))
+    roles = [o for o in on if o["kind"] == "Role"]
+    c.r.eq(sorted(o["metadata"]["namespace"] for o in roles), nss,
+           f"kubevirt namespaces: one Role in each of {nss}, nowhere else")
+    for o in roles:
+        c.r.eq(kv_grants(o) | wide, table, f"kubevirt namespaces: Role in "
+               f"{o['metadata']['namespace']} + the cluster-wide grant = the RBAC table")
+        c.r.eq(hv.rbac_grants(o["rules"]), table - cluster_wide,
+               f"kubevirt namespaces: Role in {o['metadata']['namespace']} grants only the "
+               "VM rows")
+    rb = [o for o in on if o["kind"] == "RoleBinding"]
+    c.r.check(sorted(o["metadata"]["namespace"] for o in rb) == nss and
+              all(o["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                   "name": "hvupdater-kubevirt"} and o["subjects"] == sa
+                  for o in rb),
+              "kubevirt namespaces: each Role bound to hvupdater's service account only", rb)
+    crb = [o for o in on if o["kind"] == "ClusterRoleBinding"
+           and o["roleRef"]["name"] == "hvupdater-kubevirt"]
+    c.r.check(len(crb) == 1 and crb[0]["subjects"] == sa,
+              "kubevirt namespaces: the kubevirts ClusterRole bound to hvupdater only", crb)
+    # a release in its own namespace: the bindings name that namespace's account
+    p, objs = c.helm_release({"kubevirt": {"enabled": True, "namespaces": ["capk"]}})
+    subj = [s for o in objs if o["kind"] in ("RoleBinding", "ClusterRoleBinding")
+            and o["roleRef"]["name"] == "hvupdater-kubevirt" for s in o["subjects"]]
+    c.r.check(p.returncode == 0 and len(subj) == 2 and
+              all(s["namespace"] == "team-x" for s in subj),
+              "kubevirt namespaces, helm -n team-x: bound to team-x's hvupdater account",
+              p.stderr[-300:] or subj)
 
 
 def notes(c):
@@ -780,7 +906,8 @@ def main():
             print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
             return 1
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
-                     (clusterctl, (c,)), (api_components, (c,)), (metrics_off, (c,)),
+                     (clusterctl, (c,)), (api_components, (c,)), (kubevirt, (c,)),
+                     (metrics_off, (c,)),
                      (release_namespace, (c,)), (labels, (c,)), (pdb, (c,)),
                      (pod_values, (c,)), (schema, (c,)), (notes, (c,)),
                      (documented, (c,))):

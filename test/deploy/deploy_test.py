@@ -282,7 +282,9 @@ def static(args):
         # The Kubernetes API components: the token mounted, exactly their roles.
         for comp, role, verbs in (("capv-identity", "hvupdater-capv-identity", "- get\n"),
                                   ("events", "hvupdater-events", "- create\n"),
-                                  ("mhc", "hvupdater-mhc-hold", "- get\n- list\n- patch\n")):
+                                  ("mhc", "hvupdater-mhc-hold", "- get\n- list\n- patch\n"),
+                                  ("kubevirt", "hvupdater-kubevirt",
+                                   "- get\n- list\n- watch\n- patch\n- update\n")):
             with tempfile.TemporaryDirectory(prefix="hv-kz-") as tmp:
                 shutil.copytree(kdir, os.path.join(tmp, "k"))
                 with open(os.path.join(tmp, "k", "kustomization.yaml"), "w") as f:
@@ -306,6 +308,14 @@ def static(args):
                     % (comp, ", ".join(sorted(want))), sorted(verbs_seen))
             if comp == "mhc":
                 r.check("- --mhc-hold\n" in out, "components/mhc passes --mhc-hold")
+            if comp == "kubevirt":
+                want_rules = hv.kubevirt_rbac_table(src)
+                r.eq(hv.rbac_grants([x for o in own for x in o.get("rules", [])]), want_rules,
+                     "components/kubevirt grants exactly docs/kubevirt.md's RBAC table")
+                cms = [o for o in yaml.safe_load_all(out) if o and o.get("kind") == "ConfigMap"]
+                kcfg = json.loads(cms[0]["data"]["config.json"]) if len(cms) == 1 else {}
+                r.eq(kcfg.get("kubevirt"), {},
+                     "components/kubevirt: one ConfigMap, its config.json with kubevirt {}")
 
     # The lab script warns it is for test machines and names no path outside the project
     # but the system files it touches.
@@ -357,6 +367,7 @@ def static(args):
                       (check_certificate, (r, dep, cert, svc, d)),
                       (check_extensionconfig, (r, dep, ec, svc)),
                       (check_config_files, (r, dep, src)),
+                      (check_component_configs, (r, src)),
                       (check_systemd, (r, src, binary)),
                       (check_container, (r, src, dep, binary)),
                       (check_server_flags, (r, binary)),
@@ -700,6 +711,26 @@ def check_config_files(r, dep, src):
     args = dep.container.get("args", [])
     if listen and "--listen" in args:
         r.eq(listen, args[args.index("--listen") + 1], "config listen equals --listen")
+
+
+def check_component_configs(r, src):
+    """A component's own config.json (components/kubevirt) is base/config.json with only its
+    section added, and validates against schemas/config.json."""
+    kdir = os.path.join(src, "deploy", "kubernetes")
+    validate = os.path.join(src, "test", "schema", "validate.py")
+    with open(os.path.join(kdir, "base", "config.json"), encoding="utf-8") as f:
+        base = json.load(f)
+    for comp, section, want in (("kubevirt", "kubevirt", {}),):
+        path = os.path.join(kdir, "components", comp, "config.json")
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+        r.eq(cfg.get(section), want, f"components/{comp}/config.json: {section} {want}")
+        rest = {k: v for k, v in cfg.items() if k != section}
+        r.eq(rest, base, f"components/{comp}/config.json is base/config.json plus {section}")
+        p = subprocess.run([sys.executable, validate, "config", path], capture_output=True,
+                           text=True, timeout=120)
+        r.check(p.returncode == 0, f"components/{comp}/config.json validates against "
+                "schemas/config.json", (p.stdout + p.stderr).strip()[-600:])
 
 
 REQUIRED_UNIT = {

@@ -430,6 +430,40 @@ def source_version(source):
     return m.group(1) if m else None
 
 
+def kubevirt_rbac_table(source):
+    """docs/kubevirt.md's RBAC table as a set of (apiGroup, resource, verb): the first
+    backticked word of a row's first cell is the resource, a `group X` in it the API group
+    (else the header's "group `X` unless said"), the second cell the verbs, comma-separated.
+    Raises ValueError when the section or its table is missing."""
+    with open(os.path.join(source, "docs", "kubevirt.md"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## RBAC\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if not m:
+        raise ValueError("docs/kubevirt.md has no ## RBAC section")
+    rows = [ln for ln in m.group(1).splitlines() if ln.startswith("|")]
+    if len(rows) < 3:
+        raise ValueError("docs/kubevirt.md ## RBAC has no table")
+    head = re.search(r"group `([^`]*)` unless said", rows[0])
+    if not head:
+        raise ValueError("the RBAC table's header names no default group: %r" % rows[0])
+    out = set()
+    for ln in rows[2:]:
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        res = re.match(r"`([^`]+)`", cells[0])
+        grp = re.search(r"group `([^`]*)`", cells[0])
+        if not res or len(cells) < 2:
+            raise ValueError("an RBAC table row without a resource: %r" % ln)
+        for verb in cells[1].split(","):
+            out.add((grp.group(1) if grp else head.group(1), res.group(1), verb.strip()))
+    return out
+
+
+def rbac_grants(rules):
+    """RBAC rules as a set of (apiGroup, resource, verb)."""
+    return {(g, res, v) for r in rules for g in r.get("apiGroups", [])
+            for res in r.get("resources", []) for v in r.get("verbs", [])}
+
+
 def parse_unit(path):
     """A systemd unit as {section: [(key, value)]}, continuation lines joined."""
     sections, cur, pending = {}, None, ""

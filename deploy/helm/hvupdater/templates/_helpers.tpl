@@ -31,7 +31,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end -}}
 
 {{/* config.json: values.config with the vsphere, libvirt and kubernetes parts (the
-kubernetes part without its empty strings: in-cluster). */}}
+kubernetes part without its empty strings: in-cluster) and, with kubevirt.enabled, the
+in-cluster kubevirt part: {} (every namespace), or one cluster bounded to
+kubevirt.namespaces. */}}
 {{- define "hvupdater.configJson" -}}
 {{- range .Values.vsphere.servers }}
 {{- if and (eq (.identityFrom | default "") "capv") (not $.Values.capvIdentity.enabled) }}
@@ -44,7 +46,16 @@ kubernetes part without its empty strings: in-cluster). */}}
 {{- range $k, $v := .Values.kubernetes }}
 {{- if ne (toString $v) "" }}{{- $_ := set $kube $k $v }}{{- end }}
 {{- end }}
-{{- $cfg := merge (dict "vsphere" $vs "libvirt" $lv "kubernetes" $kube) (deepCopy .Values.config) -}}
+{{- $parts := dict "vsphere" $vs "libvirt" $lv "kubernetes" $kube -}}
+{{- if .Values.kubevirt.enabled }}
+{{- $kvns := .Values.kubevirt.namespaces | default list | uniq -}}
+{{- if $kvns }}
+{{- $_ := set $parts "kubevirt" (dict "clusters" (list (dict "namespaces" $kvns))) }}
+{{- else }}
+{{- $_ := set $parts "kubevirt" dict }}
+{{- end }}
+{{- end }}
+{{- $cfg := merge $parts (omit (deepCopy .Values.config) "kubevirt") -}}
 {{ toPrettyJson $cfg }}
 {{- end -}}
 
@@ -62,4 +73,30 @@ hvupdater-config-{{ include "hvupdater.configJson" . | sha256sum | trunc 10 }}
 that a namespace such as "on" or "2024" stays a string. */}}
 {{- define "hvupdater.namespace" -}}
 {{ .Release.Namespace | quote }}
+{{- end -}}
+
+{{/* The KubeVirt backend's rules on the namespaced VM resources (docs/kubevirt.md, RBAC):
+one ClusterRole's without kubevirt.namespaces, each namespace's Role's with them. */}}
+{{- define "hvupdater.kubevirtVMRules" -}}
+- apiGroups:
+    - kubevirt.io
+  resources:
+    - virtualmachines
+  verbs:
+    - get
+    - list
+    - watch
+    - patch
+- apiGroups:
+    - kubevirt.io
+  resources:
+    - virtualmachineinstances
+  verbs:
+    - get
+- apiGroups:
+    - subresources.kubevirt.io
+  resources:
+    - virtualmachines/restart
+  verbs:
+    - update
 {{- end -}}
