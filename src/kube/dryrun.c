@@ -100,16 +100,17 @@ static void sanitise(const char *in, const char *name, char *out, size_t cap)
             continue;
         out[o++] = (char)c;
     }
-    while (o && (((unsigned char)out[o - 1] & 0xC0) == 0x80 || out[o - 1] == ' ')) {
-        /* a cut sequence: drop its continuation bytes and its lead byte */
-        bool cont = ((unsigned char)out[o - 1] & 0xC0) == 0x80;
-        o--;
-        if (cont)
-            while (o && ((unsigned char)out[o] & 0xC0) == 0x80)
-                o--;
-    }
-    /* a lead byte left alone at the end */
-    if (o && ((unsigned char)out[o - 1] & 0xC0) == 0xC0)
+    /* a UTF-8 sequence cut at the limit: drop what is left of it (a whole one stays) */
+    size_t b = o; /* the first of the continuation bytes at the end */
+    while (b && o - b < 4 && ((unsigned char)out[b - 1] & 0xC0) == 0x80)
+        b--;
+    unsigned char lead = b ? (unsigned char)out[b - 1] : 0;
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (b < o && need == 1) /* continuation bytes without a lead byte */
+        o = b;
+    else if (b && need > 1 && o - b + 1 < need)
+        o = b - 1;
+    while (o && out[o - 1] == ' ')
         o--;
     out[o] = '\0';
 }
