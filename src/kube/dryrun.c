@@ -125,9 +125,9 @@ enum hv_dryrun_verdict hv_dryrun_judge(int http, const hj *status, const char *r
         snprintf(why, whylen, HV_MSG("no answer from the API server"));
         return HV_DRYRUN_ERROR;
     }
-    const char *msg = hj_get_str(status, "message");
+    const char *msg = hj_get_str(status, "message"), *reason = hj_get_str(status, "reason");
     if (!msg || !msg[0])
-        msg = hj_get_str(status, "reason");
+        msg = reason;
     /* An admission webhook's denial is answered with the code it chose, 403 included
      * (controller-runtime's admission.Denied); the API server's message then begins so
      * (k8s.io/apiserver webhook errors.ToStatusErr). A 403 without it is RBAC's. */
@@ -146,8 +146,14 @@ enum hv_dryrun_verdict hv_dryrun_judge(int http, const hj *status, const char *r
         return HV_DRYRUN_UNCHECKED;
     }
     if (http == 400 || http == 403 || http == 422) {
+        /* the message, else the reason, else none: a message of spaces and control characters
+         * alone leaves nothing (fuzz_kube) */
         char s[260] = "";
-        sanitise(msg && msg[0] ? msg : HV_MSG("no reason given"), name, s, sizeof(s));
+        sanitise(msg ? msg : "", name, s, sizeof(s));
+        if (!s[0] && reason && msg != reason)
+            sanitise(reason, name, s, sizeof(s));
+        if (!s[0])
+            snprintf(s, sizeof(s), HV_MSG("no reason given"));
         snprintf(why, whylen, "%s", s);
         return HV_DRYRUN_REFUSED;
     }

@@ -74,6 +74,14 @@ static void test_judge(void **state)
     /* CRD validation, no message: the reason */
     assert_int_equal(judge(422, "{\"reason\":\"Invalid\"}", why, sizeof(why)), HV_DRYRUN_REFUSED);
     assert_string_equal(why, "Invalid");
+    /* a message of white space alone: the reason, else none (never an empty reason) */
+    assert_int_equal(judge(422, "{\"message\":\" \\t \",\"reason\":\"Invalid\"}", why, sizeof(why)),
+                     HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "Invalid");
+    assert_int_equal(judge(400, "{\"message\":\"\\n\"}", why, sizeof(why)), HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "no reason given");
+    assert_int_equal(judge(422, NULL, why, sizeof(why)), HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "no reason given");
     assert_int_equal(judge(500, "{\"message\":\"failed calling webhook\"}", why, sizeof(why)),
                      HV_DRYRUN_ERROR);
     assert_string_equal(why, "the API server answered HTTP 500");
