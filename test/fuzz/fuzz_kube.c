@@ -56,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct answers {
     const char *doc[DOCS];
     size_t len[DOCS];
+    hj *tree[DOCS]; /* each parsed once (NULL: not JSON); the fakes serve copies */
     size_t n, next;
 };
 
@@ -100,9 +101,11 @@ static int serve(const struct answers *a, size_t i, bool redact, hj **out, char 
         snprintf(err, errlen, "HTTP 404");
         return 404;
     }
-    hj *v = hj_parse(a->doc[i], a->len[i], err, errlen);
-    if (!v)
+    if (!a->tree[i]) {
+        snprintf(err, errlen, "not JSON");
         return -1;
+    }
+    hj *v = hj_clone(a->tree[i]);
     if (v->type == HJ_INT) {
         int64_t c = v->i;
         hj_free(v);
@@ -567,16 +570,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(text, data, size);
     text[size] = '\0';
+    char user[64], pass[64], why[256];
     struct answers a = {.n = 0};
     for (size_t at = 0; a.n < DOCS && at <= size;) {
         size_t l = strnlen(text + at, size - at);
         a.doc[a.n] = text + at;
-        a.len[a.n++] = l;
+        a.len[a.n] = l;
+        a.tree[a.n++] = hj_parse(text + at, l, why, sizeof(why));
         at += l + 1;
     }
 
     struct hv_kube_io io = {&a, fake_get};
-    char user[64], pass[64], why[256];
     memset(user, 'u', sizeof(user));
     memset(pass, 'p', sizeof(pass));
     enum hv_capv_rc rc = hv_capv_credentials_io(&io, "capv-system", "ns1/cluster-a", 5000, user,
@@ -595,8 +599,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("refused credentials left in the buffers");
     }
 
-    hj *sel = a.n > 0 ? hj_parse(a.doc[0], a.len[0], why, sizeof(why)) : NULL;
-    hj *labels = a.n > 1 ? hj_parse(a.doc[1], a.len[1], why, sizeof(why)) : NULL;
+    const hj *sel = a.tree[0], *labels = a.tree[1];
     int m1 = hv_label_selector_match(sel, labels), m2 = hv_label_selector_match(sel, labels);
     if (m1 < -1 || m1 > 1 || m1 != m2)
         fail("selector answer");
@@ -608,11 +611,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int vm = HV_MHC_VM_UNKNOWN; vm <= HV_MHC_VM_CYCLING; vm++)
             (void)hv_mhc_act_name(hv_mhc_decide((enum hv_mhc_vm)vm, &seen, 30, 60));
     }
-    hj_free(sel);
-    hj_free(labels);
 
     mc_fuzz(&a);
     dr_fuzz(&a);
+    for (size_t i = 0; i < a.n; i++)
+        hj_free(a.tree[i]);
     free(text);
     return 0;
 }
