@@ -275,6 +275,9 @@ def check_seeds():
         "mc-update-pending-list": "\0".join([
             j(capi_machine({IN_PROGRESS: "", PENDING: "CanUpdateMachine, UpdateMachine"})),
             j(libvirt_machine(infra_marks))]),
+        "mc-update-pending-spaces": "\0".join([
+            j(capi_machine({IN_PROGRESS: "", PENDING: " UpdateMachine ,CanUpdateMachine"})),
+            j(libvirt_machine(infra_marks))]),
         "mc-update-not-marked": "\0".join([j(capi_machine({})), j(libvirt_machine({}))]),
         "mc-update-spec-differs": "\0".join([j(capi_machine(marks)),
                                              j(libvirt_machine(infra_marks, 8192))]),
@@ -294,6 +297,9 @@ def check_seeds():
         "dr-reason-utf8": status(422, "Invalid", "spec.memoryMiB: Gr\u00f6\u00dfe \u00e4ndern"),
         "dr-reason-utf8-end": status(422, "Invalid", "spec: Forbidden: cannot be modified \u00e9"),
         "dr-reason-blank": status(422, "Invalid", " \t\n "),
+        # cut at 240 bytes inside a 3-byte sequence after a space
+        "dr-reason-cut": status(422, "Invalid", "y" * 238 + " \u20ac and more"),
+        "dr-token-401": "401",
         "dr-error-500": status(500, "InternalError", "failed calling webhook"),
         "dr-secret-status": "\0".join([
             status(422, "Invalid", "denied", data={"password": "czNjcmV0"}), secret]),
