@@ -100,16 +100,17 @@ static void sanitise(const char *in, const char *name, char *out, size_t cap)
             continue;
         out[o++] = (char)c;
     }
-    while (o && (((unsigned char)out[o - 1] & 0xC0) == 0x80 || out[o - 1] == ' ')) {
-        /* a cut sequence: drop its continuation bytes and its lead byte */
-        bool cont = ((unsigned char)out[o - 1] & 0xC0) == 0x80;
-        o--;
-        if (cont)
-            while (o && ((unsigned char)out[o] & 0xC0) == 0x80)
-                o--;
-    }
-    /* a lead byte left alone at the end */
-    if (o && ((unsigned char)out[o - 1] & 0xC0) == 0xC0)
+    /* a UTF-8 sequence cut at the limit: drop what is left of it (a whole one stays) */
+    size_t b = o; /* the first of the continuation bytes at the end */
+    while (b && o - b < 4 && ((unsigned char)out[b - 1] & 0xC0) == 0x80)
+        b--;
+    unsigned char lead = b ? (unsigned char)out[b - 1] : 0;
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (b < o && need == 1) /* continuation bytes without a lead byte */
+        o = b;
+    else if (b && need > 1 && o - b + 1 < need)
+        o = b - 1;
+    while (o && out[o - 1] == ' ')
         o--;
     out[o] = '\0';
 }
@@ -124,9 +125,9 @@ enum hv_dryrun_verdict hv_dryrun_judge(int http, const hj *status, const char *r
         snprintf(why, whylen, HV_MSG("no answer from the API server"));
         return HV_DRYRUN_ERROR;
     }
-    const char *msg = hj_get_str(status, "message");
+    const char *msg = hj_get_str(status, "message"), *reason = hj_get_str(status, "reason");
     if (!msg || !msg[0])
-        msg = hj_get_str(status, "reason");
+        msg = reason;
     /* An admission webhook's denial is answered with the code it chose, 403 included
      * (controller-runtime's admission.Denied); the API server's message then begins so
      * (k8s.io/apiserver webhook errors.ToStatusErr). A 403 without it is RBAC's. */
@@ -145,8 +146,14 @@ enum hv_dryrun_verdict hv_dryrun_judge(int http, const hj *status, const char *r
         return HV_DRYRUN_UNCHECKED;
     }
     if (http == 400 || http == 403 || http == 422) {
+        /* the message, else the reason, else none: a message of spaces and control characters
+         * alone leaves nothing (fuzz_kube) */
         char s[260] = "";
-        sanitise(msg && msg[0] ? msg : HV_MSG("no reason given"), name, s, sizeof(s));
+        sanitise(msg ? msg : "", name, s, sizeof(s));
+        if (!s[0] && reason && msg != reason)
+            sanitise(reason, name, s, sizeof(s));
+        if (!s[0])
+            snprintf(s, sizeof(s), HV_MSG("no reason given"));
         snprintf(why, whylen, "%s", s);
         return HV_DRYRUN_REFUSED;
     }

@@ -4,7 +4,9 @@
 Writes OUT_DIR/<target>/<name> for fuzz_soap (vim25 answers shaped like vCenter's and the
 simulator's), fuzz_domxml (libvirt domain XML of the lab's kinds, record metadata),
 fuzz_oprecord (records of every phase), fuzz_config (every JSON block of docs/settings.md and
-a few configs) and fuzz_base64. Generated at build time; only this script is committed.
+a few configs), fuzz_base64 and fuzz_kube (Kubernetes API answers: CAPV identities, selectors,
+Machines and infra machines as CAPI v1.14.2 holds them during an in-place update, Machine
+lists and dryRun=All answers). Generated at build time; only this script is committed.
 """
 import base64
 import json
@@ -158,10 +160,161 @@ CONFIGS = {
 }
 
 
+MC_UID = "6f1c2d8e-3b4a-4c5d-9e7f-0a1b2c3d4e5f"
+IN_PROGRESS = "in-place-updates.internal.cluster.x-k8s.io/update-in-progress"
+PENDING = "runtime.cluster.x-k8s.io/pending-hooks"
+INFRA = "infrastructure.cluster.x-k8s.io"
+
+
+def capi_machine(annotations, ref_name="lm1"):
+    """Machine ns/m1 as CAPI v1.14.2 holds it while it updates it in place."""
+    return {
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+        "metadata": {
+            "name": "m1", "namespace": "ns", "uid": MC_UID, "resourceVersion": "40211",
+            "generation": 3, "creationTimestamp": "2026-11-30T09:12:44Z",
+            "labels": {"cluster.x-k8s.io/cluster-name": "c1",
+                       "cluster.x-k8s.io/deployment-name": "md-0",
+                       "cluster.x-k8s.io/set-name": "ms1"},
+            "annotations": annotations,
+            "finalizers": ["machine.cluster.x-k8s.io"],
+            "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+                                 "name": "ms1", "uid": "0b5e3c1a-7f44-4d2e-9a61-3c2f0e9d8b17",
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "managedFields": [{"manager": "manager", "operation": "Apply",
+                               "apiVersion": "cluster.x-k8s.io/v1beta2",
+                               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {
+            "clusterName": "c1",
+            "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                                        "kind": "KubeadmConfig", "name": "m1-bootstrap"},
+                          "dataSecretName": "m1-bootstrap"},
+            "infrastructureRef": {"apiGroup": INFRA, "kind": "LibvirtMachine",
+                                  "name": ref_name},
+            "providerID": "libvirt://" + MC_UID, "version": "v1.33.1",
+            "deletion": {"nodeDrainTimeoutSeconds": 30}},
+        "status": {"phase": "Running", "nodeRef": {"name": "c1-md-0-m1"},
+                   "conditions": [{"type": "Updating", "status": "True",
+                                   "reason": "InPlaceUpdating",
+                                   "lastTransitionTime": "2026-12-01T10:00:00Z"}]}}
+
+
+def libvirt_machine(annotations, memory=4096):
+    """LibvirtMachine ns/lm1 with the spec CAPI wrote before it called UpdateMachine."""
+    return {
+        "apiVersion": INFRA + "/v1beta1", "kind": "LibvirtMachine",
+        "metadata": {"name": "lm1", "namespace": "ns", "uid": "9d0c6a55-2e1b-4f7a-8c3d-5b6e7f809a1b",
+                     "annotations": annotations,
+                     "labels": {"cluster.x-k8s.io/cluster-name": "c1"},
+                     "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2",
+                                          "kind": "Machine", "name": "m1", "uid": MC_UID}]},
+        "spec": {"providerID": "libvirt://" + MC_UID, "memoryMiB": memory, "vcpu": 2},
+        "status": {"ready": True}}
+
+
+def status(code, reason, message, **extra):
+    d = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+         "message": message, "reason": reason, "code": code}
+    d.update(extra)
+    return json.dumps(d)
+
+
+def machine_list(items, cont=None):
+    md = {"resourceVersion": "40300"}
+    if cont:
+        md["continue"] = cont
+    return json.dumps({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineList",
+                       "metadata": md, "items": items})
+
+
+def set_machine(name, infra, set_label=True, deleting=False):
+    md = {"name": name, "namespace": "ns"}
+    if set_label:
+        md["labels"] = {"cluster.x-k8s.io/set-name": "ms1"}
+    else:
+        md["ownerReferences"] = [{"kind": "MachineSet", "name": "ms1"}]
+    if deleting:
+        md["deletionTimestamp"] = "2026-12-01T10:00:00Z"
+    return {"metadata": md, "spec": {"infrastructureRef": {
+        "apiGroup": INFRA, "kind": "VSphereMachine", "name": infra}}}
+
+
+def check_seeds():
+    """The machine check (the first two answers: the Machine or MachineSet and its infra
+    machine or template) and the dry run (in turn: the patch's answer, or Machine list pages
+    then the patch's answer)."""
+    j = json.dumps
+    marks = {IN_PROGRESS: "", PENDING: "UpdateMachine"}
+    infra_marks = {IN_PROGRESS: ""}
+    machine_set = {
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+        "metadata": {"name": "ms1", "namespace": "ns", "uid": "0b5e3c1a"},
+        "spec": {"clusterName": "c1", "replicas": 3, "template": {"spec": {
+            "clusterName": "c1", "infrastructureRef": {
+                "apiGroup": INFRA, "kind": "LibvirtMachineTemplate", "name": "t1"}}}}}
+    template = {"apiVersion": INFRA + "/v1beta1", "kind": "LibvirtMachineTemplate",
+                "metadata": {"name": "t1", "namespace": "ns"},
+                "spec": {"template": {"spec": {"memoryMiB": 4096, "vcpu": 2}}}}
+    capv = ('admission webhook "validation.vspheremachine.infrastructure.x-k8s.io" denied the '
+            'request: VSphereMachine.infrastructure.cluster.x-k8s.io "vm-a" is invalid: spec: '
+            'Forbidden: cannot be modified')
+    secret = j({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vc-creds"},
+                "data": {"password": base64.b64encode(b"s3cret").decode()}})
+    page1 = machine_list([set_machine("m-0", "vm-0", deleting=True),
+                          set_machine("m-c", "vm-c")], cont="p2")
+    page2 = machine_list([set_machine("m-b", "vm-b", set_label=False),
+                          {"metadata": {"name": "m-a", "labels": {
+                              "cluster.x-k8s.io/set-name": "other"}},
+                           "spec": {"infrastructureRef": {"kind": "VSphereMachine",
+                                                          "name": "vm-x"}}}])
+    vsm = j({"apiVersion": INFRA + "/v1beta1", "kind": "VSphereMachine",
+             "metadata": {"name": "vm-a", "namespace": "ns"}, "spec": {"memoryMiB": 8192}})
+    return {
+        "mc-update-accepted": "\0".join([j(capi_machine(marks)),
+                                         j(libvirt_machine(infra_marks))]),
+        "mc-update-pending-list": "\0".join([
+            j(capi_machine({IN_PROGRESS: "", PENDING: "CanUpdateMachine, UpdateMachine"})),
+            j(libvirt_machine(infra_marks))]),
+        "mc-update-pending-spaces": "\0".join([
+            j(capi_machine({IN_PROGRESS: "", PENDING: " UpdateMachine ,CanUpdateMachine"})),
+            j(libvirt_machine(infra_marks))]),
+        "mc-update-not-marked": "\0".join([j(capi_machine({})), j(libvirt_machine({}))]),
+        "mc-update-spec-differs": "\0".join([j(capi_machine(marks)),
+                                             j(libvirt_machine(infra_marks, 8192))]),
+        "mc-other-infra": "\0".join([j(capi_machine(marks, "lm2")),
+                                     j(libvirt_machine(infra_marks))]),
+        "mc-machine-forbidden": "\0".join(["403", j(libvirt_machine(infra_marks))]),
+        "mc-infra-missing": "\0".join([j(capi_machine(marks)),
+                                       status(404, "NotFound", 'libvirtmachines "lm1" not found')]),
+        "mc-machine-set": "\0".join([j(machine_set), j(template)]),
+        "dr-capv-refused": "\0".join([status(422, "Invalid", capv), page2]),
+        "dr-webhook-403": status(403, "Forbidden",
+                                 'admission webhook "x" denied the request: no\n\tmemory  '
+                                 'changes'),
+        "dr-rbac-403": status(403, "Forbidden",
+                              'vspheremachines.infrastructure.cluster.x-k8s.io "vm-a" is '
+                              'forbidden: User "system:serviceaccount:h:h" cannot patch'),
+        "dr-reason-utf8": status(422, "Invalid", "spec.memoryMiB: Gr\u00f6\u00dfe \u00e4ndern"),
+        "dr-reason-utf8-end": status(422, "Invalid", "spec: Forbidden: cannot be modified \u00e9"),
+        "dr-reason-blank": status(422, "Invalid", " \t\n "),
+        # cut at 240 bytes inside a 3-byte sequence after a space
+        "dr-reason-cut": status(422, "Invalid", "y" * 238 + " \u20ac and more"),
+        "dr-token-401": "401",
+        "dr-error-500": status(500, "InternalError", "failed calling webhook"),
+        "dr-secret-status": "\0".join([
+            status(422, "Invalid", "denied", data={"password": "czNjcmV0"}), secret]),
+        "dr-accepted": vsm,
+        "dr-set-accepted": "\0".join([page1, page2, vsm]),
+        "dr-set-refused": "\0".join([page1, page2,
+                                     status(422, "Invalid", capv.replace("vm-a", "vm-b"))]),
+        "dr-set-list-forbidden": "\0".join([status(403, "Forbidden", "cannot list"), "-1"]),
+    }
+
+
 def kube_seeds():
     """fuzz_kube: NUL-separated answers of the CAPV identity lookup in the order it reads them
     (Cluster, VSphereCluster, [VSphereClusterIdentity, Namespace,] Secret), the first also a
-    selector and a Machine."""
+    selector and a Machine; then those of the machine check and the dry run (check_seeds)."""
     j = json.dumps
     cl = j({"kind": "Cluster", "spec": {"infrastructureRef": {
         "kind": "VSphereCluster", "name": "a-vc"}}})
@@ -187,7 +340,8 @@ def kube_seeds():
             "identity": "\0".join([cl, vc_ident, ident, nsobj, sec]),
             "no-identity": "\0".join([cl, j({"kind": "VSphereCluster", "spec": {}})]),
             "machine": machine,
-            "selector": "\0".join([selector, j({"k": "v", "a/b": ""})])}
+            "selector": "\0".join([selector, j({"k": "v", "a/b": ""})]),
+            **check_seeds()}
 
 
 def main():

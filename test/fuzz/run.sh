@@ -4,7 +4,9 @@
 # (default 60) in turn. Targets (default: all): hooks (request bodies: JSON, hooks, JSON
 # Patch), soap (vCenter answers), domxml (libvirt domain XML, record metadata), oprecord
 # (the operation record on a VM), config (the config file), base64, kube (Kubernetes API
-# answers: CAPV identities, selectors, Machines).
+# answers: CAPV identities, selectors, Machines for the remediation hold, the machine check's
+# Machines, MachineSets and infra machines, the dry-run claim check's Machine lists and
+# dryRun=All answers).
 # Prints one line per target: executions, coverage (edges) and features, corpus size.
 # Exits non-zero when a fuzzer finds a crash (the input is saved in
 # BUILD_DIR/fuzz-artifacts/<target>/, reproduce it with `BUILD_DIR/test/fuzz/fuzz_<target>

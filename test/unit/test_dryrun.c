@@ -74,6 +74,14 @@ static void test_judge(void **state)
     /* CRD validation, no message: the reason */
     assert_int_equal(judge(422, "{\"reason\":\"Invalid\"}", why, sizeof(why)), HV_DRYRUN_REFUSED);
     assert_string_equal(why, "Invalid");
+    /* a message of white space alone: the reason, else none (never an empty reason) */
+    assert_int_equal(judge(422, "{\"message\":\" \\t \",\"reason\":\"Invalid\"}", why, sizeof(why)),
+                     HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "Invalid");
+    assert_int_equal(judge(400, "{\"message\":\"\\n\"}", why, sizeof(why)), HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "no reason given");
+    assert_int_equal(judge(422, NULL, why, sizeof(why)), HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "no reason given");
     assert_int_equal(judge(500, "{\"message\":\"failed calling webhook\"}", why, sizeof(why)),
                      HV_DRYRUN_ERROR);
     assert_string_equal(why, "the API server answered HTTP 500");
@@ -87,6 +95,21 @@ static void test_judge(void **state)
     memcpy(big + at, "\xc3\xa9\xc3\xa9\"}", 7);
     assert_int_equal(judge(422, big, why, sizeof(why)), HV_DRYRUN_REFUSED);
     assert_int_equal(strlen(why), 239); /* x and 119 of 120 */
+    /* a whole sequence at the end stays (fuzz_kube: it was dropped as if cut) */
+    assert_int_equal(judge(422, "{\"message\":\"cannot be modified \xc3\xa9\"}", why, sizeof(why)),
+                     HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "cannot be modified \xc3\xa9");
+    assert_int_equal(judge(422, "{\"message\":\"no \xe2\x82\xac\"}", why, sizeof(why)),
+                     HV_DRYRUN_REFUSED);
+    assert_string_equal(why, "no \xe2\x82\xac");
+    /* cut inside a sequence after a space: neither the sequence's start nor the space stays */
+    memset(big, 0, sizeof(big));
+    memcpy(big, "{\"message\":\"", 12);
+    memset(big + 12, 'y', 238);
+    memcpy(big + 250, " \xe2\x82\xac\"}", 7);
+    assert_int_equal(judge(422, big, why, sizeof(why)), HV_DRYRUN_REFUSED);
+    assert_int_equal(strlen(why), 238);
+    assert_int_equal(why[237], 'y');
     char plural[64];
     hv_dryrun_plural("VSphereMachine", plural, sizeof(plural));
     assert_string_equal(plural, "vspheremachines");
