@@ -205,6 +205,11 @@ static bool confirm_found(struct hv_engine *e, struct scan *sc)
             snprintf(msg, sizeof(msg), "%s",
                      HV_MSG("the record on the VM names no Machine a checked call was for, and "
                             "the machine check is on; not carried on"));
+        } else if (unknown) { /* (each read may take the client's timeout: one wait a scan) */
+            v = HV_RESUME_UNKNOWN;
+            snprintf(msg, sizeof(msg), "%s",
+                     HV_MSG("machine check: the API server could not be asked about another "
+                            "record in this scan; looked at again at the next scan"));
         } else {
             v = e->cfg.confirm_resume(e->cfg.confirm_ctx, f->be->ops->name, &f->ref, &f->desired,
                                       msg, sizeof(msg));

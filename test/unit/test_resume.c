@@ -167,7 +167,8 @@ static struct hv_vm_ref vm_ref(bool with_machine)
 
 struct fb {
     int observes, acts, writes, lists;
-    struct hv_vm_found vm;
+    struct hv_vm_found vm, vm2;
+    bool two; /* vm2 is listed too */
 };
 static struct fb FB;
 
@@ -226,6 +227,8 @@ static int fb_list(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv
     (void)b, (void)err;
     FB.lists++;
     fn(ctx, &FB.vm);
+    if (FB.two)
+        fn(ctx, &FB.vm2);
     return HV_OK;
 }
 
@@ -252,9 +255,9 @@ static int64_t d_unix(void *ctx)
 }
 static const struct hv_engine_drive drive = {.mono_ms = d_mono, .unix_s = d_unix, .owner = "me:1"};
 
-/* The VM as the scan lists it: off, in the power-off phase of a cycle its previous life
- * (owner me:2) left, the record naming the Machine (or not). */
-static void put_vm(bool with_machine)
+/* A VM as the scan lists it (uuid, name): off, in the power-off phase of a cycle its previous
+ * life (owner me:2) left, the record naming the Machine (or not). */
+static void put_vm_on(struct hv_vm_found *vm, const char *uuid, const char *name, bool with_machine)
 {
     struct hv_oprecord rec;
     memset(&rec, 0, sizeof(rec));
@@ -267,11 +270,20 @@ static void put_vm(bool with_machine)
     snprintf(rec.owner, sizeof(rec.owner), "me:2");
     snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/TrySoft/120/300/1800/IfAvailable");
     rec.ref = vm_ref(with_machine);
-    memset(&FB.vm, 0, sizeof(FB.vm));
-    assert_true(hv_oprecord_write(&rec, FB.vm.record, sizeof(FB.vm.record)));
-    FB.vm.ref = vm_ref(false);
-    snprintf(FB.vm.host, sizeof(FB.vm.host), HOST);
-    FB.vm.power = HV_POWER_OFF;
+    snprintf(rec.ref.uuid, sizeof(rec.ref.uuid), "%s", uuid);
+    snprintf(rec.ref.name, sizeof(rec.ref.name), "%s", name);
+    memset(vm, 0, sizeof(*vm));
+    assert_true(hv_oprecord_write(&rec, vm->record, sizeof(vm->record)));
+    vm->ref = vm_ref(false);
+    snprintf(vm->ref.uuid, sizeof(vm->ref.uuid), "%s", uuid);
+    snprintf(vm->ref.name, sizeof(vm->ref.name), "%s", name);
+    snprintf(vm->host, sizeof(vm->host), HOST);
+    vm->power = HV_POWER_OFF;
+}
+
+static void put_vm(bool with_machine)
+{
+    put_vm_on(&FB.vm, UUID1, "vm1", with_machine);
 }
 
 /* A driven engine over the fake backend; check: the machine check is configured. */
@@ -655,6 +667,35 @@ static void test_scan_tries_again_when_unreachable(void **state)
     hv_mc_free(c.mc);
 }
 
+/* One scan waits for the API server's timeout once at most: after a cycle it could not
+ * confirm, it asks about no other (they wait for the next scan with it). */
+static void test_scan_asks_no_more_once_unreachable(void **state)
+{
+    (void)state;
+    struct confirm c = {.mc = new_mc()};
+    hv_profiles_builtin(&c.ps);
+    put_vm(true);
+    put_vm_on(&FB.vm2, UUID2, "vm2", true);
+    FB.two = true;
+    F.machine_status = -1;
+    struct hv_engine *e = new_engine(&c);
+    int64_t next = scan(e);
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(F.gets, 1);
+    assert_int_equal(cycles(e), 0);
+    assert_int_equal(FB.observes + FB.acts + FB.writes, 0);
+    assert_int_equal(next, clock_ms + 30000);
+    /* answered: both asked; vm1's confirmed, vm2's refused (the Machine's VM is vm1) */
+    F.machine_status = 0;
+    clock_ms = next;
+    scan(e);
+    assert_int_equal(c.calls, 3);
+    assert_int_equal(cycles(e), 1);
+    hv_engine_free(e);
+    hv_profiles_free(&c.ps);
+    hv_mc_free(c.mc);
+}
+
 static void test_without_machine_check_as_before(void **state)
 {
     (void)state;
@@ -688,6 +729,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scan_refuses_a_record_without_machine, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scan_tries_again_when_unreachable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scan_asks_no_more_once_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_machine_check_as_before, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
