@@ -52,6 +52,20 @@ struct hv_err {
     char detail[HV_MSG_MAX]; /* raw text for logs only; may hold hypervisor wording */
 };
 
+/* The Machine an UpdateMachine call was for, as the machine check (kubernetes.checkMachines)
+ * read it from the API server, and the infra machine the call named: all "" when the call was
+ * not checked. Backends ignore it; the operation record keeps it, so that a power cycle found
+ * in flight with no call behind it is confirmed by the API server before it is carried on
+ * (src/engine/scan.c). */
+struct hv_machine_id {
+    char ns[64];
+    char name[254];
+    char uid[64];
+    char infra_api_version[128]; /* "group/version" */
+    char infra_kind[64];
+    char infra_name[254];
+};
+
 /* How a VM is found: filled by src/ from the kind profile's identity rule. */
 struct hv_vm_ref {
     char server[HV_NAME_MAX]; /* libvirt URI or vCenter name; "" = any configured host */
@@ -65,6 +79,8 @@ struct hv_vm_ref {
     char thumbprint[100];      /* the request's certificate thumbprint of the server (CAPV
                                   VSphereMachine.spec.thumbprint); "" = none. Used only when the
                                   configured server entry pins none */
+    /* the call's Machine when the machine check passed it (hv_hooks_own_update) */
+    struct hv_machine_id machine;
 };
 
 enum hv_power { HV_POWER_UNKNOWN = 0, HV_POWER_ON, HV_POWER_OFF, HV_POWER_PAUSED };

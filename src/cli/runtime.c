@@ -56,6 +56,32 @@ static enum hv_gate check_machine(void *ctx, enum hv_hook h, const hj *req, hj *
 {
     return (enum hv_gate)hv_mc_check(ctx, h, req, req_out, msg, msglen);
 }
+
+/* hv_resume_confirm_fn (engine/books.h): a power cycle the engine's scan found in flight, as
+ * the API server holds its Machine and infra machine now (read on the scan's thread). */
+static enum hv_resume_verdict confirm_resume(void *ctx, const char *backend,
+                                             const struct hv_vm_ref *vm,
+                                             const struct hv_hw *desired, char *msg, size_t msglen)
+{
+    struct hv_runtime *rt = ctx;
+    const struct hv_machine_id *m = &vm->machine;
+    struct hv_mc_resume_ask a = {.ns = m->ns,
+                                 .name = m->name,
+                                 .uid = m->uid,
+                                 .infra_api_version = m->infra_api_version,
+                                 .infra_kind = m->infra_kind,
+                                 .infra_name = m->infra_name};
+    hj *machine = NULL, *infra = NULL;
+    enum hv_mc_resume v = hv_mc_resume_read(rt->mc, &a, &machine, &infra, msg, msglen);
+    if (v == HV_MC_RESUME_OK && hv_resume_matches(rt->hooks.profiles, backend, machine, infra, vm,
+                                                  desired, msg, msglen) < 0)
+        v = HV_MC_RESUME_REFUSED;
+    hj_free(machine);
+    hj_free(infra);
+    return v == HV_MC_RESUME_OK        ? HV_RESUME_CONFIRMED
+           : v == HV_MC_RESUME_REFUSED ? HV_RESUME_REFUSED
+                                       : HV_RESUME_UNKNOWN;
+}
 /* ---- end machine check ---- */
 
 /* hv_machine_vm_fn: the Machine's VM, for the remediation hold (queues only). The reference
@@ -331,6 +357,10 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     ec.max_power_cycles_per_host = cfg->engine.max_power_cycles_per_host;
     ec.step_timeout_s = cfg->engine.step_timeout_s;
     ec.max_entries = cfg->engine.max_entries;
+    if (rt->mc) { /* machine check: a cycle found in flight is confirmed by the API server */
+        ec.confirm_resume = confirm_resume;
+        ec.confirm_ctx = rt;
+    }
     rt->engine = hv_engine_new(&ec, rt->bes, rt->n_bes);
     if (!rt->engine) {
         snprintf(err, errlen, "cannot start the engine");

@@ -6,6 +6,7 @@
 #define HV_BOOKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define HV_KEY_MAX 600
@@ -19,6 +20,20 @@ struct hv_engine_drive {
     void *ctx;
     const char *owner; /* written into records instead of "hostname:pid" (NULL: that) */
 };
+
+struct hv_vm_ref;
+struct hv_hw;
+
+/* The management cluster's word on a power cycle the scan found in flight (scan.c), whose
+ * record names the Machine of the checked call that began it (vm->machine): confirmed (carry
+ * it on), refused (leave the VM as it is, for the next checked call) or unknown (the API
+ * server did not answer: ask again at the next scan); msg says why when not confirmed. May
+ * block: called on the scan's thread without the engine's lock. */
+enum hv_resume_verdict { HV_RESUME_CONFIRMED = 0, HV_RESUME_REFUSED, HV_RESUME_UNKNOWN };
+typedef enum hv_resume_verdict (*hv_resume_confirm_fn)(void *ctx, const char *backend,
+                                                       const struct hv_vm_ref *vm,
+                                                       const struct hv_hw *desired, char *msg,
+                                                       size_t msglen);
 
 struct hv_engine_cfg {
     int workers;          /* reconcile threads */
@@ -37,6 +52,11 @@ struct hv_engine_cfg {
      * one-shot engine, e.g. the lab CLI's, carries on no other VM's cycle) */
     int scan_interval_s;
     const struct hv_engine_drive *drive; /* NULL (production): system clocks, worker threads */
+    /* The machine check (kubernetes.checkMachines, wired by cli over kube/machinecheck.h):
+     * NULL, none: a cycle found in flight that passes the configuration's checks is carried
+     * on. Set: it is carried on only when its record names a Machine and this confirms it. */
+    hv_resume_confirm_fn confirm_resume;
+    void *confirm_ctx;
 };
 
 /* The engine's slot and owner bookkeeping as a pass sees it; ctx is the engine. */

@@ -29,6 +29,8 @@ void hv_engine_cfg_default(struct hv_engine_cfg *c)
     c->max_entries = HV_ENGINE_MAX_ENTRIES;
     c->scan_interval_s = 300;
     c->drive = NULL;
+    c->confirm_resume = NULL; /* no machine check */
+    c->confirm_ctx = NULL;
 }
 
 /* The engine's monotonic ms: the system's, or the driver's (cfg.drive). */

@@ -58,6 +58,47 @@ void hv_vm_ref_from_json(const hj *o, struct hv_vm_ref *ref)
     }
 }
 
+/* The Machine of a checked call as the record's "machine" object (its non-empty fields),
+ * and back (absent from records of unchecked calls and of older versions: all "" then). */
+struct machine_field {
+    const char *key;
+    char *val;
+    size_t cap;
+};
+
+static size_t machine_fields(struct hv_machine_id *m, struct machine_field f[6])
+{
+    f[0] = (struct machine_field){"namespace", m->ns, sizeof(m->ns)};
+    f[1] = (struct machine_field){"name", m->name, sizeof(m->name)};
+    f[2] = (struct machine_field){"uid", m->uid, sizeof(m->uid)};
+    f[3] = (struct machine_field){"infraApiVersion", m->infra_api_version,
+                                  sizeof(m->infra_api_version)};
+    f[4] = (struct machine_field){"infraKind", m->infra_kind, sizeof(m->infra_kind)};
+    f[5] = (struct machine_field){"infraName", m->infra_name, sizeof(m->infra_name)};
+    return 6;
+}
+
+static hj *machine_to_json(const struct hv_machine_id *m)
+{
+    struct hv_machine_id copy = *m;
+    struct machine_field f[6];
+    hj *o = hj_new_object();
+    for (size_t k = 0, n = machine_fields(&copy, f); k < n; k++)
+        if (f[k].val[0])
+            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+    return o;
+}
+
+static void machine_from_json(const hj *o, struct hv_machine_id *m)
+{
+    struct machine_field f[6];
+    for (size_t k = 0, n = machine_fields(m, f); k < n; k++) {
+        const char *v = hj_get_str(o, f[k].key);
+        if (v)
+            snprintf(f[k].val, f[k].cap, "%s", v);
+    }
+}
+
 bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
 {
     static const char *const fnames[HV_F_COUNT] = {"memory", "cpus", "cores", "disk"};
@@ -112,6 +153,8 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
         hj_obj_set_take(o, "ref", rf);
     else
         hj_free(rf);
+    if (r->ref.machine.name[0])
+        hj_obj_set_take(o, "machine", machine_to_json(&r->ref.machine));
     size_t len;
     char *text = hj_dump(o, &len);
     hj_free(o);
@@ -181,6 +224,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
         snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
         hv_vm_ref_from_json(hj_get(o, "ref"), &r->ref);
+        machine_from_json(hj_get(o, "machine"), &r->ref.machine);
         ok = r->phase != HV_PH_NONE;
     }
     hj_free(o);

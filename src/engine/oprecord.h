@@ -62,7 +62,9 @@ struct hv_oprecord {
     /* How the calls name the VM (server, uuid, name, disk, cluster, thumbprint as the
      * request gave them; all "" in records of older versions): a process that finds the
      * record by itself (ops->list_records) carries the operation on under the same name as
-     * the calls that began it. */
+     * the calls that began it. ref.machine: the Machine of the checked call (machine check
+     * on; stored as "machine"), which the API server confirms before a process that finds
+     * the record carries its power cycle on (scan.c). */
     struct hv_vm_ref ref;
 };
 

@@ -34,6 +34,7 @@ struct found {
     bool own; /* written by this very process (owner equal to ours) */
     struct hv_hw desired;
     struct hv_settings s;
+    bool carried; /* a pass of this process holds its slot already (confirm_found) */
 };
 
 struct scan {
@@ -171,6 +172,65 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
     free(r);
 }
 
+/* With the machine check on (cfg.confirm_resume), the API server's word on each cycle found
+ * that no pass of this process carries yet: a record that passed the configuration's checks
+ * may still be forged (a real Machine's name on another VM), or be left from an update CAPI
+ * no longer makes (the Machine deleted, its update ended or changed). Its record must name
+ * the Machine of the checked call that began it, and the API server confirm it (the Machine
+ * with that uid, marked as being updated in place, whose infra machine finds this VM and
+ * asks for the record's hardware: cli's wiring of kube/machinecheck.h). A cycle not
+ * confirmed is dropped from sc: the VM is left as it is, for the next checked call. Caller
+ * holds the lock, released while the API server is asked (it may block). True when the API
+ * server could not say for one: the scan is tried again. */
+static bool confirm_found(struct hv_engine *e, struct scan *sc)
+{
+    char key[HV_KEY_MAX];
+    for (size_t k = 0; k < sc->n; k++) {
+        struct found *f = &sc->v[k];
+        eng_make_key(key, sizeof(key), f->be, &f->ref);
+        struct entry *x = eng_find(e, key);
+        f->carried = x && x->slot; /* resume_found leaves it as it is */
+    }
+    pthread_mutex_unlock(&e->lock);
+    bool unknown = false;
+    size_t keep = 0;
+    for (size_t k = 0; k < sc->n; k++) {
+        struct found *f = &sc->v[k];
+        char msg[600] = "";
+        enum hv_resume_verdict v = HV_RESUME_CONFIRMED;
+        if (f->carried) {
+            v = HV_RESUME_CONFIRMED;
+        } else if (!f->ref.machine.name[0]) { /* unchecked call, older version, or forged */
+            v = HV_RESUME_REFUSED;
+            snprintf(msg, sizeof(msg), "%s",
+                     HV_MSG("the record on the VM names no Machine a checked call was for, and "
+                            "the machine check is on; not carried on"));
+        } else if (unknown) { /* (each read may take the client's timeout: one wait a scan) */
+            v = HV_RESUME_UNKNOWN;
+            snprintf(msg, sizeof(msg), "%s",
+                     HV_MSG("machine check: the API server could not be asked about another "
+                            "record in this scan; looked at again at the next scan"));
+        } else {
+            v = e->cfg.confirm_resume(e->cfg.confirm_ctx, f->be->ops->name, &f->ref, &f->desired,
+                                      msg, sizeof(msg));
+        }
+        if (v == HV_RESUME_CONFIRMED) {
+            sc->v[keep++] = *f;
+            continue;
+        }
+        eng_make_key(key, sizeof(key), f->be, &f->ref);
+        if (v == HV_RESUME_UNKNOWN) {
+            unknown = true;
+            hv_log(HV_LOG_WARN, "resume-unconfirmed", "vm", key, "message", msg, (char *)NULL);
+        } else {
+            hv_log(HV_LOG_WARN, "resume-refused", "vm", key, "message", msg, (char *)NULL);
+        }
+    }
+    sc->n = keep;
+    pthread_mutex_lock(&e->lock);
+    return unknown;
+}
+
 /* Carry on the cycle of f, unless a call or a pass of this process already does; caller holds
  * the lock. */
 static void resume_found(struct hv_engine *e, const struct found *f)
@@ -224,6 +284,8 @@ void eng_run_scan(struct hv_engine *e)
         }
     }
     pthread_mutex_lock(&e->lock);
+    /* (the machine check: the lock is released while the API server is asked) */
+    bool unconfirmed = e->cfg.confirm_resume && sc.n && confirm_found(e, &sc);
     /* the hosts no scan has listed yet: those this one could not, of those before */
     size_t keep = 0;
     for (size_t k = 0; k < sc.n_bad; k++) {
@@ -244,7 +306,8 @@ void eng_run_scan(struct hv_engine *e)
     e->scanning = false;
     int64_t now = eng_now_ms(e);
     e->scan_end_ms = now;
-    e->scan_on = failed || e->cfg.scan_interval_s > 0;
-    e->scan_due_ms = now + (failed ? SCAN_RETRY_MS : (int64_t)e->cfg.scan_interval_s * 1000);
+    bool again = failed || unconfirmed; /* (a cycle the API server could not confirm: too) */
+    e->scan_on = again || e->cfg.scan_interval_s > 0;
+    e->scan_due_ms = now + (again ? SCAN_RETRY_MS : (int64_t)e->cfg.scan_interval_s * 1000);
     pthread_cond_broadcast(&e->cond);
 }

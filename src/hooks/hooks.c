@@ -182,6 +182,27 @@ static hj *can_update(const struct hv_hooks_ctx *ctx, enum hv_hook h, const hj *
     return r;
 }
 
+/* The Machine and infra machine of a call the machine check passed (the request is then the
+ * API server's word: its Machine's uid is the stored one's), for the operation record. */
+static void checked_machine(const hj *machine, const hj *infra, struct hv_machine_id *m)
+{
+    const hj *md = hj_get(machine, "metadata"), *imd = hj_get(infra, "metadata");
+    const struct {
+        char *dst;
+        size_t cap;
+        const char *v;
+    } f[] = {{m->ns, sizeof(m->ns), hj_get_str(md, "namespace")},
+             {m->name, sizeof(m->name), hj_get_str(md, "name")},
+             {m->uid, sizeof(m->uid), hj_get_str(md, "uid")},
+             {m->infra_api_version, sizeof(m->infra_api_version), hj_get_str(infra, "apiVersion")},
+             {m->infra_kind, sizeof(m->infra_kind), hj_get_str(infra, "kind")},
+             {m->infra_name, sizeof(m->infra_name), hj_get_str(imd, "name")}};
+    memset(m, 0, sizeof(*m));
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+        if (f[k].v && strlen(f[k].v) < f[k].cap)
+            memcpy(f[k].dst, f[k].v, strlen(f[k].v) + 1);
+}
+
 void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const struct hv_settings *s,
                          struct hv_update_result *res, bool *no_profile)
 {
@@ -209,6 +230,8 @@ void hv_hooks_own_update(const struct hv_hooks_ctx *ctx, const hj *req, const st
         if (hv_identity(p, machine, infra, &ref, why, sizeof(why)) < 0) {
             snprintf(buf, sizeof(buf), HV_MSG("cannot find the VM: %s"), why);
             msg = buf;
+        } else if (ctx->gate && machine) {
+            checked_machine(machine, infra, &ref.machine); /* the gate passed this call */
         }
     }
     if (!msg && !ctx->update) {

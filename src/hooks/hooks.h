@@ -80,7 +80,10 @@ struct hv_hooks_ctx {
     void *event_ctx;
     hv_machine_vm_fn machine_vm; /* NULL: nobody asks which VM serves a Machine */
     void *machine_vm_ctx;
-    hv_gate_fn gate; /* NULL: no machine check (the request is taken as it is) */
+    /* NULL: no machine check (the request is taken as it is). Set: every UpdateMachine call
+     * the engine is asked for passed it, and hv_hooks_own_update gives the engine the call's
+     * Machine and infra machine (hv_vm_ref.machine) for the operation record. */
+    hv_gate_fn gate;
     void *gate_ctx;
 };
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REASON_NOT_HARDWARE HV_MSG("hvupdater changes hypervisor hardware only")
 #define REASON_NOT_A_FIELD  HV_MSG("not a field hvupdater can change")
@@ -317,6 +318,63 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
     else
         snprintf(why, whylen, HV_MSG("no metadata.name to find the VM by"));
     return -1;
+}
+
+/* Whether two names of a VM name the same one: the same server when both say, and the same
+ * UUID when either has one, else the same name. */
+static bool same_vm(const struct hv_vm_ref *a, const struct hv_vm_ref *b)
+{
+    if (a->server[0] && b->server[0] && strcmp(a->server, b->server))
+        return false;
+    if (a->uuid[0] || b->uuid[0])
+        return a->uuid[0] && b->uuid[0] && !strcasecmp(a->uuid, b->uuid);
+    return a->name[0] && !strcmp(a->name, b->name);
+}
+
+static bool same_hw(const struct hv_hw *a, const struct hv_hw *b)
+{
+    int64_t da = hv_disk_set(a->disk_mib) ? a->disk_mib : -1;
+    int64_t db = hv_disk_set(b->disk_mib) ? b->disk_mib : -1;
+    return a->memory_mib == b->memory_mib && a->cpus == b->cpus &&
+           a->cores_per_socket == b->cores_per_socket && da == db;
+}
+
+int hv_resume_matches(const struct hv_profiles *ps, const char *backend, const hj *machine,
+                      const hj *infra, const struct hv_vm_ref *vm, const struct hv_hw *desired,
+                      char *msg, size_t msglen)
+{
+    const char *av = hj_get_str(infra, "apiVersion"), *kind = hj_get_str(infra, "kind");
+    const hj *md = hj_get(infra, "metadata");
+    const char *ns = hj_get_str(md, "namespace"), *name = hj_get_str(md, "name");
+    ns = ns ? ns : "";
+    name = name ? name : "";
+    const struct hv_profile *p = hv_profile_find(ps, av, kind);
+    if (!p || p->is_template || strcmp(p->backend, backend)) {
+        snprintf(msg, msglen,
+                 HV_MSG("machine check: no hvupdater profile of the %s backend for %s %s; not "
+                        "carried on"),
+                 backend, kind ? kind : "", av ? av : "");
+        return -1;
+    }
+    struct hv_vm_ref found;
+    char why[200];
+    if (hv_identity(p, machine, infra, &found, why, sizeof(why)) < 0 || !same_vm(&found, vm)) {
+        snprintf(msg, msglen,
+                 HV_MSG("machine check: %s %s/%s in the API server names another VM than the one "
+                        "the record is on; not carried on"),
+                 kind, ns, name);
+        return -1;
+    }
+    struct hv_hw hw;
+    hv_desired_hw(p, infra, &hw);
+    if (!same_hw(&hw, desired)) {
+        snprintf(msg, msglen,
+                 HV_MSG("machine check: the spec of %s %s/%s in the API server asks for other "
+                        "hardware than the record on the VM; not carried on"),
+                 kind, ns, name);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the provider's word (hv_plan_hooks.admit) ------------------------------------------ */

@@ -128,6 +128,16 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
  * invalid are -1. */
 void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw);
 
+/* A power cycle found in flight with no call behind it (engine/scan.c), against the Machine
+ * and infra machine the API server holds now (read by kube/machinecheck.h
+ * hv_mc_resume_read): 0 when the profile of the infra machine's apiVersion and kind (one of
+ * backend's) finds in them the VM the record is on (vm: the record's name of it) and reads
+ * from the infra machine's spec the record's desired hardware; else -1 with a stable message
+ * in msg. */
+int hv_resume_matches(const struct hv_profiles *ps, const char *backend, const hj *machine,
+                      const hj *infra, const struct hv_vm_ref *vm, const struct hv_hw *desired,
+                      char *msg, size_t msglen);
+
 /* A copy of a Machine spec as CAPI compares it (internal/util/inplace
  * CleanupMachineSpecForDiff): without clusterName, bootstrap, infrastructureRef, providerID,
  * minReadySeconds, readinessGates, taints and the deletion timeouts. NULL for NULL. */

@@ -454,13 +454,18 @@ static bool judge(enum hv_hook h, const hj *req, const struct names *n, const st
     return true;
 }
 
-/* req with desired.machine.spec and desired.infrastructureMachine.spec from the API server. */
+/* req with desired.machine.spec and desired.infrastructureMachine.spec from the API server,
+ * and the Machine's metadata.uid (CAPI sends none; the operation record keeps it). */
 static hj *rewrite(const hj *req, const struct entry *me, const struct entry *ie)
 {
     hj *r = hj_clone(req);
     hj *des = hj_get(r, "desired");
     hj *m = hj_get(des, "machine"), *im = hj_get(des, "infrastructureMachine");
     const hj *ms = hj_get(me->obj, "spec"), *is = hj_get(ie->obj, "spec");
+    const char *uid = md_str(me->obj, "uid");
+    hj *mmd = hj_get(m, "metadata");
+    if (mmd && mmd->type == HJ_OBJECT && uid)
+        hj_obj_set_take(mmd, "uid", hj_new_string(uid));
     if (m && m->type == HJ_OBJECT && ms)
         hj_obj_set_take(m, "spec", hj_clone(ms));
     if (im && im->type == HJ_OBJECT && is)
@@ -545,5 +550,125 @@ out:
         mc->fails++;
     pthread_mutex_unlock(&mc->mu);
     hv_metrics_machine_check((int)v);
+    return v;
+}
+
+/* ---- a power cycle found in flight ---- */
+
+/* One read now, on the calling thread; the status (-1: no answer, nor an object on 200). */
+static int read_now(struct hv_mc *mc, const char *path, hj **out)
+{
+    char err[300] = "";
+    hj *o = NULL;
+    pthread_mutex_lock(&mc->mu);
+    mc->reads++;
+    pthread_mutex_unlock(&mc->mu);
+    hv_metrics_machine_check_read();
+    int st = mc->cfg.io.get(mc->cfg.io.ctx, path, &o, err, sizeof(err));
+    if (st == 200 && (!o || o->type != HJ_OBJECT))
+        st = -1;
+    if (st != 200 && st != 404)
+        hv_log(HV_LOG_WARN, "machine-check-read-error", "path", path, "detail",
+               err[0] ? err : "unexpected HTTP status", (char *)NULL);
+    if (st != 200) {
+        hj_free(o);
+        o = NULL;
+    }
+    *out = o;
+    return st;
+}
+
+/* Why a read stops a resume (REFUSED: 404; UNKNOWN: anything else but 200), or OK. */
+static enum hv_mc_resume resume_read_failed(int st, const char *what, const char *ns,
+                                            const char *name, char *msg, size_t cap)
+{
+    if (st == 200)
+        return HV_MC_RESUME_OK;
+    if (st == 404) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: %s %s/%s does not exist in the API server; not carried "
+                        "on"),
+                 what, ns, name);
+        return HV_MC_RESUME_REFUSED;
+    }
+    snprintf(msg, cap,
+             HV_MSG("machine check: cannot read %s %s/%s from the API server; looked at again at "
+                    "the next scan"),
+             what, ns, name);
+    return HV_MC_RESUME_UNKNOWN;
+}
+
+static enum hv_mc_resume resume_judge(struct hv_mc *mc, const struct hv_mc_resume_ask *a,
+                                      hj **machine, hj **infra, char *msg, size_t cap)
+{
+    char group[256], res[128], path[PATH_MAX_];
+    const char *iav = a->infra_api_version;
+    if (!hv_kube_name_ok(a->ns) || !hv_kube_name_ok(a->name) || !a->uid || !a->uid[0] ||
+        strlen(a->uid) > 64 || !api_group(iav, group, sizeof(group)) ||
+        strspn(iav, "abcdefghijklmnopqrstuvwxyz0123456789.-/") != strlen(iav) ||
+        !hv_mc_resource(a->infra_kind, res, sizeof(res)) || !hv_kube_name_ok(a->infra_name)) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: the record on the VM names no valid Machine and infra "
+                        "machine; not carried on"));
+        return HV_MC_RESUME_REFUSED;
+    }
+    snprintf(path, sizeof(path), CAPI_V1B2 "%s/machines/%s", a->ns, a->name);
+    enum hv_mc_resume v =
+        resume_read_failed(read_now(mc, path, machine), "Machine", a->ns, a->name, msg, cap);
+    if (v != HV_MC_RESUME_OK)
+        return v;
+    const char *uid = md_str(*machine, "uid");
+    if (!uid || strcmp(uid, a->uid)) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: Machine %s/%s in the API server has another uid than the "
+                        "record's; not carried on"),
+                 a->ns, a->name);
+        return HV_MC_RESUME_REFUSED;
+    }
+    const hj *ann = hj_get(hj_get(*machine, "metadata"), "annotations");
+    if (!hj_get_str(ann, HV_MC_IN_PROGRESS) ||
+        !in_list(hj_get_str(ann, HV_MC_PENDING_HOOKS), "UpdateMachine")) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: %s %s/%s is not being updated in place by Cluster API; "
+                        "not carried on"),
+                 "Machine", a->ns, a->name);
+        return HV_MC_RESUME_REFUSED;
+    }
+    const hj *ref = hj_ptr(*machine, "/spec/infrastructureRef");
+    const char *rg = hj_get_str(ref, "apiGroup"), *rk = hj_get_str(ref, "kind"),
+               *rn = hj_get_str(ref, "name");
+    if (!rg || !rk || !rn || strcmp(rg, group) || strcmp(rk, a->infra_kind) ||
+        strcmp(rn, a->infra_name)) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: the infrastructureRef of Machine %s/%s is not the "
+                        "record's %s %s; not carried on"),
+                 a->ns, a->name, a->infra_kind, a->infra_name);
+        return HV_MC_RESUME_REFUSED;
+    }
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", iav, a->ns, res, a->infra_name);
+    v = resume_read_failed(read_now(mc, path, infra), a->infra_kind, a->ns, a->infra_name, msg,
+                           cap);
+    if (v != HV_MC_RESUME_OK)
+        return v;
+    if (!hj_get_str(hj_get(hj_get(*infra, "metadata"), "annotations"), HV_MC_IN_PROGRESS)) {
+        snprintf(msg, cap,
+                 HV_MSG("machine check: %s %s/%s is not being updated in place by Cluster API; "
+                        "not carried on"),
+                 a->infra_kind, a->ns, a->infra_name);
+        return HV_MC_RESUME_REFUSED;
+    }
+    return HV_MC_RESUME_OK;
+}
+
+enum hv_mc_resume hv_mc_resume_read(struct hv_mc *mc, const struct hv_mc_resume_ask *a,
+                                    hj **machine, hj **infra, char *msg, size_t msglen)
+{
+    *machine = *infra = NULL;
+    enum hv_mc_resume v = resume_judge(mc, a, machine, infra, msg, msglen);
+    if (v != HV_MC_RESUME_OK) {
+        hj_free(*machine);
+        hj_free(*infra);
+        *machine = *infra = NULL;
+    }
     return v;
 }

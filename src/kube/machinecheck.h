@@ -87,6 +87,28 @@ enum hv_mc_verdict { HV_MC_PASS = 0, HV_MC_WAIT, HV_MC_FAIL };
 enum hv_mc_verdict hv_mc_check(struct hv_mc *mc, enum hv_hook h, const hj *req, hj **req_out,
                                char *msg, size_t msglen);
 
+/* ---- a power cycle found in flight (engine/scan.c asks through cli's wiring) ----
+ * A restarted process finds a power cycle in flight from the record on the VM alone, with no
+ * call behind it; the record keeps the Machine and infra machine of the checked call that
+ * began it. Before the cycle is carried on, the API server must still stand behind it: the
+ * Machine ns/name exists with uid, carries both in-place marks (as UpdateMachine's check), and
+ * its spec.infrastructureRef names the record's infra machine, which exists and carries
+ * HV_MC_IN_PROGRESS. */
+struct hv_mc_resume_ask {
+    const char *ns, *name, *uid;                             /* the record's Machine */
+    const char *infra_api_version, *infra_kind, *infra_name; /* the record's infra machine */
+};
+enum hv_mc_resume {
+    HV_MC_RESUME_OK = 0,  /* confirmed so far: the caller checks the VM and hardware */
+    HV_MC_RESUME_REFUSED, /* gone, another uid, not being updated, another infra machine */
+    HV_MC_RESUME_UNKNOWN, /* a read got no answer or a status other than 200 and 404 */
+};
+/* Reads on the calling thread, past the cache (blocking, bounded by the client's timeout:
+ * the engine's scan calls it, never a hook's thread): two GETs. OK: *machine and *infra are
+ * the objects as read (free with hj_free); otherwise both NULL and msg says why. */
+enum hv_mc_resume hv_mc_resume_read(struct hv_mc *mc, const struct hv_mc_resume_ask *a,
+                                    hj **machine, hj **infra, char *msg, size_t msglen);
+
 struct hv_mc_stats {
     unsigned long reads; /* API requests made */
     unsigned long passes, waits, fails;
