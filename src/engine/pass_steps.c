@@ -51,6 +51,14 @@ bool rc_store(struct pass *p)
         rc_log_err(p, "write-record", &err);
         if (rc_wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
             return false;
+        if (err.code == HV_E_BUSY) {
+            /* another writer changed the VM between our read and our write (the backend has
+             * decided the write again on fresh reads already): nothing was stored and no step
+             * taken; the next pass looks again */
+            rc_progress(p, RETRY_UNREACHABLE,
+                        HV_MSG("another task is changing the VM; trying again"));
+            return false;
+        }
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));

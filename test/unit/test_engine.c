@@ -195,6 +195,7 @@ static enum hv_errcode fail_code = HV_E_BUSY; /* what the injected step failure 
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
 /* the record write right after an injected step failure fails too (the attempt is not stored) */
 static bool fail_record_after_step, record_write_fails;
+static int record_busy_left;   /* record writes still to refuse as BUSY (another writer won) */
 static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
@@ -346,6 +347,12 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
                           struct hv_err *e)
 {
+    if (record_busy_left > 0) {
+        record_busy_left--;
+        e->code = HV_E_BUSY;
+        snprintf(e->detail, sizeof(e->detail), "injected conflict");
+        return HV_E_BUSY;
+    }
     if (record_write_fails) { /* an error, not an outage (which waits for the hypervisor) */
         record_write_fails = false;
         e->code = HV_E_INTERNAL;
@@ -415,6 +422,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_code = HV_E_BUSY;
     fail_memory = -1;
     fail_record_after_step = record_write_fails = false;
+    record_busy_left = 0;
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -977,6 +985,38 @@ static void test_step_unreachable_is_an_outage_not_a_try(void **state)
     assert_int_equal(outage, 6);
     assert_int_not_equal(dom_id(f, "eng-stepdown"), id); /* power-cycled */
     assert_int_equal(observe(f, "eng-stepdown").hw.memory_mib, 1024);
+    unwrap(f);
+}
+
+/* A record write refused because another writer changed the VM first (KubeVirt: the
+ * resourceVersion test of the patch, or virt-api's validator answering 409 Conflict) is
+ * retried, in progress: found by the KubeVirt lab's `conflict` scenario, where it was the
+ * Failure "cannot store the operation record on the VM: another task is changing the VM". */
+static void test_record_write_conflict_is_retried(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-recbusy", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-recbusy");
+    use_wrapper(f, 0, false);
+    record_busy_left = 2;
+    struct hv_hw want = {1024, -1, -1, -1};
+    int busy = 0;
+    struct hv_update_result r;
+    for (int i = 0; i < 40; i++) {
+        r = pass(f, "eng-recbusy", want);
+        if (r.failure)
+            fail_msg("a Failure on a conflict (pass %d): %s", i, r.message);
+        if (!strcmp(r.message, "in progress: another task is changing the VM; trying again"))
+            busy++;
+        if (is_done(&r))
+            break;
+    }
+    if (!is_done(&r))
+        fail_msg("not done: %s", r.message);
+    assert_int_equal(record_busy_left, 0);
+    assert_int_equal(busy, 2);
+    assert_int_not_equal(dom_id(f, "eng-recbusy"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-recbusy").hw.memory_mib, 1024);
     unwrap(f);
 }
 
@@ -2534,6 +2574,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_write_conflict_is_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
                                         teardown),
