@@ -118,6 +118,24 @@ $(tail -20 "$STATE/standin.log")"
 done
 K get --raw /apis/subresources.kubevirt.io/v1 >/dev/null ||
     die "the aggregator does not reach the stand-in: $(K get apiservice v1.subresources.kubevirt.io -o jsonpath='{.status.conditions}')"
+# virt-api's VirtualMachine validator, as KubeVirt registers it (failurePolicy Fail: while
+# virt-api is not there, the API server refuses VM changes), answered by the stand-in
+K apply --server-side -f - >/dev/null <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: virt-api-validator}
+webhooks:
+- name: virtualmachine-validator.kubevirt.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 10
+  rules:
+  - {apiGroups: [kubevirt.io], apiVersions: [v1], operations: [UPDATE], resources: [virtualmachines]}
+  clientConfig:
+    url: https://127.0.0.1:$PORT/validate-virtualmachine
+    caBundle: $(base64 -w0 <"$PKI/webhook-ca.crt")
+YAML
 # --- CAPK (--capk): its CRDs with the label CAPI reads a provider's contract from (CAPK's
 # config/crd kustomization adds cluster.x-k8s.io/v1beta1: v1alpha1), its manager on the CAPI
 # lab's webhook certificate (127.0.0.1, the webhook CA), its webhook pointed at it

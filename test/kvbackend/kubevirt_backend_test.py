@@ -21,6 +21,12 @@ in order, everything read back from the API server, virsh and the guest's consol
   restart    cores 1->2 (restart-only) with one `apply` that stops after its first pass (in
              progress, the record annotation on the VM), then a second process: it carries
              the cycle on from that record to done
+  never      6Gi (above maxGuest) under powerCycle Never: refused with the documented
+             message; VMI, domain and VM spec untouched
+  conflict   virt-api's validator (the stand-in) refuses the next 4 VM changes with 409:
+             "another task is changing the VM; trying again", then done, same VMI
+  down       the stand-in down for 60 s (webhook failing, nothing reconciled) during a socket
+             hot-plug: in progress ("cannot be reached; trying again"), done after it is back
 Prints one line per scenario and `N passed, N failed`; exit 1 on any failure.
 Usage: kubevirt_backend_test.py --binary BUILD/hvupdater [-k NAME]...
 """
@@ -77,11 +83,13 @@ def log(msg):
 def hv(cmd, *args, want_rc=None):
     """hvupdater plan/apply on the lab VM; (exit status, stdout)"""
     argv = [STATE["bin"], cmd, "--kubevirt-vm", "%s/%s" % (kv.NS, NAME), "--config",
-            STATE["config"]] + list(args)
+            STATE["config"], "--log-level", "warn"] + list(args)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     out = p.stdout + p.stderr
     for line in out.strip().splitlines():
         log("| " + line)
+    # the backend's warnings (JSON lines: a failed call's detail) are shown, not judged
+    out = "\n".join(l for l in out.splitlines() if not l.startswith('{"ts"')) + "\n"
     if want_rc is not None:
         assert p.returncode == want_rc, "%s exited %d, want %d" % (cmd, p.returncode, want_rc)
     return p.returncode, out
@@ -222,8 +230,70 @@ def scenario_restart():
     assert o["spec"]["template"]["spec"]["domain"]["cpu"]["cores"] == 2
 
 
+def vm_state():
+    """what a refused or retried change must leave alone: the VMI, the domain, the VM's spec"""
+    o = vmobj()
+    return (vmi()["metadata"]["uid"], kv.virsh("domuuid", kv.domain(NAME)),
+            json.dumps(o["spec"], sort_keys=True))
+
+
+def scenario_never():
+    # 6Gi is above maxGuest (4Gi since `cold`): a restart, which powerCycle Never forbids
+    before = vm_state()
+    rc, out = hv("apply", "--memory-mib", "6144", "--set", "powerCycle=Never", "--wait",
+                 "--timeout", "120")
+    assert rc == 1, "apply exited %d: a change that needs a restart under Never" % rc
+    last = out.strip().splitlines()[-1]
+    assert "memory needs a power cycle (above memory.maxGuest) and powerCycle is Never" in last, out
+    assert vm_state() == before, "a refused change touched the VM"
+
+
+def scenario_conflict():
+    # virt-api's validator (the stand-in) refuses the next 4 changes of the VM with 409
+    # Conflict: the backend's three rounds of the first write (the operation record) take 3,
+    # the engine answers in progress and writes again on its next pass, which gets through.
+    # In progress, then done; never a Failure.
+    uid = vmi()["metadata"]["uid"]
+    kv.fault("refuse-patch", text="4")
+    try:
+        _, out = hv("apply", "--cpus", "3", "--wait", "--timeout", "300", want_rc=0)
+    finally:
+        left = os.path.exists(os.path.join(kv.FAULTS, "refuse-patch"))
+        kv.fault("refuse-patch", on=False)
+    assert not left, "the validator was not asked 4 times"
+    assert "in progress: another task is changing the VM; trying again" in out, out
+    assert "cannot store" not in out and "failed" not in out, out
+    assert "done" in out.strip().splitlines()[-1], out
+    v = vmi()
+    assert v["metadata"]["uid"] == uid, "the VMI was restarted"
+    assert v["status"]["currentCPUTopology"]["sockets"] == 3, v["status"]["currentCPUTopology"]
+
+
+def scenario_down():
+    # the stand-in (KubeVirt's controllers and virt-api's validator) is down for 60 s: the API
+    # server refuses the VM's changes (the webhook fails) and nothing reconciles. The change
+    # is in progress all that time and done once KubeVirt is back; never a Failure.
+    uid = vmi()["metadata"]["uid"]
+    kv.fault("down", text="60")
+    t0 = time.monotonic()
+    try:
+        rc, out = hv("apply", "--cpus", "4", "--wait", "--timeout", "400")
+    finally:
+        kv.fault("down", on=False)
+    took = time.monotonic() - t0
+    log("down: apply took %.0f s" % took)
+    assert rc == 0, "apply exited %d: KubeVirt down for a minute must not fail the change" % rc
+    assert "the hypervisor cannot be reached; trying again" in out, out
+    assert "done" in out.strip().splitlines()[-1], out
+    assert took >= 55, "done after %.0f s while KubeVirt was down for 60 s" % took
+    v = vmi()
+    assert v["metadata"]["uid"] == uid, "the VMI was restarted"
+    assert v["status"]["currentCPUTopology"]["sockets"] == 4, v["status"]["currentCPUTopology"]
+
+
 SCENARIOS = [("boot", scenario_boot), ("plan", scenario_plan), ("live", scenario_live),
-             ("trap", scenario_trap), ("cold", scenario_cold), ("restart", scenario_restart)]
+             ("trap", scenario_trap), ("cold", scenario_cold), ("restart", scenario_restart),
+             ("never", scenario_never), ("conflict", scenario_conflict), ("down", scenario_down)]
 
 
 def main():

@@ -37,7 +37,14 @@
 // number N in it: for N seconds from its mtime), "stuck-guestcurrent" (kubevirt #12101: the
 // migration of a memory change completes but the domain is not resized; empty: every VM, else
 // NS/NAME lines) and "hold-migration" (a live update's migration does not complete while it
-// exists: its Hot*Change condition stays).
+// exists: its Hot*Change condition stays), "refuse-patch" (a number N in it: the validating
+// webhook refuses the next N changes of a VirtualMachine with 409 Conflict, as virt-api's
+// VM validator may; the file goes at 0).
+//
+// The stand-in is also virt-api's validating webhook for VirtualMachine updates (up.sh
+// registers it, failurePolicy Fail as KubeVirt's): it allows every change, except under the
+// "refuse-patch" switch, and while "down" it answers 503, so the API server refuses VM
+// changes as it does when virt-api is not there.
 package main
 
 import (
@@ -60,6 +67,7 @@ import (
 	"text/template"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	k8sv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -102,6 +110,7 @@ type standin struct {
 	faults   string
 	delay    time.Duration
 	mu       sync.Mutex        // one pass at a time; the HTTP handler reads VMs on its own
+	refuseMu sync.Mutex        // the refuse-patch switch's count
 	keep     map[string]bool   // domains of the VMIs this pass kept or made
 	lastErr  map[string]string // by VM: the last error logged (each error once)
 }
@@ -1107,6 +1116,7 @@ func (s *standin) serve(addr, cert, key string) {
 			"name": "subresources.kubevirt.io", "versions": []any{gv}, "preferredVersion": gv})
 	})
 	mux.HandleFunc("/apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/restart", s.restart)
+	mux.HandleFunc("/validate-virtualmachine", s.validate)
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.ListenAndServeTLS(cert, key))
 }
@@ -1124,6 +1134,56 @@ func status(w http.ResponseWriter, code int, reason, msg string) {
 	}
 	writeJSON(w, code, map[string]any{"kind": "Status", "apiVersion": "v1", "status": st,
 		"reason": reason, "message": msg, "code": code})
+}
+
+// refusal: under the "refuse-patch" switch, take one of its N refusals (true), else false
+func (s *standin) refusal() bool {
+	if s.faults == "" {
+		return false
+	}
+	s.refuseMu.Lock()
+	defer s.refuseMu.Unlock()
+	f := filepath.Join(s.faults, "refuse-patch")
+	raw, err := os.ReadFile(f)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || n <= 0 {
+		os.Remove(f)
+		return false
+	}
+	if n == 1 {
+		os.Remove(f)
+	} else {
+		os.WriteFile(f, []byte(strconv.Itoa(n-1)), 0o644)
+	}
+	return true
+}
+
+// validate: the validating webhook of VirtualMachine updates (admission.k8s.io/v1)
+func (s *standin) validate(w http.ResponseWriter, r *http.Request) {
+	if s.down() {
+		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the KubeVirt stand-in is down (fault switch)")
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&review); err != nil || review.Request == nil {
+		status(w, http.StatusBadRequest, "BadRequest", "not an AdmissionReview")
+		return
+	}
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	if s.refusal() {
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusConflict,
+			Reason:  metav1.StatusReasonConflict,
+			Message: "the KubeVirt stand-in refuses this change (fault switch refuse-patch)"}
+		log.Printf("standin: VM %s/%s: change by %s refused (refuse-patch)", review.Request.Namespace,
+			review.Request.Name, review.Request.UserInfo.Username)
+	}
+	review.Response = resp
+	review.Request = nil
+	writeJSON(w, http.StatusOK, review)
 }
 
 func (s *standin) restart(w http.ResponseWriter, r *http.Request) {
