@@ -174,7 +174,7 @@ def generate():
                    "kind": {"enum": ["Issuer", "ClusterIssuer"]},
                    "name": {"type": "string", "minLength": 1}}),
             "anyOf": [{"maxProperties": 0}, {"required": ["name"]}]}}),
-        "clientCerts": obj({"enabled": BOOL, "certManagerNamespace": DNS_LABEL}),
+        "clientCerts": obj({"enabled": BOOL, "generateCA": BOOL}),
         "priorityClass": obj({"enabled": BOOL,
                               "name": {"$ref": "#/$defs/common-dns1123Subdomain"},
                               "value": {"type": "integer", "minimum": -2147483648,

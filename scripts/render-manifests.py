@@ -271,7 +271,11 @@ def render_all(helm, version=None):
     optional = [
         ("client-certs", "client-certs", {"clientCerts": {"enabled": True}}, "client-certs.yaml",
          "# Optional, applied with kubectl after clusterctl init (clusterctl allows one\n"
-         "# namespace per provider): cert-manager client certificates for CAPI's controllers.\n"
+         "# namespace per provider): cert-manager client certificates for CAPI's controllers,\n"
+         "# from a namespaced Issuer in each CAPI namespace. First bring the client CA\n"
+         "# (docs/quickstart.md#client-certificates): the Secret hvupdater-client-ca in\n"
+         "# capi-system and capi-kubeadm-control-plane-system, the ConfigMap\n"
+         "# hvupdater-client-ca (ca.crt only) in hvupdater-system. No private key is here.\n"
          "# Then add --client-ca to the hvupdater Deployment with client-certs-patch.json:\n"),
         ("mhc-hold", "mhc", {"mhc": {"holdRemediation": True}}, "mhc-rbac.yaml",
          "# Optional, applied with kubectl after clusterctl init: the MachineHealthCheck\n"

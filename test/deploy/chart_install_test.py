@@ -16,11 +16,16 @@ test/capi/build.sh prints. Scenarios:
   - namespace.create: true is refused by helm install (Helm keeps its release record in the
     release namespace: it can own neither an existing namespace nor a new one); rendered with
     helm template and applied, it makes the Namespace, labelled restricted;
-  - a misspelt ExtensionConfig setting: refused before anything is created.
+  - a misspelt ExtensionConfig setting: refused before anything is created;
+  - clientCerts.generateCA: the client CA's Secret in exactly CAPI's two namespaces (one
+    CA), its ca.crt alone in the release namespace, namespaced Issuers only (no
+    ClusterIssuer CRD here: one would fail the install); helm upgrade keeps the CA (the
+    chart's lookup); uninstall removes the Secrets.
 Prints "ok ..." or "FAIL ..." per check; exits 1 when any failed.
 """
 
 import argparse
+import base64
 import json
 import os
 import subprocess
@@ -185,6 +190,55 @@ class Test:
         r = self.helm_run("list", "-n", ns, "-q")
         self.r.eq(r.stdout.split(), [], "a misspelt setting: no release recorded")
 
+    def client_ca(self):
+        ns, capi = "team-c", ("capi-system", "capi-kubeadm-control-plane-system")
+        for n in capi:
+            self.api.kubectl("create", "namespace", n)
+        p = self.install(ns, "--create-namespace", "--set", "clientCerts.enabled=true",
+                         "--set", "clientCerts.generateCA=true")
+        if not self.r.check(p.returncode == 0, "helm install clientCerts.generateCA",
+                            p.stderr[-600:]):
+            return
+
+        def ca():
+            """{namespace: (tls.crt, tls.key)} of the CA Secrets, the ConfigMap's data."""
+            pairs = {}
+            for n in capi:
+                s = self.api.get("secret", "hvupdater-client-ca", "-n", n)
+                pairs[n] = (s.get("type"), s["data"].get("tls.crt"), s["data"].get("tls.key"))
+            cm = self.api.get("configmap", "hvupdater-client-ca", "-n", ns)
+            return pairs, cm.get("data", {})
+        first, cm = ca()
+        vals = set(first.values())
+        self.r.check(len(vals) == 1 and all(next(iter(vals))) and
+                     next(iter(vals))[0] == "kubernetes.io/tls",
+                     "generateCA: one CA, the same kubernetes.io/tls Secret in both CAPI "
+                     "namespaces", first.keys())
+        crt = base64.b64decode(first[capi[0]][1]).decode()
+        self.r.check(list(cm) == ["ca.crt"] and cm["ca.crt"].strip() == crt.strip(),
+                     f"generateCA: {ns} gets the CA's certificate alone (ConfigMap, ca.crt)",
+                     list(cm))
+        secrets = self.api.get("secrets", "-n", ns, "-l", INSTANCE)["items"]
+        self.r.eq([x["metadata"]["name"] for x in secrets], [],
+                  f"generateCA: no Secret of the chart's in {ns}")
+        for n in capi:
+            iss = [(i["metadata"]["name"], i["spec"]) for i in
+                   self.api.get("issuers.cert-manager.io", "-n", n)["items"]]
+            self.r.eq(iss, [("hvupdater-client-ca", {"ca": {"secretName": "hvupdater-client-ca"}})],
+                      f"generateCA: the CA Issuer in {n}")
+        p = self.helm_run("upgrade", RELEASE, self.chart, "-n", ns, "--reuse-values")
+        if self.r.check(p.returncode == 0, "helm upgrade --reuse-values (generateCA)",
+                        p.stderr[-600:]):
+            again, cm2 = ca()
+            self.r.check(again == first and cm2 == cm,
+                         "generateCA: helm upgrade keeps the CA (lookup of its Secret)")
+        p = self.uninstall(ns)
+        self.r.check(p.returncode == 0, "helm uninstall (generateCA)", p.stderr[-400:])
+        left = [n for n in capi if self.api.kubectl("get", "secret", "hvupdater-client-ca",
+                                                    "-n", n, check=False).returncode == 0]
+        self.r.eq(left, [], "generateCA: uninstall removes the CA Secrets")
+        self.gone(ns, "generateCA")
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -202,7 +256,8 @@ def main():
         api.apply(CRDS)
         api.kubectl("wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all")
         t = Test(api, helm, os.path.join(a.source, "deploy", "helm", "hvupdater"))
-        for fn in (t.user_namespace, t.create_namespace, t.owned_namespace, t.typo):
+        for fn in (t.user_namespace, t.create_namespace, t.owned_namespace, t.typo,
+                   t.client_ca):
             try:
                 fn()
             except Exception as e:  # noqa: BLE001 - one broken scenario must not hide the rest

@@ -34,6 +34,7 @@ Prints "ok ..." or "FAIL ..." per check; exits 1 when any failed.
 """
 
 import argparse
+import base64
 import copy
 import json
 import os
@@ -170,6 +171,8 @@ def lint(c):
                                    "events": {"enabled": True},
                                    "capvIdentity": {"enabled": True},
                                    "kubevirt": {"enabled": True}},
+                "client CA made by the chart": {"clientCerts": {"enabled": True,
+                                                                "generateCA": True}},
                 "kubevirt in namespaces": {"kubevirt": {"enabled": True,
                                                         "namespaces": ["capk", "team-b"]}},
                 "metrics listener off": {"metrics": {"enabled": False}},
@@ -342,8 +345,8 @@ def clusterctl(c):
     with open(os.path.join(cdir, "client-certs.yaml"), encoding="utf-8") as f:
         certs = docs(f.read())
     full = c.helm_template({"clientCerts": {"enabled": True}})
-    want = [o for o in full if o["kind"] in ("Certificate", "ClusterIssuer") and
-            o["metadata"]["name"] != "hvupdater-serving-cert"]
+    want = [o for o in full if o["kind"] in ("Certificate", "Issuer") and
+            o["metadata"].get("namespace") in CAPI_CALLERS]
     c.same(unlabel(certs), want, "client-certs.yaml vs the chart's client certificates")
     with open(os.path.join(cdir, "client-certs-patch.json"), encoding="utf-8") as f:
         ops = json.load(f)
@@ -361,6 +364,189 @@ def clusterctl(c):
     c.r.check(len(series) == 1 and series[0].get("contract") == "v1beta2",
               f"metadata.yaml maps release series {major}.{minor} to contract v1beta2",
               meta.get("releaseSeries"))
+
+
+# The CAPI controllers that call hooks: namespace -> the name (CN) their certificate carries
+# (client-certs.yaml) and hvupdater lets in (--client-name).
+CAPI_CALLERS = {"capi-system": "capi-controller-manager",
+                "capi-kubeadm-control-plane-system":
+                "capi-kubeadm-control-plane-controller-manager"}
+CLIENT_CA_DIR = "/etc/hvupdater/client-ca"
+
+
+def has_private_key(o):
+    """o (an object) carries key material: a PEM private key, or a Secret key named *.key."""
+    if "PRIVATE KEY" in json.dumps(o):
+        return True
+    if o.get("kind") == "Secret":
+        keys = list(o.get("data") or {}) + list(o.get("stringData") or {})
+        return any("key" in k.lower() for k in keys)
+    return False
+
+
+def json_patch_add(obj, ops):
+    """The client-certs JSON patch (only "add" to an existing list's end or a new member)
+    applied to a copy of obj."""
+    out = copy.deepcopy(obj)
+    for op in ops:
+        if op.get("op") != "add":
+            raise ValueError(f"not an add: {op}")
+        *parents, last = op["path"].lstrip("/").split("/")
+        node = out
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if last == "-":
+            node.append(op["value"])
+        else:
+            node[last] = op["value"]
+    return out
+
+
+def client_ca(c):
+    """The client-certificate component issues from namespaced Issuers only (issue 28): a
+    ClusterIssuer can be used from any namespace, so any namespace's editor could get a
+    certificate naming CAPI's controller. In every rendering (the chart with and without
+    clientCerts.generateCA, the kustomize component, the clusterctl file): no ClusterIssuer;
+    each Certificate names an Issuer (kind Issuer) rendered in its own namespace; the
+    component's certificates are exactly CAPI's two callers', each in its namespace, from a
+    CA Issuer there reading the Secret hvupdater-client-ca. The kustomize and clusterctl
+    files hold no private key. generateCA: the CA's Secret in exactly the two CAPI
+    namespaces (one CA), hvupdater's namespace gets its ca.crt alone (a ConfigMap), no key
+    anywhere else. hvupdater's --client-ca reads ca.crt from a mount of that ConfigMap."""
+    kdir = os.path.join(c.source, "deploy", "kubernetes")
+    cdir = os.path.join(c.source, "deploy", "clusterctl")
+    renderings = {}
+    renderings["chart (clientCerts)"] = c.helm_template({"clientCerts": {"enabled": True}})
+    try:
+        gen = c.helm_template({"clientCerts": {"enabled": True, "generateCA": True}})
+        renderings["chart (clientCerts.generateCA)"] = gen
+    except RuntimeError as e:
+        gen = None
+        c.r.check(False, "the chart renders with clientCerts.generateCA", e)
+    with tempfile.TemporaryDirectory(prefix="hv-cc-") as tmp:
+        k = os.path.join(tmp, "k")
+        shutil.copytree(kdir, k)
+        with open(os.path.join(k, "kustomization.yaml"), "w") as f:
+            f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                    "resources: [base, extension]\ncomponents: [components/client-certs]\n")
+        renderings["kustomize components/client-certs"] = c.kustomize_build(k)
+    with open(os.path.join(cdir, "client-certs.yaml"), encoding="utf-8") as f:
+        cc_objs = docs(f.read())
+    with open(os.path.join(cdir, "runtime-extension-components.yaml"), encoding="utf-8") as f:
+        provider = docs(envsubst(f.read(), {"HVUPDATER_IMAGE": "hvupdater:test"}))
+    with open(os.path.join(cdir, "client-certs-patch.json"), encoding="utf-8") as f:
+        ops = json.load(f)
+    cc_dep = json_patch_add([o for o in provider if o["kind"] == "Deployment"][0], ops)
+    renderings["clusterctl client-certs.yaml"] = cc_objs
+    renderings["clusterctl provider + client-certs.yaml + its patch"] = (
+        [o for o in provider if o["kind"] != "Deployment"] + [cc_dep] + cc_objs)
+
+    for what, objs in renderings.items():
+        c.r.eq([o["metadata"]["name"] for o in objs if o["kind"] == "ClusterIssuer"], [],
+               f"{what}: no ClusterIssuer")
+        issuers = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o
+                   for o in objs if o["kind"] == "Issuer"}
+        certs = [o for o in objs if o["kind"] == "Certificate"]
+        for o in certs:
+            ns, ref = o["metadata"].get("namespace"), o["spec"]["issuerRef"]
+            c.r.check(ref.get("kind") == "Issuer" and ref.get("group", "cert-manager.io") ==
+                      "cert-manager.io" and (ns, ref.get("name")) in issuers,
+                      f"{what}: Certificate {ns}/{o['metadata']['name']} is issued by an "
+                      f"Issuer rendered in its own namespace {ns}", ref)
+        client = [o for o in certs if o["metadata"].get("namespace") != NS]
+        c.r.eq(sorted((o["metadata"]["namespace"], o["spec"]["commonName"]) for o in client),
+               sorted(CAPI_CALLERS.items()),
+               f"{what}: the client certificates are exactly CAPI's two callers', each in "
+               "its own namespace")
+        for ns in CAPI_CALLERS:
+            iss = issuers.get((ns, "hvupdater-client-ca"), {})
+            c.r.eq(iss.get("spec"), {"ca": {"secretName": "hvupdater-client-ca"}},
+                   f"{what}: Issuer {ns}/hvupdater-client-ca is a CA Issuer reading that "
+                   "namespace's Secret hvupdater-client-ca")
+        if not what.startswith("chart (clientCerts.generateCA)"):
+            keyed = [f"{o['kind']} {o['metadata'].get('namespace')}/{o['metadata']['name']}"
+                     for o in objs if has_private_key(o)]
+            c.r.eq(keyed, [], f"{what}: no object carries a private key")
+        deps = [o for o in objs if o["kind"] == "Deployment"]
+        if deps:
+            client_ca_mount(c, what, deps[0])
+
+    # the committed renderings, as text: no private key in any file
+    for root in (kdir, cdir):
+        for dirpath, _, names in os.walk(root):
+            for n in names:
+                path = os.path.join(dirpath, n)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                c.r.check("PRIVATE KEY" not in text and not re.search(r"^\s*tls\.key:", text, re.M),
+                          f"{os.path.relpath(path, c.source)} holds no private key")
+
+    # generateCA: one CA, its key in exactly the two CAPI namespaces, ca.crt alone elsewhere
+    p, team_x = c.helm_release({"clientCerts": {"enabled": True, "generateCA": True}})
+    c.r.check(p.returncode == 0, "helm template -n team-x with clientCerts.generateCA",
+              p.stderr[-300:])
+    for ns_name, objs in (("hvupdater-system", gen), ("team-x", team_x)):
+        what = f"generateCA, release in {ns_name}"
+        if not objs:
+            continue
+        secrets = [o for o in objs if o["kind"] == "Secret"]
+        c.r.eq(sorted((o["metadata"].get("namespace"), o["metadata"]["name"], o.get("type"))
+                      for o in secrets),
+               sorted((ns, "hvupdater-client-ca", "kubernetes.io/tls") for ns in CAPI_CALLERS),
+               f"{what}: the CA's Secret (kubernetes.io/tls) in exactly "
+               + " and ".join(CAPI_CALLERS) + ", no other Secret")
+        keyed = [f"{o['kind']} {o['metadata'].get('namespace')}/{o['metadata']['name']}"
+                 for o in objs if has_private_key(o)]
+        c.r.eq(sorted(keyed), sorted(f"Secret {ns}/hvupdater-client-ca" for ns in CAPI_CALLERS),
+               f"{what}: the private key is in those two Secrets and nowhere else")
+        pairs = {(o.get("data", {}).get("tls.crt"), o.get("data", {}).get("tls.key"))
+                 for o in secrets}
+        if not c.r.check(len(pairs) == 1 and all(all(p) for p in pairs),
+                         f"{what}: both Secrets hold the same CA (tls.crt, tls.key)", pairs):
+            continue
+        crt_b64, key_b64 = pairs.pop()
+        crt = base64.b64decode(crt_b64).decode()
+        key = base64.b64decode(key_b64).decode()
+        c.r.check("-----BEGIN EC PRIVATE KEY-----" in key, f"{what}: the CA key is ECDSA")
+        p = subprocess.run(["openssl", "x509", "-noout", "-text"], input=crt,
+                           capture_output=True, text=True, timeout=60)
+        c.r.check(p.returncode == 0 and "CA:TRUE" in p.stdout and "P-256" in p.stdout and
+                  "CN = hvupdater-client-ca" in p.stdout,
+                  f"{what}: tls.crt is a CA certificate (P-256, CN hvupdater-client-ca)",
+                  (p.stdout + p.stderr)[-400:])
+        here = [o for o in objs if o["metadata"].get("namespace") == ns_name and
+                o["metadata"]["name"] == "hvupdater-client-ca"]
+        c.r.check(len(here) == 1 and here[0]["kind"] == "ConfigMap" and
+                  list(here[0].get("data", {})) == ["ca.crt"] and
+                  here[0]["data"]["ca.crt"].strip() == crt.strip(),
+                  f"{what}: {ns_name} gets the CA's certificate only (ConfigMap "
+                  "hvupdater-client-ca, key ca.crt, that same certificate)",
+                  [(o["kind"], list(o.get("data", {}))) for o in here])
+        dep = [o for o in objs if o["kind"] == "Deployment"][0]
+        client_ca_mount(c, what, dep)
+
+
+def client_ca_mount(c, what, dep):
+    """The Deployment passes --client-ca CLIENT_CA_DIR/ca.crt and the --client-name of CAPI's
+    two callers, and mounts there the ConfigMap hvupdater-client-ca's ca.crt alone."""
+    pod = dep["spec"]["template"]["spec"]
+    cont = pod["containers"][0]
+    args = cont["args"]
+    at = [i for i, a in enumerate(args) if a == "--client-ca"]
+    c.r.check(len(at) == 1 and args[at[0] + 1] == CLIENT_CA_DIR + "/ca.crt",
+              f"{what}: serve --client-ca {CLIENT_CA_DIR}/ca.crt", args)
+    names = [args[i + 1] for i, a in enumerate(args) if a == "--client-name"]
+    c.r.eq(sorted(names), sorted(CAPI_CALLERS.values()),
+           f"{what}: --client-name for exactly CAPI's two callers")
+    mounts = [m for m in cont.get("volumeMounts", []) if m["mountPath"] == CLIENT_CA_DIR]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    vol = vols.get(mounts[0]["name"], {}) if len(mounts) == 1 else {}
+    c.r.check(len(mounts) == 1 and mounts[0].get("readOnly") is True and
+              set(vol) == {"name", "configMap"} and
+              vol["configMap"].get("name") == "hvupdater-client-ca" and
+              vol["configMap"].get("items") == [{"key": "ca.crt", "path": "ca.crt"}],
+              f"{what}: {CLIENT_CA_DIR} mounts only ca.crt of the ConfigMap "
+              "hvupdater-client-ca (no Secret, no key)", [mounts, vol])
 
 
 def api_components(c):
@@ -486,7 +672,7 @@ def metrics_off(c):
 
 CLUSTER_SCOPED = {"Namespace", "ExtensionConfig", "ClusterIssuer", "PriorityClass",
                   "ClusterRole", "ClusterRoleBinding"}
-ALL_ON = {"clientCerts": {"enabled": True}, "priorityClass": {"enabled": True},
+ALL_ON = {"clientCerts": {"enabled": True, "generateCA": True}, "priorityClass": {"enabled": True},
           "events": {"enabled": True}, "capvIdentity": {"enabled": True},
           "metrics": {"serviceMonitor": {"enabled": True}}}
 
@@ -512,12 +698,12 @@ def release_namespace(c):
             continue
         c.r.check(not by_kind(objs, "Namespace"),
                   f"-n {ns}: no Namespace object (namespace.create is false by default)")
-        # client-certs.yaml puts the CAPI controllers' client certificates into CAPI's
-        # namespaces and the client CA into cert-manager's, by design.
+        # client-certs.yaml puts the CAPI controllers' client certificates, their Issuers
+        # and (generateCA) the client CA's Secret into CAPI's namespaces, by design.
         # capv-identity-rbac.yaml grants Secrets where CAPV keeps them (its namespace and
         # capvIdentity.secretNamespaces), by design (api_components checks where).
         elsewhere = {("Certificate", "capi-runtime-extension-client"),
-                     ("Certificate", "hvupdater-client-ca"),
+                     ("Issuer", "hvupdater-client-ca"), ("Secret", "hvupdater-client-ca"),
                      ("Role", "hvupdater-capv-identity-secrets"),
                      ("RoleBinding", "hvupdater-capv-identity-secrets")}
         wrong = [f"{o['kind']}/{o['metadata']['name']}: {o['metadata'].get('namespace')!r}"
@@ -906,7 +1092,8 @@ def main():
             print(f"FAIL {a.tools}/{name} missing: run test/helm/build.sh")
             return 1
     for fn, args in ((lint, (c,)), (drift, (c, a.tools)), (kustomize_vs_helm, (c,)),
-                     (clusterctl, (c,)), (api_components, (c,)), (kubevirt, (c,)),
+                     (clusterctl, (c,)), (client_ca, (c,)), (api_components, (c,)),
+                     (kubevirt, (c,)),
                      (metrics_off, (c,)),
                      (release_namespace, (c,)), (labels, (c,)), (pdb, (c,)),
                      (pod_values, (c,)), (schema, (c,)), (notes, (c,)),

@@ -260,8 +260,14 @@ def static(args):
         if r.check(p.returncode == 0, "the components render with kubectl kustomize",
                    p.stderr[:400]):
             out = p.stdout
-            r.check("- --client-ca\n" in out and "secretName: hvupdater-client-ca-bundle" in out,
-                    "components/client-certs passes --client-ca with its CA Secret")
+            kvols = [v for o in yaml.safe_load_all(out) if o and o.get("kind") == "Deployment"
+                     for v in o["spec"]["template"]["spec"]["volumes"]
+                     if v["name"] == "client-ca"]
+            r.check("- --client-ca\n" in out and kvols == [{"name": "client-ca", "configMap": {
+                "name": "hvupdater-client-ca", "defaultMode": 292,
+                "items": [{"key": "ca.crt", "path": "ca.crt"}]}}],
+                "components/client-certs passes --client-ca with the CA's ConfigMap (ca.crt "
+                "only)", kvols)
             r.check("priorityClassName: hvupdater-critical" in out,
                     "components/priority-class sets the Deployment's priorityClassName")
             kdep = [o for o in yaml.safe_load_all(out) if o and o.get("kind") == "Deployment"]
@@ -270,8 +276,11 @@ def static(args):
                     kargs.count("--can-update-failure-policy") == 1,
                     "components/can-update-ignore passes --can-update-failure-policy Ignore",
                     kargs)
-            r.check(out.count("kind: Certificate\n") == 5,
-                    "components/client-certs adds the CA and three client certificates")
+            kinds = [o.get("kind") for o in yaml.safe_load_all(out) if o]
+            r.check(kinds.count("Certificate") == 3 and kinds.count("Issuer") == 3 and
+                    "ClusterIssuer" not in kinds,
+                    "components/client-certs adds two client certificates and their two "
+                    "namespaced Issuers, no ClusterIssuer")
             roles = [o["metadata"]["name"] for o in yaml.safe_load_all(out)
                      if o and o.get("kind") == "ClusterRole"]
             r.eq(sorted(roles), ["hvupdater-dry-run-claims", "hvupdater-machine-check"],
