@@ -287,8 +287,13 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
 {
     if (p->rec.phase != phase)
         p->rec.attempts = 0;
-    /* (a step taken over, if any, is past: this one is the operation's) */
-    hv_rec_move(&p->rec, phase, p->rec.cold, 0, "step");
+    /* (a step taken over, if any, is past: this one is the operation's) A reconfigure or a
+     * power-on is a power cycle's step: the operation is cold from then on. A live one whose
+     * VM someone else powered off goes on as a cycle (the guest verified as after one, a VM
+     * started by someone else before it was reconfigured cycled again), never with a live
+     * step after it: the phase table has none after reconfigure or power-on. */
+    bool cold = p->rec.cold || kind == HV_STEP_RECONFIGURE || kind == HV_STEP_POWER_ON;
+    hv_rec_move(&p->rec, phase, cold, 0, "step");
     p->rec.step_at = p->now;
     if (kind == HV_STEP_POWER_ON)
         p->rec.starts++; /* recorded with the step; taken back below if it is refused */

@@ -1202,6 +1202,47 @@ static void test_vm_found_off_mid_operation_is_reconfigured_and_started(void **s
     assert_int_equal(o.hw.memory_mib, 2048);
 }
 
+/* A live change the operator's power-off interrupts before the guest showed it: the engine
+ * starts the VM again, and from that start the operation is a power cycle (cold): the guest is
+ * verified as after one, and no live step follows the start (the phase table has none after
+ * power-on). Found by the simulation (seeds 108176 and 108760): the start kept the live record's
+ * cold false, so the next pass took the live path, power-on -> wait-live (an abort). */
+static void test_live_change_powered_off_by_the_operator_goes_on_cold(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-opoff", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_cap = 1024 - 80; /* the guest does not take the new memory, before or after a boot */
+    f->s.live_timeout_s = 2;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-opoff", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-opoff").record));
+    assert_int_equal(rec.phase, HV_PH_WAIT_LIVE);
+    assert_false(rec.cold);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-opoff"); /* the operator powers it off */
+    assert_int_equal(virDomainDestroy(d), 0);
+    virDomainFree(d);
+    r = pass(f, "eng-opoff", want);
+    assert_false(r.failure);
+    struct hv_vm_obs o = observe(f, "eng-opoff");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 2048);
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_POWER_ON);
+    assert_true(rec.cold);
+    int id = dom_id(f, "eng-opoff");
+    r = until_end_slow(f, "eng-opoff", want, 6);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the guest did not show memory 2048 MiB within 2 s after the power cycle "
+                        "(the hypervisor shows it; the guest did not take it)");
+    assert_int_equal(dom_id(f, "eng-opoff"), id); /* started once, never cycled again */
+    unwrap(f);
+}
+
 static void test_damaged_record_restarts_from_what_the_vm_shows(void **state)
 {
     struct fx *f = *state;
@@ -2558,6 +2599,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_disk_is_a_sticky_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vm_found_off_mid_operation_is_reconfigured_and_started,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_change_powered_off_by_the_operator_goes_on_cold,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_record_restarts_from_what_the_vm_shows, setup,
                                         teardown),
