@@ -201,7 +201,7 @@ static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const stru
 
 /* PATCH the VM with a JSON patch; HV_OK on 200 */
 static int send_patch(struct kv_backend *be, const struct kv_cluster *c, const struct kv_state *st,
-                      const char *patch, int timeout_ms, struct hv_err *err)
+                      const char *patch, int timeout_ms, long *status_out, struct hv_err *err)
 {
     char path[512];
     snprintf(path, sizeof(path), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s", st->ns,
@@ -210,6 +210,7 @@ static int send_patch(struct kv_backend *be, const struct kv_cluster *c, const s
     char *body;
     int rc = kv_http(c, "PATCH", path, "application/json-patch+json", patch,
                      timeout_ms > 0 ? timeout_ms : be->timeout_ms, &status, &body, err);
+    *status_out = status;
     if (rc != HV_OK)
         return rc;
     if (status != 200)
@@ -237,29 +238,52 @@ static int record_patch(const struct kv_state *st, const void *arg, char **patch
 
 /* Read the VM, build a patch from what it shows and send it with its resourceVersion test.
  * A writer between the read and the patch (KubeVirt's controllers update the VM's status;
- * anyone may annotate) makes it BUSY: decided again on a fresh read, three rounds at most. */
+ * anyone may annotate) makes it BUSY: decided again on a fresh read, three rounds at most.
+ * kube-apiserver (k8s.io/apiserver v0.37) answers a failed test op with a bare 422 "the
+ * server rejected our request due to an error in our request", no cause kept: a 422 is a
+ * lost race exactly when the next read shows another resourceVersion than the one tested
+ * (the patch was built from that very object, so none of its other ops can miss); the same
+ * resourceVersion means the patch itself was refused. */
 static int patch_fresh(struct kv_backend *be, const struct hv_vm_ref *ref, kv_patch_fn make,
                        const void *arg, int timeout_ms, struct hv_err *err)
 {
     int rc = HV_OK;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    char tested[sizeof(((struct kv_state *)0)->rv)] = "";
+    struct hv_err refused = {0};
+    for (int attempt = 0;; attempt++) {
         struct kv_state st;
         struct kv_cluster *c = NULL;
-        rc = read_vm(be, ref, false, &c, &st, err);
-        if (rc != HV_OK)
-            return rc;
+        int rrc = read_vm(be, ref, false, &c, &st, err);
+        if (rrc != HV_OK)
+            return rrc;
         if (!st.found)
             return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+        if (tested[0]) {
+            if (!strcmp(tested, st.rv)) { /* the object we tested: our patch was refused */
+                *err = refused;
+                return refused.code;
+            }
+            tested[0] = '\0'; /* another writer won the race: decided again on this read */
+        }
+        if (attempt == 3) /* three rounds lost: BUSY, the engine looks again */
+            return rc;
         char *patch = NULL;
         rc = make(&st, arg, &patch, err);
         if (rc != HV_OK || !patch)
             return rc;
-        rc = send_patch(be, c, &st, patch, timeout_ms, err);
+        long status = 0;
+        rc = send_patch(be, c, &st, patch, timeout_ms, &status, err);
         free(patch);
+        if (rc == HV_E_INTERNAL && status == 422) {
+            snprintf(tested, sizeof(tested), "%s", st.rv);
+            refused = *err;
+            rc =
+                kv_seterr(err, HV_E_BUSY, "patch virtualmachine: the VM changed since it was read");
+            continue;
+        }
         if (rc != HV_E_BUSY)
             return rc;
     }
-    return rc;
 }
 
 static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *s,

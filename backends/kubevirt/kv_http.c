@@ -167,6 +167,16 @@ int kv_status_err(long status, const char *body, const char *what, struct hv_err
         const char *m = kv_str(v, "message");
         if (m)
             snprintf(msg, sizeof(msg), "%s", m);
+        /* a generic message ("the server rejected our request due to an error in our
+         * request") says why only in its first cause: json-patch's error, for one */
+        yajl_val causes = kv_get(v, "details.causes");
+        if (YAJL_IS_ARRAY(causes) && causes->u.array.len > 0) {
+            const char *c = kv_str(causes->u.array.values[0], "message");
+            if (c && (!m || !strstr(m, c))) {
+                size_t n = strlen(msg);
+                snprintf(msg + n, sizeof(msg) - n, "%s%s", n ? ": " : "", c);
+            }
+        }
         yajl_tree_free(v);
     }
     return kv_seterr(err, code, "%s: HTTP %ld%s%s", what, status, msg[0] ? ": " : "", msg);

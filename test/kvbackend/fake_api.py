@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """fake_api.py: a tiny HTTPS Kubernetes API for test_kv_api (the KubeVirt backend's HTTP
 side without a cluster): serves VirtualMachine lists in pages, one VM, and answers PATCHes,
-the first one with the 422 a failed resourceVersion test gets from kube-apiserver.
+the first one with the 422 a failed resourceVersion test gets from kube-apiserver (the VM's
+resourceVersion moves on with every PATCH, as when another writer won the race).
 
     fake_api.py TEST_BINARY
 Makes a self-signed certificate (openssl), starts the server on 127.0.0.1:0, runs
@@ -77,13 +78,14 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         patch = json.loads(self.rfile.read(n))
         SEEN["patches"].append({"ctype": self.headers.get("Content-Type"), "patch": patch})
-        if len(SEEN["patches"]) == 1:  # as kube-apiserver answers a failed test op
-            self.send(422, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        if len(SEEN["patches"]) == 1:
+            # byte for byte what kube-apiserver (k8s.io/apiserver v0.37) answers a JSON patch
+            # whose test op failed: NewGenericServerResponse(422, ..., isUnexpectedResponse
+            # false) keeps no cause, so nothing in it says which op failed or why
+            self.send(422, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure",
                             "message": "the server rejected our request due to an error in our request",
-                            "reason": "Invalid", "details": {"causes": [{
-                                "reason": "UnexpectedServerResponse",
-                                "message": "testing value /metadata/resourceVersion failed: test failed"}]},
-                            "code": 422})
+                            "reason": "Invalid", "details": {}, "code": 422})
         else:
             self.send(200, vm("ns1", "a", "99"))
 
