@@ -132,7 +132,9 @@ eval "$kv_env"
 test/kubevirt/down.sh
 test/lab/libvirt-down.sh
 # hvupdater's KubeVirt backend against the same lab (its own up and down): plan, live grow,
-# the #12101 trap, a restart beyond maxGuest, a cycle finished by a second process
+# the #12101 trap, a restart beyond maxGuest, a cycle finished by a second process, refused
+# under Never, virt-api's validator refusing changes (409), KubeVirt down for 60 s, kill -9 at
+# each step of a restart, the plan property over random pairs
 # (HV_LAB_LOCK_HELD=1: this suite runs under `flock /tmp/hv-lab.lock .ci/run`; the script's own
 # flock on a new descriptor would wait for that lock for ever)
 HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kvbackend/lab-test.sh
@@ -140,6 +142,8 @@ HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kvbackend/lab-test.sh
 # grows memory and sockets in place; beyond maxGuest refused under Never, a restart under
 # IfNeeded (its own up --capk and down)
 HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kubevirt/capi-test.sh
+# the KubeVirt tutorial (docs/tutorial-kubevirt.md) as a reader runs it: its own lab up and down
+(cd build && HV_LAB_LOCK_HELD=1 ctest --no-tests=error --output-on-failure -R '^docs\.tutorial\.kubevirt$')
 echo "KubeVirt lab stage: $(($(date +%s) - kv_t0)) s"
 
 section "the Kubernetes API: CAPV identities, Events, helm install/uninstall (etcd + kube-apiserver of the CAPI lab's build)"

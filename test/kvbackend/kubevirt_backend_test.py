@@ -27,12 +27,20 @@ in order, everything read back from the API server, virsh and the guest's consol
              "another task is changing the VM; trying again", then done, same VMI
   down       the stand-in down for 60 s (webhook failing, nothing reconciled) during a socket
              hot-plug: in progress ("cannot be reached; trying again"), done after it is back
+  kill9      kill -9 mid-cycle at each step of a restart (HV_FAILPOINT before/after
+             shutdown, reconfigure, power-on; cores per socket toggled): a new process
+             finishes each cycle from the record: new VMI, runStrategy Always, guest running
+  property   10 random (current, desired) pairs of memory, sockets and cores (seed 29,
+             HV_KV_PROPERTY_SEED): `plan` says live or a restart; `apply --wait` ends done
+             with the VMI showing it, the same VMI exactly when all was planned live
 Prints one line per scenario and `N passed, N failed`; exit 1 on any failure.
 Usage: kubevirt_backend_test.py --binary BUILD/hvupdater [-k NAME]...
 """
 import argparse
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,11 +88,12 @@ def log(msg):
     print("  %s %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
 
 
-def hv(cmd, *args, want_rc=None):
+def hv(cmd, *args, want_rc=None, env=None):
     """hvupdater plan/apply on the lab VM; (exit status, stdout)"""
     argv = [STATE["bin"], cmd, "--kubevirt-vm", "%s/%s" % (kv.NS, NAME), "--config",
             STATE["config"], "--log-level", "warn"] + list(args)
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, **(env or {})))
     out = p.stdout + p.stderr
     for line in out.strip().splitlines():
         log("| " + line)
@@ -291,9 +300,99 @@ def scenario_down():
     assert v["status"]["currentCPUTopology"]["sockets"] == 4, v["status"]["currentCPUTopology"]
 
 
+# Where a process can die in a KubeVirt restart (Halted -> reconfigure -> Always)
+KILL_POINTS = ["before:shutdown", "after:shutdown", "before:reconfigure", "after:reconfigure",
+               "before:power-on", "after:power-on"]
+
+
+def scenario_kill9():
+    # kill -9 mid-cycle, at each step of a restart (cores per socket toggled 2 <-> 1): the
+    # process SIGKILLs itself there (HV_FAILPOINT); a new process finishes the cycle from the
+    # record annotation: a new VMI with the cores, runStrategy Always again, the kept
+    # strategy annotation gone, the guest running
+    cores = vmobj()["spec"]["template"]["spec"]["domain"]["cpu"].get("cores", 1)
+    for point in KILL_POINTS:
+        cores = 1 if cores == 2 else 2
+        uid = vmi()["metadata"]["uid"]
+        rc, _ = hv("apply", "--cores-per-socket", str(cores), "--wait", "--timeout", "300",
+                   env={"HV_FAILPOINT": point})
+        assert rc == -9, "%s: apply exited %d, not killed there" % (point, rc)
+        mid = vmobj()
+        t0 = time.monotonic()
+        _, out = hv("apply", "--cores-per-socket", str(cores), "--wait", "--timeout", "400",
+                    want_rc=0)
+        assert "done" in out.strip().splitlines()[-1], (point, out)
+        v = vmi()
+        assert v and v["metadata"]["uid"] != uid, (point, "no restart")
+        assert v["status"]["currentCPUTopology"]["cores"] == cores, (point, v["status"])
+        o = vmobj()
+        assert o["spec"]["runStrategy"] == "Always", (point, o["spec"])
+        assert o["spec"]["template"]["spec"]["domain"]["cpu"]["cores"] == cores, point
+        assert "hvupdater.io/run-strategy" not in (o["metadata"].get("annotations") or {}), point
+        log("%-18s killed with runStrategy %s; done %.1f s after the new process began"
+            % (point, mid["spec"].get("runStrategy"), time.monotonic() - t0))
+
+
+PLAN_ROW = re.compile(r"^(memory|sockets|cores per socket)\s+(\d+) -> (\d+): (.*)$")
+
+
+def qty_mib(q):
+    """a Kubernetes memory quantity as KubeVirt writes it (Gi, Mi) in MiB"""
+    m = re.match(r"^(\d+)(Gi|Mi)$", q or "")
+    assert m, "unexpected quantity %r" % q
+    return int(m.group(1)) * (1024 if m.group(2) == "Gi" else 1)
+
+
+def scenario_property():
+    # the plan property, as for the other two backends: for random (current, desired) pairs,
+    # `plan` says how each field changes; `apply --wait` (powerCycle IfNeeded) then always
+    # ends done with the VMI showing the desired memory, sockets and cores, and the VMI is
+    # the same exactly when every changed field was planned live. Seeded: HV_KV_PROPERTY_SEED.
+    seed = int(os.environ.get("HV_KV_PROPERTY_SEED", "29"))
+    pairs = int(os.environ.get("HV_KV_PROPERTY_PAIRS", "10"))
+    rng = random.Random(seed)
+    live_n = cycle_n = 0
+    for k in range(pairs):
+        want = {"memory": rng.choice([1024, 1536, 2048, 3072, 4096, 5120]),
+                "sockets": rng.randint(1, 6), "cores per socket": rng.randint(1, 2)}
+        _, out = hv("plan", "--memory-mib", str(want["memory"]), "--cpus", str(want["sockets"]),
+                    "--cores-per-socket", str(want["cores per socket"]), want_rc=0)
+        rows = {}
+        for line in out.splitlines():
+            m = PLAN_ROW.match(line.strip())
+            if m:
+                rows[m.group(1)] = (int(m.group(2)), int(m.group(3)), m.group(4))
+        assert set(rows) == set(want), (k, out)
+        changed = [f for f, (a, b, _) in rows.items() if a != b]
+        live = all(rows[f][2].startswith("live") for f in changed)
+        assert all(rows[f][2].startswith(("live", "with a power cycle")) for f in changed), out
+        uid = vmi()["metadata"]["uid"]
+        _, out = hv("apply", "--memory-mib", str(want["memory"]), "--cpus",
+                    str(want["sockets"]), "--cores-per-socket", str(want["cores per socket"]),
+                    "--wait", "--timeout", "400", want_rc=0)
+        assert "done" in out.strip().splitlines()[-1], (k, out)
+        v = vmi()
+        shows = {"memory": qty_mib(mem(v).get("guestCurrent")),
+                 "sockets": v["status"]["currentCPUTopology"]["sockets"],
+                 "cores per socket": v["status"]["currentCPUTopology"]["cores"]}
+        assert shows == want, (k, want, shows)
+        same = v["metadata"]["uid"] == uid
+        assert same == live, (k, "planned %s, VMI %s" % ("live" if live else "a restart",
+                                                          "kept" if same else "replaced"), rows)
+        live_n += bool(changed) and live
+        cycle_n += not live
+        log("pair %d: %s -> %s, %s" % (k, {f: a for f, (a, _, _) in rows.items()}, want,
+                                       "unchanged" if not changed else
+                                       "live" if live else "restart"))
+    log("property (seed %d): %d pairs, %d live, %d restarts, all done as planned"
+        % (seed, pairs, live_n, cycle_n))
+    assert live_n >= 1 and cycle_n >= 1, "the pairs did not reach both paths"
+
+
 SCENARIOS = [("boot", scenario_boot), ("plan", scenario_plan), ("live", scenario_live),
              ("trap", scenario_trap), ("cold", scenario_cold), ("restart", scenario_restart),
-             ("never", scenario_never), ("conflict", scenario_conflict), ("down", scenario_down)]
+             ("never", scenario_never), ("conflict", scenario_conflict), ("down", scenario_down),
+             ("kill9", scenario_kill9), ("property", scenario_property)]
 
 
 def main():
