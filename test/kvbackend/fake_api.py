@@ -20,7 +20,7 @@ import tempfile
 import threading
 
 TOKEN = "kv-test-token"
-SEEN = {"patches": [], "unauth": 0, "paths": []}
+SEEN = {"patches": [], "unauth": 0, "paths": [], "frozen": 0}
 
 
 def vm(ns, name, rv, record=None):
@@ -67,6 +67,10 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(403, {"kind": "Status", "code": 403, "message": "forbidden"})
         elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachines/a":
             self.send(200, vm("ns1", "a", str(20 + len(SEEN["patches"])), '{"v":1,"a":1}'))
+        elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachines/frozen":
+            self.send(200, vm("ns1", "frozen", "30"))  # nobody else writes it
+        elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/frozen":
+            self.send(404, {"kind": "Status", "code": 404, "message": "not found"})
         elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/a":
             self.send(404, {"kind": "Status", "code": 404, "message": "not found"})
         else:
@@ -77,6 +81,14 @@ class H(http.server.BaseHTTPRequestHandler):
             return
         n = int(self.headers.get("Content-Length", "0"))
         patch = json.loads(self.rfile.read(n))
+        if self.path.endswith("/virtualmachines/frozen"):
+            # a patch the API server refuses itself (its object never changes): the same bare 422
+            SEEN["frozen"] += 1
+            self.send(422, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure",
+                            "message": "the server rejected our request due to an error in our request",
+                            "reason": "Invalid", "details": {}, "code": 422})
+            return
         SEEN["patches"].append({"ctype": self.headers.get("Content-Type"), "patch": patch})
         if len(SEEN["patches"]) == 1:
             # byte for byte what kube-apiserver (k8s.io/apiserver v0.37) answers a JSON patch
@@ -119,6 +131,9 @@ def main():
         if p["patch"][0] != {"op": "test", "path": "/metadata/resourceVersion",
                              "value": str(20 + i)}:
             bad.append("PATCH %d does not test the resourceVersion it read: %s" % (i, p["patch"][0]))
+    if SEEN["frozen"] != 1:
+        bad.append("%d PATCHes of the VM nobody else writes, want 1 (a refusal is no race)"
+                   % SEEN["frozen"])
     for b in bad:
         print("FAIL " + b)
     print("fake API saw: " + "; ".join(SEEN["paths"]))

@@ -96,6 +96,21 @@ static void test_write_record_and_observe(void **state)
     b->ops->free(b);
 }
 
+/* A 422 to a patch of a VM whose resourceVersion did not move since it was read is the API
+ * server refusing the patch itself, not a lost race: not BUSY, not sent again. */
+static void test_refused_patch_is_not_a_race(void **state)
+{
+    (void)state;
+    struct hv_backend *b = backend(getenv("KV_TEST_SERVER"));
+    struct hv_vm_ref ref;
+    memset(&ref, 0, sizeof(ref));
+    snprintf(ref.name, sizeof(ref.name), "ns1/frozen");
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1}", &err), HV_E_INTERNAL);
+    assert_non_null(strstr(err.detail, "HTTP 422"));
+    b->ops->free(b);
+}
+
 static void test_unreachable(void **state)
 {
     (void)state;
@@ -119,6 +134,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_records),
         cmocka_unit_test(test_write_record_and_observe),
+        cmocka_unit_test(test_refused_patch_is_not_a_race),
         cmocka_unit_test(test_unreachable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
