@@ -59,11 +59,12 @@ static enum hv_gate check_machine(void *ctx, enum hv_hook h, const hj *req, hj *
 
 /* hv_resume_confirm_fn (engine/books.h): a power cycle the engine's scan found in flight, as
  * the API server holds its Machine and infra machine now (read on the scan's thread). */
-static enum hv_resume_verdict confirm_resume(void *ctx, const char *backend,
-                                             const struct hv_vm_ref *vm,
-                                             const struct hv_hw *desired, char *msg, size_t msglen)
+enum hv_resume_verdict hv_runtime_confirm_resume(struct hv_mc *mc,
+                                                 const struct hv_profiles *profiles,
+                                                 const char *backend, const struct hv_vm_ref *vm,
+                                                 const struct hv_hw *desired, char *msg,
+                                                 size_t msglen)
 {
-    struct hv_runtime *rt = ctx;
     const struct hv_machine_id *m = &vm->machine;
     struct hv_mc_resume_ask a = {.ns = m->ns,
                                  .name = m->name,
@@ -72,15 +73,23 @@ static enum hv_resume_verdict confirm_resume(void *ctx, const char *backend,
                                  .infra_kind = m->infra_kind,
                                  .infra_name = m->infra_name};
     hj *machine = NULL, *infra = NULL;
-    enum hv_mc_resume v = hv_mc_resume_read(rt->mc, &a, &machine, &infra, msg, msglen);
-    if (v == HV_MC_RESUME_OK && hv_resume_matches(rt->hooks.profiles, backend, machine, infra, vm,
-                                                  desired, msg, msglen) < 0)
+    enum hv_mc_resume v = hv_mc_resume_read(mc, &a, &machine, &infra, msg, msglen);
+    if (v == HV_MC_RESUME_OK &&
+        hv_resume_matches(profiles, backend, machine, infra, vm, desired, msg, msglen) < 0)
         v = HV_MC_RESUME_REFUSED;
     hj_free(machine);
     hj_free(infra);
     return v == HV_MC_RESUME_OK        ? HV_RESUME_CONFIRMED
            : v == HV_MC_RESUME_REFUSED ? HV_RESUME_REFUSED
                                        : HV_RESUME_UNKNOWN;
+}
+
+static enum hv_resume_verdict confirm_resume(void *ctx, const char *backend,
+                                             const struct hv_vm_ref *vm,
+                                             const struct hv_hw *desired, char *msg, size_t msglen)
+{
+    struct hv_runtime *rt = ctx;
+    return hv_runtime_confirm_resume(rt->mc, rt->hooks.profiles, backend, vm, desired, msg, msglen);
 }
 /* ---- end machine check ---- */
 

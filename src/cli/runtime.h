@@ -4,6 +4,7 @@
 #define HV_RUNTIME_H
 
 #include "config.h"
+#include "engine.h" /* enum hv_resume_verdict (books.h), struct hv_vm_ref, struct hv_hw */
 #include "hooks.h"
 
 struct hv_runtime;
@@ -11,5 +12,16 @@ struct hv_runtime;
 struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t errlen);
 const struct hv_hooks_ctx *hv_runtime_hooks(const struct hv_runtime *rt);
 void hv_runtime_free(struct hv_runtime *rt);
+
+/* The engine's confirm_resume as this wiring answers it (engine/books.h hv_resume_confirm_fn):
+ * the API server's Machine and infra machine of a power cycle the scan found in flight (mc,
+ * read on the caller's thread), then the profile's reading of its desired hardware from them
+ * (profiles). Exposed so the tests drive this very composition. */
+struct hv_mc;
+enum hv_resume_verdict hv_runtime_confirm_resume(struct hv_mc *mc,
+                                                 const struct hv_profiles *profiles,
+                                                 const char *backend, const struct hv_vm_ref *vm,
+                                                 const struct hv_hw *desired, char *msg,
+                                                 size_t msglen);
 
 #endif

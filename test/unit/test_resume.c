@@ -29,6 +29,7 @@
 #include "machinecheck.h"
 #include "oprecord.h"
 #include "plan.h"
+#include "runtime.h"
 #include "testutil.h"
 
 #define API   "hooks.runtime.cluster.x-k8s.io/v1alpha1"
@@ -109,7 +110,7 @@ static struct hv_mc *new_mc(void)
     return mc;
 }
 
-/* ---- the confirm callback, as cli/runtime.c wires it ---- */
+/* ---- the confirm callback: cli/runtime.c's own composition, counted ---- */
 
 struct confirm {
     struct hv_mc *mc;
@@ -122,24 +123,8 @@ static enum hv_resume_verdict confirm_resume(void *ctx, const char *backend,
                                              const struct hv_hw *desired, char *msg, size_t msglen)
 {
     struct confirm *c = ctx;
-    const struct hv_machine_id *m = &vm->machine;
-    struct hv_mc_resume_ask a = {.ns = m->ns,
-                                 .name = m->name,
-                                 .uid = m->uid,
-                                 .infra_api_version = m->infra_api_version,
-                                 .infra_kind = m->infra_kind,
-                                 .infra_name = m->infra_name};
-    hj *machine = NULL, *infra = NULL;
     c->calls++;
-    enum hv_mc_resume v = hv_mc_resume_read(c->mc, &a, &machine, &infra, msg, msglen);
-    if (v == HV_MC_RESUME_OK &&
-        hv_resume_matches(&c->ps, backend, machine, infra, vm, desired, msg, msglen) < 0)
-        v = HV_MC_RESUME_REFUSED;
-    hj_free(machine);
-    hj_free(infra);
-    return v == HV_MC_RESUME_OK        ? HV_RESUME_CONFIRMED
-           : v == HV_MC_RESUME_REFUSED ? HV_RESUME_REFUSED
-                                       : HV_RESUME_UNKNOWN;
+    return hv_runtime_confirm_resume(c->mc, &c->ps, backend, vm, desired, msg, msglen);
 }
 
 /* ---- the record and the fake backend ---- */
