@@ -326,6 +326,21 @@ static bool in_list(const char *csv, const char *word)
     return false;
 }
 
+/* CAPI's marks of an in-place update (v1.14.2): on the Machine, update-in-progress and
+ * UpdateMachine among its pending hooks; on the infra machine, update-in-progress. One rule
+ * for the hook's check and for a resumed cycle's. */
+static bool machine_marked(const hj *machine)
+{
+    const hj *ann = hj_get(hj_get(machine, "metadata"), "annotations");
+    return hj_get_str(ann, HV_MC_IN_PROGRESS) &&
+           in_list(hj_get_str(ann, HV_MC_PENDING_HOOKS), "UpdateMachine");
+}
+
+static bool infra_marked(const hj *infra)
+{
+    return hj_get_str(hj_get(hj_get(infra, "metadata"), "annotations"), HV_MC_IN_PROGRESS);
+}
+
 /* Why a read cannot answer a check ("" when it can: 200). */
 static bool read_failed(const struct entry *e, const char *what, const char *ns, const char *name,
                         char *msg, size_t cap)
@@ -421,9 +436,7 @@ static bool judge(enum hv_hook h, const hj *req, const struct names *n, const st
         return false;
     }
     if (h == HV_HOOK_UPDATE_MACHINE) {
-        const hj *ann = hj_get(hj_get(m, "metadata"), "annotations");
-        if (!hj_get_str(ann, HV_MC_IN_PROGRESS) ||
-            !in_list(hj_get_str(ann, HV_MC_PENDING_HOOKS), "UpdateMachine")) {
+        if (!machine_marked(m)) {
             snprintf(msg, cap,
                      HV_MSG("machine check: Machine %s/%s is not being updated in place by "
                             "Cluster API (no " HV_MC_IN_PROGRESS " annotation or no pending "
@@ -436,8 +449,7 @@ static bool judge(enum hv_hook h, const hj *req, const struct names *n, const st
         return false;
     if (h != HV_HOOK_UPDATE_MACHINE)
         return true;
-    const hj *iann = hj_get(hj_get(ie->obj, "metadata"), "annotations");
-    if (!hj_get_str(iann, HV_MC_IN_PROGRESS)) {
+    if (!infra_marked(ie->obj)) {
         snprintf(msg, cap,
                  HV_MSG("machine check: %s %s/%s is not being updated in place by Cluster API "
                         "(no " HV_MC_IN_PROGRESS " annotation)"),
@@ -625,9 +637,7 @@ static enum hv_mc_resume resume_judge(struct hv_mc *mc, const struct hv_mc_resum
                  a->ns, a->name);
         return HV_MC_RESUME_REFUSED;
     }
-    const hj *ann = hj_get(hj_get(*machine, "metadata"), "annotations");
-    if (!hj_get_str(ann, HV_MC_IN_PROGRESS) ||
-        !in_list(hj_get_str(ann, HV_MC_PENDING_HOOKS), "UpdateMachine")) {
+    if (!machine_marked(*machine)) {
         snprintf(msg, cap,
                  HV_MSG("machine check: %s %s/%s is not being updated in place by Cluster API; "
                         "not carried on"),
@@ -650,7 +660,7 @@ static enum hv_mc_resume resume_judge(struct hv_mc *mc, const struct hv_mc_resum
                            cap);
     if (v != HV_MC_RESUME_OK)
         return v;
-    if (!hj_get_str(hj_get(hj_get(*infra, "metadata"), "annotations"), HV_MC_IN_PROGRESS)) {
+    if (!infra_marked(*infra)) {
         snprintf(msg, cap,
                  HV_MSG("machine check: %s %s/%s is not being updated in place by Cluster API; "
                         "not carried on"),
