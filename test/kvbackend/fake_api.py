@@ -20,7 +20,7 @@ import tempfile
 import threading
 
 TOKEN = "kv-test-token"
-SEEN = {"patches": [], "unauth": 0, "paths": [], "frozen": 0}
+SEEN = {"patches": [], "unauth": 0, "paths": [], "frozen": 0, "contended": 0}
 
 
 def vm(ns, name, rv, record=None):
@@ -69,7 +69,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(200, vm("ns1", "a", str(20 + len(SEEN["patches"])), '{"v":1,"a":1}'))
         elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachines/frozen":
             self.send(200, vm("ns1", "frozen", "30"))  # nobody else writes it
-        elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/frozen":
+        elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachines/contended":
+            # another writer wins every race: a new resourceVersion after each refused patch
+            self.send(200, vm("ns1", "contended", str(40 + SEEN["contended"])))
+        elif p in ("/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/frozen",
+                   "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/contended"):
             self.send(404, {"kind": "Status", "code": 404, "message": "not found"})
         elif p == "/apis/kubevirt.io/v1/namespaces/ns1/virtualmachineinstances/a":
             self.send(404, {"kind": "Status", "code": 404, "message": "not found"})
@@ -84,6 +88,13 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path.endswith("/virtualmachines/frozen"):
             # a patch the API server refuses itself (its object never changes): the same bare 422
             SEEN["frozen"] += 1
+            self.send(422, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure",
+                            "message": "the server rejected our request due to an error in our request",
+                            "reason": "Invalid", "details": {}, "code": 422})
+            return
+        if self.path.endswith("/virtualmachines/contended"):
+            SEEN["contended"] += 1
             self.send(422, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Failure",
                             "message": "the server rejected our request due to an error in our request",
@@ -134,6 +145,9 @@ def main():
     if SEEN["frozen"] != 1:
         bad.append("%d PATCHes of the VM nobody else writes, want 1 (a refusal is no race)"
                    % SEEN["frozen"])
+    if SEEN["contended"] != 3:
+        bad.append("%d PATCHes of the VM another writer always changes first, want 3 (three "
+                   "rounds, then BUSY)" % SEEN["contended"])
     for b in bad:
         print("FAIL " + b)
     print("fake API saw: " + "; ".join(SEEN["paths"]))

@@ -406,6 +406,20 @@ static void test_status_err(void **state)
     assert_string_equal(err.detail, "get: HTTP 503");
     assert_int_equal(kv_status_err(500, NULL, "get", &err), HV_E_UNREACHABLE);
     assert_int_equal(kv_status_err(400, NULL, "get", &err), HV_E_INTERNAL);
+    /* a message that already says its first cause gets it once, not twice */
+    const char *said = "{\"kind\":\"Status\",\"message\":\"admission webhook "
+                       "\\\"virtualmachine-validator.kubevirt.io\\\" denied the request: "
+                       "busy\",\"details\":{\"causes\":[{\"message\":\"busy\"}]},"
+                       "\"code\":400}";
+    assert_int_equal(kv_status_err(400, said, "patch", &err), HV_E_INTERNAL);
+    assert_string_equal(err.detail, "patch: HTTP 400: admission webhook "
+                                    "\"virtualmachine-validator.kubevirt.io\" denied the "
+                                    "request: busy");
+    /* a cause with no message of its own says why alone */
+    const char *bare = "{\"details\":{\"causes\":[{\"message\":\"spec.running: "
+                       "forbidden\"}]}}";
+    assert_int_equal(kv_status_err(400, bare, "patch", &err), HV_E_INTERNAL);
+    assert_string_equal(err.detail, "patch: HTTP 400: spec.running: forbidden");
 }
 
 int main(void)

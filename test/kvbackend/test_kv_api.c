@@ -2,7 +2,8 @@
  * Kubernetes API; it runs this binary with KV_TEST_SERVER, KV_TEST_CA, KV_TEST_TOKEN):
  * list_records over pages (a continue token escaped), a namespace it may not list reported
  * unlisted with its error, write_record decided again after a refused resourceVersion test,
- * observe of a VM without a VMI, and a server that is not there. */
+ * observe of a VM without a VMI, a VM another writer always changes first (BUSY after three
+ * rounds), and a server that is not there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +112,22 @@ static void test_refused_patch_is_not_a_race(void **state)
     b->ops->free(b);
 }
 
+/* Three 422s in a row, the VM's resourceVersion moved each time: another writer wins every
+ * race. BUSY for the engine (it looks again on its next pass), after three patches, not
+ * more, and not a refusal. */
+static void test_three_lost_races_are_busy(void **state)
+{
+    (void)state;
+    struct hv_backend *b = backend(getenv("KV_TEST_SERVER"));
+    struct hv_vm_ref ref;
+    memset(&ref, 0, sizeof(ref));
+    snprintf(ref.name, sizeof(ref.name), "ns1/contended");
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1}", &err), HV_E_BUSY);
+    assert_string_equal(err.detail, "patch virtualmachine: the VM changed since it was read");
+    b->ops->free(b);
+}
+
 static void test_unreachable(void **state)
 {
     (void)state;
@@ -135,6 +152,7 @@ int main(void)
         cmocka_unit_test(test_list_records),
         cmocka_unit_test(test_write_record_and_observe),
         cmocka_unit_test(test_refused_patch_is_not_a_race),
+        cmocka_unit_test(test_three_lost_races_are_busy),
         cmocka_unit_test(test_unreachable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
