@@ -13,6 +13,7 @@ Exit status: the binary's, or 1 when the server's checks fail.
 import http.server
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -131,6 +132,7 @@ def main():
                KV_TEST_CA=crt, KV_TEST_TOKEN=tok)
     rc = subprocess.run([sys.argv[1]], env=env).returncode
     srv.shutdown()
+    shutil.rmtree(d)
     bad = []
     if SEEN["unauth"]:
         bad.append("%d requests without the bearer token" % SEEN["unauth"])
