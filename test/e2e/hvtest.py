@@ -9,6 +9,7 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
@@ -30,12 +31,18 @@ PATHS = {
 }
 
 
+MADE_DIRS = []  # the work directories Server made; run() removes them when every case passed
+
+
 class Server:
     """One `hvupdater serve` process with its own port, certificate dir and log."""
 
     def __init__(self, binary, config=None, env=None, workdir=None):
         self.binary = binary
-        self.dir = workdir or tempfile.mkdtemp(prefix="hv-e2e-")
+        if workdir is None:
+            workdir = tempfile.mkdtemp(prefix="hv-e2e-")
+            MADE_DIRS.append(workdir)
+        self.dir = workdir
         self.config = config
         self.env = env or {}
         self.proc = None
@@ -312,4 +319,10 @@ def run(cases, only=None):
             traceback.print_exc()
             sys.stdout.flush()
     print("%d passed, %d failed" % (passed, failed))
+    if failed:  # their server logs tell what happened: kept
+        print("server directories kept: %s" % " ".join(MADE_DIRS))
+    else:
+        for d in MADE_DIRS:
+            shutil.rmtree(d, ignore_errors=True)
+        MADE_DIRS.clear()
     return 1 if failed else 0
