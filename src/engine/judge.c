@@ -10,12 +10,17 @@
 
 static const char *const fnames[HV_F_COUNT] = {"memory", "vCPUs", "cores per socket", "disk"};
 
+static bool untouched(const char *plan);
+
 void hv_guest_fields(const struct hv_oprecord *r, const struct hv_hw *want, bool *mem, bool *cpus)
 {
     int64_t m = r->has_base ? r->base.hv_memory_mib : r->prev.memory_mib;
     int32_t c = r->has_base ? r->base.hv_cpus : r->prev.cpus;
-    *mem = want->memory_mib >= 0 && want->memory_mib != m;
-    *cpus = want->cpus >= 0 && want->cpus != c;
+    /* a field this operation steps is checked even when it ends where the base began (A's
+     * live vCPU added, then B takes it away by a power cycle): the guest shows it by being
+     * back at its base */
+    *mem = want->memory_mib >= 0 && (want->memory_mib != m || !untouched(r->plan[HV_F_MEMORY]));
+    *cpus = want->cpus >= 0 && (want->cpus != c || !untouched(r->plan[HV_F_CPUS]));
 }
 
 bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now)

@@ -148,11 +148,46 @@ static void test_other_that_starts_the_vm(void **state)
     assert_non_null(strstr(j.plan[HV_F_MEMORY].reason, "guest cannot show memory"));
 }
 
+/* The guest fields an operation checks: those that end away from the base, and those it steps
+ * even when they end where the base began (A hot-plugged a 4th vCPU, then B takes it away by a
+ * power cycle: B's base is from before A, 3 vCPUs; the guest shows B by showing 3 again). Sim
+ * seed 113424 answered "done (not verified in the guest)" under guestVerification Required. */
+static void test_guest_fields(void **state)
+{
+    (void)state;
+    struct hv_oprecord r = {
+        .has_base = true,
+        .base = {.hv_memory_mib = 4096, .hv_cpus = 3, .guest_memory_mib = 3827, .guest_cpus = 3}};
+    snprintf(r.plan[HV_F_MEMORY], sizeof(r.plan[0]), "none");
+    snprintf(r.plan[HV_F_CPUS], sizeof(r.plan[0]), "cold");
+    struct hv_hw want = {.memory_mib = 4096, .cpus = 3, .cores_per_socket = -1, .disk_mib = -1};
+    bool mem, cpus;
+    hv_guest_fields(&r, &want, &mem, &cpus);
+    assert_false(mem);
+    assert_true(cpus); /* stepped, back at its base */
+    snprintf(r.plan[HV_F_CPUS], sizeof(r.plan[0]), "none");
+    hv_guest_fields(&r, &want, &mem, &cpus);
+    assert_false(cpus); /* neither stepped nor moved from the base */
+    want.memory_mib = 6144;
+    hv_guest_fields(&r, &want, &mem, &cpus);
+    assert_true(mem); /* away from the base, whatever the plan says */
+    r = (struct hv_oprecord){.has_base = false, .prev = {.memory_mib = 6144, .cpus = 3}};
+    snprintf(r.plan[HV_F_MEMORY], sizeof(r.plan[0]), "live:dimm");
+    hv_guest_fields(&r, &want, &mem, &cpus);
+    assert_true(mem); /* an older record: against its previous, and stepped */
+    assert_false(cpus);
+    want.cpus = -1; /* not asked for: never checked */
+    snprintf(r.plan[HV_F_CPUS], sizeof(r.plan[0]), "cold");
+    hv_guest_fields(&r, &want, &mem, &cpus);
+    assert_false(cpus);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_covered_is_begun),
         cmocka_unit_test(test_other_that_starts_the_vm),
+        cmocka_unit_test(test_guest_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
