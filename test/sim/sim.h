@@ -107,6 +107,10 @@ struct sim_vm {
      * absent or fresh (0: never) */
     int64_t record_cleared_ms;
     int64_t stats_changed_ms;
+    /* when its fresh statistics last stopped (went stale or absent), and when its guest last
+     * finished booting (0: never, or booted from the start) */
+    int64_t fresh_until_ms;
+    int64_t booted_ms;
     /* what the VM and its guest showed at the last done under guestVerification Off (the
      * hardware taken unverified): a later operation's guest compares with itself */
     struct hv_hw off_done_hw;

@@ -737,6 +737,12 @@ static void call_update(struct sim *s, int m)
         bool mem_view =
             booted && (v->stats == 0 || (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN &&
                                          v->stale.mem_at > after));
+        /* or fresh statistics of the booted guest after that step, gone before this answer: a
+         * done concluded while they were there had the guest's view (it is answered again
+         * since, as stored) */
+        int64_t step_ms = v->step_ok_ms > c->op.start_ms ? v->step_ok_ms : c->op.start_ms;
+        mem_view |=
+            v->fresh_until_ms > (v->booted_ms > step_ms ? v->booted_ms : step_ms) && !v->boot_at;
         bool cpu_view = booted && v->agent;
         /* (a field the VM already showed when the operation began, or at the
          * CanUpdateMachine, is no change of this operation's) */

@@ -1085,6 +1085,7 @@ void sim_world_tick(struct sim *s)
         }
         if (v->boot_at && v->boot_at <= s->now_ms) {
             v->boot_at = 0;
+            v->booted_ms = s->now_ms;
             changed(s, k);
         }
         /* a cycle is over when the VM runs and its record shows none in flight */
@@ -1193,6 +1194,8 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
          * not newer than any step taken from now on */
         if (v->stale.mem_view == HV_GV_SEEN)
             v->stale.mem_at = s->unix0 + s->now_ms / 1000;
+        if (v->stats == 0)
+            v->fresh_until_ms = s->now_ms;
         v->stats = 1;
         v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics stale", v->name);
@@ -1200,6 +1203,8 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     }
     case 13:
         v->stats_bad_ms = s->now_ms;
+        if (v->stats == 0)
+            v->fresh_until_ms = s->now_ms;
         v->stats = 2;
         v->stats_changed_ms = s->now_ms;
         sim_note(s, "fault: %s's statistics absent", v->name);
