@@ -199,7 +199,12 @@ static void judge_unshown(const struct hv_begin_in *in, struct hv_begin_judgemen
                                     .hv_cpus = o && o->hw.cpus >= 0 ? o->hw.cpus : f->hw.cpus,
                                     .guest_memory_mib = -1,
                                     .guest_cpus = -1};
-    bool no_report[HV_F_COUNT] = {[HV_F_MEMORY] = f->no_mem_report, [HV_F_CPUS] = f->no_cpu_report};
+    /* statistics of a running guest that stopped report nothing after the step either, until
+     * they come back: with a base of its own (fresh: none) or inherited from an operation in
+     * flight (its view from before they stopped; seed 987) */
+    bool mem_stopped = f->on && f->guest.mem_view == HV_GV_SEEN && !f->guest_mem_current;
+    bool no_report[HV_F_COUNT] = {
+        [HV_F_MEMORY] = f->no_mem_report || mem_stopped, [HV_F_CPUS] = f->no_cpu_report};
     const char *why[HV_F_COUNT];
     int n = 0;
     bool sticky = silent;

@@ -148,6 +148,52 @@ static void test_other_that_starts_the_vm(void **state)
     assert_non_null(strstr(j.plan[HV_F_MEMORY].reason, "guest cannot show memory"));
 }
 
+/* Under Required, statistics of a running guest that stopped cannot show a memory change: not
+ * covered (not sticky: they may come back), whether the base is the look's (none) or inherited
+ * from an operation in flight whose view is from before they stopped. Sim seed 987: covered on
+ * the inherited base, then the sticky Failure "the guest did not report its memory". */
+static void test_stopped_statistics_inherited_base(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.guest_check = HV_GC_REQUIRED,
+                            .live_timeout_s = 120,
+                            .shutdown_timeout_s = 60,
+                            .deadline_s = 1800};
+    struct hv_hw want = {.memory_mib = 4096, .cpus = -1, .cores_per_socket = -1, .disk_mib = -1};
+    struct hv_begin_facts f = {
+        .on = true,
+        .hw = {.memory_mib = 3072, .cpus = 2, .cores_per_socket = 1, .disk_mib = -1},
+        .guest = {.mem_view = HV_GV_SEEN, .memory_mib = 2900, .cpu_view = HV_GV_SEEN, .cpus = 2},
+        .guest_mem_current = false, /* the last report is older than GUEST_REPORT_S */
+        .can_shutdown = true,
+        .no_power_cycle = ""};
+    f.plan[HV_F_MEMORY].how = HV_HOW_LIVE;
+    struct hv_oprecord old = {
+        .has_base = true,
+        .base = {.hv_memory_mib = 2048, .hv_cpus = 2, .guest_memory_mib = 1900, .guest_cpus = 2},
+        .desired = {.memory_mib = 3072, .cpus = -1, .cores_per_socket = -1, .disk_mib = -1},
+        .phase = HV_PH_WAIT_LIVE,
+        .started_at = NOW - 30,
+        .step_at = NOW - 28};
+    snprintf(old.plan[HV_F_MEMORY], sizeof(old.plan[0]), "live:dimm");
+    struct hv_begin_in in = {.facts = &f, .desired = &want, .s = &s, .now = NOW};
+    struct hv_begin_judgement j;
+    for (int inherited = 0; inherited < 2; inherited++) {
+        in.old = inherited ? &old : NULL;
+        hv_begin_judge(&in, &j);
+        assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+        assert_true(j.unshown);
+        assert_false(j.unshown_sticky);
+    }
+    f.guest_mem_current = true; /* reporting: covered on either base */
+    for (int inherited = 0; inherited < 2; inherited++) {
+        in.old = inherited ? &old : NULL;
+        hv_begin_judge(&in, &j);
+        assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+        assert_false(j.unshown);
+    }
+}
+
 /* The guest fields an operation checks: those that end away from the base, and those it steps
  * even when they end where the base began (A hot-plugged a 4th vCPU, then B takes it away by a
  * power cycle: B's base is from before A, 3 vCPUs; the guest shows B by showing 3 again). Sim
@@ -188,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_covered_is_begun),
         cmocka_unit_test(test_other_that_starts_the_vm),
         cmocka_unit_test(test_guest_fields),
+        cmocka_unit_test(test_stopped_statistics_inherited_base),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
