@@ -49,12 +49,12 @@ bool rc_store(struct pass *p)
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         rc_log_err(p, "write-record", &err);
-        if (rc_wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+        if (rc_wait_for_hypervisor(p, HV_EK_RECORD, &err)) /* an outage (item 10) */
             return false;
-        if (err.code == HV_E_BUSY) {
-            /* another writer changed the VM between our read and our write (the backend has
-             * decided the write again on fresh reads already): nothing was stored and no step
-             * taken; the next pass looks again */
+        if (hv_err_take(hv_err_classify(err.code), HV_EK_RECORD) == HV_TAKE_RETRY) {
+            /* a lost race: another writer changed the VM between our read and our write (the
+             * backend has decided the write again on fresh reads already): nothing was stored
+             * and no step taken; the next pass looks again */
             rc_progress(p, RETRY_UNREACHABLE,
                         HV_MSG("another task is changing the VM; trying again"));
             return false;
@@ -245,8 +245,9 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
      * answering 5xx) could not be reached: not a refusal of the step. In progress within the
      * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the
      * step's tries: the next pass sends it again (a cold step's record says it was sent, so
-     * this process forgets it has seen the operation, as below). */
-    if (err->code == HV_E_UNREACHABLE && rc_wait_for_hypervisor(p, err)) {
+     * this process forgets it has seen the operation, as below). Any other class is a try
+     * (errclass.h: a step that did not answer in time may have been taken). */
+    if (rc_wait_for_hypervisor(p, HV_EK_STEP, err)) {
         if (!live)
             p->b->first_sight(p->b->ctx, p->key, 0);
         return;
