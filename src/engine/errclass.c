@@ -29,14 +29,15 @@ enum hv_err_class hv_err_classify(enum hv_errcode code)
 /* Rows: the class; columns: the kind of call. A step that did not answer in time may have
  * been taken, so it is a try; one that never reached the hypervisor is sent again. A lost
  * race on the record write stored nothing and took no step: the next pass reads the VM
- * again. */
+ * again, within the same bound as an outage (a VM another writer changes on every pass is
+ * not in progress for ever). */
 // clang-format off
 static const unsigned char takes[HV_EC_COUNT][HV_EK_COUNT] = {
     /*                     look           record          step */
     [HV_EC_NONE] =      { HV_TAKE_FAIL,  HV_TAKE_FAIL,   HV_TAKE_FAIL },
     [HV_EC_OUTAGE] =    { HV_TAKE_WAIT,  HV_TAKE_WAIT,   HV_TAKE_WAIT },
     [HV_EC_NO_ANSWER] = { HV_TAKE_WAIT,  HV_TAKE_WAIT,   HV_TAKE_TRY  },
-    [HV_EC_LOST_RACE] = { HV_TAKE_FAIL,  HV_TAKE_RETRY,  HV_TAKE_TRY  },
+    [HV_EC_LOST_RACE] = { HV_TAKE_FAIL,  HV_TAKE_WAIT,   HV_TAKE_TRY  },
     [HV_EC_REFUSAL] =   { HV_TAKE_FAIL,  HV_TAKE_FAIL,   HV_TAKE_TRY  },
 };
 // clang-format on

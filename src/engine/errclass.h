@@ -32,12 +32,12 @@ enum hv_err_call {
 /* What a pass does with a failed call. */
 enum hv_err_take {
     /* in progress, the call made again on the next pass (3 s) within the outage bound (the
-     * operation's deadline); past it as the kind's fallback: a look's or a record write's
-     * Failure for this call, a step's counted try */
+     * operation's deadline; for a lost race, counted from the first of a run of lost races);
+     * past it as the kind's fallback: a look's or a record write's Failure for this call, a
+     * step's counted try */
     HV_TAKE_WAIT = 0,
-    HV_TAKE_RETRY, /* in progress, made again on the next pass (3 s), with no bound */
-    HV_TAKE_TRY,   /* a step's try: counted (attempts), the Failure after the configured tries */
-    HV_TAKE_FAIL,  /* the call's Failure: answered for this call, not recorded */
+    HV_TAKE_TRY,  /* a step's try: counted (attempts), the Failure after the configured tries */
+    HV_TAKE_FAIL, /* the call's Failure: answered for this call, not recorded */
     HV_TAKE_COUNT
 };
 
