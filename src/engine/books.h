@@ -79,6 +79,11 @@ struct hv_books {
      * when it was first found unreachable in the run going on (now when none is), or the
      * start of the operation in flight this process handled, when earlier. */
     int64_t (*unreachable_since)(void *ctx, const char *key, int64_t now, bool unreachable);
+    /* The same bound for a steady lost race: a record write of key lost a race with another
+     * writer at now (lost) or one was stored: returns when the first of the lost races in a
+     * row was (now when none is), or the start of the operation in flight this process
+     * handled, when earlier. */
+    int64_t (*lost_race_since)(void *ctx, const char *key, int64_t now, bool lost);
 };
 
 #endif

@@ -82,27 +82,42 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     return first;
 }
 
-static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool unreachable)
+/* The outage bound's start (errclass.h HV_TAKE_WAIT) in a run of failures (race: of lost
+ * races on record writes, kept in race_since; otherwise of calls that did not reach the
+ * hypervisor or got no answer, in unreach_since): failing at now, or ended (the call
+ * answered, the record was stored). */
+static int64_t bound_since(struct hv_engine *e, const char *key, int64_t now, bool failing,
+                           bool race)
 {
-    struct hv_engine *e = ctx;
     int64_t since = now;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        if (!unreachable)
-            x->unreach_since = 0;
-        else if (!x->unreach_since)
-            x->unreach_since = now;
-        if (x->unreach_since)
-            since = x->unreach_since;
+        int64_t *first = race ? &x->race_since : &x->unreach_since;
+        if (!failing)
+            *first = 0;
+        else if (!*first)
+            *first = now;
+        if (*first)
+            since = *first;
         /* an operation in flight that this process handled: its own start is the bound's
          * start (the operation's deadline), when earlier */
         bool inflight = x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0;
-        if (unreachable && inflight && x->seen_op > 0 && x->seen_op < since)
+        if (failing && inflight && x->seen_op > 0 && x->seen_op < since)
             since = x->seen_op;
     }
     pthread_mutex_unlock(&e->lock);
     return since;
+}
+
+static int64_t unreachable_since(void *ctx, const char *key, int64_t now, bool unreachable)
+{
+    return bound_since(ctx, key, now, unreachable, false);
+}
+
+static int64_t lost_race_since(void *ctx, const char *key, int64_t now, bool lost)
+{
+    return bound_since(ctx, key, now, lost, true);
 }
 
 struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backend *const *bes,
@@ -133,6 +148,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
                                  .unreachable_since = unreachable_since,
+                                 .lost_race_since = lost_race_since,
                                  .unix_s = eng_unix_s};
     e->n_buckets = 64;
     e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));

@@ -47,6 +47,9 @@ struct entry {
     /* when the hypervisor was first found unreachable in the current run of failed looks
      * (seconds, 0: it answered last time) */
     int64_t unreach_since;
+    /* when a record write first lost a race with another writer in the current run of lost
+     * races (seconds, 0: the last write was stored) */
+    int64_t race_since;
     /* "done" is only answered from an observation taken after the desired hardware was
      * asked for: calls are numbered (call_seq); a pass remembers the number current when it
      * began (answer_seq); confirm_seq is the first call since the last "done" answer or

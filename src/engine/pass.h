@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "books.h"
+#include "errclass.h"
 #include "hooks.h"
 #include "judge.h"
 #include "oprecord.h"
@@ -91,9 +92,10 @@ void rc_progress(struct pass *p, int retry, const char *fmt, ...)
 void rc_settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ... waiting for the VM to go off after a shutdown or power-off was sent */
 void rc_going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A call to the hypervisor failed: true (answered in progress) while it is an outage within
- * the operation's deadline; false: the caller's Failure. */
-bool rc_wait_for_hypervisor(struct pass *p, const struct hv_err *err);
+/* A call of kind k to the hypervisor failed: true (answered in progress) when errclass.h's
+ * table says to wait (HV_TAKE_WAIT) and the outage bound, the operation's deadline, has not
+ * passed; false: the caller takes it as the table's other cells say. */
+bool rc_wait_for_hypervisor(struct pass *p, enum hv_err_call k, const struct hv_err *err);
 
 /* pass_steps.c */
 /* Store p->rec on the VM; false (answered) when it could not be. */

@@ -215,7 +215,7 @@ bool rc_look_into_guest(struct pass *p, bool had)
     if (p->be->ops->observe_guest(p->be, p->ref, &p->obs, &err) == HV_OK)
         return true;
     rc_log_err(p, "observe", &err);
-    if (rc_wait_for_hypervisor(p, &err))
+    if (rc_wait_for_hypervisor(p, HV_EK_LOOK, &err))
         return false;
     char m[300];
     snprintf(m, sizeof(m), HV_MSG("cannot observe the VM: %s"), hv_errcode_message(err.code));

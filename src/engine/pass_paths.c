@@ -70,7 +70,7 @@ bool rc_begin(struct pass *p)
     memset(&f, 0, sizeof(f));
     if (p->be->ops->plan(p->be, p->ref, &p->obs, p->desired, f.plan, &err) != HV_OK) {
         rc_log_err(p, "plan", &err);
-        if (rc_wait_for_hypervisor(p, &err))
+        if (rc_wait_for_hypervisor(p, HV_EK_LOOK, &err))
             return false;
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot plan the change: %s"), hv_errcode_message(err.code));

@@ -163,20 +163,27 @@ void rc_going_off(struct pass *p, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A call to the hypervisor failed. When it cannot be reached (a daemon or vCenter restarting,
- * a network cut, a connection being reopened) or did not answer in time (a host or vCenter
- * that hangs, overloaded or restarting), that is not the operation's failure: in progress
- * with a short retry, until the operation's deadline (deadlineSeconds from the start of the
- * operation in flight, or from the first failed look when none is): true, answered. Past that
- * bound, or for any other error, false: the caller's Failure. */
-bool rc_wait_for_hypervisor(struct pass *p, const struct hv_err *err)
+/* A call of kind k to the hypervisor failed. When errclass.h's table says to wait (it cannot
+ * be reached: a daemon or vCenter restarting, a network cut, a connection being reopened; or,
+ * but for a step, which may have been taken, it did not answer in time: a host or vCenter
+ * that hangs, overloaded or restarting; or a record write lost a race with another writer),
+ * that is not the operation's failure: in progress with a short retry, until the operation's
+ * deadline (deadlineSeconds from the start of the operation in flight, or from the first
+ * failed call of the run when none is; a lost race's run is its own): true, answered. Past
+ * that bound, or for any other cell, false: the caller takes it (a Failure, a step's try). */
+bool rc_wait_for_hypervisor(struct pass *p, enum hv_err_call k, const struct hv_err *err)
 {
-    if (err->code != HV_E_UNREACHABLE && err->code != HV_E_TIMEOUT)
+    enum hv_err_class c = hv_err_classify(err->code);
+    if (hv_err_take(c, k) != HV_TAKE_WAIT)
         return false;
-    int64_t since = p->b->unreachable_since(p->b->ctx, p->key, p->now, true);
+    bool race = c == HV_EC_LOST_RACE;
+    int64_t since = race ? p->b->lost_race_since(p->b->ctx, p->key, p->now, true)
+                         : p->b->unreachable_since(p->b->ctx, p->key, p->now, true);
     if (p->now - since >= p->s->deadline_s)
         return false;
-    if (err->code == HV_E_TIMEOUT)
+    if (race) /* nothing was stored and no step taken; the next pass reads the VM again */
+        rc_progress(p, RETRY_UNREACHABLE, HV_MSG("another task is changing the VM; trying again"));
+    else if (c == HV_EC_NO_ANSWER)
         rc_progress(p, RETRY_UNREACHABLE,
                     HV_MSG("the hypervisor did not answer in time; trying again"));
     else

@@ -49,16 +49,11 @@ bool rc_store(struct pass *p)
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
         rc_log_err(p, "write-record", &err);
-        if (rc_wait_for_hypervisor(p, &err)) /* an outage (item 10): in progress, not a Failure */
+        /* an outage (item 10), or a lost race: another writer changed the VM between our
+         * read and our write (the backend has decided the write again on fresh reads
+         * already), within the bound */
+        if (rc_wait_for_hypervisor(p, HV_EK_RECORD, &err))
             return false;
-        if (err.code == HV_E_BUSY) {
-            /* another writer changed the VM between our read and our write (the backend has
-             * decided the write again on fresh reads already): nothing was stored and no step
-             * taken; the next pass looks again */
-            rc_progress(p, RETRY_UNREACHABLE,
-                        HV_MSG("another task is changing the VM; trying again"));
-            return false;
-        }
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("cannot store the operation record on the VM: %s"),
                  hv_errcode_message(err.code));
@@ -66,6 +61,7 @@ bool rc_store(struct pass *p)
         return false;
     }
     hv_metrics_record_write();
+    p->b->lost_race_since(p->b->ctx, p->key, p->now, false); /* a run of lost races ends */
     p->vm_cycle = p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     return true;
 }
@@ -245,8 +241,9 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
      * answering 5xx) could not be reached: not a refusal of the step. In progress within the
      * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the
      * step's tries: the next pass sends it again (a cold step's record says it was sent, so
-     * this process forgets it has seen the operation, as below). */
-    if (err->code == HV_E_UNREACHABLE && rc_wait_for_hypervisor(p, err)) {
+     * this process forgets it has seen the operation, as below). Any other class is a try
+     * (errclass.h: a step that did not answer in time may have been taken). */
+    if (rc_wait_for_hypervisor(p, HV_EK_STEP, err)) {
         if (!live)
             p->b->first_sight(p->b->ctx, p->key, 0);
         return;
@@ -349,9 +346,10 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
         if (st.record) {
             /* stored with the step, and the step is complete: verify at once */
             p->rec = waiting;
-            if (stored)
+            if (stored) {
                 hv_metrics_record_write();
-            else if (!rc_store(p)) /* the step had nothing to change: stored alone */
+                p->b->lost_race_since(p->b->ctx, p->key, p->now, false);
+            } else if (!rc_store(p)) /* the step had nothing to change: stored alone */
                 return false;
             p->carried = p->chain = true;
         }

@@ -31,7 +31,7 @@ static bool look(struct pass *p)
     }
     if (orc != HV_OK) {
         rc_log_err(p, "observe", &err);
-        if (rc_wait_for_hypervisor(p, &err))
+        if (rc_wait_for_hypervisor(p, HV_EK_LOOK, &err))
             return false;
         char m[400];
         if (err.code == HV_E_AMBIGUOUS) /* detail: the configured hosts that hold the name */

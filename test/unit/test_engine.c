@@ -11,6 +11,7 @@
 
 #ifdef HV_HAVE_BACKEND_libvirt
 
+#include <limits.h>
 #include <libvirt/libvirt.h>
 #include <pthread.h>
 #include <libvirt/virterror.h>
@@ -1021,6 +1022,50 @@ static void test_record_write_conflict_is_retried(void **state)
     assert_int_equal(busy, 2);
     assert_int_not_equal(dom_id(f, "eng-recbusy"), id); /* power-cycled */
     assert_int_equal(observe(f, "eng-recbusy").hw.memory_mib, 1024);
+    unwrap(f);
+}
+
+/* A record write that loses its race on every pass (another writer changes the VM between
+ * each read and write, for ever) is bounded like an outage: in progress ("another task is
+ * changing the VM; trying again") until deadlineSeconds after the first lost race, then the
+ * call's Failure (errclass.h: a lost race on a record write waits). No step is taken without
+ * the record; once the race is over the next call stores it and the operation goes on. */
+static void test_record_write_lost_race_for_ever_meets_the_deadline(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-recrace", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-recrace");
+    use_wrapper(f, 0, false);
+    record_busy_left = INT_MAX;
+    f->s.deadline_s = 2;
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-recrace", want);
+    assert_false(r.failure);
+    assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
+    assert_string_equal(r.message, "in progress: another task is changing the VM; trying again");
+    int k;
+    for (k = 0; k < 25 && !r.failure; k++) { /* at most 5 s of 200 ms passes */
+        sleep_ms(200);
+        r = pass(f, "eng-recrace", want);
+    }
+    if (!r.failure)
+        fail_msg("still in progress after %d passes (5 s, deadline 2 s): %s", k + 1, r.message);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message,
+                        "cannot store the operation record on the VM: another task is changing "
+                        "the VM");
+    assert_int_equal(dom_id(f, "eng-recrace"), id); /* no step without a record */
+    /* past the bound, every call that loses the race again is that Failure */
+    r = pass(f, "eng-recrace", want);
+    assert_true(r.failure);
+    /* the race over: stored, and on to done (the deadline counts from the record's start) */
+    record_busy_left = 0;
+    f->s.deadline_s = 1800;
+    r = until_end_slow(f, "eng-recrace", want, 30);
+    if (r.failure || !is_done(&r))
+        fail_msg("not done after the race: %s", r.message);
+    assert_int_not_equal(dom_id(f, "eng-recrace"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-recrace").hw.memory_mib, 1024);
     unwrap(f);
 }
 
@@ -2622,6 +2667,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_conflict_is_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_write_lost_race_for_ever_meets_the_deadline,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
                                         teardown),
