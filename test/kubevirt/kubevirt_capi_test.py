@@ -153,8 +153,8 @@ def settled_vmi(name, guest, sockets):
     o = kv.get("virtualmachineinstance", name, NS)
     if not o or (o.get("status") or {}).get("phase") != "Running":
         return None
-    if mem(o).get("guestCurrent") is None or mib(mem(o).get("guestCurrent")) != mib(guest) \
-            or mib(mem(o).get("guestRequested")) != mib(guest):
+    cur, req = mem(o).get("guestCurrent"), mem(o).get("guestRequested")
+    if not cur or not req or mib(cur) != mib(guest) or mib(req) != mib(guest):
         return None
     if (o["status"].get("currentCPUTopology") or {}).get("sockets") != sockets:
         return None
