@@ -34,7 +34,8 @@
 #                                   (storage version only; provider/ stands in for the kubeadm
 #                                   bootstrap manager); prints HV_CAPI_KCP=1 too
 #        up.sh --restart-hvupdater  stop hvupdater serve (SIGTERM) and start it again with the
-#                                   same port, certificate and config
+#                                   same port, certificate and config; only the start when
+#                                   the process is gone already (a test killed it: kill -9)
 #                                   (HV_CAPI_HVUPDATER_FLAGS: extra serve flags, e.g. --mhc-hold)
 # Stop with down.sh.
 set -euo pipefail
@@ -105,8 +106,10 @@ start_hvupdater() { # HV_CAPI_HVUPDATER_FLAGS: extra serve flags (capi_e2e's mhc
 
 if [ "${1:-}" = --restart-hvupdater ]; then
     pid=$(cat "$STATE/hvupdater.pid")
-    kill -TERM "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    # (a killed process nobody has reaped yet is a zombie: kill -0 still finds it)
+    if kill -TERM "$pid" 2>/dev/null; then
+        while kill -0 "$pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pid")" != Z* ]]; do sleep 0.05; done
+    fi
     start_hvupdater
     log "hvupdater restarted (pid $(cat "$STATE/hvupdater.pid"))"
     exit 0
