@@ -45,6 +45,9 @@ enum hv_errcode {
                            identity of the machine's cluster) */
     HV_E_INTERNAL,      /* anything else */
     HV_E_AMBIGUOUS,     /* the VM's name is on several hosts (detail: the hosts, comma-separated) */
+    HV_E_INFRA_SECRET,  /* the infrastructure cluster's kubeconfig Secret (CAPK's
+                           infraClusterSecretRef) cannot be read or used (detail: which object,
+                           names only) */
 };
 
 struct hv_err {

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config git ca-certificates curl
-  libmicrohttpd-dev libgnutls28-dev libyajl-dev libcurl4-openssl-dev libxml2-dev
+  libmicrohttpd-dev libgnutls28-dev libyajl-dev libyaml-dev libcurl4-openssl-dev libxml2-dev
   libvirt-dev libcmocka-dev libssl-dev libcurl3-gnutls"
 TEST_PKGS="clang libclang-rt-14-dev valgrind clang-format cppcheck python3 python3-jsonschema
   openssl curl wrk procps iproute2 python3-libvirt python3-yaml

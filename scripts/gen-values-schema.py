@@ -17,7 +17,8 @@ What comes from where:
   kubernetes                schemas/config.json's kubernetes (server, tokenFile and caFile may
                             be "": in-cluster; events comes from events.enabled)
   kubevirt.namespaces       schemas/config.json's kubevirtCluster namespaces (the in-cluster
-                            cluster's; kubevirt.enabled makes the section)
+                            cluster's; kubevirt.enabled makes the section);
+                            followInfraClusterSecretRef and secretNamespaces written here
   everything else           the chart's own values, written here
 Every object refuses unknown keys (additionalProperties: false), the Kubernetes pod fields
 included (their own keys only). $refs into common.json are copied into $defs (helm resolves
@@ -187,7 +188,16 @@ def generate():
             **cdefs["kubevirtCluster"]["properties"]["namespaces"],
             "description": "The VirtualMachines' namespaces: the VM rights through a Role in "
             "each (empty: a ClusterRole, every namespace), and where hvupdater looks for its "
-            "operation records after a restart."}},
+            "operation records after a restart."},
+            "followInfraClusterSecretRef": {
+                "type": "boolean",
+                "description": "A VM's infrastructure cluster from CAPK's infraClusterSecretRef "
+                "kubeconfig Secret (config.json kubevirt.followInfraClusterSecretRef; needs "
+                "kubevirt.enabled)."},
+            "secretNamespaces": {
+                **NAMESPACES,
+                "description": "Where those kubeconfig Secrets live: get on Secrets through a "
+                "Role in each."}},
             description="The KubeVirt backend, KubeVirt in this cluster (docs/kubevirt.md)."),
         "machineCheck": obj({"enabled": BOOL, "infraResources": {
             "type": "array", "items": obj({

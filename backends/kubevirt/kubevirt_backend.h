@@ -27,6 +27,12 @@
  *   when they would be below); POWER_ON restores the kept strategy (Always when none).
  * - Record [kv_backend.c]: the annotation hvupdater.io/operation on the VirtualMachine;
  *   list_records lists VirtualMachines of the configured namespaces (all when none).
+ * - Infra clusters [kv_backend.c, kv_kubeconfig.c]: with opts.infra, a ref whose cluster is
+ *   known and whose KubevirtMachine (or its KubevirtCluster) names an infraClusterSecretRef
+ *   is served by the cluster of that Secret's kubeconfig, in the namespace CAPK uses:
+ *   virtualMachineTemplate.metadata.namespace, else the Secret's data.namespace, else the
+ *   kubeconfig context's namespace, else "default". list_records covers configured clusters
+ *   only.
  */
 #ifndef HV_KUBEVIRT_BACKEND_H
 #define HV_KUBEVIRT_BACKEND_H
@@ -44,10 +50,33 @@ struct hv_kubevirt_cluster {
     size_t n_namespaces;
 };
 
+/* CAPK's infraClusterSecretRef of one KubevirtMachine, as src/ reads it from the management
+ * cluster (src/kube/capk.h). secret "" means the KubevirtMachine and its KubevirtCluster name
+ * none: the VM is on the configured cluster (ref->server), as without infra. */
+struct hv_kubevirt_infra {
+    char secret[HV_NAME_MAX]; /* "namespace/name" of the kubeconfig Secret; "" = none */
+    char rv[64];              /* the Secret's metadata.resourceVersion */
+    char *kubeconfig;         /* data.kubeconfig decoded (malloc'd; the backend wipes, frees) */
+    size_t kubeconfig_len;
+    char secret_ns[64];   /* data.namespace, trimmed ("" = none): CAPK's infra namespace */
+    char template_ns[64]; /* virtualMachineTemplate.metadata.namespace ("" = none) */
+};
+/* Called on a worker or probe thread (never a hook's) with ref->cluster ("namespace/cluster")
+ * and the KubevirtMachine's name; blocks for at most timeout_ms. HV_OK with *out filled, or
+ * HV_E_INFRA_SECRET (err->detail: which object, names only, never a credential). */
+typedef int (*hv_kubevirt_infra_fn)(void *ctx, const char *cluster, const char *machine,
+                                    int timeout_ms, struct hv_kubevirt_infra *out,
+                                    struct hv_err *err);
+
 struct hv_kubevirt_opts {
     const struct hv_kubevirt_cluster *clusters;
     size_t n_clusters;
     int timeout_ms; /* per request; <= 0: 10000 */
+    /* kubevirt.followInfraClusterSecretRef: a VM whose ref names its cluster is looked up
+     * through infra first (cached KV_INFRA_TTL_S per machine; the connection per Secret and
+     * resourceVersion). NULL: every VM is on the configured clusters. */
+    hv_kubevirt_infra_fn infra;
+    void *infra_ctx;
 };
 
 /* NULL with a reason in err when opts are unusable. Never contacts a server. */

@@ -14,11 +14,48 @@
 
 #define KV_LIST_PAGE 200
 
+#define KV_INFRA_TTL_S 30   /* how long a machine's infraClusterSecretRef lookup answers */
+#define KV_INFRA_MAX   1024 /* machines whose lookup is cached */
+
+/* The cluster of one kubeconfig Secret at one resourceVersion. refs: the calls using it now;
+ * a connection no longer current (the Secret moved on) is freed by its last user. */
+struct kv_conn {
+    struct kv_cluster c;
+    struct kv_kubeconfig kc;
+    char secret[HV_NAME_MAX], rv[64];
+    char ns[KV_NS_MAX]; /* CAPK's infra namespace: data.namespace, the context's, "default" */
+    int refs;
+    bool current;
+    struct kv_conn *next;
+};
+
+/* One KubevirtMachine's lookup: its Secret (and resourceVersion), or none. */
+struct kv_res {
+    char key[2 * HV_NAME_MAX]; /* "namespace/cluster|machine" */
+    int64_t at;
+    char secret[HV_NAME_MAX], rv[64];
+    char template_ns[KV_NS_MAX];
+};
+
 struct kv_backend {
     struct hv_backend pub;
     struct kv_cluster *clusters;
     size_t n;
     int timeout_ms;
+    hv_kubevirt_infra_fn infra;
+    void *infra_ctx;
+    pthread_mutex_t mu; /* conns, res */
+    struct kv_conn *conns;
+    struct kv_res *res;
+    size_t n_res;
+};
+
+/* Where one call's VM is: the cluster (configured, or a Secret's conn held by this call) and
+ * the VM's namespace and name there. */
+struct kv_target {
+    struct kv_cluster *c;
+    struct kv_conn *conn;
+    char ns[KV_NS_MAX], name[KV_VMNAME_MAX];
 };
 
 static char *dup_str(const char *s)
@@ -121,21 +158,212 @@ static int read_cr(struct kv_backend *be, struct kv_cluster *c, struct kv_state 
     return HV_OK;
 }
 
-/* Read the VM and its VMI (and with_cr: the KubeVirt CR) into st. */
-static int read_vm(struct kv_backend *be, const struct hv_vm_ref *ref, bool with_cr,
-                   struct kv_cluster **cp, struct kv_state *st, struct hv_err *err)
+static void conn_release_locked(struct kv_backend *be, struct kv_conn *cn)
 {
-    kv_state_init(st);
-    struct kv_cluster *c = cluster_of(be, ref);
-    if (!c)
-        return kv_seterr(err, HV_E_NOT_FOUND, "no configured KubeVirt cluster named \"%s\"",
-                         ref->server);
-    if (cp)
-        *cp = c;
-    char ns[KV_NS_MAX], name[KV_VMNAME_MAX], path[512];
-    int rc = split_ref(ref, ns, name, err);
+    if (--cn->refs > 0 || cn->current)
+        return;
+    for (struct kv_conn **pp = &be->conns; *pp; pp = &(*pp)->next)
+        if (*pp == cn) {
+            *pp = cn->next;
+            break;
+        }
+    kv_kubeconfig_free(&cn->kc);
+    free(cn->c.name);
+    free(cn->c.server);
+    pthread_mutex_destroy(&cn->c.mu);
+    free(cn);
+}
+
+static void target_done(struct kv_backend *be, struct kv_target *t)
+{
+    if (!t->conn)
+        return;
+    pthread_mutex_lock(&be->mu);
+    conn_release_locked(be, t->conn);
+    pthread_mutex_unlock(&be->mu);
+    t->conn = NULL;
+}
+
+/* the current connection of secret at rv (a new one made from in, which is consumed), held
+ * for the caller; NULL with err when the kubeconfig cannot be used */
+static struct kv_conn *conn_get(struct kv_backend *be, const struct hv_kubevirt_infra *in,
+                                struct hv_err *err)
+{
+    pthread_mutex_lock(&be->mu);
+    for (struct kv_conn *cn = be->conns; cn; cn = cn->next)
+        if (cn->current && !strcmp(cn->secret, in->secret) && !strcmp(cn->rv, in->rv)) {
+            cn->refs++;
+            pthread_mutex_unlock(&be->mu);
+            return cn;
+        }
+    pthread_mutex_unlock(&be->mu);
+    if (!in->kubeconfig) {
+        kv_seterr(err, HV_E_INFRA_SECRET, "Secret %s: no data.kubeconfig", in->secret);
+        return NULL;
+    }
+    struct kv_conn *cn = calloc(1, sizeof(*cn));
+    if (!cn)
+        abort();
+    char why[200];
+    if (kv_kubeconfig_parse(in->kubeconfig, in->kubeconfig_len, &cn->kc, why, sizeof(why)) < 0) {
+        free(cn);
+        kv_seterr(err, HV_E_INFRA_SECRET, "Secret %s: %s", in->secret, why);
+        return NULL;
+    }
+    snprintf(cn->secret, sizeof(cn->secret), "%s", in->secret);
+    snprintf(cn->rv, sizeof(cn->rv), "%s", in->rv);
+    /* CAPK pkg/infracluster: data.namespace (trimmed) over the context's namespace, whose
+     * default (clientcmd) is "default" */
+    snprintf(cn->ns, sizeof(cn->ns), "%s",
+             in->secret_ns[0] ? in->secret_ns
+             : cn->kc.ns[0]   ? cn->kc.ns
+                              : "default");
+    if (!name_ok(cn->ns)) {
+        kv_kubeconfig_free(&cn->kc);
+        free(cn);
+        kv_seterr(err, HV_E_INFRA_SECRET, "Secret %s: data.namespace is not a namespace",
+                  in->secret);
+        return NULL;
+    }
+    char name[HV_NAME_MAX + 8];
+    snprintf(name, sizeof(name), "capk:%s", in->secret);
+    cn->c.name = dup_str(name);
+    cn->c.server = dup_str(cn->kc.server);
+    cn->c.kc = &cn->kc;
+    pthread_mutex_init(&cn->c.mu, NULL);
+    cn->refs = 1;
+    cn->current = true;
+    pthread_mutex_lock(&be->mu);
+    /* another call may have made the same one meanwhile: either serves; older
+     * resourceVersions of this Secret are no longer current */
+    for (struct kv_conn *o = be->conns, *next; o; o = next) {
+        next = o->next;
+        if (o->current && !strcmp(o->secret, cn->secret)) {
+            o->current = false;
+            o->refs++;
+            conn_release_locked(be, o);
+        }
+    }
+    cn->next = be->conns;
+    be->conns = cn;
+    pthread_mutex_unlock(&be->mu);
+    return cn;
+}
+
+/* the cached lookup of key, fresh; false when none */
+static bool res_find(struct kv_backend *be, const char *key, struct kv_res *out)
+{
+    int64_t now = mono_s();
+    bool found = false;
+    pthread_mutex_lock(&be->mu);
+    for (size_t k = 0; k < be->n_res; k++)
+        if (!strcmp(be->res[k].key, key) && now - be->res[k].at < KV_INFRA_TTL_S) {
+            *out = be->res[k];
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&be->mu);
+    return found;
+}
+
+static void res_store(struct kv_backend *be, const struct kv_res *r)
+{
+    int64_t now = mono_s();
+    pthread_mutex_lock(&be->mu);
+    size_t slot = be->n_res, oldest = 0;
+    for (size_t k = 0; k < be->n_res; k++) {
+        if (!strcmp(be->res[k].key, r->key) || now - be->res[k].at >= KV_INFRA_TTL_S) {
+            slot = k;
+            break;
+        }
+        if (be->res[k].at < be->res[oldest].at)
+            oldest = k;
+    }
+    if (slot == be->n_res) {
+        if (be->n_res == KV_INFRA_MAX) {
+            slot = oldest;
+        } else {
+            struct kv_res *n = realloc(be->res, (be->n_res + 1) * sizeof(*n));
+            if (!n)
+                abort();
+            be->res = n;
+            be->n_res++;
+        }
+    }
+    be->res[slot] = *r;
+    be->res[slot].at = now;
+    pthread_mutex_unlock(&be->mu);
+}
+
+/* Where ref's VM is. With infra and a known cluster: the KubevirtMachine's
+ * infraClusterSecretRef (cached KV_INFRA_TTL_S), else the configured cluster. Release the
+ * target with target_done. */
+static int target_of(struct kv_backend *be, const struct hv_vm_ref *ref, struct kv_target *t,
+                     struct hv_err *err)
+{
+    memset(t, 0, sizeof(*t));
+    int rc = split_ref(ref, t->ns, t->name, err);
     if (rc != HV_OK)
         return rc;
+    if (be->infra && ref->cluster[0]) {
+        struct kv_res r;
+        memset(&r, 0, sizeof(r));
+        snprintf(r.key, sizeof(r.key), "%s|%s", ref->cluster, t->name);
+        bool cached = res_find(be, r.key, &r);
+        for (int round = 0; round < 2; round++) {
+            struct hv_kubevirt_infra in;
+            memset(&in, 0, sizeof(in));
+            if (!cached) {
+                rc = be->infra(be->infra_ctx, ref->cluster, t->name, be->timeout_ms, &in, err);
+                if (rc == HV_OK) {
+                    snprintf(r.secret, sizeof(r.secret), "%s", in.secret);
+                    snprintf(r.rv, sizeof(r.rv), "%s", in.rv);
+                    snprintf(r.template_ns, sizeof(r.template_ns), "%s", in.template_ns);
+                }
+            } else {
+                snprintf(in.secret, sizeof(in.secret), "%s", r.secret);
+                snprintf(in.rv, sizeof(in.rv), "%s", r.rv);
+            }
+            if (rc == HV_OK && r.secret[0])
+                t->conn = conn_get(be, &in, err);
+            if (in.kubeconfig) {
+                kv_wipe(in.kubeconfig, in.kubeconfig_len);
+                free(in.kubeconfig);
+            }
+            if (rc != HV_OK)
+                return rc;
+            if (r.secret[0] && !t->conn && cached) {
+                cached = false; /* the Secret moved on since: look the machine up again */
+                continue;
+            }
+            if (r.secret[0] && !t->conn)
+                return err ? err->code : HV_E_INFRA_SECRET;
+            if (!cached)
+                res_store(be, &r);
+            break;
+        }
+        if (t->conn) {
+            t->c = &t->conn->c;
+            snprintf(t->ns, sizeof(t->ns), "%s", r.template_ns[0] ? r.template_ns : t->conn->ns);
+            return HV_OK;
+        }
+    }
+    t->c = cluster_of(be, ref);
+    if (!t->c)
+        return kv_seterr(err, HV_E_NOT_FOUND, "no configured KubeVirt cluster named \"%s\"",
+                         ref->server);
+    return HV_OK;
+}
+
+/* Read the VM and its VMI (and with_cr: the KubeVirt CR) into st. */
+static int read_vm(struct kv_backend *be, const struct kv_target *t, bool with_cr,
+                   struct kv_state *st, struct hv_err *err)
+{
+    kv_state_init(st);
+    struct kv_cluster *c = t->c;
+    const char *ns = t->ns, *name = t->name;
+    char path[512];
+    int rc;
     yajl_val vm = NULL, vmi = NULL;
     snprintf(path, sizeof(path), "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s", ns, name);
     rc = kv_get_json(c, path, be->timeout_ms, &vm, err);
@@ -170,13 +398,15 @@ static int kv_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct 
     struct hv_err dummy;
     err = err_start(err, &dummy);
     struct kv_state st;
-    struct kv_cluster *c = NULL;
+    struct kv_target t;
     memset(obs, 0, sizeof(*obs));
-    int rc = read_vm(b->priv, ref, false, &c, &st, err);
-    if (rc != HV_OK)
-        return rc;
-    kv_fill_obs(&st, c->name, obs);
-    return HV_OK;
+    int rc = target_of(b->priv, ref, &t, err);
+    if (rc == HV_OK)
+        rc = read_vm(b->priv, &t, false, &st, err);
+    if (rc == HV_OK)
+        kv_fill_obs(&st, t.c->name, obs);
+    target_done(b->priv, &t);
+    return rc;
 }
 
 static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_vm_obs *obs,
@@ -188,7 +418,11 @@ static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const stru
     err = err_start(err, &dummy);
     memset(plan, 0, sizeof(*plan) * HV_F_COUNT);
     struct kv_state st;
-    int rc = read_vm(b->priv, ref, true, NULL, &st, err);
+    struct kv_target t;
+    int rc = target_of(b->priv, ref, &t, err);
+    if (rc == HV_OK)
+        rc = read_vm(b->priv, &t, true, &st, err);
+    target_done(b->priv, &t);
     if (rc != HV_OK)
         return rc;
     if (!st.found)
@@ -244,16 +478,32 @@ static int record_patch(const struct kv_state *st, const void *arg, char **patch
  * lost race exactly when the next read shows another resourceVersion than the one tested
  * (the patch was built from that very object, so none of its other ops can miss); the same
  * resourceVersion means the patch itself was refused. */
+static int patch_target(struct kv_backend *be, const struct hv_vm_ref *ref,
+                        const struct kv_target *t, kv_patch_fn make, const void *arg,
+                        int timeout_ms, struct hv_err *err);
+
 static int patch_fresh(struct kv_backend *be, const struct hv_vm_ref *ref, kv_patch_fn make,
                        const void *arg, int timeout_ms, struct hv_err *err)
+{
+    struct kv_target t;
+    int rc = target_of(be, ref, &t, err);
+    if (rc == HV_OK)
+        rc = patch_target(be, ref, &t, make, arg, timeout_ms, err);
+    target_done(be, &t);
+    return rc;
+}
+
+static int patch_target(struct kv_backend *be, const struct hv_vm_ref *ref,
+                        const struct kv_target *t, kv_patch_fn make, const void *arg,
+                        int timeout_ms, struct hv_err *err)
 {
     int rc = HV_OK;
     char tested[sizeof(((struct kv_state *)0)->rv)] = "";
     struct hv_err refused = {0};
     for (int attempt = 0;; attempt++) {
         struct kv_state st;
-        struct kv_cluster *c = NULL;
-        int rrc = read_vm(be, ref, false, &c, &st, err);
+        struct kv_cluster *c = t->c;
+        int rrc = read_vm(be, t, false, &st, err);
         if (rrc != HV_OK)
             return rrc;
         if (!st.found)
@@ -416,6 +666,14 @@ static void kv_free(struct hv_backend *b)
     if (!b)
         return;
     struct kv_backend *be = b->priv;
+    while (be->conns) {
+        struct kv_conn *cn = be->conns;
+        cn->current = false;
+        cn->refs = 1;
+        conn_release_locked(be, cn);
+    }
+    free(be->res);
+    pthread_mutex_destroy(&be->mu);
     for (size_t k = 0; k < be->n; k++) {
         struct kv_cluster *c = &be->clusters[k];
         free(c->name);
@@ -513,6 +771,9 @@ struct hv_backend *hv_kubevirt_new(const struct hv_kubevirt_opts *o, char *err, 
         abort();
     be->n = o->n_clusters;
     be->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    be->infra = o->infra;
+    be->infra_ctx = o->infra_ctx;
+    pthread_mutex_init(&be->mu, NULL);
     for (size_t k = 0; k < o->n_clusters; k++) {
         const struct hv_kubevirt_cluster *c = &o->clusters[k];
         struct kv_cluster *d = &be->clusters[k];

@@ -65,7 +65,7 @@ static int read_token(const char *path, char *tok, size_t cap)
     return n && !strpbrk(tok, "\r\n") ? 0 : -1;
 }
 
-static void wipe(void *p, size_t n)
+void kv_wipe(void *p, size_t n)
 {
     volatile unsigned char *v = p;
     while (n--)
@@ -77,11 +77,16 @@ int kv_http(const struct kv_cluster *c, const char *method, const char *path, co
 {
     *status = 0;
     *resp = NULL;
-    char tok[KV_TOKEN_MAX], auth[KV_TOKEN_MAX + 32];
-    if (read_token(c->token_file, tok, sizeof(tok)) < 0)
-        return kv_seterr(err, HV_E_CREDENTIALS, "cannot read the token file %s", c->token_file);
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
-    wipe(tok, sizeof(tok));
+    char tok[KV_TOKEN_MAX], auth[KV_TOKEN_MAX + 32] = "";
+    if (c->kc) { /* from a kubeconfig: a token, a client certificate, or both */
+        if (c->kc->token)
+            snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->kc->token);
+    } else {
+        if (read_token(c->token_file, tok, sizeof(tok)) < 0)
+            return kv_seterr(err, HV_E_CREDENTIALS, "cannot read the token file %s", c->token_file);
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
+        kv_wipe(tok, sizeof(tok));
+    }
     size_t url_len = strlen(c->server) + strlen(path) + 1;
     char *url = malloc(url_len);
     if (!url)
@@ -91,7 +96,8 @@ int kv_http(const struct kv_cluster *c, const char *method, const char *path, co
     if (!h)
         abort();
     struct curl_slist *hdr = NULL;
-    hdr = curl_slist_append(hdr, auth);
+    if (auth[0])
+        hdr = curl_slist_append(hdr, auth);
     hdr = curl_slist_append(hdr, "Accept: application/json");
     char ct[96];
     if (ctype) {
@@ -102,7 +108,22 @@ int kv_http(const struct kv_cluster *c, const char *method, const char *path, co
     char ebuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    if (!c->kc) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    } else { /* blobs: libcurl copies them; nothing reaches the disk */
+        if (c->kc->ca) {
+            struct curl_blob ca = {c->kc->ca, c->kc->ca_len, CURL_BLOB_COPY};
+            curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+        }
+        if (c->kc->cert) {
+            struct curl_blob cert = {c->kc->cert, c->kc->cert_len, CURL_BLOB_COPY};
+            struct curl_blob key = {c->kc->key, c->kc->key_len, CURL_BLOB_COPY};
+            curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+            curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+            curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+            curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+        }
+    }
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
@@ -121,14 +142,14 @@ int kv_http(const struct kv_cluster *c, const char *method, const char *path, co
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
-    wipe(auth, sizeof(auth));
+    kv_wipe(auth, sizeof(auth));
     int ret = HV_OK;
     if (rc != CURLE_OK) {
-        enum hv_errcode code =
-            rc == CURLE_OPERATION_TIMEDOUT ? HV_E_TIMEOUT
-            : rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE
-                ? HV_E_TLS
-                : HV_E_UNREACHABLE;
+        enum hv_errcode code = rc == CURLE_OPERATION_TIMEDOUT ? HV_E_TIMEOUT
+                               : rc == CURLE_PEER_FAILED_VERIFICATION ||
+                                       rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM
+                                   ? HV_E_TLS
+                                   : HV_E_UNREACHABLE;
         ret = kv_seterr(err, code, "%s %s: %s", method, path,
                         b.over    ? "answer too large"
                         : ebuf[0] ? ebuf

@@ -84,9 +84,31 @@ int kv_step_patch(const struct kv_state *st, const struct hv_step *s, char **out
                   struct hv_err *err);
 int kv_record_patch(const struct kv_state *st, const char *record, char **out);
 
+/* kv_kubeconfig.c: a kubeconfig's current context, credentials in memory only */
+#define KV_KUBECONFIG_MAX (1 << 20) /* a Secret holds at most 1 MiB */
+struct kv_kubeconfig {
+    char server[256];      /* https://host[:port], no trailing slash */
+    char ns[KV_NS_MAX];    /* the current context's namespace ("" = none) */
+    char *ca, *cert, *key; /* PEM, decoded from the *-data keys; NULL = none (ca: system CAs) */
+    size_t ca_len, cert_len, key_len;
+    char *token; /* bearer token; NULL = none */
+};
+/* 0, or -1 with why (names keys and contexts, never a value) on malformed or hostile input
+ * (over KV_KUBECONFIG_MAX, nested deeper than 32, aliases) and on what hvupdater does not do:
+ * exec / auth-provider plugins, file paths, basic auth, proxies, insecure-skip-tls-verify. */
+int kv_kubeconfig_parse(const char *text, size_t len, struct kv_kubeconfig *kc, char *why,
+                        size_t whylen);
+void kv_kubeconfig_free(struct kv_kubeconfig *kc); /* wipes the credentials */
+/* standard base64 (whitespace skipped); malloc'd, NUL-terminated; NULL when not base64 */
+char *kv_b64_decode(const char *in, size_t len, size_t *out_len);
+void kv_wipe(void *p, size_t n);
+
 /* kv_http.c */
 struct kv_cluster {
     char *name, *server, *token_file, *ca_file;
+    /* a cluster read from a kubeconfig Secret: its credentials, in memory (token_file and
+     * ca_file unused); NULL for a configured cluster */
+    struct kv_kubeconfig *kc;
     char **namespaces;
     size_t n_namespaces;
     /* the KubeVirt CR, cached for KV_CR_TTL_S */

@@ -321,7 +321,7 @@ static struct hv_backend *make_kubevirt(struct lab *l, struct hv_vm_ref *ref, ch
                                          .ca_file = l->kv_ca};
     }
     snprintf(ref->server, sizeof(ref->server), "%s", c.name);
-    struct hv_kubevirt_opts o = {&c, 1, timeout_ms};
+    struct hv_kubevirt_opts o = {.clusters = &c, .n_clusters = 1, .timeout_ms = timeout_ms};
     b = hv_kubevirt_new(&o, err, errlen);
 out:
     hv_config_free(&cfg);

@@ -3,6 +3,7 @@
  * and the hooks context the server answers with. Owns all of them; frees in reverse order
  * (engine first: its workers use the backends). */
 #include "runtime.h"
+#include "capk.h"
 #include "capv.h"
 #include "compose.h"
 #include "dryrun.h"
@@ -168,9 +169,42 @@ static int capv_creds(void *ctx, const char *server, const char *identity, char 
 }
 #endif
 
+#ifdef HV_HAVE_BACKEND_kubevirt
+/* hv_kubevirt_infra_fn for kubevirt.followInfraClusterSecretRef: CAPK's infraClusterSecretRef
+ * of the machine, read through the management cluster's client (on a worker or probe
+ * thread). The kubeconfig's bytes go to the backend, which parses, caches and wipes them. */
+static int capk_infra(void *ctx, const char *cluster, const char *machine, int timeout_ms,
+                      struct hv_kubevirt_infra *out, struct hv_err *err)
+{
+    struct hv_runtime *rt = ctx;
+    int t = hv_kube_timeout(rt->kube);
+    struct hv_kube_io io = hv_kube_io(rt->kube);
+    struct hv_capk_infra in;
+    memset(out, 0, sizeof(*out));
+    if (hv_capk_infra_io(&io, cluster, machine, timeout_ms > 0 && timeout_ms < t ? timeout_ms : t,
+                         &in, err->detail, sizeof(err->detail)) < 0) {
+        err->code = HV_E_INFRA_SECRET;
+        return HV_E_INFRA_SECRET;
+    }
+    _Static_assert(sizeof(out->secret) >= sizeof(in.secret) &&
+                       sizeof(out->secret_ns) >= sizeof(in.secret_ns) &&
+                       sizeof(out->template_ns) >= sizeof(in.template_ns),
+                   "capk infra sizes");
+    snprintf(out->secret, sizeof(out->secret), "%s", in.secret);
+    snprintf(out->rv, sizeof(out->rv), "%s", in.rv);
+    snprintf(out->secret_ns, sizeof(out->secret_ns), "%s", in.secret_ns);
+    snprintf(out->template_ns, sizeof(out->template_ns), "%s", in.template_ns);
+    out->kubeconfig = in.kubeconfig;
+    out->kubeconfig_len = in.kubeconfig_len;
+    err->code = HV_OK;
+    return HV_OK;
+}
+#endif
+
 static int need_kube(const struct hv_config *cfg)
 {
-    if (cfg->kube.events || cfg->kube.mhc_hold || hv_config_checks_machines(cfg))
+    if (cfg->kube.events || cfg->kube.mhc_hold || hv_config_checks_machines(cfg) ||
+        cfg->kubevirt_follow_secret)
         return 1;
     for (size_t k = 0; k < cfg->n_vsphere; k++)
         if (cfg->vsphere[k].identity_capv)
@@ -248,7 +282,13 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                 .n_namespaces = c->n_namespaces,
             };
         }
-        struct hv_kubevirt_opts ko = {kc, cfg->n_kubevirt, cfg->kubevirt_timeout_s * 1000};
+        struct hv_kubevirt_opts ko = {.clusters = kc,
+                                      .n_clusters = cfg->n_kubevirt,
+                                      .timeout_ms = cfg->kubevirt_timeout_s * 1000};
+        if (cfg->kubevirt_follow_secret) { /* need_kube made rt->kube */
+            ko.infra = capk_infra;
+            ko.infra_ctx = rt;
+        }
         struct hv_backend *b = hv_kubevirt_new(&ko, err, errlen);
         free(kc);
         if (!b)

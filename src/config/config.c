@@ -328,11 +328,13 @@ static int parse_vsphere(struct hv_config *c, const hj *v, char *err, size_t err
     return 0;
 }
 
-/* "kubevirt": {"clusters": [{name, server, tokenFile, caFile, namespaces}], timeoutSeconds}.
+/* "kubevirt": {"clusters": [{name, server, tokenFile, caFile, namespaces}], timeoutSeconds,
+ * followInfraClusterSecretRef}.
  * No clusters (or an empty section): one, in-cluster, named "in-cluster". */
 static int parse_kubevirt(struct hv_config *c, const hj *v, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"clusters", "timeoutSeconds", NULL};
+    static const char *const keys[] = {"clusters", "timeoutSeconds", "followInfraClusterSecretRef",
+                                       NULL};
     static const char *const ckeys[] = {"name",   "server",     "tokenFile",
                                         "caFile", "namespaces", NULL};
     if (v->type != HJ_OBJECT) {
@@ -342,6 +344,12 @@ static int parse_kubevirt(struct hv_config *c, const hj *v, char *err, size_t er
     if (hj_check_keys(v, "kubevirt", keys, err, errlen) < 0 ||
         int_into(v, "kubevirt", "timeoutSeconds", 1, 60, &c->kubevirt_timeout_s, err, errlen) < 0)
         return -1;
+    const hj *follow = hj_get(v, "followInfraClusterSecretRef");
+    if (follow && follow->type != HJ_BOOL) {
+        snprintf(err, errlen, "kubevirt.followInfraClusterSecretRef must be a boolean");
+        return -1;
+    }
+    c->kubevirt_follow_secret = follow && follow->b;
     const hj *cl = hj_get(v, "clusters");
     if (cl && (cl->type != HJ_ARRAY || cl->n > 64)) {
         snprintf(err, errlen, "kubevirt.clusters must be an array of at most 64");
@@ -453,7 +461,7 @@ bool hv_config_checks_machines(const struct hv_config *c)
 {
     if (c->kube.check_machines >= 0)
         return c->kube.check_machines == 1;
-    if (c->kube.server || c->kube.events || c->kube.mhc_hold)
+    if (c->kube.server || c->kube.events || c->kube.mhc_hold || c->kubevirt_follow_secret)
         return true;
     for (size_t k = 0; k < c->n_vsphere; k++)
         if (c->vsphere[k].identity_capv)

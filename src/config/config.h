@@ -71,6 +71,9 @@ struct hv_config {
     struct hv_kubevirt_cfg *kubevirt; /* the "kubevirt" section's clusters (none: no backend) */
     size_t n_kubevirt;
     int kubevirt_timeout_s; /* per request, default 10 */
+    /* kubevirt.followInfraClusterSecretRef: a VM's infra cluster from CAPK's
+     * infraClusterSecretRef kubeconfig Secret, read through the management cluster's API */
+    bool kubevirt_follow_secret;
     struct hv_kube_opts kube;
     struct hv_log_opts log;
     struct hv_profiles profiles;

@@ -40,6 +40,9 @@ const char *hv_errcode_message(enum hv_errcode c)
         return HV_MSG("its name is on several configured hosts");
     case HV_E_CREDENTIALS:
         return HV_MSG("hvupdater cannot read the vCenter credentials of the machine's cluster");
+    case HV_E_INFRA_SECRET:
+        return HV_MSG("hvupdater cannot use the KubeVirt infrastructure cluster's kubeconfig "
+                      "Secret (CAPK infraClusterSecretRef)");
     case HV_E_INTERNAL:
         break;
     }

@@ -1024,6 +1024,41 @@ def kubevirt(c):
               "kubevirt namespaces, helm -n team-x: bound to team-x's hvupdater account",
               p.stderr[-300:] or subj)
 
+    # followInfraClusterSecretRef: config.json's flag, get on CAPK's lookup objects
+    # cluster-wide, Secrets only through a Role in each secretNamespaces
+    on = c.helm_template({"kubevirt": {"enabled": True, "followInfraClusterSecretRef": True,
+                                       "secretNamespaces": ["capi", "infra-secrets", "capi"]}})
+    cfg = config(on)
+    c.r.eq(cfg.get("kubevirt"), {"followInfraClusterSecretRef": True},
+           "kubevirt followInfraClusterSecretRef: config.json's kubevirt section")
+    valid(cfg, "kubevirt followInfraClusterSecretRef")
+    infra = [o for o in on if o["metadata"].get("name", "").startswith("hvupdater-kubevirt-infra")]
+    wide = set()
+    for o in infra:
+        if o["kind"] == "ClusterRole":
+            wide |= hv.rbac_grants(o["rules"])
+    c.r.eq(wide, {("cluster.x-k8s.io", "clusters", "get"),
+                  ("infrastructure.cluster.x-k8s.io", "kubevirtmachines", "get"),
+                  ("infrastructure.cluster.x-k8s.io", "kubevirtclusters", "get")},
+           "kubevirt followInfraClusterSecretRef: cluster-wide only get on clusters, "
+           "kubevirtmachines, kubevirtclusters (no Secrets)")
+    roles = [o for o in infra if o["kind"] == "Role"]
+    c.r.eq(sorted((o["metadata"]["namespace"], tuple(sorted(hv.rbac_grants(o["rules"]))))
+                  for o in roles),
+           [(ns, (("", "secrets", "get"),)) for ns in ("capi", "infra-secrets")],
+           "kubevirt followInfraClusterSecretRef: get on secrets only in secretNamespaces")
+    c.r.check(len([o for o in infra if o["kind"] in ("RoleBinding", "ClusterRoleBinding")
+                   and o["subjects"] == sa]) == 3,
+              "kubevirt followInfraClusterSecretRef: each grant bound to hvupdater only")
+    c.r.check(not [o for o in c.helm_template({"kubevirt": {"enabled": True}})
+                   if o["metadata"].get("name", "").startswith("hvupdater-kubevirt-infra")],
+              "kubevirt without followInfraClusterSecretRef: no grant on CAPK's objects")
+    p, _ = c.helm_release({"kubevirt": {"followInfraClusterSecretRef": True}})
+    c.r.check(p.returncode != 0 and
+              "kubevirt.followInfraClusterSecretRef needs kubevirt.enabled" in p.stderr,
+              "followInfraClusterSecretRef without kubevirt.enabled: helm refuses",
+              p.stderr[-300:])
+
 
 def notes(c):
     """NOTES.txt as `helm install` prints it (rendered here through a copy of the chart

@@ -833,7 +833,8 @@ def check_container(r, src, dep, binary):
             continue
         r.check(pkg in BASE_IMAGE_PACKAGES or pkg in pkgs,
                 f"runtime stage installs {pkg} (for {so})", sorted(pkgs))
-    for so in ("libmicrohttpd12", "libgnutls30", "libyajl2", "libcurl4", "libxml2", "libvirt0"):
+    for so in ("libmicrohttpd12", "libgnutls30", "libyajl2", "libyaml-0-2", "libcurl4", "libxml2",
+               "libvirt0"):
         r.check(so in pkgs, f"runtime stage installs {so}")
     for cp in run["COPY"]:
         r.check(cp.startswith("--from=build "), f"runtime COPY comes from the build stage: {cp}")

@@ -344,6 +344,28 @@ def kube_seeds():
             **check_seeds()}
 
 
+def kubeconfig_seeds():
+    """fuzz_kubeconfig: kubeconfigs as CAPK's infraClusterSecretRef Secrets hold them (a token,
+    a client certificate, JSON form), and ones the reader refuses (exec, an alias)."""
+    ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    ca = ca.decode()
+    head = ("apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
+            "clusters:\n- name: infra\n  cluster:\n    server: https://10.0.0.1:6443\n"
+            "    certificate-authority-data: %s\n"
+            "contexts:\n- name: ctx\n  context: {cluster: infra, user: hv, namespace: vms}\n"
+            "users:\n- name: hv\n  user:\n" % ca)
+    return {
+        "token": head + "    token: abc.def\n",
+        "cert": head + "    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ\n",
+        "exec": head + "    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1}\n",
+        "alias": "a: &a [x, x]\nb: [*a, *a]\n",
+        "json": json.dumps({"current-context": "c", "contexts": [
+            {"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            "clusters": [{"name": "k", "cluster": {"server": "https://h"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}]}),
+    }
+
+
 def main():
     src, out = sys.argv[1], sys.argv[2]
     text = open(os.path.join(src, "docs", "settings.md")).read()
@@ -355,7 +377,8 @@ def main():
     b64 = {"patch": base64.b64encode(b'[{"op":"replace","path":"/spec/memoryMiB","value":8192}]')
            .decode(), "one": "QQ==", "two": "QUI=", "empty": "", "bad": "QQ="}
     sets = {"fuzz_soap": SOAP, "fuzz_domxml": DOMXML, "fuzz_oprecord": recs,
-            "fuzz_config": CONFIGS, "fuzz_base64": b64, "fuzz_kube": kube_seeds()}
+            "fuzz_config": CONFIGS, "fuzz_base64": b64, "fuzz_kube": kube_seeds(),
+            "fuzz_kubeconfig": kubeconfig_seeds()}
     for target, seeds in sets.items():
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)

@@ -6,7 +6,7 @@
 # (the operation record on a VM), config (the config file), base64, kube (Kubernetes API
 # answers: CAPV identities, selectors, Machines for the remediation hold, the machine check's
 # Machines, MachineSets and infra machines, the dry-run claim check's Machine lists and
-# dryRun=All answers).
+# dryRun=All answers), kubeconfig (the kubeconfig of CAPK's infraClusterSecretRef Secret).
 # Prints one line per target: executions, coverage (edges) and features, corpus size.
 # Exits non-zero when a fuzzer finds a crash (the input is saved in
 # BUILD_DIR/fuzz-artifacts/<target>/, reproduce it with `BUILD_DIR/test/fuzz/fuzz_<target>
@@ -22,7 +22,7 @@ mkdir -p "$1"
 build=$(cd "$1" && pwd)
 seconds=${2:-60}
 [ $# -ge 2 ] && shift 2 || shift $#
-targets=${*:-hooks soap domxml oprecord config base64 kube}
+targets=${*:-hooks soap domxml oprecord config base64 kube kubeconfig}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=${FUZZ_JOBS:-1}
 

@@ -355,7 +355,7 @@ static void test_new(void **state)
     (void)state;
     char err[200];
     struct hv_kubevirt_cluster c = {.name = "infra", .server = "http://x"};
-    struct hv_kubevirt_opts o = {&c, 1, 0};
+    struct hv_kubevirt_opts o = {.clusters = &c, .n_clusters = 1};
     assert_null(hv_kubevirt_new(&o, err, sizeof(err)));
     assert_string_equal(err, "kubevirt backend: cluster \"infra\": server must be https://...");
     c.server = "https://127.0.0.1:6443/";

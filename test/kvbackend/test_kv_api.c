@@ -25,7 +25,7 @@ static struct hv_backend *backend(const char *server)
                                     .ca_file = getenv("KV_TEST_CA"),
                                     .namespaces = ns,
                                     .n_namespaces = 2};
-    struct hv_kubevirt_opts o = {&c, 1, 3000};
+    struct hv_kubevirt_opts o = {.clusters = &c, .n_clusters = 1, .timeout_ms = 3000};
     char err[200];
     struct hv_backend *b = hv_kubevirt_new(&o, err, sizeof(err));
     if (!b)

@@ -33,7 +33,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{/* config.json: values.config with the vsphere, libvirt and kubernetes parts (the
 kubernetes part without its empty strings: in-cluster) and, with kubevirt.enabled, the
 in-cluster kubevirt part: {} (every namespace), or one cluster bounded to
-kubevirt.namespaces. */}}
+kubevirt.namespaces; followInfraClusterSecretRef true with kubevirt.followInfraClusterSecretRef. */}}
 {{- define "hvupdater.configJson" -}}
 {{- range .Values.vsphere.servers }}
 {{- if and (eq (.identityFrom | default "") "capv") (not $.Values.capvIdentity.enabled) }}
@@ -54,6 +54,11 @@ kubevirt.namespaces. */}}
 {{- else }}
 {{- $_ := set $parts "kubevirt" dict }}
 {{- end }}
+{{- if .Values.kubevirt.followInfraClusterSecretRef }}
+{{- $_ := set $parts.kubevirt "followInfraClusterSecretRef" true }}
+{{- end }}
+{{- else if .Values.kubevirt.followInfraClusterSecretRef }}
+{{- fail "kubevirt.followInfraClusterSecretRef needs kubevirt.enabled" }}
 {{- end }}
 {{- $cfg := merge $parts (omit (deepCopy .Values.config) "kubevirt") -}}
 {{ toPrettyJson $cfg }}
