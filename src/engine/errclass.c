@@ -19,6 +19,7 @@ enum hv_err_class hv_err_classify(enum hv_errcode code)
     case HV_E_RESOURCES:     return HV_EC_REFUSAL;
     case HV_E_TLS:           return HV_EC_REFUSAL;
     case HV_E_CREDENTIALS:   return HV_EC_REFUSAL;
+    case HV_E_INFRA_SECRET:  return HV_EC_REFUSAL;   /* CAPK's kubeconfig Secret, as CAPV's credentials */
     case HV_E_INTERNAL:      return HV_EC_REFUSAL;
     case HV_E_AMBIGUOUS:     return HV_EC_REFUSAL;
     }
