@@ -173,12 +173,11 @@ static int capv_creds(void *ctx, const char *server, const char *identity, char 
 /* hv_kubevirt_infra_fn for kubevirt.followInfraClusterSecretRef: CAPK's infraClusterSecretRef
  * of the machine, read through the management cluster's client (on a worker or probe
  * thread). The kubeconfig's bytes go to the backend, which parses, caches and wipes them. */
-static int capk_infra(void *ctx, const char *cluster, const char *machine, int timeout_ms,
-                      struct hv_kubevirt_infra *out, struct hv_err *err)
+int hv_runtime_capk_infra(void *kube, const char *cluster, const char *machine, int timeout_ms,
+                          struct hv_kubevirt_infra *out, struct hv_err *err)
 {
-    struct hv_runtime *rt = ctx;
-    int t = hv_kube_timeout(rt->kube);
-    struct hv_kube_io io = hv_kube_io(rt->kube);
+    int t = hv_kube_timeout(kube);
+    struct hv_kube_io io = hv_kube_io(kube);
     struct hv_capk_infra in;
     memset(out, 0, sizeof(*out));
     if (hv_capk_infra_io(&io, cluster, machine, timeout_ms > 0 && timeout_ms < t ? timeout_ms : t,
@@ -286,8 +285,8 @@ static int add_backends(struct hv_runtime *rt, const struct hv_config *cfg, char
                                       .n_clusters = cfg->n_kubevirt,
                                       .timeout_ms = cfg->kubevirt_timeout_s * 1000};
         if (cfg->kubevirt_follow_secret) { /* need_kube made rt->kube */
-            ko.infra = capk_infra;
-            ko.infra_ctx = rt;
+            ko.infra = hv_runtime_capk_infra;
+            ko.infra_ctx = rt->kube;
         }
         struct hv_backend *b = hv_kubevirt_new(&ko, err, errlen);
         free(kc);

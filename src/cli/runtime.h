@@ -24,4 +24,12 @@ enum hv_resume_verdict hv_runtime_confirm_resume(struct hv_mc *mc,
                                                  const struct hv_hw *desired, char *msg,
                                                  size_t msglen);
 
+/* The KubeVirt backend's infra function (hv_kubevirt_infra_fn) as this wiring answers it for
+ * kubevirt.followInfraClusterSecretRef: CAPK's infraClusterSecretRef of the machine, read with
+ * the management cluster's client kube (struct hv_kube *). Exposed so the tests drive this
+ * very composition. */
+struct hv_kubevirt_infra;
+int hv_runtime_capk_infra(void *kube, const char *cluster, const char *machine, int timeout_ms,
+                          struct hv_kubevirt_infra *out, struct hv_err *err);
+
 #endif

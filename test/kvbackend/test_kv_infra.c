@@ -20,30 +20,9 @@
 #include "capk.h"
 #include "kube.h"
 #include "kubevirt_backend.h"
+#include "runtime.h"
 
 static struct hv_kube *kube;
-
-/* runtime.c's capk_infra, over the test's client */
-static int infra(void *ctx, const char *cluster, const char *machine, int timeout_ms,
-                 struct hv_kubevirt_infra *out, struct hv_err *err)
-{
-    (void)ctx;
-    struct hv_kube_io io = hv_kube_io(kube);
-    struct hv_capk_infra in;
-    memset(out, 0, sizeof(*out));
-    if (hv_capk_infra_io(&io, cluster, machine, timeout_ms, &in, err->detail, sizeof(err->detail)) <
-        0) {
-        err->code = HV_E_INFRA_SECRET;
-        return HV_E_INFRA_SECRET;
-    }
-    snprintf(out->secret, sizeof(out->secret), "%s", in.secret);
-    snprintf(out->rv, sizeof(out->rv), "%s", in.rv);
-    snprintf(out->secret_ns, sizeof(out->secret_ns), "%s", in.secret_ns);
-    snprintf(out->template_ns, sizeof(out->template_ns), "%s", in.template_ns);
-    out->kubeconfig = in.kubeconfig;
-    out->kubeconfig_len = in.kubeconfig_len;
-    return HV_OK;
-}
 
 static struct hv_backend *backend(void)
 {
@@ -51,8 +30,11 @@ static struct hv_backend *backend(void)
                                     .server = getenv("KV_MGMT_SERVER"),
                                     .token_file = getenv("KV_MGMT_TOKEN"),
                                     .ca_file = getenv("KV_CA")};
-    struct hv_kubevirt_opts o = {
-        .clusters = &c, .n_clusters = 1, .timeout_ms = 3000, .infra = infra};
+    struct hv_kubevirt_opts o = {.clusters = &c,
+                                 .n_clusters = 1,
+                                 .timeout_ms = 3000,
+                                 .infra = hv_runtime_capk_infra,
+                                 .infra_ctx = kube};
     char err[200];
     struct hv_backend *b = hv_kubevirt_new(&o, err, sizeof(err));
     if (!b)
