@@ -336,9 +336,13 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
     hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
            rc == HV_OK ? "accepted" : "error", (char *)NULL);
     if (rc == HV_OK) {
-        if (!live && p->rec.attempts) { /* a retry got through: the record says it was sent */
+        if (p->rec.attempts) {
+            /* a retry got through: the next step of this phase (live memory, then live disk)
+             * has tries of its own (seed 410); the record says it was sent. One carried with
+             * the step is stored already: its wait-live phase counts no tries. */
             p->rec.attempts = 0;
-            if (!rc_store(p))
+            waiting.attempts = 0;
+            if (!st.record && !rc_store(p))
                 return false;
         }
         p->chain =
