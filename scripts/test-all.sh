@@ -140,7 +140,9 @@ test/lab/libvirt-down.sh
 HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kvbackend/lab-test.sh
 # CAPI itself drives hvupdater on CAPK Machines (CAPK v0.1.10's controller): a MachineDeployment
 # grows memory and sockets in place, also through virt-api's validator refusing patches (409),
-# KubeVirt down for 60 s and hvupdater killed (kill -9) mid-operation; beyond maxGuest refused
+# KubeVirt down for 60 s, the VMs' cluster reached only through CAPK's infraClusterSecretRef
+# kubeconfig Secret (its identity; the Secret removed: refused) and hvupdater killed (kill -9)
+# mid-operation; beyond maxGuest refused
 # under Never, a restart under IfNeeded (its own up --capk and down)
 HV_LAB_LOCK_HELD=1 HV_BUILD=build test/kubevirt/capi-test.sh
 # the KubeVirt tutorial (docs/tutorial-kubevirt.md) as a reader runs it: its own lab up and down

@@ -39,6 +39,18 @@ MachineDeployment of 2 CAPK Machines (KubevirtMachineTemplate: memory.guest 1Gi 
               retryAfterSeconds and got "the hypervisor cannot be reached; trying again" in
               progress (shown in the Machine's Updating condition, InPlaceUpdating), never
               Failure as above; done only after the outage, in place
+  infra-secret  the VMs' infrastructure cluster reached only through CAPK's
+              infraClusterSecretRef: the KubevirtCluster names Secret kvc-infra, a kubeconfig of
+              the lab's API server (its CA) with the token of ServiceAccount capk-infra (rights on
+              VMs, VMIs, kubevirts, and what CAPK v0.1.10, which follows the same ref, needs);
+              hvupdater's own identity loses its rights on VMs and its config gets
+              kubevirt.followInfraClusterSecretRef (restarted). Memory +128Mi: the first VM change
+              is refused once by virt-api's validator (refuse-patch 1), which names its user:
+              capk-infra; while that VM's live change is held (hold-migration), the Secret is
+              deleted: UpdateMachine answers Failure "hvupdater cannot use the KubeVirt
+              infrastructure cluster's kubeconfig Secret (CAPK infraClusterSecretRef)" (the
+              control); the Secret back, both Machines done in place as in-place; then the normal
+              RBAC, config (restarted) and no ref again
   kill9       3Gi (memory only): once a Machine's VM carries hvupdater's record and the new
               memory.guest and its VMI a HotMemoryChange the stand-in holds (fault
               hold-migration), hvupdater serve is killed (SIGKILL; its process gone, its port
@@ -60,6 +72,7 @@ Prints one line per scenario, the measured durations, and closes with `N passed,
 Usage: kubevirt_capi_test.py [-k NAME]...
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -460,6 +473,212 @@ def scenario_down():
     STATE.update(snap=after, guest=guest, sockets=sockets)
 
 
+INFRA_SA, INFRA_SECRET = "capk-infra", "kvc-infra"
+INFRA_USER = "system:serviceaccount:%s:%s" % (NS, INFRA_SA)
+# the infrastructure cluster's identity (the Secret's kubeconfig user): what hvupdater needs on
+# VMs, VMIs and the KubeVirt CR (docs/kubevirt.md, RBAC), and what CAPK v0.1.10 needs there
+# too, since it follows the same ref (VMs, VMIs, the cloud-init Secrets, the cluster's Service)
+INFRA_RBAC = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %(sa)s, namespace: %(ns)s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: hvupdater-lab-capk-infra}
+rules:
+- apiGroups: [kubevirt.io]
+  resources: [virtualmachines, virtualmachineinstances, kubevirts]
+  verbs: ["*"]
+- apiGroups: [subresources.kubevirt.io]
+  resources: ["*"]
+  verbs: ["*"]
+- apiGroups: [""]
+  resources: [secrets, services, endpoints]
+  verbs: ["*"]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: hvupdater-lab-capk-infra}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hvupdater-lab-capk-infra}
+subjects:
+- {kind: ServiceAccount, name: %(sa)s, namespace: %(ns)s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: hvupdater-lab-kubevirt-infra}
+rules:
+- apiGroups: [cluster.x-k8s.io]
+  resources: [clusters]
+  verbs: [get]
+- apiGroups: [infrastructure.cluster.x-k8s.io]
+  resources: [kubevirtmachines, kubevirtclusters]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: hvupdater-lab-kubevirt-infra}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: hvupdater-lab-kubevirt-infra}
+subjects:
+- {kind: ServiceAccount, name: hvupdater, namespace: hvupdater-lab}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: hvupdater-lab-kubevirt-infra-secrets, namespace: %(ns)s}
+rules:
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: hvupdater-lab-kubevirt-infra-secrets, namespace: %(ns)s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: hvupdater-lab-kubevirt-infra-secrets}
+subjects:
+- {kind: ServiceAccount, name: hvupdater, namespace: hvupdater-lab}
+""" % {"sa": INFRA_SA, "ns": NS}
+
+
+def restart_hvupdater():
+    subprocess.run([os.path.join(ROOT, "test", "capi", "up.sh"), "--restart-hvupdater"],
+                   check=True, env=dict(os.environ, HV_BUILD=STATE["build"]))
+    ce.set_settings({})
+
+
+def can_i(user, verb, resource):
+    p = kv.kubectl("auth", "can-i", verb, resource, "-n", NS, "--as", user, check=False)
+    return p.stdout.strip() == "yes"
+
+
+def scenario_infra_secret():
+    """The infrastructure cluster reached only through CAPK's infraClusterSecretRef: the
+    KubevirtCluster names Secret kvc-infra, whose kubeconfig is the lab's API server with the
+    token of ServiceAccount capk-infra (rights on VMs, VMIs, kubevirts); hvupdater's own
+    identity loses its rights on VMs (the ClusterRoleBinding the hvupdater scenario made is
+    deleted) and its config gets kubevirt.followInfraClusterSecretRef. A memory-only grow done
+    in place proves the Secret was used; the stand-in (fault refuse-patch 1) names the user
+    of the first VM change: capk-infra. Then the normal config and RBAC come back."""
+    before = STATE["snap"]
+    tmpl, guest, sockets = "kvt-infra", "%dMi" % (mib(STATE["guest"]) + 128), STATE["sockets"]
+    state = os.environ["HV_CAPI_STATE"]
+    path = os.path.join(state, "hvupdater.json")
+    normal = open(path).read()
+    cfg = json.loads(normal)
+    k = cfg["kubernetes"]
+    kv.kubectl("apply", "-f", "-", stdin=INFRA_RBAC)
+    token = kv.kubectl("create", "token", INFRA_SA, "-n", NS, "--duration", "2h").strip()
+    with open(k["caFile"], "rb") as f:
+        ca = base64.b64encode(f.read()).decode()
+    kubeconfig = "\n".join([
+        "apiVersion: v1", "kind: Config", "current-context: infra",
+        "clusters:", "- name: infra", "  cluster:", "    server: %s" % k["server"],
+        "    certificate-authority-data: %s" % ca,
+        "users:", "- name: capk-infra", "  user:", "    token: %s" % token,
+        "contexts:", "- name: infra", "  context: {cluster: infra, user: capk-infra, namespace: %s}" % NS, ""])
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": INFRA_SECRET, "namespace": NS},
+              "type": "Opaque", "stringData": {"kubeconfig": kubeconfig}}
+    kv.apply([secret])
+    vms = {s["kubevirtmachine"]: name for name, s in before.items()}
+    t0 = time.monotonic()
+    try:
+        # hvupdater's own identity: no rights on VMs from now on; the Secret's has them
+        kv.kubectl("delete", "clusterrolebinding", "hvupdater-lab-kubevirt")
+        kv.wait("hvupdater's own identity losing its rights on VMs",
+                lambda: not can_i(HVSA, "patch", "virtualmachines.kubevirt.io"), 30)
+        assert can_i(INFRA_USER, "patch", "virtualmachines.kubevirt.io"), INFRA_USER
+        cfg["kubevirt"]["followInfraClusterSecretRef"] = True
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=1)
+        restart_hvupdater()
+        # the KubevirtCluster names the Secret: CAPK v0.1.10 follows it as well
+        kv.kubectl("patch", "kubevirtcluster", CL, "-n", NS, "--type", "merge", "-p", json.dumps(
+            {"spec": {"infraClusterSecretRef": {"apiVersion": "v1", "kind": "Secret",
+                                                "name": INFRA_SECRET, "namespace": NS}}}))
+        mk = grow_step("infra-secret", tmpl, guest, sockets)
+        capk_log = os.path.join(os.environ.get("HV_KUBEVIRT_STATE", ""), "capk-manager.log")
+        capk_mark = len(lines_of(capk_log)) if os.path.exists(capk_log) else None
+        kv.fault("refuse-patch", text="1")
+        kv.fault("hold-migration")
+        seen = set()
+        t1 = time.monotonic()
+        ce.set_template(NS, MD, tmpl)
+
+        def in_flight():
+            """a VM changed to the new memory.guest (by the Secret's identity: hvupdater's own
+            has no rights), its VMI's HotMemoryChange held by the stand-in"""
+            for km, name in vms.items():
+                o = kv.get("virtualmachine", km, NS)
+                if mib(vm_domain(o)["memory"]["guest"]) != mib(guest):
+                    continue
+                if kv.cond(kv.get("virtualmachineinstance", km, NS), "HotMemoryChange").get("status") == "True":
+                    return name, km
+            return None
+        name, km = ce.wait("a Machine's live change applied on its VM through the Secret and held", in_flight, 300)
+        refused = [x.strip() for x in standin_lines()[mk["standin"]:] if "refused (refuse-patch)" in x]
+        assert len(refused) == 1 and ("change by %s refused" % INFRA_USER) in refused[0], refused
+        # the control: without the Secret, hvupdater cannot reach the infrastructure cluster
+        # (its own identity could not change the VM anyway) and says so, for this call only
+        kv.kubectl("delete", "secret", INFRA_SECRET, "-n", NS)
+        t_del = time.monotonic()
+
+        def refused_secret():
+            f = [c for c in ce.hv_calls(mk["hv"]) if c[0] == "UpdateMachine" and c[1] == "Failure"]
+            return f or None
+        fails = ce.wait("UpdateMachine to answer Failure without the Secret", refused_secret, 120)
+        t_fail = time.monotonic() - t_del
+        assert all("kubeconfig Secret (CAPK infraClusterSecretRef)" in c[2] for c in fails), fails
+        log("without the Secret, %.1f s after its removal: %s %s: %s" % (t_fail, fails[0][3], fails[0][1], fails[0][2]))
+        kv.apply([secret])
+        kv.fault("hold-migration", on=False)
+        ms = watch_rollout("the in-place rollout to %s through the infra Secret" % tmpl,
+                           tmpl, guest, sockets, 400, seen)
+        took = time.monotonic() - t1
+        left = os.path.exists(os.path.join(kv.FAULTS, "refuse-patch"))
+        kv.fault("refuse-patch", on=False)
+        calls = ce.hv_calls(mk["hv"])
+        assert not left, "no VM change met the stand-in's validator"
+        assert not [x for x in standin_lines()[mk["standin"]:] if ("change by %s " % HVSA) in x]
+        # the only Failures: those answered while the Secret was gone
+        bad = [c for c in calls if c[1] == "Failure" and ce.not_retry_wait(c)
+               and "kubeconfig Secret (CAPK infraClusterSecretRef)" not in c[2]]
+        assert not bad, ("hvupdater answered Failure", bad)
+        assert sorted(m["metadata"]["name"] for m in ms) == sorted(before), ("Machines changed", before, ms)
+        after, views = assert_in_place(before, guest, sockets)
+        done = done_per_machine(calls, before)
+        hosts = sorted({m.group(0) for x in lines_of(ce.HVLOG)[mk["hv"]:]
+                        for m in re.finditer(r"capk:[a-z0-9.-]+/[a-z0-9.-]+", x)})
+        capk = []
+        if capk_mark is not None:
+            capk = [x.strip() for x in lines_of(capk_log)[capk_mark:] if "infra kubeconfig secret" in x]
+        RESULTS["infra-secret: 2 Machines in place through the Secret, with the control (s)"] = round(took, 1)
+        RESULTS["infra-secret calls"] = ce.summarize(calls)
+        log("in place in %.1f s through Secret %s/%s; guests %s; hvupdater got: %s" % (
+            took, NS, INFRA_SECRET, views, ce.summarize(calls)))
+        log("    the stand-in: %s" % refused[0].split(" standin: ", 1)[-1])
+        log("    hvupdater's own identity may patch VMs: %s; the Secret's: %s; hosts in hvupdater's log: %s" % (
+            can_i(HVSA, "patch", "virtualmachines.kubevirt.io"),
+            can_i(INFRA_USER, "patch", "virtualmachines.kubevirt.io"), hosts))
+        log("    CAPK's log on the Secret while it was gone: %d lines%s" % (
+            len(capk), (": " + capk[0][:240]) if capk else ""))
+        for c in done:
+            log("    %s %s: %s" % (c[3], c[1], c[2]))
+        STATE.update(snap=after, guest=guest, sockets=sockets)
+    finally:
+        # the normal lab: no ref, hvupdater's own rights and config, restarted
+        kv.fault("refuse-patch", on=False)
+        kv.fault("hold-migration", on=False)
+        kv.kubectl("patch", "kubevirtcluster", CL, "-n", NS, "--type", "json", "-p",
+                   '[{"op": "remove", "path": "/spec/infraClusterSecretRef"}]', check=False)
+        kv.kubectl("apply", "-f", "-", stdin=RBAC)
+        with open(path, "w") as f:
+            f.write(normal)
+        restart_hvupdater()
+    RESULTS["infra-secret: the whole scenario (s)"] = round(time.monotonic() - t0, 1)
+
+
 def hv_events(since):
     """hvupdater's log lines after line since, as JSON objects"""
     out = []
@@ -647,7 +866,7 @@ def scenario_beyond_max():
 
 
 SCENARIOS = [scenario_hvupdater, scenario_scale_up, scenario_in_place, scenario_conflict,
-             scenario_down, scenario_kill9, scenario_beyond_max]
+             scenario_down, scenario_infra_secret, scenario_kill9, scenario_beyond_max]
 
 
 def main():
