@@ -166,6 +166,7 @@ struct rc_class {
     enum rc_owner owner;
     enum rc_hazard hazard;
     int64_t hazard_sent; /* when the step that may still land was sent */
+    int hazard_tries;    /* its failed tries (the record's attempts): the last one not sent */
     bool on;             /* power: the VM runs (else off) */
     enum hv_phase phase; /* the record's phase */
     bool cycle;    /* the record shows a cycle in flight (shutdown to power-on), any hardware */

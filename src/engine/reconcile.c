@@ -92,6 +92,7 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
         c->now < rc_may_land_until(c->s, c->step_timeout_s, r->step_at)) {
         k->hazard = HZ_STEP_SENT;
         k->hazard_sent = r->step_at;
+        k->hazard_tries = r->attempts;
     } else if (c->on && r->cold && hv_rec_failed_upon_at(r) &&
                c->now < rc_may_land_until(c->s, c->step_timeout_s, hv_rec_failed_upon_at(r))) {
         k->hazard = HZ_FAILED_UPON;
@@ -224,6 +225,10 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
                     "takes the cycle under way over");
         p->rec.step_at = k->hazard_sent;
+        /* its failed tries with it: a step whose last try was refused was not sent, and is
+         * sent again rather than waited for (seed 16617: B took over A's refused shutdown
+         * and waited for it until Soft's timeout) */
+        p->rec.attempts = k->hazard_tries;
         rc_slot_gate(p, true);
         if (!rc_store(p))
             return false;

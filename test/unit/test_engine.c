@@ -1391,6 +1391,39 @@ static void test_power_cycle_slots_per_host(void **state)
     assert_int_equal(b.retry_after_s, 0);
 }
 
+/* A cycle's shutdown whose last try was refused (its record's attempts) was not sent: a new
+ * operation that takes that cycle over (a rollout that changed mid-shutdown) sends it again
+ * instead of waiting for it (sim seed 16617: B waited out Soft's shutdown timeout for a
+ * shutdown the hypervisor had refused, and failed "the guest did not shut down"). */
+static void test_takeover_of_a_refused_shutdown_sends_it(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-refused", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-refused");
+    f->s.power_off_mode = HV_POM_SOFT;
+    f->s.shutdown_timeout_s = 60;
+    struct hv_oprecord a;
+    memset(&a, 0, sizeof(a));
+    a.desired = (struct hv_hw){1536, -1, -1, -1};
+    a.phase = HV_PH_SHUTDOWN;
+    a.cold = true;
+    a.attempts = 1; /* refused: another task was changing the VM */
+    a.started_at = a.step_at = (int64_t)time(NULL) - 2;
+    snprintf(a.owner, sizeof(a.owner), "gone:1");
+    snprintf(a.plan[HV_F_MEMORY], sizeof(a.plan[0]), "cold");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&a, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-refused");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    struct hv_hw b = {1024, -1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-refused", b, 10, NULL);
+    if (r.failure || r.retry_after_s)
+        fail_msg("not done with the refused shutdown sent again: %s", r.message);
+    assert_int_not_equal(dom_id(f, "eng-refused"), id); /* power-cycled */
+    assert_int_equal(observe(f, "eng-refused").hw.memory_mib, 1024);
+}
+
 static void test_hook_side_answers_at_once_and_converges(void **state)
 {
     struct fx *f = *state;
@@ -2679,6 +2712,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_takeover_of_a_refused_shutdown_sends_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_power_cycle_finishes_on_its_own, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_resumed_cycle_takes_a_slot_and_finishes_on_its_own,
