@@ -15,19 +15,12 @@
 #define CAPI_CLUSTERS "/apis/cluster.x-k8s.io/v1beta2/namespaces/%s/clusters/%s"
 #define CAPK_GROUP    "/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/%s"
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* GET path within what is left of deadline: the HTTP status (200 with *out), or -1. what
  * names the object in why. */
 static int get(const struct hv_kube_io *k, const char *path, const char *what, int64_t deadline,
                hj **out, char *why, size_t whylen)
 {
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - hv_kube_mono_ms();
     *out = NULL;
     if (left <= 0) {
         snprintf(why, whylen, "%s: no time left to read it", what);
@@ -103,7 +96,7 @@ int hv_capk_infra_io(const struct hv_kube_io *k, const char *cluster, const char
                      int timeout_ms, struct hv_capk_infra *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof(*out));
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+    int64_t deadline = hv_kube_mono_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
     char ns[64], cname[256], path[1024], what[400];
     if (!split(cluster, ns, sizeof(ns), cname, sizeof(cname)) || !machine ||
         !hv_kube_name_ok(machine) || strlen(machine) > 253) {

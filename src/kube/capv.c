@@ -15,18 +15,11 @@
 #define CAPI_CLUSTERS "/apis/cluster.x-k8s.io/v1beta2/namespaces/%s/clusters/%s"
 #define CAPV_GROUP    "/apis/infrastructure.cluster.x-k8s.io/v1beta1"
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* GET path within what is left of deadline; *out on 200. */
 static int get(const struct hv_kube_io *k, const char *path, int64_t deadline, hj **out, char *why,
                size_t whylen)
 {
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - hv_kube_mono_ms();
     *out = NULL;
     if (left <= 0) {
         snprintf(why, whylen, "no time left before GET %s", path);
@@ -228,7 +221,7 @@ enum hv_capv_rc hv_capv_credentials_io(const struct hv_kube_io *k, const char *c
                                        const char *cluster, int timeout_ms, char *user, size_t ulen,
                                        char *pass, size_t plen, char *why, size_t whylen)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = hv_kube_mono_ms() + timeout_ms;
     char ns[256], name[256], path[1024];
     const char *slash = strchr(cluster, '/');
     if (!slash || (size_t)(slash - cluster) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name)) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
 
@@ -302,4 +303,11 @@ int hv_kube_dry_run_merge_patch(struct hv_kube *k, const char *path, const char 
         explicit_bzero(b.p, b.len);
     free(b.p);
     return st;
+}
+
+int64_t hv_kube_mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }

@@ -12,6 +12,7 @@
 #define HV_KUBE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "json.h"
 
@@ -70,5 +71,8 @@ struct hv_kube_io hv_kube_io(struct hv_kube *k);
 /* true when s is a valid object name or namespace (DNS subdomain: [a-z0-9.-], at most 253),
  * so it can stand in a path as it is. */
 int hv_kube_name_ok(const char *s);
+
+/* CLOCK_MONOTONIC in ms: the deadlines of reads made on behalf of one lookup (capv.c, capk.c). */
+int64_t hv_kube_mono_ms(void);
 
 #endif
