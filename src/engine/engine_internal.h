@@ -68,6 +68,8 @@ struct entry {
     bool timed;
     int64_t wake_ms;
     uint64_t woken; /* passes queued because the backend reported a change of this VM */
+    /* the last pass that read the VM's record found a power cycle in flight (hv_follow) */
+    bool following;
     /* power-cycle slot */
     bool slot;
     bool slot_forced; /* taken over the caps (force): only to finish a cycle under way */

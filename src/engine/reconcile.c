@@ -350,9 +350,10 @@ bool rc_slot_gate(struct pass *p, bool under_way)
     return rc_slot(p, rc_slot_need(&f));
 }
 
-bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
-                      const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                      const struct hv_settings *s, bool called, struct hv_update_result *out)
+enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+                                const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                                const struct hv_settings *s, bool called,
+                                struct hv_update_result *out)
 {
     struct pass *p = calloc(1, sizeof(*p));
     if (!p)
@@ -393,6 +394,10 @@ bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backe
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
     bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
+    enum hv_follow follow = !p->seen  ? HV_FOLLOW_UNSEEN
+                            : !cycling ? HV_FOLLOW_NONE
+                            : p->ours && !strcmp(p->rec.owner, b->owner) ? HV_FOLLOW_OWN
+                                                                         : HV_FOLLOW_CYCLE;
     free(p);
-    return cycling;
+    return follow;
 }

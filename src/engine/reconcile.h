@@ -14,15 +14,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* What a pass found of the VM's power cycle, for the caller to carry it on by itself. */
+enum hv_follow {
+    HV_FOLLOW_NONE,  /* no power cycle of the VM's operation in flight */
+    HV_FOLLOW_CYCLE, /* one in flight (with or without a slot: waiting for one, or the VM
+                      * paused), or a step that may still take the VM down */
+    HV_FOLLOW_OWN,   /* ... and the VM's record says this process carries it */
+    HV_FOLLOW_UNSEEN, /* the pass could not read the VM's record (the hypervisor did not
+                       * answer): the caller keeps following a cycle the last pass that read
+                       * it found this process carrying (HV_FOLLOW_OWN) */
+};
+
 /* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called: a hook
  * call asked for it; false for the passes the engine runs by itself to finish a power cycle,
  * which continue this process's operation but never begin one (the desired hardware they
- * carry may be outdated). True when a power cycle of the VM's operation is in flight after
- * it (with or without a slot: waiting for one, or the VM paused), which the caller then
- * carries on by itself. */
-bool hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
-                      const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                      const struct hv_settings *s, bool called, struct hv_update_result *out);
+ * carry may be outdated). Says whether a power cycle of the VM's operation is in flight after
+ * it, which the caller then carries on by itself. */
+enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
+                                const struct hv_vm_ref *ref, const struct hv_hw *desired,
+                                const struct hv_settings *s, bool called,
+                                struct hv_update_result *out);
 
 /* Stable text for a backend error code (never the raw hypervisor text). */
 const char *hv_errcode_message(enum hv_errcode c);

@@ -105,10 +105,24 @@ static void run_head(struct hv_engine *e)
     struct hv_update_result res;
     memset(&res, 0, sizeof(res));
     int64_t began = eng_now_ms(e);
-    bool cycling = hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
+    enum hv_follow follow =
+        hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
     hv_metrics_pass();
 
     pthread_mutex_lock(&e->lock);
+    /* A pass that could not read the VM's record (the hypervisor did not answer) knows
+     * nothing new of its cycle: a cycle this process carries stays followed (its VM may be
+     * paused or its host down for a while; seed 11852), else CAPI stopping its calls would
+     * leave it half done, its sent shutdown landing later outside any slot. */
+    bool cycling = follow == HV_FOLLOW_CYCLE || follow == HV_FOLLOW_OWN ||
+                   (follow == HV_FOLLOW_UNSEEN && x->following);
+    if (follow != HV_FOLLOW_UNSEEN)
+        x->following = follow == HV_FOLLOW_OWN;
+    /* ... and, blind to it, the cycle counts against the caps again: its shutdown may land at
+     * any time (a VM paused mid-cycle gave its slot back, and may have been resumed since;
+     * seed 12023), so no new cycle of its host begins until a pass sees the VM again. */
+    if (follow == HV_FOLLOW_UNSEEN && x->following && !x->slot && x->slot_host[0])
+        eng_slot_take(e, x, x->slot_host, true);
     x->running = false;
     x->used_ms = eng_now_ms(e);
     eng_probe_expire(e, x); /* the pass may have changed the VM: CanUpdateMachine looks again */
