@@ -73,6 +73,10 @@ struct hv_books {
     /* True the first time this process handles the operation that started at op_started_at
      * on this VM (e.g. after a restart, or an operation another replica began). */
     bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
+    /* The last time (unix seconds) a pass of this process saw the VM of the operation that
+     * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
+     * records that a pass saw it so at at. 0: never (or not by this process). */
+    int64_t (*paused_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t at);
     /* Unix seconds now (the driver's clock when the engine is driven). */
     int64_t (*unix_s)(void *ctx);
     /* The VM's hypervisor was found unreachable at now (unreachable) or reachable: returns

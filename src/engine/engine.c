@@ -82,6 +82,25 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     return first;
 }
 
+static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, int64_t at)
+{
+    struct hv_engine *e = ctx;
+    int64_t seen = 0;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    if (x) {
+        if (x->paused_op != op_started_at)
+            x->paused_at = 0; /* another operation's */
+        if (at > x->paused_at) {
+            x->paused_op = op_started_at;
+            x->paused_at = at;
+        }
+        seen = x->paused_at;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return seen;
+}
+
 /* The outage bound's start (errclass.h HV_TAKE_WAIT) in a run of failures (race: of lost
  * races on record writes, kept in race_since; otherwise of calls that did not reach the
  * hypervisor or got no answer, in unreach_since): failing at now, or ended (the call
@@ -147,6 +166,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_release = eng_slot_release,
                                  .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
+                                 .paused_seen = paused_seen,
                                  .unreachable_since = unreachable_since,
                                  .lost_race_since = lost_race_since,
                                  .unix_s = eng_unix_s};

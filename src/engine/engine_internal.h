@@ -44,6 +44,9 @@ struct entry {
     int64_t used_ms;        /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on */
     int64_t seen_op;
+    /* when a pass last saw the VM of operation paused_op paused in the middle of its cycle
+     * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
+    int64_t paused_op, paused_at;
     /* when the hypervisor was first found unreachable in the current run of failed looks
      * (seconds, 0: it answered last time) */
     int64_t unreach_since;

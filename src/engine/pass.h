@@ -187,6 +187,10 @@ static inline bool rc_ours(const struct rc_class *k)
  * VM down: shutdownTimeoutSeconds plus the step timeout. The one window of "a sent step may
  * still land" (the classes, a step taken over, this process's own step after a pause). */
 int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent);
+/* When the step in flight of p's record (its shutdown or power-off) began to have its time:
+ * when it was sent, or, when this process saw the VM paused in the middle of the cycle since,
+ * the last time it saw it so (a paused guest acts on nothing; seed 15744). */
+int64_t rc_step_run_at(struct pass *p);
 
 /* What a pass needs of its VM's power-cycle slot: the one rule (rc_slot_need, pure), applied
  * where the pass gates a cycle's step and at the end of the pass (rc_slot applies it). */

@@ -119,6 +119,12 @@ int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64
     return sent + s->shutdown_timeout_s + step_timeout_s;
 }
 
+int64_t rc_step_run_at(struct pass *p)
+{
+    int64_t paused = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
+    return paused > p->rec.step_at ? paused : p->rec.step_at;
+}
+
 /* ---- decide and act, in the documented order (docs/how-it-works.md "Phases") ------------ */
 
 /* 2. The record is this hardware's sticky Failure: the same Failure again, no step; a VM it
@@ -394,8 +400,8 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
     bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
-    enum hv_follow follow = !p->seen  ? HV_FOLLOW_UNSEEN
-                            : !cycling ? HV_FOLLOW_NONE
+    enum hv_follow follow = !p->seen                                     ? HV_FOLLOW_UNSEEN
+                            : !cycling                                   ? HV_FOLLOW_NONE
                             : p->ours && !strcmp(p->rec.owner, b->owner) ? HV_FOLLOW_OWN
                                                                          : HV_FOLLOW_CYCLE;
     free(p);

@@ -1140,6 +1140,11 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     case 5:
         if (v->power == HV_POWER_PAUSED) {
             v->power = HV_POWER_ON;
+            /* a guest shutting down when it was paused goes on with it: it still needs the
+             * running time it had left (issue 27's seed 15744: the window of "a sent step
+             * may still land" is running time, not wall time) */
+            if (v->off_at && v->paused_ms && v->off_at > v->paused_ms)
+                v->off_at += s->now_ms - v->paused_ms;
             v->resumed_ms = s->now_ms;
             changed(s, k);
             sim_note(s, "operator: %s resumed", v->name);
