@@ -114,8 +114,11 @@ void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     int from = s->n_hist > SIM_HIST ? s->n_hist - SIM_HIST : 0;
     for (int k = from; k < s->n_hist; k++)
         fprintf(f, "    %s\n", s->hist[k % SIM_HIST]);
-    fprintf(f, "  replay: sim_main --seed %llu --steps %d --trace\n", (unsigned long long)s->o.seed,
-            s->o.steps);
+    if (s->o.script)
+        fprintf(f, "  replay: sim_main --script %s --trace\n", s->o.script);
+    else
+        fprintf(f, "  replay: sim_main --seed %llu --steps %d --trace\n",
+                (unsigned long long)s->o.seed, s->o.steps);
 }
 
 /* ---- the clock the engines run on ------------------------------------------------------- */
@@ -1090,10 +1093,11 @@ static void on_abort(int sig)
  * A regression test that pins its schedule (`sim_main --script FILE`), one line each:
  *   world [hosts=N] [replicas=N] [cap=N] [cap_host=N] [record_in_step=0|1]
  *   vm K [host=H] [power=on|off] [mem=MiB] [cpus=N] [maxmem=MiB] [maxcpus=N] [agent=0|1]
- *        [stats=0|1|2] [acpi=0|1]
+ *        [stats=0|1|2] [acpi=0|1] [transient=0|1]
  *   at SECONDS can K mem=MiB cpus=N settings=POWERCYCLE/POWEROFFMODE/GUESTVERIFICATION/LIVE/
  *        SHUTDOWN/DEADLINE [replica=R]       (CanUpdateMachine; UpdateMachine calls follow)
- *   at SECONDS update K                      (one UpdateMachine call)
+ *   at SECONDS update K                      (one UpdateMachine call; none once K's
+ *                                             operation is done or CAPI gave up on it)
  *   at SECONDS run                           (every replica runs its due passes)
  *   at SECONDS events                        (the hypervisor's change events are delivered)
  *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
@@ -1170,6 +1174,7 @@ static int script_world(struct sim *s, FILE *f)
             v->reserve = 50;
             v->onlines = true;
             v->ignores_acpi = kvl(line, "acpi", 1) == 0;
+            v->transient = kvl(line, "transient", 0) != 0;
             v->power0 = v->power;
             v->config0 = v->config;
             v->cycle_owner = -1;
@@ -1226,8 +1231,9 @@ static int script_events(struct sim *s, FILE *f)
                      pc, pom, gc, live, shut, dl);
             start_op(s, k, want, true);
             c->next_ms = INT64_MAX / 2; /* (the script makes the calls) */
-        } else if (!strcmp(what, "update") && vm_ok && s->callers[k].st == C_UPDATING) {
-            call_update(s, k);
+        } else if (!strcmp(what, "update") && vm_ok) {
+            if (s->callers[k].st == C_UPDATING) /* (after done CAPI has nothing to call for) */
+                call_update(s, k);
             s->callers[k].next_ms = INT64_MAX / 2;
             if (s->callers[k].st != C_UPDATING)
                 s->callers[k].st = C_IDLE;

@@ -911,10 +911,48 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return HV_OK;
 }
 
+/* Invariant 3 at every step the engine asks of the hypervisor: deadlineSeconds bounds the
+ * whole operation, counted from its start as recorded on the VM (docs/settings.md): past it,
+ * a VM that is off is started again and the operation fails. So no step of an operation that
+ * is not failed moves the change on past its deadline: none but a power-on (bringing the VM
+ * back) or a reconfigure back to the record's previous configuration (a rollback after a
+ * start that failed). The operation is the one the step belongs to: the record stored with
+ * it (record_in_step worlds), else the VM's own, which a step's pass writes before it. The
+ * world's clock may run up to a second past the pass's (whole seconds). */
+#define DEADLINE_SLACK_S 2
+static void check_step_deadline(struct sim *s, int k, const struct hv_step *st)
+{
+    if (k < 0 || !s->vms[k].exists)
+        return;
+    struct sim_vm *v = &s->vms[k];
+    struct hv_oprecord with;
+    const struct hv_oprecord *r = sim_record(v);
+    if (st->record && s->record_in_step && hv_oprecord_read(&with, st->record))
+        r = &with;
+    int deadline = 0;
+    if (!r || r->phase == HV_PH_FAILED || r->phase == HV_PH_DONE ||
+        sscanf(r->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) != 1)
+        return;
+    int64_t age = s->unix0 + s->now_ms / 1000 - r->started_at;
+    s->r.checks++;
+    if (age <= deadline + DEADLINE_SLACK_S || st->kind == HV_STEP_POWER_ON)
+        return;
+    bool restores = st->kind == HV_STEP_RECONFIGURE &&
+                    (st->desired.memory_mib >= 0 || st->desired.cpus >= 0) &&
+                    (st->desired.memory_mib < 0 || st->desired.memory_mib == r->prev.memory_mib) &&
+                    (st->desired.cpus < 0 || st->desired.cpus == r->prev.cpus);
+    if (!restores)
+        sim_break(s, INV_ENDS,
+                  "%s: step %d of an operation begun %lld s ago, past its deadlineSeconds %d "
+                  "(record: %s, not failed)",
+                  v->name, st->kind, (long long)age, deadline, hv_phase_name(r->phase));
+}
+
 static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
                  struct hv_err *err)
 {
     struct sim *s = sim_of(b);
+    check_step_deadline(s, sim_vm_by_name(s, ref->name), st);
     int rc = act_do(b, ref, st, err);
     int k = sim_vm_by_name(s, ref->name);
     if (k >= 0)

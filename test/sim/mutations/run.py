@@ -7,8 +7,8 @@ script copies src/engine to a scratch directory, applies the patch there (the tr
 touched), compiles the changed engine sources with the build's own compile commands
 (compile_commands.json; -Werror dropped: a mutant may leave a variable unused), links them
 ahead of the engine library into a copy of sim_main (the build's link line), and runs it over
-the CI seeds (1..2000 at 400 steps, then every sim_regression seed at its steps) until a run
-breaks. It prints, per mutation, the invariant that caught it, the seed and the step.
+the CI seeds (1..2000 at 400 steps, then every sim_regression seed at its steps, then every
+scripted scenario) until a run breaks. It prints, per mutation, the invariant that caught it, the seed and the step.
 
 Header fields:
   Promise:   the promise the mutation breaks (required)
@@ -17,7 +17,13 @@ Header fields:
              a mutation listed uncaught fails the target when it is caught (take the line out),
              as open-seeds.txt does for seeds
   Guards:    NAME:SEED[:STEPS] (repeatable, comma-separated): sim.regression.NAME must break
-             under this mutant (a regression seed re-verified against its fix: issue 26 item 4)
+             under this mutant (a regression seed re-verified against its fix: issue 26 item 4);
+             or NAME of a scripted scenario, test/sim/scripts/NAME.sim (ctest sim.scenario.NAME),
+             which must break under it
+
+After the seeds, every scripted scenario (test/sim/scripts/*.sim, sim_main --script: a pinned
+schedule, issue 26 item 4) is run too, so a mutant that only a scenario's schedule reaches is
+caught.
 
 A patch that no longer applies as a diff (its code moved to another file of src/engine, or
 its context changed) is applied by its text: each hunk where its changed lines, with as much
@@ -244,6 +250,15 @@ ABORTED = re.compile(r'sim: the engine aborted seed (\d+) .* at step (\d+)')
 
 
 SKIP = os.path.join(os.path.dirname(HERE), 'open-seeds.txt')
+SCRIPTS = os.path.join(os.path.dirname(HERE), 'scripts')
+
+
+def scenarios():
+    """{name: path} of every scripted scenario (test/sim/scripts/NAME.sim)."""
+    if not os.path.isdir(SCRIPTS):
+        return {}
+    return {f[:-4]: os.path.join(SCRIPTS, f) for f in sorted(os.listdir(SCRIPTS))
+            if f.endswith('.sim')}
 
 
 def judge(binary, cmd):
@@ -314,10 +329,24 @@ def main():
                 if hit:
                     where = 'sim.regression.%s' % rn
                     break
+        if not hit:
+            for sn, sp in scenarios().items():
+                hit = judge(binary, ['--script', sp])
+                if hit:
+                    where = 'sim.scenario.%s' % sn
+                    break
         guards_ok = []
         for g in [x.strip() for x in head.get('Guards', '').split(',') if x.strip()]:
             gp = g.split(':')
             gname = gp[0]
+            if len(gp) == 1 and gname in scenarios():
+                gh = judge(binary, ['--script', scenarios()[gname]])
+                if gh:
+                    guards_ok.append('sim.scenario.%s (%s at step %s)' % (gname, gh[0], gh[2]))
+                else:
+                    bad.append('%s: sim.scenario.%s no longer breaks under its mutant: it guards '
+                               'nothing' % (name, gname))
+                continue
             if len(gp) >= 2:
                 gseed, gsteps = int(gp[1]), int(gp[2]) if len(gp) > 2 else 400
             elif gname in reg_by_name:
@@ -348,7 +377,7 @@ def main():
                 rows.append((name, 'uncaught (listed)'))
             else:
                 bad.append('%s: NOT caught on the CI seeds (1..%d x400 and every regression '
-                           'seed): a hole in the judge' % (name, args.seeds))
+                           'seed and scenario): a hole in the judge' % (name, args.seeds))
                 print('FAIL %-40s NOT caught [%.0f s]' % (name, dt), flush=True)
                 rows.append((name, 'NOT caught'))
         for g in guards_ok:
