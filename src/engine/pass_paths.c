@@ -243,10 +243,10 @@ static void new_cycle(struct pass *p)
 void rc_cold_on_path(struct pass *p)
 {
     const struct hv_engine_cfg *cfg = p->b->cfg;
-    int64_t sent = rc_step_run_at(p);
-    int64_t elapsed = p->now - sent;
+    int64_t run_at = rc_step_run_at(p);
+    int64_t elapsed = p->now - run_at;
     bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
-    bool may_land = p->now < rc_may_land_until(p->s, cfg->step_timeout_s, sent);
+    bool may_land = p->now < rc_may_land_until(p->s, cfg->step_timeout_s, run_at);
     /* The shutdown or power-off in flight is an older operation's that this one, which needs
      * no power cycle itself, took over while it might still take the VM down (downAt): it
      * sends no step of its own (no new cycle for hardware that needs none). Once that step
@@ -262,9 +262,9 @@ void rc_cold_on_path(struct pass *p)
      * it may still take the VM down, of a cycle that lost its slot while the VM was paused:
      * the VM may go down at any moment, so the cycle counts against the caps at once (taken
      * over them), before a new cycle of its host begins. */
-    bool own_sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
+    bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-        !rc_slot_gate(p, own_sent)) {
+        !rc_slot_gate(p, sent)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
          * by another replica, or one whose step is older): it goes on like a new one, when a
          * slot is free (not handled here yet: the pass that goes on sends its step again). */
