@@ -13,6 +13,7 @@
 #include "vs_config.h"
 
 static const char *const vm_paths[] = {
+    "config.uuid",
     "runtime.powerState",
     "config.hardware.memoryMB",
     "config.hardware.numCPU",
@@ -277,7 +278,9 @@ static void vm_prop(struct vs_vm *vm, const char *name, xmlNodePtr val, bool *re
                     const char *disk_sel)
 {
     char t[64];
-    if (strcmp(name, "runtime.powerState") == 0) {
+    if (strcmp(name, "config.uuid") == 0) {
+        vs_xml_text(val, vm->uuid, sizeof(vm->uuid));
+    } else if (strcmp(name, "runtime.powerState") == 0) {
         vs_xml_text(val, t, sizeof(t));
         vm->power = strcmp(t, "poweredOn") == 0    ? HV_POWER_ON
                     : strcmp(t, "poweredOff") == 0 ? HV_POWER_OFF
@@ -392,8 +395,8 @@ int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int
     return rc;
 }
 
-/* Report the VMs of one RetrievePropertiesEx(-Continue) answer that carry our record; the
- * continuation token goes to token ("" when the answer is the last). */
+/* Report the VMs of one RetrievePropertiesEx(-Continue) answer, with our record when they
+ * carry it; the continuation token goes to token ("" when the answer is the last). */
 static void list_parse(xmlNodePtr body, vs_record_fn fn, void *ctx, char *token, size_t toklen)
 {
     xmlNodePtr rv = vs_xml_child(body, "returnval");
@@ -428,8 +431,7 @@ static void list_parse(xmlNodePtr body, vs_record_fn fn, void *ctx, char *token,
                 record_ok = read_record(val, record, HV_RECORD_MAX);
             }
         }
-        if (record_ok && record[0])
-            fn(ctx, moref, name, uuid, power, record);
+        fn(ctx, moref, name, uuid, power, record_ok ? record : "");
     }
     free(record);
 }

@@ -37,6 +37,7 @@ struct vs_disk {
 /* The backend's private observation: richer than hv_vm_obs, used by plan(). */
 struct vs_vm {
     char moref[64];
+    char uuid[64]; /* config.uuid (the BIOS UUID), "" when the answer had none */
     enum hv_power power;
     int64_t memory_mb;        /* -1 unknown */
     int32_t cpus;             /* -1 unknown */
@@ -64,11 +65,12 @@ int vs_find_vm(struct vs_server *s, const char *uuid, int timeout_ms, char *more
 int vs_read_vm(struct vs_server *s, const char *moref, const char *disk_sel, int timeout_ms,
                struct vs_vm *vm, struct hv_err *err);
 
-/* One VM of vs_list_records: its moref, name, BIOS UUID, power state and record. */
+/* One VM of vs_list_records: its moref, name, BIOS UUID, power state and record ("" when it
+ * carries none, or one too large to read). */
 typedef void (*vs_record_fn)(void *ctx, const char *moref, const char *name, const char *uuid,
                              enum hv_power power, const char *record);
-/* Every VM of the vCenter whose extraConfig holds our record (a ContainerView over the root
- * folder, read with RetrievePropertiesEx and its continuations); fn for each. */
+/* Every VM of the vCenter (a ContainerView over the root folder, read with
+ * RetrievePropertiesEx and its continuations); fn for each, with its record if it has one. */
 int vs_list_records(struct vs_server *s, int timeout_ms, vs_record_fn fn, void *ctx,
                     struct hv_err *err);
 

@@ -13,6 +13,7 @@
  */
 #include "vsphere_backend.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #define CACHE_FRESH_MS  30000
 #define SESSIONS_MAX    4096 /* per-cluster / per-thumbprint sessions over all servers */
 #define SESSION_IDLE_MS (10 * 60 * 1000) /* session_idle_ms's default */
+#define HINTS_MAX       65536            /* VMs whose moref the last scan left (4.5 MiB at most) */
 
 struct cache_entry {
     bool used;
@@ -39,6 +41,13 @@ struct cache_entry {
     char uuid[64];
     int64_t at_ms;
     struct vs_vm vm;
+};
+
+/* A VM's moref as the last scan (list_records) read it with its BIOS UUID (lower case). */
+struct hint {
+    size_t server;
+    char uuid[40];
+    char moref[24];
 };
 
 /* One session beyond a server's own: the cluster whose credentials it logs in with and the
@@ -65,7 +74,21 @@ struct vs_backend {
     int64_t swept_ms; /* last look for idle sessions */
     pthread_mutex_t cache_mu;
     struct cache_entry cache[CACHE_MAX];
-    size_t next; /* round-robin victim */
+    size_t next;        /* round-robin victim */
+    struct hint *hints; /* sorted by server and uuid; under cache_mu */
+    size_t n_hints;
+};
+
+/* A scan in progress (list_records): what it reports to, and the morefs it saw. */
+struct vs_list_ctx {
+    struct vs_backend *vb;
+    size_t idx;
+    const struct vs_server *s;
+    hv_vm_found_fn fn;
+    void *ctx;
+    struct hv_vm_found *f;
+    struct hint *seen;
+    size_t n_seen, cap_seen;
 };
 
 static struct vs_backend *vsb(struct hv_backend *b)
@@ -274,7 +297,103 @@ static void cache_drop(struct vs_backend *vb, size_t server, const char *uuid)
     pthread_mutex_unlock(&vb->cache_mu);
 }
 
+/* ---- morefs from the last scan ---- */
+
+static int hint_cmp(const void *a, const void *b)
+{
+    const struct hint *p = a, *q = b;
+    if (p->server != q->server)
+        return p->server < q->server ? -1 : 1;
+    return strcmp(p->uuid, q->uuid);
+}
+
+/* uuid lower-cased into out (cap 40); false when it does not fit. */
+static bool hint_key(const char *uuid, char out[40])
+{
+    size_t n = strlen(uuid);
+    if (n == 0 || n >= 40)
+        return false;
+    for (size_t i = 0; i <= n; i++)
+        out[i] = (char)tolower((unsigned char)uuid[i]);
+    return true;
+}
+
+/* The scan's moref of the VM with this BIOS UUID on server, into moref (64); false when the
+ * scan saw none, or more than one VM with it. */
+static bool hint_get(struct vs_backend *vb, size_t server, const char *uuid, char *moref)
+{
+    struct hint key = {.server = server};
+    if (!hint_key(uuid, key.uuid))
+        return false;
+    pthread_mutex_lock(&vb->cache_mu);
+    const struct hint *h =
+        vb->n_hints ? bsearch(&key, vb->hints, vb->n_hints, sizeof(key), hint_cmp) : NULL;
+    if (h)
+        snprintf(moref, 64, "%s", h->moref);
+    pthread_mutex_unlock(&vb->cache_mu);
+    return h != NULL;
+}
+
+/* A VM the scan listed: kept for the table the scan's end puts in place. */
+static void hint_add(struct vs_list_ctx *l, const char *uuid, const char *moref)
+{
+    struct hint h = {.server = l->idx};
+    if (!hint_key(uuid, h.uuid) || strlen(moref) >= sizeof(h.moref) || l->n_seen >= HINTS_MAX)
+        return;
+    snprintf(h.moref, sizeof(h.moref), "%s", moref);
+    if (l->n_seen == l->cap_seen) {
+        size_t cap = l->cap_seen ? l->cap_seen * 2 : 256;
+        struct hint *v = realloc(l->seen, cap * sizeof(*v));
+        if (!v)
+            return;
+        l->seen = v;
+        l->cap_seen = cap;
+    }
+    l->seen[l->n_seen++] = h;
+}
+
+/* The scan ended: its VMs (sorted, a BIOS UUID that more than one VM carries left out: which
+ * one FindByUuid answers is vCenter's choice) replace the last scan's. */
+static void hints_publish(struct vs_backend *vb, struct vs_list_ctx *l)
+{
+    struct hint *v = l->seen;
+    size_t n = l->n_seen, kept = 0;
+    if (n)
+        qsort(v, n, sizeof(*v), hint_cmp);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && hint_cmp(&v[i], &v[j]) == 0)
+            j++;
+        if (j == i + 1)
+            v[kept++] = v[i];
+        i = j;
+    }
+    l->seen = NULL;
+    l->n_seen = l->cap_seen = 0;
+    if (kept == 0) {
+        free(v);
+        v = NULL;
+    }
+    pthread_mutex_lock(&vb->cache_mu);
+    struct hint *old = vb->hints;
+    vb->hints = v;
+    vb->n_hints = kept;
+    pthread_mutex_unlock(&vb->cache_mu);
+    free(old);
+}
+
 /* ---- lookups ---- */
+
+/* Read the VM at moref, a moref remembered for ref's BIOS UUID: HV_E_NOT_FOUND when it is
+ * gone or now carries another BIOS UUID. */
+static int read_known(struct vs_server *s, const char *moref, const struct hv_vm_ref *ref,
+                      int timeout_ms, struct vs_vm *vm, struct hv_err *err)
+{
+    int rc = vs_read_vm(s, moref, ref->disk, timeout_ms, vm, err);
+    if (rc == HV_OK && vm->uuid[0] && strcasecmp(vm->uuid, ref->uuid) != 0)
+        rc = vs_err(err, HV_E_NOT_FOUND, "VM %s carries another BIOS UUID now", moref);
+    return rc;
+}
 
 /* Find and read the VM through s; *found = false (HV_OK) when it does not exist. */
 static int lookup_on(struct vs_backend *vb, struct vs_server *s, size_t idx,
@@ -286,11 +405,16 @@ static int lookup_on(struct vs_backend *vb, struct vs_server *s, size_t idx,
                       "vSphere finds VMs by BIOS UUID (providerID) and the machine has none");
     char moref[64] = "";
     int rc;
-    /* A VM keeps its moref for life: read it directly when we know it, and search by UUID
-     * only when that moref is gone (one round trip per observation instead of two). */
-    if (cache_get(vb, idx, ref->uuid, vm) && vm->moref[0]) {
+    /* A VM keeps its moref for life: read it directly when we know it (from our last read,
+     * else from the last scan), and search by UUID only when that moref is gone or carries
+     * another BIOS UUID (one round trip per observation instead of two). */
+    bool known = cache_get(vb, idx, ref->uuid, vm) && vm->moref[0];
+    if (known)
         snprintf(moref, sizeof(moref), "%s", vm->moref);
-        rc = vs_read_vm(s, moref, ref->disk, timeout_ms, vm, err);
+    else
+        known = hint_get(vb, idx, ref->uuid, moref);
+    if (known) {
+        rc = read_known(s, moref, ref, timeout_ms, vm, err);
         if (rc == HV_OK) {
             *found = true;
             cache_put(vb, idx, ref->uuid, vm);
@@ -647,23 +771,19 @@ static void vs_free(struct hv_backend *b)
     free(vb->cfg);
     pthread_mutex_destroy(&vb->sess_mu);
     pthread_mutex_destroy(&vb->cache_mu);
+    free(vb->hints);
     free(vb);
     curl_global_cleanup();
 }
-
-struct vs_list_ctx {
-    const struct vs_server *s;
-    hv_vm_found_fn fn;
-    void *ctx;
-    struct hv_vm_found *f;
-};
 
 static void vs_list_one(void *ctx, const char *moref, const char *name, const char *uuid,
                         enum hv_power power, const char *record)
 {
     struct vs_list_ctx *l = ctx;
     struct hv_vm_found *f = l->f;
-    (void)moref;
+    hint_add(l, uuid, moref);
+    if (!record[0])
+        return;
     memset(f, 0, sizeof(*f));
     snprintf(f->ref.server, sizeof(f->ref.server), "%s", vs_server_name(l->s));
     snprintf(f->ref.uuid, sizeof(f->ref.uuid), "%s", uuid);
@@ -680,7 +800,8 @@ static int vs_list_records_op(struct hv_backend *b, hv_vm_found_fn fn, void *ctx
                               struct hv_err *err)
 {
     struct vs_backend *vb = vsb(b);
-    struct vs_list_ctx l = {.fn = fn, .ctx = ctx, .f = malloc(sizeof(struct hv_vm_found))};
+    struct vs_list_ctx l = {
+        .vb = vb, .fn = fn, .ctx = ctx, .f = malloc(sizeof(struct hv_vm_found))};
     if (!l.f)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
     int rc = HV_OK;
@@ -689,6 +810,7 @@ static int vs_list_records_op(struct hv_backend *b, hv_vm_found_fn fn, void *ctx
             continue;
         struct hv_err e = {0};
         l.s = vb->servers[i];
+        l.idx = i;
         int r =
             vs_list_records(vb->servers[i], vs_server_timeout(vb->servers[i]), vs_list_one, &l, &e);
         if (r != HV_OK) {
@@ -704,6 +826,7 @@ static int vs_list_records_op(struct hv_backend *b, hv_vm_found_fn fn, void *ctx
         }
     }
     free(l.f);
+    hints_publish(vb, &l);
     return rc;
 }
 

@@ -16,8 +16,11 @@
 # Prints: wall time and SOAP calls per VM of both, with the per-method breakdown, their
 # ratios against the targets (wall <= 1.0x govmomi's, calls per VM <= govmomi's), the hook
 # latency (p50/p99/max at the client, and the p99 bucket of the server's own histogram;
-# target p99 < 50 ms) and the server's RSS (end, peak). For the
-# 1,000-VM run: BENCH_VMS=1000.
+# target p99 < 50 ms), the server's RSS (end, peak), when the last VM's hardware changed on
+# the hypervisor in each run (its first VmReconfiguredEvent's createdTime: hvupdater's wall
+# with an ideal poller, without the client's BENCH_POLL wait and the verifying pass) and the
+# CPU seconds each process used during its run (the machine's cores are shared by the
+# simulator, hvupdater and the bench's clients). For the 1,000-VM run: BENCH_VMS=1000.
 # Nothing asserts timings; the exit status is non-zero only when something is broken (an
 # error, a wrong end state, or a VM not done within BENCH_TIMEOUT seconds, 600).
 # Environment: BENCH_VMS, BENCH_WORKERS, BENCH_CLIENTS, BENCH_POLL, BENCH_TIMEOUT,
@@ -55,6 +58,7 @@ trap 'rm -rf "$gopath"' EXIT INT TERM
 PYTHONDONTWRITEBYTECODE=1 HV_BENCH_BIN=$bin HV_BENCH_VCSIM=$vcsim HV_BENCH_GO=$gobench \
     HV_BENCH_E2E=$root/test/e2e \
     /usr/bin/python3 - <<'PY'
+import calendar
 import heapq
 import json
 import os
@@ -98,6 +102,47 @@ def event_counts(sim):
     return [len(sim.vim.events(vm["moref"])) for vm in sim.info["vms"]]
 
 
+def epoch(stamp):
+    """An xsd:dateTime in UTC (vcsim's createdTime) as Unix seconds."""
+    day, _, clock = stamp.rstrip("Z").partition("T")
+    whole, _, frac = clock.partition(".")
+    t = calendar.timegm(time.strptime(day + "T" + whole, "%Y-%m-%dT%H:%M:%S"))
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+def changed_at(sim, since):
+    """When each VM's hardware changed on the hypervisor: the createdTime of its first
+    reconfiguration event from unix time since on (the launcher's own set-up reconfigures
+    too), in unix seconds; None when it has none. A later reconfiguration (hvupdater's
+    record write) changes no hardware."""
+    out = []
+    for vm in sim.info["vms"]:
+        inner = ('<filter><entity><entity type="VirtualMachine">%s</entity>'
+                 "<recursion>self</recursion></entity>"
+                 "<type>VmReconfiguredEvent</type><maxCount>1000</maxCount></filter>"
+                 % vm["moref"])
+        resp = sim.vim.call("QueryEvents", "EventManager", "eventManager", inner)
+        stamps = []
+        for rv in e2e.children(resp, "returnval"):
+            ct = e2e.child(rv, "createdTime")
+            if ct is not None and ct.text and epoch(ct.text) >= since:
+                stamps.append(epoch(ct.text))
+        out.append(min(stamps) if stamps else None)
+    return out
+
+
+def cpu_s(pid):
+    """CPU seconds (user + system, every thread) process pid has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def own_cpu_s():
+    t = os.times()
+    return t.user + t.system
+
+
 def delta(sim, c0, r0):
     c1, r1 = sim.stats()
     c1.subtract(c0)
@@ -116,6 +161,7 @@ def run_hvupdater():
         cfg = e2e.server_config(sim, engine={"workers": WORKERS})
         server = hvtest.Server(e2e.BINARY, cfg).start()
         c0, r0 = sim.stats()
+        cpu0 = (cpu_s(server.proc.pid), cpu_s(sim.proc.pid), own_cpu_s())
         hook_ms, lock, errors, done_at = [], threading.Lock(), [], []
         t0 = [0.0]
         barrier = threading.Barrier(CLIENTS, action=lambda: t0.__setitem__(0, time.monotonic()))
@@ -177,6 +223,10 @@ def run_hvupdater():
             sys.exit("vsphere-bench: hvupdater flows failed (%d VMs not done): %s"
                      % (left[0], errors[:5]))
         wall = max(done_at) - t0[0]
+        cpu = (cpu_s(server.proc.pid) - cpu0[0], cpu_s(sim.proc.pid) - cpu0[1],
+               own_cpu_s() - cpu0[2])
+        # unix time of t0: the simulator stamps its events with the system clock
+        t0_unix = time.time() - (time.monotonic() - t0[0])
         # the server's own view of its UpdateMachine handling (from the request to the
         # answer, without TLS, queueing or this client's threads): its histogram's p99 bucket
         m = hvtest.metrics(server.client())
@@ -196,12 +246,14 @@ def run_hvupdater():
                     rss[k] = int(v.split()[0]) / 1024.0
         calls, requests = delta(sim, c0, r0)
         verify(sim, before)
+        changed = [c - t0_unix for c in changed_at(sim, t0_unix - 0.01) if c is not None]
         hook_ms.sort()
         return {"wall": wall, "requests": requests, "calls": calls,
                 "hook_p50": hook_ms[len(hook_ms) // 2],
                 "hook_p99": hook_ms[min(len(hook_ms) - 1, int(len(hook_ms) * 0.99))],
                 "hook_max": hook_ms[-1], "hook_calls": len(hook_ms), "server_p99": server_p99,
-                "rss": rss.get("VmRSS", 0), "hwm": rss.get("VmHWM", 0)}
+                "rss": rss.get("VmRSS", 0), "hwm": rss.get("VmHWM", 0),
+                "changed": max(changed) if changed else None, "cpu": cpu}
     finally:
         if server:
             e2e.stop_server(server)
@@ -213,17 +265,26 @@ def run_govmomi():
     try:
         before = event_counts(sim)
         c0, r0 = sim.stats()
+        sim_cpu0 = cpu_s(sim.proc.pid)
+        kids0 = os.times()
         t0 = time.monotonic()
+        t0_unix = time.time()
         p = subprocess.run([os.environ["HV_BENCH_GO"], "-info",
                             os.path.join(sim.dir, "info.json"), "-memory", str(WANT)],
                            capture_output=True, text=True, timeout=600)
         outer = time.monotonic() - t0
+        sim_cpu = cpu_s(sim.proc.pid) - sim_cpu0
+        kids = os.times()
+        go_cpu = (kids.children_user + kids.children_system - kids0.children_user -
+                  kids0.children_system)
         if p.returncode != 0:
             sys.exit("vsphere-bench: govmomi-reconfig failed: %s" % p.stderr[-2000:])
         res = json.loads(p.stdout.strip().splitlines()[-1])
         calls, requests = delta(sim, c0, r0)
         verify(sim, before)
-        return {"wall": res["seconds"], "process": outer, "requests": requests, "calls": calls}
+        changed = [c - t0_unix for c in changed_at(sim, t0_unix - 0.01) if c is not None]
+        return {"wall": res["seconds"], "process": outer, "requests": requests, "calls": calls,
+                "changed": max(changed) if changed else None, "cpu": (go_cpu, sim_cpu)}
     finally:
         sim.stop()
 
@@ -252,4 +313,13 @@ print("hvupdater hooks: %d UpdateMachine calls, p50 %.1f ms, p99 %.1f ms (target
       % (hv["hook_calls"], hv["hook_p50"], hv["hook_p99"], hv["hook_max"],
          "%g" % hv["server_p99"] if hv["server_p99"] is not None else "?"))
 print("hvupdater RSS: %.1f MiB at the end, peak (VmHWM) %.1f MiB" % (hv["rss"], hv["hwm"]))
+if hv["changed"] is not None and go["changed"] is not None:
+    print("last VM changed on the hypervisor at %.2f s (hvupdater run) and %.2f s (govmomi run); "
+          "hvupdater answered its last done %.2f s after its change (the poll and the verifying "
+          "pass): with an ideal poller hvupdater's wall would be about %.2f s, %.2fx govmomi's"
+          % (hv["changed"], go["changed"], hv["wall"] - hv["changed"], hv["changed"],
+             hv["changed"] / go["wall"]))
+print("CPU seconds during the run: hvupdater %.1f, its simulator %.1f, the bench's clients %.1f; "
+      "govmomi program %.1f (with its process start), its simulator %.1f"
+      % (hv["cpu"][0], hv["cpu"][1], hv["cpu"][2], go["cpu"][0], go["cpu"][1]))
 PY

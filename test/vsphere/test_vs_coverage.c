@@ -235,7 +235,9 @@ static void test_hot_add_calls(void **state)
     if (is_failure(r) || strncmp(message(r), "done: ", 6) != 0)
         fail_msg("UpdateMachine: %s", message(r));
     hj_free(r);
-    assert_int_equal(vcsim_calls(&sim, "FindByUuid") - find, 1);
+    /* FindByUuid only when the engine's first scan had not listed the VM yet (the scan leaves
+     * each VM's moref) */
+    assert_in_range(vcsim_calls(&sim, "FindByUuid") - find, 0, 1);
     assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task") - reconf, 2);
     assert_int_equal(vcsim_calls(&sim, "RetrievePropertiesEx") - props, 3);
     long long mem;

@@ -443,6 +443,38 @@ static void test_record(void **state)
     b->ops->free(b);
 }
 
+static void count_found(void *ctx, const struct hv_vm_found *f)
+{
+    (void)f;
+    (*(int *)ctx)++;
+}
+
+/* A scan (list_records) leaves each VM's moref: the first look at a VM it listed reads the VM
+ * at once, without FindByUuid (also for an upper-case UUID); a UUID it did not list is
+ * searched for as before. */
+static void test_scan_leaves_morefs(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_err err = {0};
+    int reported = 0;
+    assert_int_equal(b->ops->list_records(b, count_found, &reported, &err), HV_OK);
+    long find = vcsim_calls(&sim, "FindByUuid");
+    struct hv_vm_ref ref = ref_of(1, "vcsim");
+    for (char *p = ref.uuid; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    assert_string_equal(obs.id, vcsim_vm(&sim, 1)->moref);
+    assert_int_equal(vcsim_calls(&sim, "FindByUuid"), find);
+    snprintf(ref.uuid, sizeof(ref.uuid), "%s", "00000000-0000-0000-0000-000000000000");
+    assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_OK);
+    assert_false(obs.found);
+    assert_true(vcsim_calls(&sim, "FindByUuid") > find);
+    b->ops->free(b);
+}
+
 static void test_thumbprints(void **state)
 {
     (void)state;
@@ -936,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_disk_hot_extend),
         cmocka_unit_test(test_disk_refusals_and_ide),
         cmocka_unit_test(test_record),
+        cmocka_unit_test(test_scan_leaves_morefs),
         cmocka_unit_test(test_thumbprints),
         cmocka_unit_test(test_ca_file),
         cmocka_unit_test(test_session_expiry),
