@@ -56,7 +56,8 @@ bool eng_slot_take(struct hv_engine *e, struct entry *x, const char *host, bool 
         if (force || within) {
             if (!x->slot) {
                 x->slot = true;
-                snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
+                if (host != x->slot_host) /* a blind pass retakes it on its own host */
+                    snprintf(x->slot_host, sizeof(x->slot_host), "%s", host);
                 x->next_slot = e->slots;
                 e->slots = x;
                 e->slots_used++;
