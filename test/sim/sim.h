@@ -151,6 +151,7 @@ struct sim_vm {
     int64_t op_change_ms; /* last operator change of its configuration or power */
     int64_t op_on_ms;     /* last operator power-on */
     int64_t power_on_ms;  /* last power-on (anyone's) */
+    int64_t went_off_ms;  /* last time it went off (any cause) */
     int64_t halt_seen_ms; /* last halt or pause right after a power-on */
     /* fault 6, second form: every power-on with a configuration other than good halts right
      * after (the new configuration does not boot; the old one does) */

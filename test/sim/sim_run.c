@@ -19,11 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BOUND_MS      (180 * 1000) /* an operation ends within its deadline plus this */
-#define OBSERVING_MAX 10           /* "observing the VM" answers after a Failure that keep it */
-#define STUCK_MS      (90 * 1000)  /* a slot may be held this long for a VM that cannot go on */
-#define QUIESCE_MS    (3600 * 1000)
-#define IDLE_MS       (120 * 1000) /* the engine's entry_idle_ms in the simulation */
+#define BOUND_MS         (180 * 1000) /* an operation ends within its deadline plus this */
+#define OBSERVING_MAX    10           /* "observing the VM" answers after a Failure that keep it */
+#define STUCK_MS         (90 * 1000)  /* a slot may be held this long for a VM that cannot go on */
+#define QUIESCE_MS       (3600 * 1000)
+#define IDLE_MS          (120 * 1000) /* the engine's entry_idle_ms in the simulation */
+#define OFF_MID_CYCLE_MS (60 * 1000)  /* a VM off mid-cycle, nothing holding it back: back on */
 
 static const char *const inv_names[INV_COUNT] = {
     "none",         "1-done-shows",  "2-power-cycles",    "3-operations-end", "4-covered-ends-done",
@@ -848,8 +849,51 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms)
     return false;
 }
 
+static bool owner_alive(const struct sim *s, struct sim_vm *v);
+
+/* 5: a VM that went off in the middle of a power cycle whose carrier still runs is brought back
+ * by the engine's own looks (every few seconds while it carries a cycle; docs/how-it-works.md
+ * "Slots while a VM may go down"), not by CAPI's next call or the scan (scan_interval_s, 300 s
+ * by default): once nothing has held it back since it went off (no fault of its host, no failed
+ * or lost call, no pause, busy task, halt or refused start, no operator change, the carrier not
+ * restarted) and no pass of the carrier is overdue, it is on again within OFF_MID_CYCLE_MS. Before,
+ * only the run's end looked (a VM off at the end), and an engine that stopped following its own
+ * cycle after one blind pass (mutation blind_pass_drops_own_cycle) brought the VM back only when
+ * the end phase delivered its events. */
+static void check_off_mid_cycle(struct sim *s)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        const struct hv_oprecord *r = v->exists ? sim_record(v) : NULL;
+        if (!r || v->power != HV_POWER_OFF || !r->cold || r->phase < HV_PH_SHUTDOWN ||
+            r->phase > HV_PH_POWER_ON || !owner_alive(s, v))
+            continue;
+        int rep = -1, gen = 0;
+        if (sscanf(r->owner, "sim-r%d:%d", &rep, &gen) != 2 || rep < 0 || rep >= s->n_reps)
+            continue;
+        const struct sim_host *h = &s->hosts[v->host];
+        int64_t since = v->went_off_ms;
+        if (h->down || h->stalled || v->halted || v->halted_for_good || v->host_fault_ms >= since ||
+            v->delay_ms >= since || v->touched_ms >= since || v->start_failed_ms >= since ||
+            v->busy_until >= since || s->restart_ms[rep] >= since ||
+            s->now_ms - since <= OFF_MID_CYCLE_MS)
+            continue;
+        /* (a pass of the carrier that is due but has not had its turn yet, which its workers
+         * would have run by now: the step loop's clock ran past it, as for 3's slots) */
+        if (s->due_ms[rep] && s->due_ms[rep] <= s->now_ms)
+            continue;
+        s->r.checks++;
+        sim_break(s, INV_NO_LOSS,
+                  "%s has been off in the middle of its power cycle (record: %s) for %.0f s, its "
+                  "carrier r%d running and its host answering, nothing holding it back",
+                  v->name, hv_phase_name(r->phase), (double)(s->now_ms - since) / 1000, rep);
+        return;
+    }
+}
+
 static void check_step(struct sim *s, bool calling)
 {
+    check_off_mid_cycle(s);
     s->r.checks++;
     sim_check_carried(s);
     /* 3: operations end within deadline + bound */

@@ -519,6 +519,7 @@ static void power_off(struct sim *s, int k)
     struct sim_vm *v = &s->vms[k];
     v->power = HV_POWER_OFF;
     v->acpi_missed = false;
+    v->went_off_ms = s->now_ms;
     v->live = v->config;
     v->off_at = v->online_at = v->halt_at = v->boot_at = 0;
     if (v->transient) {
