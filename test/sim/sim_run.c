@@ -858,7 +858,7 @@ static bool owner_alive(const struct sim *s, struct sim_vm *v);
  * or lost call, no pause, busy task, halt or refused start, no operator change, the carrier not
  * restarted) and no pass of the carrier is overdue, it is on again within OFF_MID_CYCLE_MS. Before,
  * only the run's end looked (a VM off at the end), and an engine that stopped following its own
- * cycle after one blind pass (mutation blind_pass_drops_own_cycle) brought the VM back only when
+ * cycle after one blind pass (mutation blind_pass_forgets_own_cycle) brought the VM back only when
  * the end phase delivered its events. */
 static void check_off_mid_cycle(struct sim *s)
 {
