@@ -400,10 +400,13 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
     bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
-    enum hv_follow follow = !p->seen                                     ? HV_FOLLOW_UNSEEN
-                            : !cycling                                   ? HV_FOLLOW_NONE
-                            : p->ours && !strcmp(p->rec.owner, b->owner) ? HV_FOLLOW_OWN
-                                                                         : HV_FOLLOW_CYCLE;
+    /* (a step of this process's previous life that may still land is this process's cycle to
+     * carry: followed through blind passes as its own, seed 109359) */
+    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || p->record_down;
+    enum hv_follow follow = !p->seen   ? HV_FOLLOW_UNSEEN
+                            : !cycling ? HV_FOLLOW_NONE
+                            : own      ? HV_FOLLOW_OWN
+                                       : HV_FOLLOW_CYCLE;
     free(p);
     return follow;
 }
