@@ -196,11 +196,14 @@ static bool answer_shown(struct pass *p, const struct rc_class *k)
  * another process sent it). False: answered. */
 static bool begin_or_wait(struct pass *p, const struct rc_class *k)
 {
-    if (!p->called && !(k->cycle && (!k->on || k->owner == OWN_SELF))) {
+    if (!p->called && !(k->cycle && (k->owner == OWN_SELF || (!k->on && k->owner != OWN_OTHER)))) {
         /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
          * shows it (done, or replaced by another replica's operation). Nothing of ours is in
-         * flight; only a call begins an operation. (A VM off mid-cycle, or a cycle of ours for
-         * older hardware going on, becomes the new operation: the VM comes back on.) */
+         * flight; only a call begins an operation. (A VM off mid-cycle of this process or its
+         * previous life, or a cycle of ours for older hardware going on, becomes the new
+         * operation: the VM comes back on. Another process's cycle that left it off is that
+         * process's to bring back: two replicas' own passes would each begin their own
+         * hardware over the other's for ever, seed 9879.) */
         rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
         return false;
     }
