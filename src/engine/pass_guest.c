@@ -50,6 +50,8 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
     bool shows = delta > 0   ? grown > 0 && grown >= delta - slack
                  : delta < 0 ? grown < 0 && grown <= delta + slack
                              : grown <= slack && grown >= -slack;
+    if (!shows && !hv_guest_mem_current(g, p->now))
+        return GV_UNKNOWN; /* its statistics stopped since: it cannot tell what it did since */
     return shows ? GV_SHOWS : GV_NOT_YET;
 }
 

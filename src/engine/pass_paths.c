@@ -153,6 +153,12 @@ void rc_off_path(struct pass *p)
  * past shutdownTimeoutSeconds a power-off (TrySoft) or a Failure (Soft). */
 static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
 {
+    /* A step to send again that this pass cannot send (the VM busy with another task, no
+     * guest to ask): the next pass that can sends it, so this one does not use up the sight. */
+    bool again_unsent =
+        p->rec.phase == HV_PH_POWER_OFF ? p->obs.busy : p->obs.busy || !p->obs.can_shutdown;
+    if (first && again_unsent)
+        p->b->first_sight(p->b->ctx, p->key, 0);
     if (p->rec.phase == HV_PH_POWER_OFF) {
         if (elapsed < p->b->cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
             rc_going_off(p, HV_MSG("waiting for the VM to power off"));

@@ -299,8 +299,13 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
      * the next pass sees the change. Power and configuration steps are recorded first. */
     bool live =
         kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
-    if (!live && !rc_store(p))
+    if (!live && !rc_store(p)) {
+        /* Not sent, and the record on the VM may say it was (a step sent again, whose write
+         * failed): this process forgets it has seen the operation, so its next pass sends
+         * the step instead of waiting for its effect (as in step_failed). */
+        p->b->first_sight(p->b->ctx, p->key, 0);
         return false;
+    }
     struct hv_step st = {
         .kind = kind, .desired = *p->desired, .timeout_ms = p->b->cfg->step_timeout_s * 1000};
     snprintf(st.method, sizeof(st.method), "%s", method ? method : "");

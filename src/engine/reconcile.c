@@ -196,11 +196,14 @@ static bool answer_shown(struct pass *p, const struct rc_class *k)
  * another process sent it). False: answered. */
 static bool begin_or_wait(struct pass *p, const struct rc_class *k)
 {
-    if (!p->called && !(k->cycle && (!k->on || k->owner == OWN_SELF))) {
+    if (!p->called && !(k->cycle && (k->owner == OWN_SELF || (!k->on && k->owner != OWN_OTHER)))) {
         /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
          * shows it (done, or replaced by another replica's operation). Nothing of ours is in
-         * flight; only a call begins an operation. (A VM off mid-cycle, or a cycle of ours for
-         * older hardware going on, becomes the new operation: the VM comes back on.) */
+         * flight; only a call begins an operation. (A VM off mid-cycle of this process or its
+         * previous life, or a cycle of ours for older hardware going on, becomes the new
+         * operation: the VM comes back on. Another process's cycle that left it off is that
+         * process's to bring back: two replicas' own passes would each begin their own
+         * hardware over the other's for ever, seed 9879.) */
         rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
         return false;
     }
@@ -400,10 +403,13 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
     bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
-    enum hv_follow follow = !p->seen                                     ? HV_FOLLOW_UNSEEN
-                            : !cycling                                   ? HV_FOLLOW_NONE
-                            : p->ours && !strcmp(p->rec.owner, b->owner) ? HV_FOLLOW_OWN
-                                                                         : HV_FOLLOW_CYCLE;
+    /* (a step of this process's previous life that may still land is this process's cycle to
+     * carry: followed through blind passes as its own, seed 109359) */
+    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || p->record_down;
+    enum hv_follow follow = !p->seen   ? HV_FOLLOW_UNSEEN
+                            : !cycling ? HV_FOLLOW_NONE
+                            : own      ? HV_FOLLOW_OWN
+                                       : HV_FOLLOW_CYCLE;
     free(p);
     return follow;
 }

@@ -153,6 +153,8 @@ struct sim_vm {
     int64_t power_on_ms;  /* last power-on (anyone's) */
     int64_t went_off_ms;  /* last time it went off (any cause) */
     int64_t halt_seen_ms; /* last halt or pause right after a power-on */
+    int64_t paused_on_ms; /* last pause right after a power-on (fault 6's pausing kind) */
+    int64_t gone_ms;      /* when a transient domain stopped and was gone */
     /* fault 6, second form: every power-on with a configuration other than good halts right
      * after (the new configuration does not boot; the old one does) */
     bool halts_new;
@@ -201,6 +203,7 @@ struct sim_caller {
     struct hv_hw spec; /* the infra machine's spec as CAPI last saw it done */
     struct sim_op op, prev_op;
     bool have_prev;
+    int64_t rep_call_ms[SIM_MAX_REPLICAS]; /* the last UpdateMachine to each replica, any op */
     int64_t next_ms;
     int replica;      /* -1: any */
     bool stopped_mid; /* stopped calling with an operation in flight */

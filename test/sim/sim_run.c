@@ -402,9 +402,20 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
         return v->call_fail_ms[SIM_CALL_PLAN] >= prev_ms ? CAUSE_CALL : -1;
     if (strstr(msg, "cannot store the operation record"))
         return v->call_fail_ms[SIM_CALL_WRITE] >= prev_ms ? CAUSE_CALL : -1;
+    /* a transient domain gone since the CanUpdateMachine: it halted right after a power-on
+     * (the guest crashed) or the operator stopped it (the engine never stops one) */
+    if (strstr(msg, "not found on any configured"))
+        return v->exists || v->gone_ms < can_ms                     ? -1
+               : v->halt_seen_ms == v->gone_ms                      ? CAUSE_HALT
+               : v->op_change_ms == v->gone_ms && v->operator_power ? CAUSE_OPERATOR
+                                                                    : -1;
     if (strstr(msg, "the VM is paused, suspended or in transition") ||
         strstr(msg, "in the middle of its power cycle"))
-        return v->power == HV_POWER_PAUSED || v->paused_ms >= can_ms ? CAUSE_PAUSED : -1;
+        /* (also a pause right after one of the operation's power-ons: the operator may have
+         * resumed it since this replica's pass saw it paused) */
+        return v->power == HV_POWER_PAUSED || v->paused_ms >= can_ms || v->paused_on_ms >= can_ms
+                   ? CAUSE_PAUSED
+                   : -1;
     /* a step that failed as many times in a row as the engine is configured to try it */
     if (strstr(msg, "the VM could not start with"))
         return v->act_spent_ms[HV_STEP_POWER_ON] >= can_ms ? CAUSE_STEP : -1;
@@ -477,6 +488,11 @@ static void call_update(struct sim *s, int m)
     /* a Failure of one look comes from this replica's last pass, run at most since its
      * last call for this operation (or the CanUpdateMachine) */
     int64_t prev_rep = c->op.last_rep_ms[r] ? c->op.last_rep_ms[r] : c->op.can_ms;
+    /* ... or since its last call before it (another replica served the CanUpdateMachine: this
+     * one's pass from its last call, for the same VM, may have run before it) */
+    if (!c->op.last_rep_ms[r] && c->rep_call_ms[r] && c->rep_call_ms[r] < prev_rep)
+        prev_rep = c->rep_call_ms[r];
+    c->rep_call_ms[r] = s->now_ms;
     (void)prev_call;
     c->op.calls++;
     c->op.last_ms = c->op.last_rep_ms[r] = s->now_ms;

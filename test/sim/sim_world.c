@@ -524,6 +524,7 @@ static void power_off(struct sim *s, int k)
     v->off_at = v->online_at = v->halt_at = v->boot_at = 0;
     if (v->transient) {
         v->exists = false; /* a transient domain that stops is gone */
+        v->gone_ms = s->now_ms;
         sim_note(s, "%s (transient) stopped and is gone", v->name);
     }
 }
@@ -1106,6 +1107,7 @@ void sim_world_tick(struct sim *s)
             if (v->halt_pauses) {
                 v->power = HV_POWER_PAUSED;
                 v->operator_power = true;
+                v->paused_on_ms = s->now_ms;
                 sim_note(s, "%s: paused right after power-on", v->name);
             } else {
                 sim_note(s, "%s: halted right after power-on", v->name);
