@@ -49,6 +49,11 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
  * *next_ms (may be NULL) receives the earliest timed pass still waiting (0: none). */
 int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
 
+/* Driven engine only: a pass of the VM named vm_name is queued, waiting for its turn (one
+ * hv_engine_run left for later: the workers would run it at once). For the simulation's
+ * judge. */
+bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name);
+
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
 

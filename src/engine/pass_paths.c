@@ -381,16 +381,30 @@ void rc_neither_on_nor_off(struct pass *p)
 {
     char pol[sizeof(p->rec.policy)];
     rc_policy_of(p->s, pol, sizeof(pol));
-    bool mine =
-        hv_oprecord_read(&p->rec, p->obs.record) && hv_hw_equal(&p->rec.desired, p->desired);
+    bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    bool mine = had && hv_hw_equal(&p->rec.desired, p->desired);
+    bool cycle =
+        had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     p->seen = true;
     p->ours = mine;
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
         rc_answer_sticky(p->out, p->rec.message);
         return;
     }
-    if (!(mine && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
-          p->rec.phase <= HV_PH_POWER_ON)) {
+    if (!(mine && cycle)) {
+        /* Paused in the middle of a cycle of this process for other hardware (the rollout
+         * changed or went back during its shutdown): the shutdown it got may land once it
+         * runs again, and no call may come to see the VM off then. The cycle stays this
+         * process's to follow, its slot given back as for this operation's (stalled); the
+         * next pass that sees the VM off makes it the new operation (begin_or_wait), and the
+         * VM comes back on (seed 209945). Until the cycle's deadline (its record's policy;
+         * this operation's when it names none), as a stalled cycle of this operation: a VM
+         * left paused is not looked at for ever (seed 125). */
+        int deadline_s = p->s->deadline_s;
+        if (sscanf(p->rec.policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline_s) != 1)
+            deadline_s = p->s->deadline_s;
+        p->vm_cycle = p->stalled =
+            cycle && !strcmp(p->rec.owner, p->b->owner) && p->now - p->rec.started_at <= deadline_s;
         rc_answer(p->out, true, 0,
                   HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
                          "it runs or is off"));

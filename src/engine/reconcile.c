@@ -402,10 +402,12 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     hv_engine_check(!held || !f.seen || f.cycling || f.vm_cycle || f.record_down || f.going_down ||
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
-    bool cycling = f.cycling || p->going_down || p->record_down; /* the engine looks again */
+    /* (a cycle of this process for other hardware that a pause stalled: rc_neither_on_nor_off) */
+    bool stalled_own = p->stalled && p->vm_cycle;
+    bool cycling = f.cycling || p->going_down || p->record_down || stalled_own; /* looks again */
     /* (a step of this process's previous life that may still land is this process's cycle to
      * carry: followed through blind passes as its own, seed 109359) */
-    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || p->record_down;
+    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || p->record_down || stalled_own;
     enum hv_follow follow = !p->seen   ? HV_FOLLOW_UNSEEN
                             : !cycling ? HV_FOLLOW_NONE
                             : own      ? HV_FOLLOW_OWN

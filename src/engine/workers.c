@@ -209,6 +209,16 @@ int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms)
     return n;
 }
 
+bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name)
+{
+    bool waiting = false;
+    pthread_mutex_lock(&e->lock);
+    for (struct entry *x = e->q_head; x && !waiting; x = x->next_q)
+        waiting = !strcmp(x->ref.name, vm_name);
+    pthread_mutex_unlock(&e->lock);
+    return waiting;
+}
+
 /* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
  * operation waits for a change already made to show (settling) gets a pass now, not at
  * CAPI's next call or the engine's next timed look: a wait this change ends (the device

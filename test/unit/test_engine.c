@@ -2205,6 +2205,37 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     assert_string_equal(peer.record, peer0.record);
 }
 
+/* Seed 209945 of the simulation: the rollout went back while this process's shutdown of the VM
+ * was in flight, and the pass for the new hardware finds the VM paused in the middle of that
+ * cycle (a Failure: "paused"); CAPI calls no more. Resumed, its guest goes on with the shutdown
+ * it got: the engine's own looks (no call) bring the VM back on with the new hardware. */
+static void test_paused_own_cycle_for_other_hardware_is_followed(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-pzo", 2048, 2048, 1, 1);
+    struct replicas rs;
+    replicas_new(f, &rs);
+    put_cycle_record(f, "eng-pzo", 1536, 2048, HV_PH_SHUTDOWN, "replica-1:1");
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-pzo");
+    assert_int_equal(virDomainSuspend(d), 0);
+    struct hv_hw b = {1024, -1, -1, -1};
+    struct hv_update_result r = capi_call(f, &rs, 0, "eng-pzo", b, 0);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = capi_call(f, &rs, 0, "eng-pzo", b, 0); /* the answer of the pass it queued */
+    assert_true(r.failure);
+    assert_string_equal(r.message, "the VM is paused, suspended or in transition; hvupdater "
+                                   "continues when it runs or is off");
+    assert_int_equal(virDomainResume(d), 0);
+    virDomainFree(d);
+    power_off(f, "eng-pzo"); /* the shutdown lands */
+    replicas_wait(&rs, 10000);
+    struct hv_vm_obs o = observe(f, "eng-pzo");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    for (int k = 0; k < 2; k++)
+        hv_engine_free(rs.r[k]);
+}
+
 /* A worker that cannot be started fails the engine's start (with none, every UpdateMachine
  * would answer "in progress" forever), whichever of them it is. */
 static void test_engine_fails_to_start_without_its_workers(void **state)
@@ -2675,6 +2706,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_restarted_process_finishes_a_cycle_left_in_flight,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_own_cycle_for_other_hardware_is_followed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
