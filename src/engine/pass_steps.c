@@ -62,6 +62,8 @@ bool rc_store(struct pass *p)
     }
     hv_metrics_record_write();
     p->b->lost_race_since(p->b->ctx, p->key, p->now, false); /* a run of lost races ends */
+    /* (the starts stored are true: none untaken is counted any longer) */
+    p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, -1);
     p->vm_cycle = p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     return true;
 }
@@ -235,8 +237,16 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 {
     memset(&p->after, 0, sizeof(p->after));
     rc_log_err(p, step_name(kind), err);
-    if (kind == HV_STEP_POWER_ON)
+    /* A start not taken is not counted: the record stored with the step counts it, until a
+     * later write of this process stores the count taken back (the one below may fail, or
+     * not come: an outage waits). Until then a pass that reads the record takes it back
+     * (starts_untaken): a VM whose starts never reached it did not "not stay on" (seeds
+     * 39323, 219558). One that did not answer in time may have been started: counted. */
+    if (kind == HV_STEP_POWER_ON) {
         p->rec.starts--;
+        if (hv_err_classify(err->code) != HV_EC_NO_ANSWER)
+            p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 1);
+    }
     /* The hypervisor (or what stands before it: KubeVirt's admission webhook, an API server
      * answering 5xx) could not be reached: not a refusal of the step. In progress within the
      * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the

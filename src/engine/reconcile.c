@@ -285,6 +285,10 @@ static bool one_pass(struct pass *p)
     if (!look(p))
         return false;
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    if (had) { /* (its starts as this process knows them: untaken ones not counted) */
+        int untaken = p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 0);
+        p->rec.starts = p->rec.starts > untaken ? p->rec.starts - untaken : 0;
+    }
     p->seen = true;
     struct rc_call c = {.desired = p->desired,
                         .s = p->s,
