@@ -259,6 +259,7 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         return;
     }
     p->rec.attempts++;
+    p->rec.tries_of = live ? kind : 0; /* (a live step's, recorded: "triesOf") */
     char m[400];
     if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
@@ -292,7 +293,14 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 /* Record the phase, then act. Returns true when the step was accepted. */
 bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
 {
-    if (p->rec.phase != phase)
+    bool live =
+        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
+    /* A step's tries are its own. The live steps share the phase: tries recorded of another
+     * live step are over (that step shows now, e.g. one that did not answer in time but was
+     * taken; the pass reached this one), so this one does not fail with tries it never had
+     * (seeds 204763, 209763: live-disk failed "3 times" after one live-memory try and two of
+     * its own). Records without triesOf keep their tries. */
+    if (p->rec.phase != phase || (live && p->rec.tries_of && p->rec.tries_of != kind))
         p->rec.attempts = 0;
     /* (a step taken over, if any, is past: this one is the operation's) A reconfigure or a
      * power-on is a power cycle's step: the operation is cold from then on. A live one whose
@@ -307,8 +315,6 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
      * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
      * the next pass sees the change. Power and configuration steps are recorded first. */
-    bool live =
-        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
     if (!live && !rc_store(p)) {
         /* Not sent, and the record on the VM may say it was (a step sent again, whose write
          * failed): this process forgets it has seen the operation, so its next pass sends
