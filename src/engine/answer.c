@@ -32,7 +32,10 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
     if (!g->known || done)
         return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
     bool sticky = g->failure && !g->once;
-    if (!sticky || g->confirming || g->retried || g->checked)
+    /* (a call waiting confirms only a Failure concluded by a pass begun since it: the call
+     * that began the series, for other hardware or late, may have been answered "observing
+     * the VM" instead of this very Failure, and no pass has looked since; seed 20675) */
+    if (!sticky || (g->confirming && g->fresh) || g->retried || g->checked)
         return ENG_GATE_KNOWN;
     return ENG_GATE_RECHECK;
 }

@@ -77,6 +77,13 @@ struct hv_books {
      * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
      * records that a pass saw it so at at. 0: never (or not by this process). */
     int64_t (*paused_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t at);
+    /* Power-ons of the operation that started at op_started_at that this process stored as
+     * sent (the record's starts count a start with its step, before it is made) but that
+     * were not taken (the call did not reach the hypervisor, lost a race or was refused),
+     * while the record on the VM still counts them (its take-back not stored yet): add is
+     * added; add < 0: a record of that operation was stored since, its count true (0 again).
+     * Returns the count. */
+    int (*starts_untaken)(void *ctx, const char *key, int64_t op_started_at, int add);
     /* Unix seconds now (the driver's clock when the engine is driven). */
     int64_t (*unix_s)(void *ctx);
     /* The VM's hypervisor was found unreachable at now (unreachable) or reachable: returns

@@ -101,6 +101,25 @@ static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, in
     return seen;
 }
 
+static int starts_untaken(void *ctx, const char *key, int64_t op_started_at, int add)
+{
+    struct hv_engine *e = ctx;
+    int n = 0;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    if (x) {
+        if (x->untaken_op != op_started_at || add < 0) {
+            x->untaken_op = op_started_at; /* another operation's, or stored since */
+            x->untaken = 0;
+        }
+        if (add > 0)
+            x->untaken += add;
+        n = x->untaken;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
 /* The outage bound's start (errclass.h HV_TAKE_WAIT) in a run of failures (race: of lost
  * races on record writes, kept in race_since; otherwise of calls that did not reach the
  * hypervisor or got no answer, in unreach_since): failing at now, or ended (the call
@@ -167,6 +186,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
                                  .paused_seen = paused_seen,
+                                 .starts_untaken = starts_untaken,
                                  .unreachable_since = unreachable_since,
                                  .lost_race_since = lost_race_since,
                                  .unix_s = eng_unix_s};

@@ -47,6 +47,10 @@ struct entry {
     /* when a pass last saw the VM of operation paused_op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
     int64_t paused_op, paused_at;
+    /* power-ons of operation untaken_op not taken that its record still counts
+     * (starts_untaken) */
+    int64_t untaken_op;
+    int untaken;
     /* when the hypervisor was first found unreachable in the current run of failed looks
      * (seconds, 0: it answered last time) */
     int64_t unreach_since;

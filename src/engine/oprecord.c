@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The live steps by their names in the record ("triesOf"). */
+static const struct {
+    enum hv_step_kind kind;
+    const char *name;
+} live_steps[3] = {{HV_STEP_LIVE_MEMORY, "live-memory"},
+                   {HV_STEP_LIVE_CPUS, "live-cpus"},
+                   {HV_STEP_LIVE_DISK, "live-disk"}};
+
 static const char *const phase_names[HV_PH_COUNT] = {
     "none",      "planned",     "live",     "wait-live", "shutdown",
     "power-off", "reconfigure", "power-on", "done",      "failed"};
@@ -137,6 +145,9 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
     }
     hj_obj_set_take(o, "plan", p);
     hj_obj_set_take(o, "attempts", hj_new_int(r->attempts));
+    for (int k = 0; k < 3 && r->attempts; k++)
+        if (r->tries_of == live_steps[k].kind)
+            hj_obj_set_take(o, "triesOf", hj_new_string(live_steps[k].name));
     hj_obj_set_take(o, "recycles", hj_new_int(r->recycles));
     if (r->starts)
         hj_obj_set_take(o, "starts", hj_new_int(r->starts));
@@ -213,6 +224,10 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
             snprintf(r->plan[f], sizeof(r->plan[f]), "%s", s ? s : "none");
         }
         r->attempts = (int)int_at(o, "attempts", 0);
+        const char *tries_of = hj_get_str(o, "triesOf");
+        for (int k = 0; k < 3 && tries_of; k++)
+            if (!strcmp(tries_of, live_steps[k].name))
+                r->tries_of = live_steps[k].kind;
         r->recycles = (int)int_at(o, "recycles", 0);
         r->starts = (int)int_at(o, "starts", 0);
         r->started_at = int_at(o, "startedAt", 0);

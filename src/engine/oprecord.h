@@ -56,6 +56,9 @@ struct hv_oprecord {
      * names, hv_rec_failed_upon_at and hv_rec_taken_over_at (phase.h); write it only with
      * hv_rec_move */
     int64_t down_at;
+    /* phase live: the live step (HV_STEP_LIVE_*) the attempts are failures of, "triesOf"
+     * (the live steps share the phase; 0: not recorded, as in records of older versions) */
+    enum hv_step_kind tries_of;
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */
     char message[512]; /* Failure message (phase FAILED) */

@@ -62,6 +62,8 @@ bool rc_store(struct pass *p)
     }
     hv_metrics_record_write();
     p->b->lost_race_since(p->b->ctx, p->key, p->now, false); /* a run of lost races ends */
+    /* (the starts stored are true: none untaken is counted any longer) */
+    p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, -1);
     p->vm_cycle = p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     return true;
 }
@@ -235,8 +237,16 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 {
     memset(&p->after, 0, sizeof(p->after));
     rc_log_err(p, step_name(kind), err);
-    if (kind == HV_STEP_POWER_ON)
+    /* A start not taken is not counted: the record stored with the step counts it, until a
+     * later write of this process stores the count taken back (the one below may fail, or
+     * not come: an outage waits). Until then a pass that reads the record takes it back
+     * (starts_untaken): a VM whose starts never reached it did not "not stay on" (seeds
+     * 39323, 219558). One that did not answer in time may have been started: counted. */
+    if (kind == HV_STEP_POWER_ON) {
         p->rec.starts--;
+        if (hv_err_classify(err->code) != HV_EC_NO_ANSWER)
+            p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 1);
+    }
     /* The hypervisor (or what stands before it: KubeVirt's admission webhook, an API server
      * answering 5xx) could not be reached: not a refusal of the step. In progress within the
      * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the
@@ -249,6 +259,7 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         return;
     }
     p->rec.attempts++;
+    p->rec.tries_of = live ? kind : 0; /* (a live step's, recorded: "triesOf") */
     char m[400];
     if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
@@ -282,7 +293,14 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 /* Record the phase, then act. Returns true when the step was accepted. */
 bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
 {
-    if (p->rec.phase != phase)
+    bool live =
+        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
+    /* A step's tries are its own. The live steps share the phase: tries recorded of another
+     * live step are over (that step shows now, e.g. one that did not answer in time but was
+     * taken; the pass reached this one), so this one does not fail with tries it never had
+     * (seeds 204763, 209763: live-disk failed "3 times" after one live-memory try and two of
+     * its own). Records without triesOf keep their tries. */
+    if (p->rec.phase != phase || (live && p->rec.tries_of && p->rec.tries_of != kind))
         p->rec.attempts = 0;
     /* (a step taken over, if any, is past: this one is the operation's) A reconfigure or a
      * power-on is a power cycle's step: the operation is cold from then on. A live one whose
@@ -297,8 +315,6 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
     /* Live steps are idempotent against what the VM shows (absolute vCPU counts, DIMMs and
      * virtio-mem sized from the observed memory), so a crash after one needs no record of it:
      * the next pass sees the change. Power and configuration steps are recorded first. */
-    bool live =
-        kind == HV_STEP_LIVE_MEMORY || kind == HV_STEP_LIVE_CPUS || kind == HV_STEP_LIVE_DISK;
     if (!live && !rc_store(p)) {
         /* Not sent, and the record on the VM may say it was (a step sent again, whose write
          * failed): this process forgets it has seen the operation, so its next pass sends

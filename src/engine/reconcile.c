@@ -221,6 +221,11 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return false;
     }
+    /* This process's own step taken over that it knows it did not send (a try that did not
+     * reach the hypervisor: it forgot its sight of the operation, step_failed): sent again
+     * by the new operation, not waited for until Soft's timeout (seed 203773). */
+    bool unsent = k->takeover && k->hazard == HZ_STEP_SENT && k->owner == OWN_SELF &&
+                  p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
     p->down_at = k->takeover ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
@@ -241,6 +246,8 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         rc_slot_gate(p, true);
         if (!rc_store(p))
             return false;
+        if (unsent)
+            p->b->first_sight(p->b->ctx, p->key, 0);
     }
     return true;
 }
@@ -285,6 +292,10 @@ static bool one_pass(struct pass *p)
     if (!look(p))
         return false;
     bool had = hv_oprecord_read(&p->rec, p->obs.record);
+    if (had) { /* (its starts as this process knows them: untaken ones not counted) */
+        int untaken = p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 0);
+        p->rec.starts = p->rec.starts > untaken ? p->rec.starts - untaken : 0;
+    }
     p->seen = true;
     struct rc_call c = {.desired = p->desired,
                         .s = p->s,

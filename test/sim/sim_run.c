@@ -451,10 +451,21 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
         return c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
     if (strstr(msg, "powered on again before hvupdater could reconfigure"))
         return v->op_on_ms >= can_ms ? CAUSE_OPERATOR : -1;
-    if (strstr(msg, "no guest tools running"))
+    if (strstr(msg, "no guest tools running")) {
         /* (the tools stopped since the CanUpdateMachine: a guest booting after a power-on, or
          * the operator's doing; a VM without them then was CanUpdateMachine's to refuse) */
-        return v->power_on_ms >= can_ms || v->op_change_ms >= can_ms ? CAUSE_NO_TOOLS : -1;
+        if (v->power_on_ms >= can_ms || v->op_change_ms >= can_ms)
+            return CAUSE_NO_TOOLS;
+        /* ... or a live memory change the guest did not take (hot-plugged memory never
+         * onlined: no look shows that before the hot-plug), whose fallback power cycle
+         * (IfNeeded; the record went cold from its live plan) Soft cannot ask of a guest
+         * without tools: the guest's fault, as for a transient domain's refusal below (seeds
+         * 25679, 218724) */
+        const struct hv_oprecord *r = sim_record(v);
+        bool fallback =
+            r && r->phase == HV_PH_FAILED && r->cold && !strncmp(r->plan[HV_F_MEMORY], "live:", 5);
+        return fallback && c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
+    }
     if (strstr(msg, "did not complete within")) {
         if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
             return CAUSE_DELAYED;

@@ -992,6 +992,36 @@ static void test_step_unreachable_is_an_outage_not_a_try(void **state)
     unwrap(f);
 }
 
+/* A power-on that did not reach the hypervisor was not a start: the record stored with the
+ * step counts it until the count taken back is stored, and a pass that reads it before then
+ * takes it back (starts_untaken). An outage through three power-ons is no "the VM did not
+ * stay on: it was started 3 times" (held-out seeds 39323, 219558: a VM never started). */
+static void test_power_on_not_reached_is_no_start(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-ondown", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_code = HV_E_UNREACHABLE;
+    fail_left = 4; /* more power-ons than MAX_STARTS */
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r;
+    for (int i = 0; i < 40 && fail_left > 0; i++) {
+        r = pass(f, "eng-ondown", want);
+        if (r.failure)
+            fail_msg("a Failure during the outage (pass %d): %s", i, r.message);
+    }
+    assert_int_equal(fail_left, 0); /* every injected failure was met */
+    r = until_end_slow(f, "eng-ondown", want, 30);
+    if (r.failure)
+        fail_msg("a Failure after the outage: %s", r.message);
+    if (!is_done(&r))
+        fail_msg("not done after the outage: %s", r.message);
+    struct hv_vm_obs o = observe(f, "eng-ondown");
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.hw.memory_mib, 1024);
+    unwrap(f);
+}
+
 /* A record write refused because another writer changed the VM first (KubeVirt: the
  * resourceVersion test of the patch, or virt-api's validator answering 409 Conflict) is
  * retried, in progress: found by the KubeVirt lab's `conflict` scenario, where it was the
@@ -2730,6 +2760,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_unreachable_is_an_outage_not_a_try, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_power_on_not_reached_is_no_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_conflict_is_retried, setup, teardown),

@@ -347,12 +347,39 @@ static void test_finished_by_todays_engine(void **state)
         finish(&fixtures[k]);
 }
 
+/* "triesOf" (added after v1): the live step the attempts of phase live are of, written only
+ * with attempts, read back as written; a v1 record without it reads as not recorded (0, its
+ * tries kept: pass_steps.c rc_step). */
+static void test_tries_of_live_step_round_trip(void **state)
+{
+    (void)state;
+    struct hv_oprecord r, back;
+    memset(&r, 0, sizeof(r));
+    r.desired = (struct hv_hw){2048, 2, -1, 12288};
+    r.phase = HV_PH_LIVE;
+    r.started_at = r.step_at = 1800000000;
+    r.attempts = 1;
+    r.tries_of = HV_STEP_LIVE_MEMORY;
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&r, buf, sizeof(buf)));
+    assert_non_null(strstr(buf, "\"triesOf\":\"live-memory\""));
+    assert_true(hv_oprecord_read(&back, buf));
+    assert_int_equal(back.attempts, 1);
+    assert_int_equal(back.tries_of, HV_STEP_LIVE_MEMORY);
+    r.attempts = 0; /* no tries: nothing to name */
+    assert_true(hv_oprecord_write(&r, buf, sizeof(buf)));
+    assert_null(strstr(buf, "triesOf"));
+    assert_true(hv_oprecord_read(&back, buf));
+    assert_int_equal(back.tries_of, 0);
+}
+
 int main(void)
 {
     hv_log_set_level(getenv("HV_TEST_LOG") ? HV_LOG_DEBUG : HV_LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_and_written_back_unchanged),
         cmocka_unit_test(test_finished_by_todays_engine),
+        cmocka_unit_test(test_tries_of_live_step_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
