@@ -124,8 +124,9 @@ struct sim_vm {
      * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
-    /* when the guest of the operator's last power-on finished booting (0: the last power-on
-     * was the engine's, or none) */
+    /* when the guest of the operator's last power-on finished booting, or of the engine's
+     * when the operator cleared the record during that boot (0: the last power-on was the
+     * engine's and its record stayed, or none) */
     int64_t foreign_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;

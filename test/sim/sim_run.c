@@ -702,12 +702,13 @@ static void call_update(struct sim *s, int m)
                 mem_tells &= !v->off_blind_mem;
                 cpu_tells &= !v->off_blind_cpus;
             }
-            /* a guest the operator started, still booting when the operation began (its
-             * base: no view of memory from before it) or, for vCPUs (an exact count), when the
-             * engine concluded done: it had reported nothing since it started, which no engine
-             * can tell from a guest without an agent or driver (libvirt's agent channel and
-             * balloon are there either way; docs/settings.md "nothing reported since it
-             * started"). After the engine's own power-on it waits for the guest instead. */
+            /* a guest the operator started (or the engine, its record cleared by the operator
+             * during the boot), still booting when the operation began (its base: no view of
+             * memory from before it) or, for vCPUs (an exact count), when the engine concluded
+             * done: it had reported nothing since it started, which no engine can tell from a
+             * guest without an agent or driver (libvirt's agent channel and balloon are there
+             * either way; docs/settings.md "nothing reported since it started"). After the
+             * engine's own power-on it waits for the guest instead (its record tells). */
             if (v->foreign_boot_ms && sr && sr->phase == HV_PH_DONE &&
                 hv_hw_equal(&sr->desired, w)) {
                 mem_tells &= v->foreign_boot_ms < (sr->started_at - s->unix0) * 1000;
