@@ -140,6 +140,9 @@ struct sim_vm {
     int64_t act_spent_ms[SIM_STEP_KINDS];
     int64_t lost_ms[SIM_STEP_KINDS]; /* last step of each kind taken whose answer was lost */
     int64_t step_ok_ms;              /* last step the hypervisor took (any kind) */
+    /* last reconfigure the hypervisor took (its answer lost or not): the configuration
+     * written whole (0: none) */
+    int64_t reconf_ms;
     /* what the VM showed (running: live, off: its configuration) when the operation its
      * record holds now began (the first record of that start and desired hardware) */
     struct hv_hw begun_hw, begun_for;

@@ -1051,10 +1051,13 @@ static void check_end(struct sim *s)
          * change only when called and cannot unplug what it plugged; each field is still
          * the old one or one asked for. (A cold change writes the whole configuration at
          * once: not excused once it may have, unless it stopped before: planned, waiting for
-         * a slot, or on its way down, the mix left by an earlier live change is still there.) */
+         * a slot, or on its way down, the mix left by an earlier live change is still there;
+         * or none of its reconfigures got through since it began (each one failed: seed
+         * 212216, a disk that cannot grow), its Failure starting the VM as it found it.) */
         const struct hv_oprecord *er = sim_record(v);
-        bool rewritten =
-            er && er->cold && (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF);
+        bool rewritten = er && er->cold &&
+                         (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF) &&
+                         v->reconf_ms && s->unix0 + v->reconf_ms / 1000 >= er->started_at;
         if (!whole && c->stopped_mid && c->st == C_STOPPED && !rewritten) {
             bool mem = v->config.memory_mib == v->config0.memory_mib,
                  cpus = v->config.cpus == v->config0.cpus;

@@ -867,6 +867,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
         if (hv_disk_set(d->disk_mib) && d->disk_mib > v->config.disk_mib)
             v->config.disk_mib = d->disk_mib;
         v->live = v->config;
+        v->reconf_ms = s->now_ms;
         break;
     }
     case HV_STEP_POWER_ON:
