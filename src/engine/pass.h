@@ -108,6 +108,9 @@ bool rc_power_on_anyway(struct pass *p);
 bool rc_previous_config(const struct hv_oprecord *r, struct hv_hw *out);
 /* A later pass found the rolled-back VM off and rolled back again. */
 void rc_roll_back_again(struct pass *p);
+/* A pass found the rolled-back VM running: its stored message says which configuration it
+ * was started with, as the VM shows it. */
+void rc_rollback_note_follows_vm(struct pass *p);
 /* Record the phase, then act. True when the step was accepted. */
 bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method);
 /* The VM may be started with the new configuration once more (else a sticky Failure). */

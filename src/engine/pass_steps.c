@@ -206,15 +206,13 @@ static void rc_fail_rolled_back(struct pass *p, enum hv_failure_reason why, cons
     rc_fail_sticky(p, why, m);
 }
 
-/* A later pass found the rolled-back VM off and rolled back again: when that got further or
- * less far than the stored message says, the message follows what was done. */
-void rc_roll_back_again(struct pass *p)
+/* The rolled-back Failure's message ends with the note of another outcome than now: it says
+ * now's instead. True when it changed. */
+static bool note_follows(struct pass *p, enum rb_outcome now)
 {
-    enum rb_outcome now = roll_back(p);
     char note[400];
     size_t len = strlen(p->rec.message);
-    bool changed = false;
-    for (int o = 0; o < RB_COUNT && !changed; o++) {
+    for (int o = 0; o < RB_COUNT; o++) {
         rollback_note(note, sizeof(note), &p->rec, (enum rb_outcome)o);
         size_t n = strlen(note);
         if ((enum rb_outcome)o == now || n > len || strcmp(p->rec.message + len - n, note))
@@ -224,10 +222,36 @@ void rc_roll_back_again(struct pass *p)
         char m[sizeof(p->rec.message)];
         snprintf(m, sizeof(m), "%s%s", p->rec.message, note);
         snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
-        changed = true;
+        return true;
     }
-    if (changed || now == RB_STARTED)
+    return false;
+}
+
+/* A later pass found the rolled-back VM off and rolled back again: when that got further or
+ * less far than the stored message says, the message follows what was done. */
+void rc_roll_back_again(struct pass *p)
+{
+    enum rb_outcome now = roll_back(p);
+    if (note_follows(p, now) || now == RB_STARTED)
         rc_store(p); /* the message and the count of starts; best effort */
+}
+
+/* A pass found the rolled-back VM running: the message says which configuration it runs
+ * with, the previous one restored or the new one, as the VM shows it now. The pass that rolled
+ * back stores what it did, but that write may fail (seed 212186: a second rollback restored
+ * the previous configuration, its record write failed, and the passes after it answered "so
+ * it was started with the new configuration" from the stored record): any later pass stores
+ * it then. A configuration that is neither (the operator's) leaves the message as it is. */
+void rc_rollback_note_follows_vm(struct pass *p)
+{
+    struct hv_hw prev;
+    if (!rc_previous_config(&p->rec, &prev))
+        return;
+    enum rb_outcome now = rc_matches(&p->obs.config, &prev)             ? RB_STARTED
+                          : rc_matches(&p->obs.config, &p->rec.desired) ? RB_STARTED_AS_IS
+                                                                        : RB_COUNT;
+    if (now != RB_COUNT && note_follows(p, now))
+        rc_store(p); /* best effort: the next pass tries again */
 }
 
 /* A step was refused: counted (attempts), retried on the next pass, or after

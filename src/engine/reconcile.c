@@ -149,6 +149,8 @@ static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
             rc_store(p); /* counted */
     } else if (k->hazard == HZ_FAILED_UPON) {
         p->going_down = true; /* a shutdown or power-off it came upon may land yet */
+    } else if (p->rec.rollback && k->on) {
+        rc_rollback_note_follows_vm(p); /* its message says what it runs with */
     }
     rc_answer_sticky(p->out, p->rec.message);
     return false;

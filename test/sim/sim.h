@@ -124,8 +124,9 @@ struct sim_vm {
      * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
-    /* when the guest of the operator's last power-on finished booting (0: the last power-on
-     * was the engine's, or none) */
+    /* when the guest of the operator's last power-on finished booting, or of the engine's
+     * when the operator cleared the record during that boot (0: the last power-on was the
+     * engine's and its record stayed, or none) */
     int64_t foreign_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;
@@ -139,6 +140,9 @@ struct sim_vm {
     int64_t act_spent_ms[SIM_STEP_KINDS];
     int64_t lost_ms[SIM_STEP_KINDS]; /* last step of each kind taken whose answer was lost */
     int64_t step_ok_ms;              /* last step the hypervisor took (any kind) */
+    /* last reconfigure the hypervisor took (its answer lost or not): the configuration
+     * written whole (0: none) */
+    int64_t reconf_ms;
     /* what the VM showed (running: live, off: its configuration) when the operation its
      * record holds now began (the first record of that start and desired hardware) */
     struct hv_hw begun_hw, begun_for;

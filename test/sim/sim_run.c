@@ -713,12 +713,13 @@ static void call_update(struct sim *s, int m)
                 mem_tells &= !v->off_blind_mem;
                 cpu_tells &= !v->off_blind_cpus;
             }
-            /* a guest the operator started, still booting when the operation began (its
-             * base: no view of memory from before it) or, for vCPUs (an exact count), when the
-             * engine concluded done: it had reported nothing since it started, which no engine
-             * can tell from a guest without an agent or driver (libvirt's agent channel and
-             * balloon are there either way; docs/settings.md "nothing reported since it
-             * started"). After the engine's own power-on it waits for the guest instead. */
+            /* a guest the operator started (or the engine, its record cleared by the operator
+             * during the boot), still booting when the operation began (its base: no view of
+             * memory from before it) or, for vCPUs (an exact count), when the engine concluded
+             * done: it had reported nothing since it started, which no engine can tell from a
+             * guest without an agent or driver (libvirt's agent channel and balloon are there
+             * either way; docs/settings.md "nothing reported since it started"). After the
+             * engine's own power-on it waits for the guest instead (its record tells). */
             if (v->foreign_boot_ms && sr && sr->phase == HV_PH_DONE &&
                 hv_hw_equal(&sr->desired, w)) {
                 mem_tells &= v->foreign_boot_ms < (sr->started_at - s->unix0) * 1000;
@@ -1066,10 +1067,13 @@ static void check_end(struct sim *s)
          * change only when called and cannot unplug what it plugged; each field is still
          * the old one or one asked for. (A cold change writes the whole configuration at
          * once: not excused once it may have, unless it stopped before: planned, waiting for
-         * a slot, or on its way down, the mix left by an earlier live change is still there.) */
+         * a slot, or on its way down, the mix left by an earlier live change is still there;
+         * or none of its reconfigures got through since it began (each one failed: seed
+         * 212216, a disk that cannot grow), its Failure starting the VM as it found it.) */
         const struct hv_oprecord *er = sim_record(v);
-        bool rewritten =
-            er && er->cold && (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF);
+        bool rewritten = er && er->cold &&
+                         (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF) &&
+                         v->reconf_ms && s->unix0 + v->reconf_ms / 1000 >= er->started_at;
         if (!whole && c->stopped_mid && c->st == C_STOPPED && !rewritten) {
             bool mem = v->config.memory_mib == v->config0.memory_mib,
                  cpus = v->config.cpus == v->config0.cpus;

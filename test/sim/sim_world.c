@@ -867,6 +867,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
         if (hv_disk_set(d->disk_mib) && d->disk_mib > v->config.disk_mib)
             v->config.disk_mib = d->disk_mib;
         v->live = v->config;
+        v->reconf_ms = s->now_ms;
         break;
     }
     case HV_STEP_POWER_ON:
@@ -1298,6 +1299,12 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     case 19:
         sim_set_record(v, "");
         v->record_cleared_ms = s->now_ms;
+        /* a guest still booting from the engine's power-on: the record that told the engine
+         * it started the VM (its power-on or done with starts, judge.c judge_boot) is gone, so
+         * to the engine this boot is as foreign as the operator's power-on (seed 218326: a
+         * live change begun at once, its base with no view of the booting guest) */
+        if (v->power == HV_POWER_ON && v->boot_at && !v->foreign_boot_ms)
+            v->foreign_boot_ms = v->boot_at;
         v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
         v->cycling = false;              /* ... so it counts as none against the cap either */
         sim_note(s, "operator: %s's record cleared", v->name);

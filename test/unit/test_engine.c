@@ -2430,6 +2430,42 @@ static void test_rollback_message_says_what_was_done(void **state)
     unwrap(f);
 }
 
+/* The rollback's message follows the VM also when the pass that rolled back could not store
+ * it (seed 212186): the VM off with the new configuration (as stored), a later pass restores
+ * the previous one and starts it, and its record write fails; the next pass finds the VM
+ * running with the previous configuration and answers, and stores, what it runs with. */
+static void test_rollback_message_follows_the_vm_after_a_failed_write(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-rbfail", 2048, 2048, 2, 2);
+    use_wrapper(f, HV_STEP_POWER_ON, false);
+    fail_memory = 1024;
+    fail2_kind = HV_STEP_RECONFIGURE;
+    fail2_memory = 2048;
+    struct hv_hw want = {1024, 1, -1, -1};
+    struct hv_update_result r = until_end(f, "eng-rbfail", want, 10, NULL);
+    const char *off_new = "restoring its previous configuration (memory 2048 MiB, 2 vCPUs) failed "
+                          "too, so the VM is off with the new configuration";
+    rollback_shows(f, &r, off_new, HV_POWER_OFF, 1024);
+    /* the restore and the start work now, the write of what they did does not */
+    fail2_kind = -1;
+    fail_memory = -1;
+    fail_kind = 0;
+    record_write_fails = true;
+    r = pass(f, "eng-rbfail", want);
+    assert_false(record_write_fails); /* the write was tried, and failed */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-rbfail").record));
+    assert_non_null(strstr(rec.message, off_new)); /* stored: the old note */
+    const char *started = "its previous configuration (memory 2048 MiB, 2 vCPUs) was restored "
+                          "and it was started";
+    r = pass(f, "eng-rbfail", want);
+    rollback_shows(f, &r, started, HV_POWER_ON, 2048);
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-rbfail").record));
+    assert_string_equal(rec.message, r.message); /* stored now */
+    unwrap(f);
+}
+
 /* Issue 17 item 6: a VM that goes off right after every start with the new configuration (a
  * guest panic with on_crash=destroy) is started a bounded number of times, then rolled back
  * to the configuration it ran with, with a sticky Failure saying so. */
@@ -2786,6 +2822,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_power_on_is_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_message_says_what_was_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_message_follows_the_vm_after_a_failed_write,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_vm_halting_after_each_start_is_rolled_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
