@@ -31,6 +31,9 @@ struct found {
     struct hv_vm_ref ref;
     char host[HV_NAME_MAX];
     bool off;
+    /* its shutdown or power-off, sent by this process or its previous life, may still take it
+     * down (within shutdownTimeoutSeconds and one hypervisor call of its step) */
+    bool going_down;
     bool own; /* written by this very process (owner equal to ours) */
     struct hv_hw desired;
     struct hv_settings s;
@@ -141,6 +144,9 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
             wait = e->cfg.step_timeout_s;
         bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
         keep = f.own || previous || stale;
+        f.going_down = (f.own || previous) && vm->power == HV_POWER_ON &&
+                       (r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF) &&
+                       sc->now < r->step_at + f.s.shutdown_timeout_s + e->cfg.step_timeout_s;
     }
     const char *refused = keep ? resume_refusal(sc->be, vm, r) : NULL;
     if (refused) {
@@ -249,8 +255,11 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     }
     /* a slot like a new cycle's (also for a pass already queued: before any new cycle's),
      * within the caps while the VM still runs; an off VM is down already and takes one over
-     * them (as a pass that finds it off does) */
-    eng_slot_take(e, x, f->host, f->off);
+     * them (as a pass that finds it off does), and so does one whose shutdown or power-off,
+     * sent by this process's previous life, may take it down at any moment: no cycle of its
+     * host begins beside it (seeds 217798, 210281: the scan found the caps full, the slot
+     * went free and a new cycle began while that shutdown landed) */
+    eng_slot_take(e, x, f->host, f->off || f->going_down);
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
     if (!x->queued && !x->running) {
         x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
