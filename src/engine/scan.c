@@ -134,8 +134,12 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
      * VM runs or is off; another process's is left to the scan after that, or a call) */
     bool paused = vm->power == HV_POWER_PAUSED;
     bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF || paused) &&
-                hv_oprecord_read(r, vm->record) && r->cold && r->phase >= HV_PH_SHUTDOWN &&
-                r->phase <= HV_PH_POWER_ON && settings_of(r->policy, &f.s);
+                hv_oprecord_read(r, vm->record) && r->cold && settings_of(r->policy, &f.s);
+    /* (and a failed cycle that left the VM off, in the window after its Failure in which the
+     * engine keeps its slot and tries to start it by itself: reconcile.c left_off) */
+    bool left_off = keep && r->phase == HV_PH_FAILED && vm->power == HV_POWER_OFF &&
+                    sc->now - r->step_at < e->cfg.step_timeout_s;
+    keep = keep && ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) || left_off);
     if (keep) {
         f.own = !strcmp(r->owner, e->owner);
         /* this process's previous life (same host, another pid) is gone; another process is
@@ -146,7 +150,7 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
         if (e->cfg.step_timeout_s > wait)
             wait = e->cfg.step_timeout_s;
         bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
-        keep = f.own || previous || (stale && !paused);
+        keep = f.own || previous || (stale && !paused && !left_off);
         f.paused = paused;
         f.going_down = (f.own || previous) && vm->power == HV_POWER_ON &&
                        (r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF) &&
