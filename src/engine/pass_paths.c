@@ -227,6 +227,10 @@ static void new_cycle(struct pass *p)
         rc_fail_sticky(p, why, refused);
         return;
     }
+    /* A new cycle fits the caps as they are now: a slot still held from a cycle of this VM that
+     * ended (its power-on landed, a new state begun meanwhile) is no claim on them, since a
+     * cycle resumed over the caps may have come beside it (seeds 27966, 22427). */
+    rc_slot(p, SLOT_FREE);
     if (!rc_slot_gate(p, false)) {
         if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
             hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");

@@ -3,6 +3,7 @@
  * not start with its new configuration. */
 #include "pass.h"
 #include "reconcile.h"
+#include "errclass.h"
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
@@ -299,7 +300,15 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             rc_power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
+        /* A shutdown or power-off whose last try got no answer may have been taken and may
+         * still take the VM down: the Failure comes upon it (downAt), so its slot stays while
+         * it may land, and the VM is started again if it does (seed 24075: the slot went
+         * back, another VM of the host went down, and the shutdown landed beside it). */
+        if ((kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold &&
+            hv_err_classify(err->code) == HV_EC_NO_ANSWER)
+            p->down_at = p->rec.step_at;
         rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
+        p->down_at = 0;
         return;
     }
     if (rc_store(p)) {

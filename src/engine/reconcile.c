@@ -218,8 +218,10 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         return false;
     }
     /* Another process's cycle going down is taken over like a new one, within this process's
-     * caps: that process gives its slot back once the record is ours. */
-    if (k->takeover && k->owner != OWN_SELF && !rc_slot_gate(p, false)) {
+     * caps: that process gives its slot back once the record is ours. One of this process's
+     * previous life may take the VM down at any moment and no live process holds a slot for
+     * it: it counts against the caps at once (taken over them, below; seed 217798). */
+    if (k->takeover && k->owner == OWN_OTHER && !rc_slot_gate(p, false)) {
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return false;
     }

@@ -31,6 +31,10 @@ struct found {
     struct hv_vm_ref ref;
     char host[HV_NAME_MAX];
     bool off;
+    bool paused; /* paused or suspended in the middle of its cycle */
+    /* its shutdown or power-off, sent by this process or its previous life, may still take it
+     * down (within shutdownTimeoutSeconds and one hypervisor call of its step) */
+    bool going_down;
     bool own; /* written by this very process (owner equal to ours) */
     struct hv_hw desired;
     struct hv_settings s;
@@ -125,11 +129,17 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
     struct found f;
     memset(&f, 0, sizeof(f));
 
-    /* (a VM paused or suspended mid-cycle cannot go on: the scan after it runs or is off,
-     * or a call, carries it on) */
-    bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF) &&
-                hv_oprecord_read(r, vm->record) && r->cold && r->phase >= HV_PH_SHUTDOWN &&
-                r->phase <= HV_PH_POWER_ON && settings_of(r->policy, &f.s);
+    /* (a VM paused or suspended mid-cycle cannot go on: its cycle is followed without a slot,
+     * below, when it is this process's or its previous life's, and a pass takes one once the
+     * VM runs or is off; another process's is left to the scan after that, or a call) */
+    bool paused = vm->power == HV_POWER_PAUSED;
+    bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF || paused) &&
+                hv_oprecord_read(r, vm->record) && r->cold && settings_of(r->policy, &f.s);
+    /* (and a failed cycle that left the VM off, in the window after its Failure in which the
+     * engine keeps its slot and tries to start it by itself: reconcile.c left_off) */
+    bool left_off = keep && r->phase == HV_PH_FAILED && vm->power == HV_POWER_OFF &&
+                    sc->now - r->step_at < e->cfg.step_timeout_s;
+    keep = keep && ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) || left_off);
     if (keep) {
         f.own = !strcmp(r->owner, e->owner);
         /* this process's previous life (same host, another pid) is gone; another process is
@@ -140,7 +150,11 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
         if (e->cfg.step_timeout_s > wait)
             wait = e->cfg.step_timeout_s;
         bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
-        keep = f.own || previous || stale;
+        keep = f.own || previous || (stale && !paused && !left_off);
+        f.paused = paused;
+        f.going_down = (f.own || previous) && vm->power == HV_POWER_ON &&
+                       (r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF) &&
+                       sc->now < r->step_at + f.s.shutdown_timeout_s + e->cfg.step_timeout_s;
     }
     const char *refused = keep ? resume_refusal(sc->be, vm, r) : NULL;
     if (refused) {
@@ -249,8 +263,18 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     }
     /* a slot like a new cycle's (also for a pass already queued: before any new cycle's),
      * within the caps while the VM still runs; an off VM is down already and takes one over
-     * them (as a pass that finds it off does) */
-    eng_slot_take(e, x, f->host, f->off);
+     * them (as a pass that finds it off does), and so does one whose shutdown or power-off,
+     * sent by this process's previous life, may take it down at any moment: no cycle of its
+     * host begins beside it (seeds 217798, 210281: the scan found the caps full, the slot
+     * went free and a new cycle began while that shutdown landed) */
+    /* A VM paused mid-cycle holds none (its cycle cannot progress, as for a pass that finds
+     * it paused): its passes follow it, and the first that finds it running again or off
+     * takes one, within a pass's interval of its resume rather than at the next scan, so no
+     * new cycle of its host begins beside a shutdown it got before the pause and may still
+     * carry out (seeds 29926, 207429: found paused by the scan after a restart, resumed, and
+     * a new cycle of its host began as its shutdown landed). */
+    if (!f->paused)
+        eng_slot_take(e, x, f->host, f->off || f->going_down);
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
     if (!x->queued && !x->running) {
         x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
