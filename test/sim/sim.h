@@ -99,6 +99,9 @@ struct sim_vm {
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
     int64_t resumed_ms;    /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
+    /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
+     * count and the VM's last look when the excuse began, and the check that last used it */
+    int64_t wait_passes, wait_look, wait_check;
     bool operator_power;  /* the operator set its power at some time: end power exempt */
     bool operator_config; /* the operator changed its configuration: end config exempt */
     bool halted_for_good; /* a fault keeps it from running */
@@ -235,6 +238,7 @@ struct sim_replica {
     void *watch_ctx;
     struct sim *sim;
     int idx;
+    int64_t passes; /* passes its engine ran (run_engines) */
 };
 
 struct sim_opts {
@@ -299,6 +303,7 @@ struct sim {
     int64_t restart_ms[SIM_MAX_REPLICAS]; /* when each replica last restarted */
     /* when each replica's next own pass falls due, as of its last run (0: none) */
     int64_t due_ms[SIM_MAX_REPLICAS];
+    int64_t off_checks; /* check_off_mid_cycle runs so far */
 };
 
 /* sim_world.c */

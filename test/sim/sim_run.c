@@ -890,6 +890,7 @@ static bool owner_alive(const struct sim *s, struct sim_vm *v);
  * the end phase delivered its events. */
 static void check_off_mid_cycle(struct sim *s)
 {
+    s->off_checks++;
     for (int k = 0; k < s->n_vms; k++) {
         struct sim_vm *v = &s->vms[k];
         const struct hv_oprecord *r = v->exists ? sim_record(v) : NULL;
@@ -913,8 +914,27 @@ static void check_off_mid_cycle(struct sim *s)
         /* (nor the VM's own pass, queued but left for later by the step loop's run of a few
          * passes, which its workers would have run at once; the timed passes still waiting,
          * which due_ms counts, do not show it) */
-        if (hv_engine_pass_waiting(s->reps[rep].e, v->name))
-            continue;
+        if (hv_engine_pass_waiting(s->reps[rep].e, v->name)) {
+            /* ... but only while the queue could not have reached it yet: it is FIFO, so
+             * once the carrier ran as many passes as it has entries since the excuse began,
+             * with no look at this VM, the pass was put back or skipped, not just late */
+            struct sim_replica *c = &s->reps[rep];
+            if (v->wait_check != s->off_checks - 1 || v->wait_look != v->look_ms[rep]) {
+                v->wait_passes = c->passes;
+                v->wait_look = v->look_ms[rep];
+            }
+            v->wait_check = s->off_checks;
+            int64_t ran = c->passes - v->wait_passes;
+            if (ran <= (int64_t)hv_engine_entries(c->e))
+                continue;
+            s->r.checks++;
+            sim_break(s, INV_NO_LOSS,
+                      "%s has been off in the middle of its power cycle (record: %s) for %.0f s, "
+                      "its own pass queued on r%d through %lld passes that never looked at it",
+                      v->name, hv_phase_name(r->phase), (double)(s->now_ms - since) / 1000, rep,
+                      (long long)ran);
+            return;
+        }
         s->r.checks++;
         sim_break(s, INV_NO_LOSS,
                   "%s has been off in the middle of its power cycle (record: %s) for %.0f s, its "
@@ -1145,7 +1165,9 @@ static void run_engines(struct sim *s, int max_each)
     for (int r = 0; r < s->n_reps; r++) {
         s->in_pass = true;
         s->pass_rep = r;
-        s->r.passes += hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
+        int n = hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
+        s->r.passes += n;
+        s->reps[r].passes += n;
         s->in_pass = false;
     }
 }
