@@ -75,8 +75,8 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        first = x->seen_op != op_started_at;
-        x->seen_op = op_started_at;
+        first = x->seen.op != op_started_at;
+        memo_for(&x->seen, op_started_at);
     }
     pthread_mutex_unlock(&e->lock);
     return first;
@@ -89,13 +89,10 @@ static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, in
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        if (x->paused_op != op_started_at)
-            x->paused_at = 0; /* another operation's */
-        if (at > x->paused_at) {
-            x->paused_op = op_started_at;
-            x->paused_at = at;
-        }
-        seen = x->paused_at;
+        int64_t *paused_at = memo_for(&x->paused, op_started_at);
+        if (at > *paused_at)
+            *paused_at = at;
+        seen = *paused_at;
     }
     pthread_mutex_unlock(&e->lock);
     return seen;
@@ -108,13 +105,12 @@ static int starts_untaken(void *ctx, const char *key, int64_t op_started_at, int
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        if (x->untaken_op != op_started_at || add < 0) {
-            x->untaken_op = op_started_at; /* another operation's, or stored since */
-            x->untaken = 0;
-        }
-        if (add > 0)
-            x->untaken += add;
-        n = x->untaken;
+        int64_t *untaken = memo_for(&x->untaken, op_started_at);
+        if (add < 0)
+            *untaken = 0; /* (stored since) */
+        else
+            *untaken += add;
+        n = (int)*untaken;
     }
     pthread_mutex_unlock(&e->lock);
     return n;
@@ -141,8 +137,8 @@ static int64_t bound_since(struct hv_engine *e, const char *key, int64_t now, bo
         /* an operation in flight that this process handled: its own start is the bound's
          * start (the operation's deadline), when earlier */
         bool inflight = x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0;
-        if (failing && inflight && x->seen_op > 0 && x->seen_op < since)
-            since = x->seen_op;
+        if (failing && inflight && x->seen.op > 0 && x->seen.op < since)
+            since = x->seen.op;
     }
     pthread_mutex_unlock(&e->lock);
     return since;

@@ -24,6 +24,24 @@
 
 struct probe; /* probe.c: the VM's facts CanUpdateMachine asks for */
 
+/* A value this process keeps about one operation of a VM (the operation named by its start
+ * time, the record's startedAt): memo_for gives the value for op, reset to 0 when the memo
+ * held another operation's. The entry's per-operation books (first sight, paused, untaken
+ * starts) are such memos. */
+struct op_memo {
+    int64_t op;
+    int64_t v;
+};
+
+static inline int64_t *memo_for(struct op_memo *m, int64_t op)
+{
+    if (m->op != op) {
+        m->op = op;
+        m->v = 0;
+    }
+    return &m->v;
+}
+
 struct entry {
     char *key;
     uint64_t hash;
@@ -42,15 +60,15 @@ struct entry {
     int64_t probe_began_ms; /* when the running probe started */
     int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
     int64_t used_ms;        /* last hook call or pass */
-    /* the operation (by its start time) this process has already acted on */
-    int64_t seen_op;
-    /* when a pass last saw the VM of operation paused_op paused in the middle of its cycle
+    /* the operation (by its start time) this process has already acted on (first_sight;
+     * seen.v unused) */
+    struct op_memo seen;
+    /* when a pass last saw the VM of operation paused.op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
-    int64_t paused_op, paused_at;
-    /* power-ons of operation untaken_op not taken that its record still counts
+    struct op_memo paused;
+    /* power-ons of operation untaken.op not taken that its record still counts
      * (starts_untaken) */
-    int64_t untaken_op;
-    int untaken;
+    struct op_memo untaken;
     /* when the hypervisor was first found unreachable in the current run of failed looks
      * (seconds, 0: it answered last time) */
     int64_t unreach_since;
