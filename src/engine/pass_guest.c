@@ -66,6 +66,12 @@ static enum gverdict guest_cpus(const struct pass *p, bool booting)
     bool shows = p->rec.has_base && b->guest_cpus >= 0 && b->hv_cpus >= 0
                      ? g->cpus - b->guest_cpus == p->desired->cpus - b->hv_cpus
                      : g->cpus == p->desired->cpus; /* online vCPUs are an exact count */
+    /* After the power cycle every vCPU is a boot vCPU: one the base saw offline (hot-plugged
+     * just before, not onlined yet) is online now, so all the desired ones online show it
+     * (seeds 216713, 22418: a base of 6 plugged with 4 online, a cycle to 8, the guest 8) */
+    bool cycled =
+        p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
+    shows |= cycled && g->cpus == p->desired->cpus;
     return shows ? GV_SHOWS : GV_NOT_YET;
 }
 

@@ -434,6 +434,13 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
         /* (the operator powered the VM on or off: what a guest can show is another matter) */
         if (strstr(msg, "cannot show") && v->op_change_ms >= can_ms)
             return CAUSE_OPERATOR;
+        /* (... or cleared the record while the guest booted from the engine's power-on: the
+         * record was all that told the engine to wait for that guest before judging what it
+         * can show (judge.c judge_boot), and the pass may have run before the guest reported,
+         * since the clear; seed 118257) */
+        if (strstr(msg, "cannot show") && v->record_cleared_ms >= can_ms &&
+            v->foreign_boot_ms > v->record_cleared_ms && prev_ms < v->foreign_boot_ms)
+            return CAUSE_OPERATOR;
         return v->stats_bad_ms >= can_ms ||
                        (strstr(msg, "memory") && v->stats != 0 && v->stats_changed_ms >= can_ms)
                    ? CAUSE_GUEST

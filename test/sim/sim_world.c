@@ -1233,9 +1233,19 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
                  (long long)v->reserve_next);
         return;
     case 12: {
+        if (v->stats == 1) { /* stopped already: its last report stays as it was */
+            sim_note(s, "fault: %s's statistics still stale", v->name);
+            return;
+        }
         v->stats_bad_ms = s->now_ms;
+        /* the guest's last report: a paused guest's is the one it made before the pause (a
+         * hypervisor keeps the balloon's last statistics; seed 10810: taken as "no view" of
+         * a paused VM, a running one showed none for good, as if without the device) */
+        struct sim_vm ran = *v;
+        if (ran.power == HV_POWER_PAUSED)
+            ran.power = HV_POWER_ON;
         struct hv_vm_obs o;
-        fill_obs(s, k, &o, true);
+        fill_guest(s, &ran, &o);
         v->stale = o.guest;
         /* the last report stays as it was, stamped when it was made (libvirt's last-update):
          * not newer than any step taken from now on */

@@ -230,6 +230,10 @@ static int halted_starts;
  * the hypervisor shows at the first look after a start) */
 static int64_t noonline_keep;
 static int64_t noonline_boot = -1;
+/* > 0: a guest with an agent that leaves this many of its vCPUs offline (hot-plugged, not
+ * onlined yet) while the domain keeps the ID offline_cpus_dom; after a boot all are online */
+static int offline_cpus;
+static int offline_cpus_dom;
 
 static int64_t mono_ms(void)
 {
@@ -294,6 +298,10 @@ static int w_observe_guest(struct hv_backend *b, const struct hv_vm_ref *r, stru
         o->guest.mem_view = HV_GV_SEEN;
         o->guest.memory_mib =
             (o->hw.memory_mib < noonline_boot ? o->hw.memory_mib : noonline_boot) - noonline_keep;
+    }
+    if (rc == HV_OK && offline_cpus > 0 && o->power == HV_POWER_ON) {
+        o->guest.cpu_view = HV_GV_SEEN;
+        o->guest.cpus = o->hw.cpus - (atoi(o->id) == offline_cpus_dom ? offline_cpus : 0);
     }
     if (rc == HV_OK && guest_mem_at != 0 && o->power == HV_POWER_ON) {
         o->guest.mem_view = guest_mem_at < 0 ? HV_GV_PENDING : HV_GV_SEEN;
@@ -448,6 +456,7 @@ static void unwrap(struct fx *f)
     halt_memory = -1;
     halted_starts = 0;
     noonline_keep = 0;
+    offline_cpus = 0;
     noonline_boot = -1;
     watch_name = NULL;
     observe_times_out = false;
@@ -1773,6 +1782,34 @@ static void test_reserving_guest_memory_change_shows_as_growth(void **state)
     unwrap(f);
 }
 
+/* A power cycle's vCPU change over a base that saw a hot-plugged vCPU still offline (3 in
+ * the hypervisor, 2 online in the guest): after the cycle every vCPU is a boot vCPU, and a
+ * guest with all the desired ones online shows the change. Found by the simulation (seeds
+ * 216713, 22418): the check held the guest to the base's offset (6 - 1 online) and failed a
+ * guest with all 6 online "did not show ... after the power cycle". */
+static void test_boot_vcpus_show_after_a_power_cycle(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-bootcpu", 2048, 1024, 3, 4);
+    int id = dom_id(f, "eng-bootcpu");
+    use_wrapper(f, 0, false);
+    offline_cpus = 1;
+    offline_cpus_dom = id;
+    f->s.live_timeout_s = 2;
+    struct hv_hw want = {1024, 6, -1, -1}; /* above the 4 it can hot-plug: a power cycle */
+    struct hv_update_result r = until_end_slow(f, "eng-bootcpu", want, 8);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0);
+    assert_string_equal(r.message, "done: memory 1024 MiB, 6 vCPUs (the guest shows it)");
+    assert_int_not_equal(dom_id(f, "eng-bootcpu"), id);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-bootcpu").record));
+    assert_true(rec.cold);
+    assert_int_equal(rec.base.hv_cpus, 3);
+    assert_int_equal(rec.base.guest_cpus, 2);
+    unwrap(f);
+}
+
 /* The reverse error: a small growth of a large VM is within any fixed share of it, so the
  * guest's old total passed. It must grow by the change (less what one block can hide). */
 static void test_guest_on_its_old_total_does_not_show_a_small_growth(void **state)
@@ -2844,6 +2881,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reserving_guest_memory_change_shows_as_growth, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_boot_vcpus_show_after_a_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_on_its_old_total_does_not_show_a_small_growth,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_in_the_record_serves_another_process, setup,
