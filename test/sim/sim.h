@@ -235,6 +235,9 @@ struct sim_replica {
     void *watch_ctx;
     struct sim *sim;
     int idx;
+    /* the hosts this life's scans (list_records) have listed, a bit each: a host none of them
+     * could list (down or stalled at each) counts as full against the caps (slots.c) */
+    unsigned listed_hosts;
 };
 
 struct sim_opts {
