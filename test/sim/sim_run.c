@@ -956,9 +956,13 @@ static void check_step(struct sim *s, bool calling)
         /* (a VM paused outside a cycle: no step is taken until it runs, and each call is told
          * so: no bound applies while it stays paused) */
         bool held = s->vms[m].power == HV_POWER_PAUSED && !in_cycle(&s->vms[m]);
+        /* (the operator cleared the VM's record during the operation: the engine begins it
+         * anew, its deadline counted from that new start, docs/settings.md; seed 12260) */
+        int64_t from = c->op.start_ms > s->vms[m].record_cleared_ms ? c->op.start_ms
+                                                                    : s->vms[m].record_cleared_ms;
         if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
             !h->down && !h->stalled && !held &&
-            s->now_ms - c->op.start_ms > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
+            s->now_ms - from > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
             sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
                       s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
                       c->op.s.deadline_s, c->op.calls);
