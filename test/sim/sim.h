@@ -239,6 +239,9 @@ struct sim_replica {
     struct sim *sim;
     int idx;
     int64_t passes; /* passes its engine ran (run_engines) */
+    /* the hosts this life's scans (list_records) have listed, a bit each: a host none of them
+     * could list (down or stalled at each) counts as full against the caps (slots.c) */
+    unsigned listed_hosts;
 };
 
 struct sim_opts {

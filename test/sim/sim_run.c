@@ -151,6 +151,7 @@ static void rep_start(struct sim *s, int r)
     struct sim_replica *rep = &s->reps[r];
     rep->idx = r;
     rep->gen++;
+    rep->listed_hosts = 0; /* (a new life lists every host anew) */
     snprintf(rep->owner, sizeof(rep->owner), "sim-r%d:%d", r, rep->gen);
     s->drive[r] = (struct hv_engine_drive){
         .mono_ms = clk_mono, .unix_s = clk_unix, .ctx = s, .owner = rep->owner};
@@ -360,6 +361,20 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
 static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms);
 static bool in_cycle(struct sim_vm *v);
 
+/* Replica r holds no slot for VM m's cycle while a host none of its life's scans could list
+ * (down or stalled at each: a fault) counts as full against the caps (slots.c: a cycle of a
+ * previous life may be in flight there): m's own host, or enough of them to fill the overall
+ * cap by themselves. */
+static bool caps_held_by_unlisted_hosts(const struct sim *s, int r, int m)
+{
+    unsigned listed = s->reps[r].listed_hosts;
+    int unlisted = 0;
+    for (int h = 0; h < s->n_hosts; h++)
+        unlisted += !(listed & (1u << h));
+    return !(listed & (1u << s->vms[m].host)) ||
+           unlisted * s->ecfg.max_power_cycles_per_host >= s->ecfg.max_power_cycles;
+}
+
 /* The step a "step X failed" message names (the engine's step names, docs/messages.md). */
 static int step_named(const char *msg)
 {
@@ -555,9 +570,12 @@ static void call_update(struct sim *s, int m)
         }
         /* An operation that waited for a power-cycle slot until its deadline (it took no
          * step: "last step: planned") while a cycle on a host that does not answer held the
-         * slot it needed */
+         * slot it needed, or a host this replica's scans could never list filled the caps
+         * (seeds 3370, 22864, 201106, 212546: cap 1, a host down or stalled since before the
+         * replica's first scan) */
         bool capped =
-            strstr(res.message, "(last step: planned)") && cycle_on_a_host_in_trouble(s, can_ms);
+            strstr(res.message, "(last step: planned)") &&
+            (cycle_on_a_host_in_trouble(s, can_ms) || caps_held_by_unlisted_hosts(s, r, m));
         /* Statistics that went stale show as stopped only once their last report is older
          * than a few of their periods (the engine allows 6 s, GUEST_REPORT_S, on libvirt's
          * whole-second last-update; a real guest reports every 2 s): a CanUpdateMachine that
@@ -965,9 +983,13 @@ static void check_step(struct sim *s, bool calling)
         /* (a VM paused outside a cycle: no step is taken until it runs, and each call is told
          * so: no bound applies while it stays paused) */
         bool held = s->vms[m].power == HV_POWER_PAUSED && !in_cycle(&s->vms[m]);
+        /* (the operator cleared the VM's record during the operation: the engine begins it
+         * anew, its deadline counted from that new start, docs/settings.md; seed 12260) */
+        int64_t from = c->op.start_ms > s->vms[m].record_cleared_ms ? c->op.start_ms
+                                                                    : s->vms[m].record_cleared_ms;
         if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
             !h->down && !h->stalled && !held &&
-            s->now_ms - c->op.start_ms > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
+            s->now_ms - from > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
             sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
                       s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
                       c->op.s.deadline_s, c->op.calls);

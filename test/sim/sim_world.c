@@ -1001,8 +1001,11 @@ static void b_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
 static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct hv_err *err)
 {
     struct sim *s = sim_of(b);
+    struct sim_replica *rep = b->priv;
     int rc = HV_OK;
     for (int h = 0; h < s->n_hosts; h++) {
+        if (!s->hosts[h].down && !s->hosts[h].stalled)
+            rep->listed_hosts |= 1u << h;
         if (s->hosts[h].down || s->hosts[h].stalled) {
             if (s->hosts[h].stalled)
                 s->now_ms += 3000; /* the call waits for its timeout */
