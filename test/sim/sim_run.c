@@ -963,7 +963,16 @@ static void check_step(struct sim *s, bool calling)
          * would have run by now: the step loop's clock ran past it. The slot is not stuck,
          * the engine has not looked yet) */
         int64_t due = s->due_ms[r];
-        if (pcs > can && hosts_up && !(due && due <= s->now_ms)) {
+        /* (nor one that came due and waits in its queue: the step loop's look for the next
+         * event (hv_engine_run with max 0) moves a due timed pass to the queue, which due_ms
+         * no longer shows, and runs it only at its next run of a few passes; workers would
+         * have run it at once. Seed 216409: a blind pass took the slot of a VM paused in
+         * its cycle, and the pass that would see it paused again and give the slot back
+         * waited in the queue for 91 s of steps that ran no engine) */
+        bool queued = false;
+        for (int k = 0; k < s->n_vms && !queued; k++)
+            queued = hv_engine_pass_waiting(s->reps[r].e, s->vms[k].name);
+        if (pcs > can && hosts_up && !(due && due <= s->now_ms) && !queued) {
             if (!stuck_since[r])
                 stuck_since[r] = s->now_ms;
             else if (s->now_ms - stuck_since[r] > STUCK_MS)
