@@ -95,6 +95,7 @@ struct sim_vm {
     int cycle_owner;       /* replica that issued it */
     int cycle_gen;         /* ... in its life (restarts count up) */
     int64_t cycle_ms;      /* ... when (its shutdown or power-off was accepted) */
+    int64_t cycle_op;      /* ... for the operation its record then began (startedAt; 0: none) */
     int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms; /* last time its host died, stalled or came back */
     int64_t resumed_ms;    /* last time the operator resumed it (0: never) */

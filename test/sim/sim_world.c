@@ -602,6 +602,15 @@ void sim_check_carried(struct sim *s)
     }
 }
 
+/* w's cycle is the process me's own shutdown, sent before a pause, of a VM resumed after
+ * held_since (0: never): the engine takes it over the caps (the documented exception,
+ * sim_check_carried), so it does not count against a cycle whose slot was held since. */
+static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me, int me_gen)
+{
+    return held_since && w->resumed_ms > held_since && w->resumed_ms > w->cycle_ms &&
+           w->cycle_owner == me && w->cycle_gen == me_gen;
+}
+
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
 static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 {
@@ -637,10 +646,22 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     }
     if (v->cycling)
         return;
+    int me = rep_of(b)->idx, me_gen = rep_of(b)->gen;
+    /* The power-off of a TrySoft cycle whose shutdown this same process life sent for the
+     * same operation, the VM not paused since: no new cycle to the engine, which has held the
+     * slot it took for that shutdown since (its record in the cycle all along), whatever the
+     * VM did meanwhile (the operator started it again, which ended the world's cycle: seed
+     * 30538). A cycle resumed since over the caps (below) counts against a new cycle only. */
+    int64_t held_since = rp && rp->phase == HV_PH_POWER_OFF && rp->started_at == v->cycle_op &&
+                                 v->cycle_op && v->cycle_owner == me && v->cycle_gen == me_gen &&
+                                 v->paused_ms < v->cycle_ms
+                             ? v->cycle_ms
+                             : 0;
     v->cycling = true;
-    v->cycle_owner = rep_of(b)->idx;
-    v->cycle_gen = rep_of(b)->gen;
+    v->cycle_owner = me;
+    v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
+    v->cycle_op = rp ? rp->started_at : 0;
     int on_host = 0, all = 0;
     char who[200] = "";
     bool other_process = false, unseen = false;
@@ -676,6 +697,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * none in flight (as sim_world_tick sees it: ended earlier in this same step) */
         if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
             continue;
+        if (w != v && resumed_over_caps(w, held_since, me, me_gen))
+            continue;
         if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
             on_host += w->host == v->host;
@@ -691,7 +714,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
      * cycles this one carries, for any reason (new, resumed, taken over from an older
      * operation or another replica, a previous life's carried on), count against them as
      * configured. (All of them together against cap * replicas, as before, is implied.) */
-    int me = rep_of(b)->idx, me_gen = rep_of(b)->gen, mine_host = 0, mine = 0;
+    int mine_host = 0, mine = 0;
     char mine_who[200] = "";
     for (int j = 0; j < s->n_vms; j++) {
         struct sim_vm *w = &s->vms[j];
@@ -700,6 +723,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             continue;
         cycle_carrier(w, &cr, &cg);
         if (w != v && !(cr == me && cg == me_gen))
+            continue;
+        if (w != v && resumed_over_caps(w, held_since, me, me_gen))
             continue;
         mine++;
         mine_host += w->host == v->host;
