@@ -562,11 +562,21 @@ static void call_update(struct sim *s, int m)
         /* (the same Failure answered again to CAPI retrying it: judged once, when first
          * answered) */
         bool again = !strcmp(c->op.fail_msg[r], res.message);
-        int cause = again ? c->op.fail_cause[r]
-                          : failure_cause(s, m, res.message, can_ms, prev_rep, deaf || undone,
-                                          capped, unseen_stale);
+        /* (... also to a call of a later operation for the same hardware, when it was this
+         * replica's last answer to the Machine: the engine cannot tell CAPI retrying it from
+         * A -> B -> A with B served by another replica meanwhile, and answers the Failure it
+         * concluded again, answer.c; seed 108028. It was judged when first answered) */
+        bool again_rep = !again && !strcmp(c->rep_fail_msg[r], res.message) &&
+                         hv_hw_equal(&c->rep_fail_want[r], &c->op.want);
+        int cause = again       ? c->op.fail_cause[r]
+                    : again_rep ? c->rep_fail_cause[r]
+                                : failure_cause(s, m, res.message, can_ms, prev_rep, deaf || undone,
+                                                capped, unseen_stale);
         snprintf(c->op.fail_msg[r], sizeof(c->op.fail_msg[r]), "%s", res.message);
         c->op.fail_cause[r] = cause;
+        snprintf(c->rep_fail_msg[r], sizeof(c->rep_fail_msg[r]), "%s", res.message);
+        c->rep_fail_want[r] = c->op.want;
+        c->rep_fail_cause[r] = cause;
         if (cause >= 0)
             s->r.fail_excused[cause]++;
         else
@@ -651,6 +661,7 @@ static void call_update(struct sim *s, int m)
         return;
     }
     c->op.fail_msg[r][0] = '\0';
+    c->rep_fail_msg[r][0] = '\0';
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
      * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
      * operation's end through a few of those in a row (not through more: invariant 3) */

@@ -499,6 +499,7 @@ static void power_on(struct sim *s, int k)
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
+    v->off_taker_gen = 0;
     v->foreign_boot_ms = 0; /* (the operator's power-on sets it after this) */
     bool new_cfg = v->halts_new &&
                    (v->config.memory_mib != v->good.memory_mib || v->config.cpus != v->good.cpus);
@@ -584,8 +585,11 @@ void sim_check_carried(struct sim *s)
             if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
                 continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
-             * again: that brings no VM down; never leave a VM off) */
-            if (w->power == HV_POWER_OFF && !(w->cycle_owner == r && w->cycle_gen == cg))
+             * again: that brings no VM down; never leave a VM off. Also one this process sent
+             * the shutdown of, then another carried (its slot given back), and this one took
+             * over again with the VM off: seed 108028) */
+            if (w->power == HV_POWER_OFF && (!(w->cycle_owner == r && w->cycle_gen == cg) ||
+                                             (w->off_taker == r && w->off_taker_gen == cg)))
                 continue;
             all++;
             host[w->host]++;
@@ -658,6 +662,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                              ? v->cycle_ms
                              : 0;
     v->cycling = true;
+    v->off_taker_gen = 0;
     v->cycle_owner = me;
     v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
@@ -1002,6 +1007,14 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     }
     struct hv_oprecord before;
     bool had = record_before(&s->vms[k], &before);
+    struct sim_vm *v = &s->vms[k];
+    int was_rep, was_gen;
+    if (had && v->cycling && v->power == HV_POWER_OFF &&
+        sscanf(before.owner, "sim-r%d:%d", &was_rep, &was_gen) == 2 &&
+        (was_rep != rep_of(b)->idx || was_gen != rep_of(b)->gen)) {
+        v->off_taker = rep_of(b)->idx;
+        v->off_taker_gen = rep_of(b)->gen;
+    }
     sim_set_record(&s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);
