@@ -67,6 +67,7 @@ struct pass {
      * previous life (for any hardware) sent recently enough to take it down yet: a slot held
      * for it stays (no live process holds one for it) */
     bool record_down;
+    int64_t record_down_at; /* ... when that step was sent (0: none) */
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;

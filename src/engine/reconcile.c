@@ -330,6 +330,7 @@ static bool one_pass(struct pass *p)
     rc_classify(&p->rec, had, &c, &k);
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
+    p->record_down_at = p->record_down ? k.hazard_sent : 0;
     p->other_failed = k.other_failed;
     if (k.rel == REL_THIS_FAILED)
         return on_sticky_failure(p, &k);
