@@ -149,6 +149,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
     x->told_failure = out->failure;
     x->call_ms = now;
+    x->call_unix_s = eng_unix_s(e);
     x->desired = *desired;
     x->have_desired = true;
     x->s = *s;

@@ -271,7 +271,7 @@ void hv_engine_reconcile(struct hv_engine *e, struct hv_backend *be, const struc
     eng_entry_for(e, key, be, ref, true); /* one call on the caller's thread: never refused */
     pthread_mutex_unlock(&e->lock);
     memset(out, 0, sizeof(*out));
-    hv_reconcile_key(&e->books, key, be, ref, desired, s, true, out);
+    hv_reconcile_key(&e->books, key, be, ref, desired, s, eng_unix_s(e), out);
 }
 
 void hv_engine_gauges(void *engine, int *operations, int *power_cycles)

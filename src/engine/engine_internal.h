@@ -85,9 +85,10 @@ struct entry {
     /* the call answered "observing the VM" instead of a Failure concluded before it (see
      * hv_engine_update): a Failure from a pass begun since is answered */
     uint64_t fail_check_seq;
-    int64_t pass_ms;   /* how long the last pass took */
-    int64_t call_ms;   /* when the last hook call came */
-    int64_t expect_ms; /* how long CAPI was asked to wait after the last answer given */
+    int64_t pass_ms;     /* how long the last pass took */
+    int64_t call_ms;     /* when the last hook call came */
+    int64_t call_unix_s; /* ... in unix seconds (the clock of the VM's records) */
+    int64_t expect_ms;   /* how long CAPI was asked to wait after the last answer given */
     /* a pass the engine queues by itself at wake_ms (a power cycle in flight, or the look
      * timed to end just before CAPI's next call while a change settles) */
     bool timed;

@@ -42,9 +42,10 @@ struct pass {
     char what[160]; /* rc_describe(desired) */
     int64_t now;
     struct hv_update_result *out;
-    bool called; /* a hook call asked for this pass (else: the engine's own carry-on) */
-    bool chain;  /* the step just taken can be followed at once */
-    bool seen;   /* the last round read the VM's record */
+    bool called;       /* a hook call asked for this pass (else: the engine's own carry-on) */
+    int64_t called_at; /* ... at these unix seconds (0: none) */
+    bool chain;        /* the step just taken can be followed at once */
+    bool seen;         /* the last round read the VM's record */
     /* the VM's record, as read or last stored, shows a power cycle of this process in flight
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;
@@ -66,6 +67,7 @@ struct pass {
      * previous life (for any hardware) sent recently enough to take it down yet: a slot held
      * for it stays (no live process holds one for it) */
     bool record_down;
+    int64_t record_down_at; /* ... when that step was sent (0: none) */
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -141,6 +143,8 @@ struct rc_call {
     int64_t now;
     int step_timeout_s;
     bool on; /* the VM runs (else it is off) */
+    /* unix seconds of the hook call this round's pass follows (0: the engine's own pass) */
+    int64_t called_at;
 };
 /* How the VM's record relates to this call. */
 enum rc_rel {
@@ -178,6 +182,9 @@ struct rc_class {
     bool other_open;     /* an operation for other hardware still open before its cycle */
     bool other_failed;   /* the record is another hardware's sticky Failure */
     bool takeover;       /* other hardware's step may still take the VM down: taken over */
+    /* another process began an operation for other hardware at or after the call this pass
+     * follows: CAPI asked it for that hardware since (this call's may be wanted no more) */
+    bool superseded;
 };
 void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
                  struct rc_class *k);

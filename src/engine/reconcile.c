@@ -112,6 +112,12 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
     /* such an older operation's step may still take the VM down (a rollout that changed, or
      * went back, mid-shutdown): the new operation takes that cycle over */
     k->takeover = !same && k->hazard != HZ_NONE;
+    /* CAPI asks another replica for other hardware after it asked here (the rollout changed,
+     * or went back): that process begins it from a call later than this one, so its record
+     * starts at or after this call (the same second: the order is unknown, a later call
+     * tells) */
+    k->superseded =
+        !same && k->owner == OWN_OTHER && c->called_at > 0 && r->started_at >= c->called_at;
 }
 
 int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent)
@@ -207,6 +213,17 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * process's to bring back: two replicas' own passes would each begin their own
          * hardware over the other's for ever, seed 9879.) */
         rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
+        return false;
+    }
+    /* Nor a pass whose call another process's operation for other hardware began after: CAPI
+     * has asked that replica for that hardware since, and gets its answers (a "done" from a
+     * look that began before this pass) while this call's hardware may be wanted no more.
+     * Begun over it, this would undo that operation behind CAPI's back and make its done
+     * false (seed 200151: B done by one replica, A begun over it by the other's pass for a
+     * call before B's, the VM off when CAPI got B's done). Only a call after that operation
+     * began begins this hardware over it (A -> B -> A). */
+    if (k->superseded) {
+        rc_progress(p, 1, HV_MSG("observing the VM"));
         return false;
     }
     /* Never begin over another process's operation in flight (a late call for an older spec
@@ -306,12 +323,14 @@ static bool one_pass(struct pass *p)
                         .owner = p->b->owner,
                         .now = p->now,
                         .step_timeout_s = p->b->cfg->step_timeout_s,
-                        .on = p->obs.power == HV_POWER_ON};
+                        .on = p->obs.power == HV_POWER_ON,
+                        .called_at = p->called_at};
     rc_policy_of(p->s, c.policy, sizeof(c.policy));
     struct rc_class k;
     rc_classify(&p->rec, had, &c, &k);
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
+    p->record_down_at = p->record_down ? k.hazard_sent : 0;
     p->other_failed = k.other_failed;
     if (k.rel == REL_THIS_FAILED)
         return on_sticky_failure(p, &k);
@@ -376,7 +395,7 @@ bool rc_slot_gate(struct pass *p, bool under_way)
 
 enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                                 const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                                const struct hv_settings *s, bool called,
+                                const struct hv_settings *s, int64_t called_at,
                                 struct hv_update_result *out)
 {
     struct pass *p = calloc(1, sizeof(*p));
@@ -388,7 +407,8 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     p->desired = desired;
     p->s = s;
     p->out = out;
-    p->called = called;
+    p->called = called_at != 0;
+    p->called_at = called_at;
     snprintf(p->key, sizeof(p->key), "%s", key);
     rc_describe(p->what, sizeof(p->what), desired);
     for (int round = 0; round < 4 && one_pass(p); round++)

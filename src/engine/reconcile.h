@@ -25,14 +25,14 @@ enum hv_follow {
                        * it found this process carrying (HV_FOLLOW_OWN) */
 };
 
-/* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called: a hook
- * call asked for it; false for the passes the engine runs by itself to finish a power cycle,
- * which continue this process's operation but never begin one (the desired hardware they
- * carry may be outdated). Says whether a power cycle of the VM's operation is in flight after
- * it, which the caller then carries on by itself. */
+/* One pass (up to four rounds of observe, decide, act) for the VM keyed key. called_at: a hook
+ * call asked for it, at these unix seconds (b->unix_s's clock); 0 for the passes the engine
+ * runs by itself to finish a power cycle, which continue this process's operation but never
+ * begin one (the desired hardware they carry may be outdated). Says whether a power cycle of
+ * the VM's operation is in flight after it, which the caller then carries on by itself. */
 enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                                 const struct hv_vm_ref *ref, const struct hv_hw *desired,
-                                const struct hv_settings *s, bool called,
+                                const struct hv_settings *s, int64_t called_at,
                                 struct hv_update_result *out);
 
 /* Stable text for a backend error code (never the raw hypervisor text). */

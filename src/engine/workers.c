@@ -99,6 +99,7 @@ static void run_head(struct hv_engine *e)
      * the Machine went): it begins nothing. A call that comes queues a pass that may. */
     int64_t wait = x->expect_ms > 1000 ? x->expect_ms : 1000;
     bool called = x->called && eng_now_ms(e) - x->call_ms <= wait;
+    int64_t called_at = called ? x->call_unix_s : 0;
     x->called = false;
     pthread_mutex_unlock(&e->lock);
 
@@ -106,7 +107,7 @@ static void run_head(struct hv_engine *e)
     memset(&res, 0, sizeof(res));
     int64_t began = eng_now_ms(e);
     enum hv_follow follow =
-        hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called, &res);
+        hv_reconcile_key(&e->books, x->key, x->be, &ref, &desired, &s, called_at, &res);
     hv_metrics_pass();
 
     pthread_mutex_lock(&e->lock);

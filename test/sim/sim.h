@@ -91,13 +91,18 @@ struct sim_vm {
     bool restore_fails; /* a reconfigure back to the configuration it had fails */
     int64_t busy_until;
     /* bookkeeping for the invariants (not visible to the engine) */
-    bool cycling;          /* off (or going off) because of the engine's shutdown/power-off */
-    int cycle_owner;       /* replica that issued it */
-    int cycle_gen;         /* ... in its life (restarts count up) */
-    int64_t cycle_ms;      /* ... when (its shutdown or power-off was accepted) */
-    int64_t touched_ms;    /* last change not made by the engine (fault, operator) */
-    int64_t host_fault_ms; /* last time its host died, stalled or came back */
-    int64_t resumed_ms;    /* last time the operator resumed it (0: never) */
+    bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */
+    int cycle_owner;  /* replica that issued it */
+    int cycle_gen;    /* ... in its life (restarts count up) */
+    int64_t cycle_ms; /* ... when (its shutdown or power-off was accepted) */
+    int64_t cycle_op; /* ... for the operation its record then began (startedAt; 0: none) */
+    /* the process (replica, life; life 0: none) that took the cycle over from another one
+     * while the VM was off, its record written over the other's: carrying it on to start the
+     * VM again brings no VM down */
+    int off_taker, off_taker_gen;
+    int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
+    int64_t host_fault_ms;             /* last time its host died, stalled or came back */
+    int64_t resumed_ms;                /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
     /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
      * count and the VM's last look when the excuse began, and the check that last used it */
@@ -211,6 +216,13 @@ struct sim_caller {
     struct sim_op op, prev_op;
     bool have_prev;
     int64_t rep_call_ms[SIM_MAX_REPLICAS]; /* the last UpdateMachine to each replica, any op */
+    /* each replica's last answer to this Machine, any op, when a Failure: its message, the
+     * hardware asked and the cause that excused it (the engine answers that Failure again to
+     * a call for the same hardware: to it, CAPI retrying; after A -> B -> A served elsewhere
+     * alike, answer.c) */
+    char rep_fail_msg[SIM_MAX_REPLICAS][HV_MSG_MAX];
+    struct hv_hw rep_fail_want[SIM_MAX_REPLICAS];
+    int rep_fail_cause[SIM_MAX_REPLICAS];
     int64_t next_ms;
     int replica;      /* -1: any */
     bool stopped_mid; /* stopped calling with an operation in flight */

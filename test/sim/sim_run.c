@@ -587,11 +587,21 @@ static void call_update(struct sim *s, int m)
         /* (the same Failure answered again to CAPI retrying it: judged once, when first
          * answered) */
         bool again = !strcmp(c->op.fail_msg[r], res.message);
-        int cause = again ? c->op.fail_cause[r]
-                          : failure_cause(s, m, res.message, can_ms, prev_rep, deaf || undone,
-                                          capped, unseen_stale);
+        /* (... also to a call of a later operation for the same hardware, when it was this
+         * replica's last answer to the Machine: the engine cannot tell CAPI retrying it from
+         * A -> B -> A with B served by another replica meanwhile, and answers the Failure it
+         * concluded again, answer.c; seed 108028. It was judged when first answered) */
+        bool again_rep = !again && !strcmp(c->rep_fail_msg[r], res.message) &&
+                         hv_hw_equal(&c->rep_fail_want[r], &c->op.want);
+        int cause = again       ? c->op.fail_cause[r]
+                    : again_rep ? c->rep_fail_cause[r]
+                                : failure_cause(s, m, res.message, can_ms, prev_rep, deaf || undone,
+                                                capped, unseen_stale);
         snprintf(c->op.fail_msg[r], sizeof(c->op.fail_msg[r]), "%s", res.message);
         c->op.fail_cause[r] = cause;
+        snprintf(c->rep_fail_msg[r], sizeof(c->rep_fail_msg[r]), "%s", res.message);
+        c->rep_fail_want[r] = c->op.want;
+        c->rep_fail_cause[r] = cause;
         if (cause >= 0)
             s->r.fail_excused[cause]++;
         else
@@ -676,6 +686,7 @@ static void call_update(struct sim *s, int m)
         return;
     }
     c->op.fail_msg[r][0] = '\0';
+    c->rep_fail_msg[r][0] = '\0';
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
      * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
      * operation's end through a few of those in a row (not through more: invariant 3) */
@@ -1012,7 +1023,16 @@ static void check_step(struct sim *s, bool calling)
          * would have run by now: the step loop's clock ran past it. The slot is not stuck,
          * the engine has not looked yet) */
         int64_t due = s->due_ms[r];
-        if (pcs > can && hosts_up && !(due && due <= s->now_ms)) {
+        /* (nor one that came due and waits in its queue: the step loop's look for the next
+         * event (hv_engine_run with max 0) moves a due timed pass to the queue, which due_ms
+         * no longer shows, and runs it only at its next run of a few passes; workers would
+         * have run it at once. Seed 216409: a blind pass took the slot of a VM paused in
+         * its cycle, and the pass that would see it paused again and give the slot back
+         * waited in the queue for 91 s of steps that ran no engine) */
+        bool queued = false;
+        for (int k = 0; k < s->n_vms && !queued; k++)
+            queued = hv_engine_pass_waiting(s->reps[r].e, s->vms[k].name);
+        if (pcs > can && hosts_up && !(due && due <= s->now_ms) && !queued) {
             if (!stuck_since[r])
                 stuck_since[r] = s->now_ms;
             else if (s->now_ms - stuck_since[r] > STUCK_MS)

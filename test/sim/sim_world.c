@@ -499,6 +499,7 @@ static void power_on(struct sim *s, int k)
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
+    v->off_taker_gen = 0;
     v->foreign_boot_ms = 0; /* (the operator's power-on sets it after this) */
     bool new_cfg = v->halts_new &&
                    (v->config.memory_mib != v->good.memory_mib || v->config.cpus != v->good.cpus);
@@ -584,8 +585,11 @@ void sim_check_carried(struct sim *s)
             if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
                 continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
-             * again: that brings no VM down; never leave a VM off) */
-            if (w->power == HV_POWER_OFF && !(w->cycle_owner == r && w->cycle_gen == cg))
+             * again: that brings no VM down; never leave a VM off. Also one this process sent
+             * the shutdown of, then another carried (its slot given back), and this one took
+             * over again with the VM off: seed 108028) */
+            if (w->power == HV_POWER_OFF && (!(w->cycle_owner == r && w->cycle_gen == cg) ||
+                                             (w->off_taker == r && w->off_taker_gen == cg)))
                 continue;
             all++;
             host[w->host]++;
@@ -600,6 +604,15 @@ void sim_check_carried(struct sim *s)
                           r, host[h], s->hosts[h].name, all, s->ecfg.max_power_cycles_per_host,
                           s->ecfg.max_power_cycles, who);
     }
+}
+
+/* w's cycle is the process me's own shutdown, sent before a pause, of a VM resumed after
+ * held_since (0: never): the engine takes it over the caps (the documented exception,
+ * sim_check_carried), so it does not count against a cycle whose slot was held since. */
+static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me, int me_gen)
+{
+    return held_since && w->resumed_ms > held_since && w->resumed_ms > w->cycle_ms &&
+           w->cycle_owner == me && w->cycle_gen == me_gen;
 }
 
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
@@ -637,10 +650,23 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     }
     if (v->cycling)
         return;
+    int me = rep_of(b)->idx, me_gen = rep_of(b)->gen;
+    /* The power-off of a TrySoft cycle whose shutdown this same process life sent for the
+     * same operation, the VM not paused since: no new cycle to the engine, which has held the
+     * slot it took for that shutdown since (its record in the cycle all along), whatever the
+     * VM did meanwhile (the operator started it again, which ended the world's cycle: seed
+     * 30538). A cycle resumed since over the caps (below) counts against a new cycle only. */
+    int64_t held_since = rp && rp->phase == HV_PH_POWER_OFF && rp->started_at == v->cycle_op &&
+                                 v->cycle_op && v->cycle_owner == me && v->cycle_gen == me_gen &&
+                                 v->paused_ms < v->cycle_ms
+                             ? v->cycle_ms
+                             : 0;
     v->cycling = true;
-    v->cycle_owner = rep_of(b)->idx;
-    v->cycle_gen = rep_of(b)->gen;
+    v->off_taker_gen = 0;
+    v->cycle_owner = me;
+    v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
+    v->cycle_op = rp ? rp->started_at : 0;
     int on_host = 0, all = 0;
     char who[200] = "";
     bool other_process = false, unseen = false;
@@ -676,6 +702,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * none in flight (as sim_world_tick sees it: ended earlier in this same step) */
         if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
             continue;
+        if (w != v && resumed_over_caps(w, held_since, me, me_gen))
+            continue;
         if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
             on_host += w->host == v->host;
@@ -691,7 +719,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
      * cycles this one carries, for any reason (new, resumed, taken over from an older
      * operation or another replica, a previous life's carried on), count against them as
      * configured. (All of them together against cap * replicas, as before, is implied.) */
-    int me = rep_of(b)->idx, me_gen = rep_of(b)->gen, mine_host = 0, mine = 0;
+    int mine_host = 0, mine = 0;
     char mine_who[200] = "";
     for (int j = 0; j < s->n_vms; j++) {
         struct sim_vm *w = &s->vms[j];
@@ -700,6 +728,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             continue;
         cycle_carrier(w, &cr, &cg);
         if (w != v && !(cr == me && cg == me_gen))
+            continue;
+        if (w != v && resumed_over_caps(w, held_since, me, me_gen))
             continue;
         mine++;
         mine_host += w->host == v->host;
@@ -977,6 +1007,14 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     }
     struct hv_oprecord before;
     bool had = record_before(&s->vms[k], &before);
+    struct sim_vm *v = &s->vms[k];
+    int was_rep, was_gen;
+    if (had && v->cycling && v->power == HV_POWER_OFF &&
+        sscanf(before.owner, "sim-r%d:%d", &was_rep, &was_gen) == 2 &&
+        (was_rep != rep_of(b)->idx || was_gen != rep_of(b)->gen)) {
+        v->off_taker = rep_of(b)->idx;
+        v->off_taker_gen = rep_of(b)->gen;
+    }
     sim_set_record(&s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);

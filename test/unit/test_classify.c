@@ -95,6 +95,38 @@ static void test_takeover(void **state)
     assert_true(k.left_off);
 }
 
+/* Another process's operation for other hardware begun at or after the call this pass
+ * follows: CAPI asked that replica for it since, so this pass begins nothing over it (seed
+ * 200151); begun before the call (A -> B -> A), this process's own, or the engine's own pass
+ * (no call): not superseded. */
+static void test_superseded(void **state)
+{
+    (void)state;
+    struct rc_call c = call(true);
+    c.called_at = NOW - 3;
+    struct rc_class k;
+    struct hv_oprecord r = rec(&older, HV_PH_DONE, "host-b:1", 2);
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_OTHER);
+    assert_true(k.superseded);
+    r = rec(&older, HV_PH_SHUTDOWN, "host-b:1", 3); /* the call's second: order unknown */
+    rc_classify(&r, true, &c, &k);
+    assert_true(k.superseded);
+    r = rec(&older, HV_PH_DONE, "host-b:1", 4); /* begun before the call */
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.superseded);
+    r = rec(&older, HV_PH_DONE, ME, 2); /* this process's own */
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.superseded);
+    r = rec(&want, HV_PH_DONE, "host-b:1", 2); /* this hardware's */
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.superseded);
+    c.called_at = 0; /* the engine's own pass: it begins nothing anyway */
+    r = rec(&older, HV_PH_DONE, "host-b:1", 2);
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.superseded);
+}
+
 /* This hardware's record: open, done, failed (sticky) or failed under other settings. */
 static void test_relation(void **state)
 {
@@ -147,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_shutdown_of_a_previous_life),
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_relation),
+        cmocka_unit_test(test_superseded),
         cmocka_unit_test(test_slot_need),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2272,6 +2272,47 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     assert_string_equal(peer.record, peer0.record);
 }
 
+/* Seed 301935 of the simulation: this process's previous life sent a shutdown that may still
+ * land (taken, its answer lost: its record shows it sent, 2 tries counted); the new life sends
+ * it again and that last try is refused. The Failure comes upon the previous life's shutdown
+ * (downAt, when it was sent): its slot stays while it may land, and the VM is started again if
+ * it does (before, only a last try with no answer recorded downAt). */
+static void test_refused_retry_keeps_a_previous_lifes_shutdown(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-prevdown", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_SHUTDOWN, false); /* every shutdown refused: busy */
+    char host[64] = "unknown", prev[96];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){1024, -1, -1, -1};
+    rec.prev = (struct hv_hw){2048, -1, -1, -1};
+    rec.phase = HV_PH_SHUTDOWN;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    rec.attempts = 2;
+    snprintf(rec.owner, sizeof(rec.owner), "%s", prev);
+    snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/TrySoft/120/300/1800/IfAvailable");
+    rec.ref = ref_of("eng-prevdown");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-prevdown");
+    struct hv_err err = {0};
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, buf, &err), HV_OK);
+    int64_t sent = rec.step_at;
+    struct hv_update_result r = pass(f, "eng-prevdown", (struct hv_hw){1024, -1, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message, "step shutdown failed 3 times: another task is changing the VM");
+    struct hv_oprecord got;
+    assert_true(hv_oprecord_read(&got, observe(f, "eng-prevdown").record));
+    assert_int_equal(got.phase, HV_PH_FAILED);
+    assert_int_equal(got.down_at, sent); /* the Failure came upon the previous life's shutdown */
+    unwrap(f);
+}
+
 /* Seed 209945 of the simulation: the rollout went back while this process's shutdown of the VM
  * was in flight, and the pass for the new hardware finds the VM paused in the middle of that
  * cycle (a Failure: "paused"); CAPI calls no more. Resumed, its guest goes on with the shutdown
@@ -2840,6 +2881,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_write_lost_race_for_ever_meets_the_deadline,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_retry_keeps_a_previous_lifes_shutdown, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
