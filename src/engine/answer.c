@@ -21,9 +21,10 @@
  * eng_gate_in); test/unit/test_answer_gate.c enumerates every combination. A "done" is
  * answered only when a call for this hardware waits for one and the pass that concluded it
  * began at or after that call (each "done" is then used up); any other conclusion for this
- * hardware is answered as it is, except a sticky Failure that nothing confirms (no call
- * waiting, not CAPI retrying it, no pass begun since a call answered "observing the VM" for
- * it), which is looked at again first. */
+ * hardware is answered as it is, except a Failure that nothing confirms, which is looked at
+ * again first: a sticky one with no call waiting that its pass began after, a Failure of one
+ * look concluded before the previous call (news to no call any more), either one not CAPI
+ * retrying it and with no pass begun since a call answered "observing the VM" for it. */
 enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
 {
     bool done = g->known && !g->failure && !g->waiting;
@@ -31,11 +32,19 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
         return ENG_GATE_DONE;
     if (!g->known || done)
         return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
-    bool sticky = g->failure && !g->once;
-    /* (a call waiting confirms only a Failure concluded by a pass begun since it: the call
-     * that began the series, for other hardware or late, may have been answered "observing
-     * the VM" instead of this very Failure, and no pass has looked since; seed 20675) */
-    if (!sticky || (g->confirming && g->fresh) || g->retried || g->checked)
+    if (!g->failure || g->retried || g->checked)
+        return ENG_GATE_KNOWN;
+    /* (a Failure of one look names a call that failed in the pass after the previous call: it
+     * is news to the first call after it only; a call in between, answered otherwise, e.g.
+     * for other hardware, leaves it stale: A -> B -> A with B carried by another replica while
+     * this one's look at A failed; seed 22294) */
+    if (g->once)
+        return g->recent ? ENG_GATE_KNOWN : ENG_GATE_RECHECK;
+    /* (a call waiting confirms only a sticky Failure concluded by a pass begun since it: the
+     * call that began the series, for other hardware or late, may have been answered
+     * "observing the VM" instead of this very Failure, and no pass has looked since; seed
+     * 20675) */
+    if (g->confirming && g->fresh)
         return ENG_GATE_KNOWN;
     return ENG_GATE_RECHECK;
 }
@@ -43,7 +52,7 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
 /* The gate's facts of x's conclusion for a call for desired under s (retried: as the call
  * found it). Caller holds the lock. */
 static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *desired,
-                                  const struct hv_settings *s, bool retried)
+                                  const struct hv_settings *s, bool retried, uint64_t prev_seq)
 {
     /* a conclusion holds for the hardware and the settings it was reached under */
     return (struct eng_gate_in){.known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
@@ -53,6 +62,7 @@ static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *des
                                 .waiting = x->answer.retry_after_s != 0,
                                 .confirming = x->confirm_seq != 0,
                                 .fresh = x->answer_seq >= x->confirm_seq,
+                                .recent = x->answer_seq >= prev_seq,
                                 .retried = retried,
                                 .checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq};
 }
@@ -64,7 +74,7 @@ bool eng_concludes(const struct entry *x)
 {
     if (!x->have_desired)
         return false;
-    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false);
+    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false, x->call_seq);
     return eng_answer_gate(&g) == ENG_GATE_DONE;
 }
 
@@ -109,6 +119,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         return;
     }
     int64_t now = eng_now_ms(e);
+    uint64_t prev_seq = x->call_seq; /* the previous call's number */
     x->call_seq++;
     /* CAPI retries a Failure at its own back-off, at no pace this process asked for */
     bool retried = x->have_desired && hv_hw_equal(&x->desired, desired) && x->told_failure;
@@ -116,7 +127,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
     else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
         x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
-    struct eng_gate_in g = gate_in(x, desired, s, retried);
+    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq);
     enum eng_gate gate = eng_answer_gate(&g);
     bool answered_done = gate == ENG_GATE_DONE;
     if (answered_done) {
@@ -126,7 +137,9 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         *out = x->answer;
         x->confirm_seq = 0;
     } else {
-        /* In progress, or a Failure of one look: an older conclusion is safe. The sticky
+        /* In progress: an older conclusion is safe; a Failure of one look, when it is news
+         * (concluded by a pass begun since the previous call: not from before a call for
+         * other hardware) or CAPI retries it. The sticky
          * Failure recorded on the VM is final for this hardware: like a done, not from a pass
          * begun before a call that came late or for other hardware (CAPI may have been
          * through other states elsewhere: after A -> B -> A another replica may have begun

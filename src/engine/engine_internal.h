@@ -185,15 +185,17 @@ struct eng_gate_in {
                         none answered since it, and it came neither late nor for other
                         hardware) */
     bool fresh;      /* the conclusion's pass began at or after that call */
+    bool recent;     /* ... at or after the previous call to this process for this VM (of any
+                        hardware): no call was answered since it */
     bool retried;    /* CAPI retries the Failure this process answered its last call */
     bool checked;    /* a pass began since a call answered "observing the VM" instead of this
-                        sticky Failure (x->fail_check_seq) */
+                        Failure (x->fail_check_seq) */
 };
 enum eng_gate {
     ENG_GATE_DONE,    /* answer the "done" (used up: the next call waits for a new one) */
     ENG_GATE_KNOWN,   /* answer the conclusion as it is (in progress, or a Failure) */
     ENG_GATE_OBSERVE, /* answer "in progress: observing the VM" */
-    ENG_GATE_RECHECK, /* the same, instead of a sticky Failure to be concluded again */
+    ENG_GATE_RECHECK, /* the same, instead of a Failure to be concluded again */
 };
 /* Pure: the same facts, the same answer (test/unit/test_answer_gate.c: every combination). */
 enum eng_gate eng_answer_gate(const struct eng_gate_in *g);

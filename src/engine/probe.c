@@ -51,14 +51,15 @@ struct probe {
  * operation for other hardware still going on (CAPI's rollout changed A -> B while A's steps
  * are queued or in flight) may change first: each field of plan is also planned from the VM
  * as that operation leaves it, and the worse of the two is kept (it cannot be told which the
- * pass will find). Errors keep plan as it is. */
-static void plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
-                            const struct hv_vm_obs *obs, const struct hv_hw *other,
-                            const struct hv_hw *want, struct hv_field_plan plan[HV_F_COUNT])
+ * pass will find). A plan that fails leaves the change unjudged: its error is returned (plan
+ * as it is would judge only the VM as it is now; seed 303704). */
+static int plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
+                           const struct hv_vm_obs *obs, const struct hv_hw *other,
+                           const struct hv_hw *want, struct hv_field_plan plan[HV_F_COUNT],
+                           struct hv_err *err)
 {
     struct hv_vm_obs *after = malloc(sizeof(*after));
     struct hv_field_plan *p2 = calloc(HV_F_COUNT, sizeof(*p2));
-    struct hv_err err = {0};
     if (!after || !p2)
         abort();
     *after = *obs;
@@ -70,12 +71,14 @@ static void plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
         after->hw.cores_per_socket = after->config.cores_per_socket = other->cores_per_socket;
     if (hv_disk_set(other->disk_mib))
         after->hw.disk_mib = after->config.disk_mib = other->disk_mib;
-    if (be->ops->plan(be, ref, after, want, p2, &err) == HV_OK)
+    int rc = be->ops->plan(be, ref, after, want, p2, err);
+    if (rc == HV_OK)
         for (int f = 0; f < HV_F_COUNT; f++)
             if (p2[f].how > plan[f].how)
                 plan[f] = p2[f];
     free(p2);
     free(after);
+    return rc;
 }
 
 struct probe_job {
@@ -134,8 +137,10 @@ static void *probe_thread(void *arg)
             own_other = true;
             other = r->rec.desired;
         }
-        if (own_other) {
-            plan_worst_with(x->be, &ref, obs, &other, &want, r->plan);
+        if (own_other && plan_worst_with(x->be, &ref, obs, &other, &want, r->plan, &err) != HV_OK) {
+            r->rc = -1; /* as a plan that failed: CanUpdateMachine retries */
+            snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
+        } else if (own_other) {
             r->other_starts = obs->power == HV_POWER_OFF;
             r->other = other;
             r->other_unseen = !(r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
