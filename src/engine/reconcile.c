@@ -229,8 +229,13 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * hardware CAPI asked since. Seed 209529: A's rollback could not start the VM (the
          * host refused), the rollout changed A -> B and back at once, B's pass ran late
          * (uncalled), began nothing and gave the Failure's slot back; CAPI never called again
-         * (A not covered with the VM off) and the VM, which would start now, stayed off. */
-        if (k->left_off && k->owner != OWN_OTHER) {
+         * (A not covered with the VM off) and the VM, which would start now, stayed off.
+         * Only within step_timeout_s after the Failure, while its slot keeps these passes
+         * going: a VM off later (the operator's) is the next operation's to start, with the
+         * hardware CAPI asks for (seed 109330: an old Failure's VM started as it was, B's
+         * begin then found its guest booting, not yet shown). */
+        if (k->left_off && k->owner != OWN_OTHER &&
+            p->now - p->rec.step_at < p->b->cfg->step_timeout_s) {
             const struct hv_hw *asked = p->desired;
             p->desired = &p->rec.desired;
             restart_failed_off(p);
