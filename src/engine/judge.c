@@ -173,6 +173,13 @@ static void judge_boot(const struct hv_begin_in *in, struct hv_begin_judgement *
     bool started = powered && old->phase == HV_PH_POWER_ON;
     bool booting = (started || (powered && old->phase == HV_PH_DONE)) && /* done since */
                    in->now - old->step_at < in->s->live_timeout_s;
+    /* A cold Failure's VM on again was started by that operation (its rollback, as it was)
+     * or after it by the engine's own passes, for step_timeout_s (restart_failed_off): its
+     * guest boots as after a power-on step. Seed 218383: A failed with the VM off, the
+     * rollout changed A -> B, B's pass started the VM as A's Failure, and B's begin found
+     * the guest booting and refused it under Required (for that call, not waited for). */
+    booting |= old && old->phase == HV_PH_FAILED && old->cold && old->starts > 0 &&
+               in->now - old->step_at < (int64_t)in->step_timeout_s + in->s->live_timeout_s;
     struct hv_oprecord r = {.has_base = true, .base = j->base};
     bool mem, cpus;
     hv_guest_fields(&r, in->desired, &mem, &cpus);

@@ -49,6 +49,9 @@ struct hv_begin_in {
     const struct hv_hw *desired;
     const struct hv_settings *s;
     int64_t now; /* unix seconds */
+    /* the engine's bound for one hypervisor call: within it after a cold Failure that left
+     * the VM off, the engine's own passes start it again (reconcile.c restart_failed_off) */
+    int step_timeout_s;
 };
 
 /* The judgement: the plan per field, the base, and the refusals with their codes in the

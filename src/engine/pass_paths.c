@@ -96,8 +96,12 @@ bool rc_begin(struct pass *p)
     f.no_cpu_report = p->obs.no_cpu_report;
     f.can_shutdown = p->obs.can_shutdown;
     f.no_power_cycle = p->obs.no_power_cycle;
-    struct hv_begin_in in = {
-        .facts = &f, .old = &old, .desired = p->desired, .s = p->s, .now = p->now};
+    struct hv_begin_in in = {.facts = &f,
+                             .old = &old,
+                             .desired = p->desired,
+                             .s = p->s,
+                             .now = p->now,
+                             .step_timeout_s = p->b->cfg->step_timeout_s};
     struct hv_begin_judgement j;
     hv_begin_judge(&in, &j);
     p->rec.base = j.base;

@@ -45,7 +45,10 @@ bool rc_store(struct pass *p)
     p->after.found = false; /* a read from before this write no longer shows the VM */
     hv_engine_check(p->rec.phase != HV_PH_FAILED || p->rec.message[0], "failed implies a message");
     snprintf(p->rec.owner, sizeof(p->rec.owner), "%s", p->b->owner);
-    rc_policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
+    /* (a record for other hardware than the pass's, an older operation's Failure whose starts
+     * it carries on, keeps the settings it was recorded under) */
+    if (hv_hw_equal(&p->rec.desired, p->desired))
+        rc_policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
         p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {

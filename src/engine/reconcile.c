@@ -133,19 +133,19 @@ int64_t rc_step_run_at(struct pass *p)
 
 /* ---- decide and act, in the documented order (docs/how-it-works.md "Phases") ------------ */
 
-/* 2. The record is this hardware's sticky Failure: the same Failure again, no step; a VM it
- * left off is started (as it is, or rolled back again), and one a shutdown it came upon may
- * still take down keeps its slot (going_down). */
-static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
+/* The VM is off under the sticky Failure p->rec of a cold operation: it is started again, as
+ * it is or rolled back again, within the starts the Failure may take. Best effort, every pass
+ * that comes; a start that fails keeps the slot (left_off) for step_timeout_s after the
+ * Failure, and the engine's own passes try again meanwhile. */
+static void restart_failed_off(struct pass *p)
 {
-    rc_slot(p, SLOT_FREE);
     /* Starts after the failure are bounded too: a VM that halts at once stays off. */
     bool may = p->rec.starts < 2 * MAX_STARTS + p->rec.recycles;
-    if (p->rec.rollback && !k->on && may) {
+    if (p->rec.rollback && may) {
         rc_roll_back_again(p); /* it did not start with the new configuration: as it was */
-    } else if (p->rec.cold && !k->on && may) {
+    } else if (p->rec.cold && may) {
         /* It failed mid-cycle and the guest went down after (e.g. a late ACPI shutdown):
-         * a failure must not leave the VM off. Best effort, every call. */
+         * a failure must not leave the VM off. */
         bool landed = hv_rec_failed_upon_at(&p->rec) != 0; /* the shutdown it came upon landed */
         if (landed) {
             hv_rec_move(&p->rec, p->rec.phase, p->rec.cold, 0, "failed: the shutdown landed");
@@ -153,6 +153,17 @@ static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
         }
         if (rc_power_on_anyway(p) || landed)
             rc_store(p); /* counted */
+    }
+}
+
+/* 2. The record is this hardware's sticky Failure: the same Failure again, no step; a VM it
+ * left off is started (as it is, or rolled back again), and one a shutdown it came upon may
+ * still take down keeps its slot (going_down). */
+static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
+{
+    rc_slot(p, SLOT_FREE);
+    if (!k->on) {
+        restart_failed_off(p);
     } else if (k->hazard == HZ_FAILED_UPON) {
         p->going_down = true; /* a shutdown or power-off it came upon may land yet */
     } else if (p->rec.rollback && k->on) {
@@ -212,6 +223,24 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * operation: the VM comes back on. Another process's cycle that left it off is that
          * process's to bring back: two replicas' own passes would each begin their own
          * hardware over the other's for ever, seed 9879.) */
+        /* A cold operation of this process (or its previous life) that failed and left the VM
+         * off is still this process's to start again: its own passes do, as that Failure's
+         * pass would (its hardware; its record keeps its settings, rc_store), for whatever
+         * hardware CAPI asked since. Seed 209529: A's rollback could not start the VM (the
+         * host refused), the rollout changed A -> B and back at once, B's pass ran late
+         * (uncalled), began nothing and gave the Failure's slot back; CAPI never called again
+         * (A not covered with the VM off) and the VM, which would start now, stayed off.
+         * Only within step_timeout_s after the Failure, while its slot keeps these passes
+         * going: a VM off later (the operator's) is the next operation's to start, with the
+         * hardware CAPI asks for (seed 109330: an old Failure's VM started as it was, B's
+         * begin then found its guest booting, not yet shown). */
+        if (k->left_off && k->owner != OWN_OTHER &&
+            p->now - p->rec.step_at < p->b->cfg->step_timeout_s) {
+            const struct hv_hw *asked = p->desired;
+            p->desired = &p->rec.desired;
+            restart_failed_off(p);
+            p->desired = asked;
+        }
         rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
         return false;
     }

@@ -148,6 +148,42 @@ static void test_other_that_starts_the_vm(void **state)
     assert_non_null(strstr(j.plan[HV_F_MEMORY].reason, "guest cannot show memory"));
 }
 
+/* A cold Failure's VM on again (its rollback's start, or the engine's own passes starting it
+ * within step_timeout_s after it) boots a guest that has not reported yet: a new operation
+ * waits for it, as after its own power-on step, for step_timeout_s and liveTimeoutSeconds
+ * after the Failure; no longer after. Sim seed 218383: refused under Required. */
+static void test_guest_restarted_after_a_failure_boots(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.guest_check = HV_GC_REQUIRED,
+                            .live_timeout_s = 42,
+                            .shutdown_timeout_s = 60,
+                            .deadline_s = 1800};
+    struct hv_hw want = {.memory_mib = 7680, .cpus = 6, .cores_per_socket = -1, .disk_mib = -1};
+    struct hv_begin_facts f = {
+        .on = true,
+        .hw = {.memory_mib = 5120, .cpus = 4, .cores_per_socket = 1, .disk_mib = -1},
+        .guest = {.mem_view = HV_GV_PENDING, .cpu_view = HV_GV_PENDING},
+        .no_power_cycle = ""};
+    f.plan[HV_F_MEMORY].how = HV_HOW_COLD;
+    f.plan[HV_F_CPUS].how = HV_HOW_COLD;
+    struct hv_oprecord old = {.phase = HV_PH_FAILED, .cold = true, .rollback = true, .starts = 6};
+    old.step_at = NOW - 20;
+    struct hv_begin_in in = {
+        .facts = &f, .old = &old, .desired = &want, .s = &s, .now = NOW, .step_timeout_s = 60};
+    struct hv_begin_judgement j;
+    hv_begin_judge(&in, &j);
+    assert_true(j.wait_boot);
+    old.step_at = NOW - 60 - 42; /* past the restarts and the boot after the last one */
+    hv_begin_judge(&in, &j);
+    assert_false(j.wait_boot);
+    assert_true(j.unshown);
+    old.step_at = NOW - 20;
+    old.starts = 0; /* never started by it: nothing of it boots */
+    hv_begin_judge(&in, &j);
+    assert_false(j.wait_boot);
+}
+
 /* Under Required, statistics of a running guest that stopped cannot show a memory change: not
  * covered (not sticky: they may come back), whether the base is the look's (none) or inherited
  * from an operation in flight whose view is from before they stopped. Sim seed 987: covered on
@@ -235,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_other_that_starts_the_vm),
         cmocka_unit_test(test_guest_fields),
         cmocka_unit_test(test_stopped_statistics_inherited_base),
+        cmocka_unit_test(test_guest_restarted_after_a_failure_boots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
