@@ -42,10 +42,10 @@ struct pass {
     char what[160]; /* rc_describe(desired) */
     int64_t now;
     struct hv_update_result *out;
-    bool called;       /* a hook call asked for this pass (else: the engine's own carry-on) */
-    int64_t called_at; /* ... at these unix seconds (0: none) */
-    bool chain;        /* the step just taken can be followed at once */
-    bool seen;         /* the last round read the VM's record */
+    /* a hook call asked for this pass, at these unix seconds (0: the engine's own carry-on) */
+    int64_t called_at;
+    bool chain; /* the step just taken can be followed at once */
+    bool seen;  /* the last round read the VM's record */
     /* the VM's record, as read or last stored, shows a power cycle of this process in flight
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;

@@ -307,16 +307,15 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
          * still take the VM down: the Failure comes upon it (downAt), so its slot stays while
          * it may land, and the VM is started again if it does (seed 24075: the slot went
          * back, another VM of the host went down, and the shutdown landed beside it). */
-        if ((kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold &&
-            hv_err_classify(err->code) == HV_EC_NO_ANSWER)
+        bool down_step = (kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold;
+        if (down_step && hv_err_classify(err->code) == HV_EC_NO_ANSWER)
             p->down_at = p->rec.step_at;
         /* ... and so may one of this process's previous life that this pass found sent and
          * tried again: this life's refused try does not undo it (seed 301935: the previous
          * life's shutdown was taken, its answer lost; the new life's try was refused, the
          * operation failed without downAt, the shutdown landed and the VM stayed off outside
          * the caps while other VMs of its host went down) */
-        else if ((kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold &&
-                 p->record_down_at)
+        else if (down_step && p->record_down_at)
             p->down_at = p->record_down_at;
         rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
         p->down_at = 0;

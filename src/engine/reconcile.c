@@ -215,7 +215,8 @@ static bool answer_shown(struct pass *p, const struct rc_class *k)
  * another process sent it). False: answered. */
 static bool begin_or_wait(struct pass *p, const struct rc_class *k)
 {
-    if (!p->called && !(k->cycle && (k->owner == OWN_SELF || (!k->on && k->owner != OWN_OTHER)))) {
+    if (!p->called_at &&
+        !(k->cycle && (k->owner == OWN_SELF || (!k->on && k->owner != OWN_OTHER)))) {
         /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
          * shows it (done, or replaced by another replica's operation). Nothing of ours is in
          * flight; only a call begins an operation. (A VM off mid-cycle of this process or its
@@ -436,7 +437,6 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     p->desired = desired;
     p->s = s;
     p->out = out;
-    p->called = called_at != 0;
     p->called_at = called_at;
     snprintf(p->key, sizeof(p->key), "%s", key);
     rc_describe(p->what, sizeof(p->what), desired);
