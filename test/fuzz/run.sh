@@ -11,7 +11,8 @@
 # Exits non-zero when a fuzzer finds a crash (the input is saved in
 # BUILD_DIR/fuzz-artifacts/<target>/, reproduce it with `BUILD_DIR/test/fuzz/fuzz_<target>
 # FILE`). The growing corpora are kept in BUILD_DIR/fuzz-corpus/<target>.
-# Environment: FUZZ_JOBS (parallel fuzzing processes per target, default 1), CC (clang).
+# Environment: FUZZ_JOBS (parallel fuzzing processes per target, default 1), FUZZ_PARALLEL
+# (targets fuzzed side by side, default 1), CC (clang).
 set -eu
 
 if [ $# -lt 1 ]; then
@@ -39,10 +40,10 @@ done
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
-summary=
-cd "$build" # -jobs writes fuzz-N.log into the working directory
-for t in $targets; do
+# One target: fuzz it, then leave its summary line in fuzz-T.result and its status in
+# fuzz-T.status (targets may run side by side, FUZZ_PARALLEL).
+fuzz_target() {
+    t=$1
     fuzzer=$build/test/fuzz/fuzz_$t
     if [ "$t" = hooks ]; then
         seeds=$build/test/fuzz/seeds
@@ -54,7 +55,8 @@ for t in $targets; do
     corpus=$build/fuzz-corpus/$t
     artifacts=$build/fuzz-artifacts/$t
     log=$build/fuzz-$t.log
-    mkdir -p "$corpus" "$artifacts"
+    mkdir -p "$corpus" "$artifacts" "$build/fuzz-work/$t"
+    cd "$build/fuzz-work/$t" # -jobs writes fuzz-N.log into the working directory
     set -- -max_len=65536 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$artifacts/" -print_final_stats=1
     [ -n "$dict" ] && set -- "$@" "$dict"
@@ -71,20 +73,51 @@ for t in $targets; do
     cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
     ft=$(echo "$done_line" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
     corp=$(echo "$done_line" | sed -n 's/.*corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p')
-    line="fuzz_$t: ${execs:-?} executions in $seconds s, coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}"
-    summary="$summary$line
-"
+    echo "fuzz_$t: ${execs:-?} executions in $seconds s, coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}" >"$build/fuzz-$t.result"
     if [ "$rc" -ne 0 ] || [ "$after" -gt "$before" ]; then # a -jobs parent may exit 0
-        tail -40 "$log" >&2
-        echo "fuzz_$t: FAILED (exit $rc); crash inputs (newest first):" >&2
-        for f in $(ls -t "$artifacts"); do
-            echo "  reproduce: $fuzzer $artifacts/$f" >&2
-        done
-        echo "  log: $log" >&2
-        failed=1
+        {
+            tail -40 "$log"
+            echo "fuzz_$t: FAILED (exit $rc); crash inputs (newest first):"
+            for f in $(ls -t "$artifacts"); do
+                echo "  reproduce: $fuzzer $artifacts/$f"
+            done
+            echo "  log: $log"
+        } >"$build/fuzz-$t.failure"
+        echo 1 >"$build/fuzz-$t.status"
     else
-        echo "$line"
+        cat "$build/fuzz-$t.result"
+        echo 0 >"$build/fuzz-$t.status"
     fi
+}
+
+# FUZZ_PARALLEL targets at a time (default 1), each a process of its own: every target gets its
+# whole time budget whatever the others do.
+parallel=${FUZZ_PARALLEL:-1}
+running=0
+for t in $targets; do
+    rm -f "$build/fuzz-$t.result" "$build/fuzz-$t.status" "$build/fuzz-$t.failure"
+    (fuzz_target "$t") &
+    running=$((running + 1))
+    if [ "$running" -ge "$parallel" ]; then
+        wait
+        running=0
+    fi
+done
+wait
+
+failed=0
+summary=
+for t in $targets; do
+    if [ "$(cat "$build/fuzz-$t.status" 2>/dev/null)" != 0 ]; then
+        if [ -f "$build/fuzz-$t.failure" ]; then
+            cat "$build/fuzz-$t.failure" >&2
+        else
+            echo "fuzz_$t: FAILED (it left no status)" >&2
+        fi
+        failed=1
+    fi
+    summary="$summary$(cat "$build/fuzz-$t.result" 2>/dev/null || echo "fuzz_$t: no result")
+"
 done
 printf '\nfuzz summary:\n%s' "$summary"
 if [ "$failed" -ne 0 ]; then
