@@ -87,6 +87,10 @@ eval "$lab_env"
 export HV_LIBVIRT_LAB_URI
 (cd build && ctest --no-tests=error --output-on-failure -L libvirt)
 /usr/bin/python3 test/e2e/libvirt_e2e.py --build build
+# the libvirt bench at a small size (4 TCG guests, +512 MiB DIMM and +1 vCPU each, through the
+# hooks as CAPI calls them): it fails when hvupdater answers done before the guest shows all of
+# the DIMM by the bench's own measure (issue 26); its figures are printed, never asserted
+/usr/bin/python3 test/bench/libvirt-bench.py build 4
 # the QEMU lab stays up: the CAPI lab below runs on it
 
 section "Cluster API lab: CAPI's own controllers drive hvupdater; the clusterctl provider (test/capi)"

@@ -14,10 +14,13 @@
 /* Guest verification compares the guest with itself: its own view before the first step
  * (the record's base) and after. What its kernel keeps for itself (its image, page tables,
  * a kdump crashkernel= reservation of 192 MiB or more) is in both, so only the change counts.
- * A guest shows a memory change when its total moved by it, less what one memory block can
- * hide (a block left offline: 128 MiB on x86-64) and the page structures of the memory added
- * (1/64 of it; 1/32 allowed). */
-#define GUEST_MEM_BLOCK_MIB 128
+ * A guest shows a memory change when its total moved by all of it, less what its kernel
+ * withholds from memory it adds: the page structures of that memory when they live on it
+ * (memory_hotplug.memmap_on_memory: 64 bytes for each 4 KiB page, 1/64 of the change), and
+ * 1 MiB for the rounding of two reports in kB. Not a memory block's worth: a guest with one
+ * block of the change still offline has not taken it yet (issue 26: the libvirt bench
+ * answered done at 384 of 512 MiB under the old allowance of a 128 MiB block and 1/32). */
+#define GUEST_MEM_ROUNDING_MIB 1
 
 /* What the guest's own view says of the desired memory and vCPUs (cores per socket and disks:
  * the guest cannot tell). Worst first: NOT_YET, PENDING, UNKNOWN, SHOWS. */
@@ -46,7 +49,15 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
     }
     int64_t delta = p->desired->memory_mib - b->hv_memory_mib;
     int64_t grown = g->memory_mib - b->guest_memory_mib;
-    int64_t slack = GUEST_MEM_BLOCK_MIB + (delta < 0 ? -delta : delta) / 32;
+    int64_t size = delta < 0 ? -delta : delta;
+    int64_t slack = (size + 63) / 64 + GUEST_MEM_ROUNDING_MIB;
+    /* After the power cycle all its memory is boot memory, but what its kernel keeps at boot
+     * may scale with it (crashkernel=auto: 192 MiB from 1 GiB, 256 MiB from 4 GiB...): a
+     * total that moved the change's way shows it (sim seed 444: a reservation of 256 MiB
+     * from the next boot, a 2560 MiB growth showing as 2378) */
+    bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
+    if (cycled && delta != 0)
+        slack = size - 1;
     bool shows = delta > 0   ? grown > 0 && grown >= delta - slack
                  : delta < 0 ? grown < 0 && grown <= delta + slack
                              : grown <= slack && grown >= -slack;

@@ -204,6 +204,9 @@ static int64_t guest_from_ms;
 /* > 0: the guest shows what the hypervisor has less this much (MiB), as one that reserves
  * memory at boot (a kdump crashkernel= reservation) does, in every look */
 static int64_t guest_reserve;
+/* > 0: the guest shows this much (MiB) less again once the hypervisor has more than the
+ * 1024 MiB it booted with: hot-added memory it has not (all) taken */
+static int64_t guest_grow_short;
 /* the time stamp of the guest's memory report: 0 as of now; > 0 that unix second (statistics
  * that stay as they were); -1 the guest has never reported (a balloon without a driver) */
 static int64_t guest_mem_at;
@@ -291,6 +294,8 @@ static int w_observe_guest(struct hv_backend *b, const struct hv_vm_ref *r, stru
     if (rc == HV_OK && guest_reserve > 0 && o->power == HV_POWER_ON) {
         o->guest.mem_view = HV_GV_SEEN;
         o->guest.memory_mib = o->hw.memory_mib - guest_reserve;
+        if (o->hw.memory_mib > 1024)
+            o->guest.memory_mib -= guest_grow_short;
     }
     if (rc == HV_OK && noonline_keep > 0 && o->power == HV_POWER_ON) {
         if (noonline_boot < 0)
@@ -448,6 +453,7 @@ static void unwrap(struct fx *f)
     guest_cap = -1;
     guest_from_ms = 0;
     guest_reserve = 0;
+    guest_grow_short = 0;
     guest_mem_at = 0;
     fake_disk_mib = 0;
     deaf_guest = NULL;
@@ -1782,6 +1788,41 @@ static void test_reserving_guest_memory_change_shows_as_growth(void **state)
     unwrap(f);
 }
 
+/* Issue 26: a guest that has onlined all but one 128 MiB block of a 512 MiB DIMM has not
+ * taken the change (the libvirt bench answered done there: the old rule let a whole block
+ * and 1/32 go missing, 368 of 512 MiB). What a kernel withholds from hot-added memory is
+ * its page structures when they live on that memory (memory_hotplug.memmap_on_memory: 1/64),
+ * so a guest 8 MiB short of 512 shows it, and one 128 MiB short does not yet. */
+static void test_guest_missing_a_block_has_not_taken_the_memory(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-block", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_reserve = 80;
+    guest_grow_short = 128; /* one block of the DIMM still offline */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {1536, 1, -1, -1};
+    struct hv_update_result r = until_end_slow(f, "eng-block", want, 10);
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "the hypervisor shows memory 1536 MiB, 1 vCPU but the guest did not take "
+                        "it within 1 s; allow powerCycle IfNeeded or check the guest's hot-plug "
+                        "support");
+    unwrap(f);
+
+    define(f, "eng-memmap", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    guest_reserve = 80;
+    guest_grow_short = 512 / 64; /* its page structures on the new memory */
+    f->s.power_cycle = HV_PC_NEVER;
+    f->s.live_timeout_s = 1;
+    r = until_end_slow(f, "eng-memmap", want, 10);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "done: memory 1536 MiB, 1 vCPU (the guest shows it)");
+    unwrap(f);
+}
+
 /* A power cycle's vCPU change over a base that saw a hot-plugged vCPU still offline (3 in
  * the hypervisor, 2 online in the guest): after the cycle every vCPU is a boot vCPU, and a
  * guest with all the desired ones online shows the change. Found by the simulation (seeds
@@ -2923,6 +2964,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reserving_guest_vcpu_only_change_is_done_live, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reserving_guest_memory_change_shows_as_growth, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_guest_missing_a_block_has_not_taken_the_memory, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_boot_vcpus_show_after_a_power_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_on_its_old_total_does_not_show_a_small_growth,
