@@ -153,6 +153,12 @@ struct hv_vm_obs {
     char no_power_cycle[HV_MSG_MAX]; /* non-empty: the VM must never be powered off, and why
                                         (stable text, e.g. a libvirt transient domain, which a
                                         power cycle would delete) */
+    /* hw and config are assumed, not read: the VM as an operation in flight will leave it (the
+     * probe plans a change from there too, src/engine/probe.c plan_worst_with). ops->plan,
+     * which may re-read the VM, then takes the changing values (memory, vCPUs, cores per
+     * socket, disk size: those of hw that are set) from obs, and everything else (limits,
+     * devices, power, persistence) from its read. */
+    bool assumed;
 };
 
 /* How one field can change on this VM now. */

@@ -413,7 +413,8 @@ static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const stru
                    const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
                    struct hv_err *err)
 {
-    (void)obs; /* the plan follows a fresh read */
+    /* the plan follows a fresh read; of an assumed obs it takes the values an operation in
+     * flight will leave (hv_vm_obs.assumed) */
     struct hv_err dummy;
     err = err_start(err, &dummy);
     memset(plan, 0, sizeof(*plan) * HV_F_COUNT);
@@ -427,6 +428,8 @@ static int kv_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const stru
         return rc;
     if (!st.found)
         return kv_seterr(err, HV_E_NOT_FOUND, "VirtualMachine %s not found", ref->name);
+    if (obs && obs->assumed)
+        kv_assume(&st, &obs->hw);
     rc = kv_plan_compute(&st, desired, plan);
     if (rc != HV_OK)
         return kv_seterr(err, rc, "a hot-plug of %s is still in progress", ref->name);

@@ -74,6 +74,9 @@ void kv_fill_obs(const struct kv_state *st, const char *cluster, struct hv_vm_ob
 /* kv_plan.c */
 void kv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
 /* HV_OK, or HV_E_BUSY when a hot-plug of a field to change is still in flight */
+/* Take the VM as an operation in flight leaves it (hv_vm_obs.assumed): its spec, its VMI and
+ * the guest's memory at hw's values where set (vCPUs are sockets here); the limits as read. */
+void kv_assume(struct kv_state *st, const struct hv_hw *hw);
 int kv_plan_compute(const struct kv_state *st, const struct hv_hw *desired,
                     struct hv_field_plan plan[HV_F_COUNT]);
 

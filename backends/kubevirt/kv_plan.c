@@ -46,6 +46,31 @@ void kv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]
             HV_MSG("the KubeVirt backend does not resize disks"));
 }
 
+void kv_assume(struct kv_state *st, const struct hv_hw *hw)
+{
+    if (hw->memory_mib > 0) {
+        st->mem_mib = hw->memory_mib;
+        if (st->vmi_mem_mib >= 0)
+            st->vmi_mem_mib = hw->memory_mib;
+        if (st->guest_current_mib >= 0)
+            st->guest_current_mib = hw->memory_mib;
+        if (st->guest_requested_mib >= 0)
+            st->guest_requested_mib = hw->memory_mib;
+    }
+    if (hw->cpus > 0) {
+        st->sockets = hw->cpus;
+        if (st->vmi_sockets >= 0)
+            st->vmi_sockets = hw->cpus;
+        if (st->cur_sockets >= 0)
+            st->cur_sockets = hw->cpus;
+    }
+    if (hw->cores_per_socket > 0) {
+        st->cores = hw->cores_per_socket;
+        if (st->cur_cores >= 0)
+            st->cur_cores = hw->cores_per_socket;
+    }
+}
+
 int kv_plan_compute(const struct kv_state *st, const struct hv_hw *desired,
                     struct hv_field_plan plan[HV_F_COUNT])
 {

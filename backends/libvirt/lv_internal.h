@@ -244,6 +244,8 @@ void lv_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]
 /* The contract's plan, from fresh facts: li = live definition, active = running or paused,
  * persistent = the domain has a definition that outlives its run (a transient one has not:
  * whatever needs a power cycle is impossible for it). Applies lv_check first. */
+/* Take the domain as an operation in flight leaves it (hv_vm_obs.assumed) before planning. */
+void lv_assume(struct lv_dominfo *li, const struct hv_hw *hw);
 void lv_plan_compute(const struct lv_dominfo *li, bool active, bool persistent,
                      const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
 /* The fields of an hv_hw libvirt shows for a disk: MiB of dk's capacity, -1 when unknown. */

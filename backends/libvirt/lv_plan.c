@@ -229,7 +229,30 @@ struct lv_plan_arg {
     const struct hv_hw *desired;
     struct hv_field_plan *plan;
     const char *disk;
+    const struct hv_hw *assumed; /* obs->hw of an assumed observation, else NULL */
 };
+
+/* The domain as an operation in flight leaves it (hv_vm_obs.assumed): its current memory,
+ * vCPUs and cores per socket from hw where set; the limits (maximum memory, slots, maximum
+ * vCPUs) as read, widened where the assumed values pass them (a cold change raises them). */
+void lv_assume(struct lv_dominfo *li, const struct hv_hw *hw)
+{
+    if (hw->memory_mib > 0) {
+        long long kib = (long long)hw->memory_mib * 1024;
+        li->effective_kib = li->plugged_kib = li->current_kib = kib;
+        if (li->memory_kib < kib)
+            li->memory_kib = kib;
+        if (li->max_kib >= 0 && li->max_kib < kib)
+            li->max_kib = kib;
+    }
+    if (hw->cpus > 0) {
+        li->vcpu_current = hw->cpus;
+        if (li->vcpu_max < hw->cpus)
+            li->vcpu_max = hw->cpus;
+    }
+    if (hw->cores_per_socket > 0)
+        li->cores = hw->cores_per_socket;
+}
 
 static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
@@ -242,6 +265,8 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     int persistent = virDomainIsPersistent(d->dom);
     if (persistent < 0)
         return lv_fail(d, "virDomainIsPersistent", err);
+    if (a->assumed)
+        lv_assume(&li, a->assumed);
     lv_plan_compute(&li, active, persistent == 1, a->desired, a->plan);
     if (!hv_disk_set(a->desired->disk_mib))
         return HV_OK;
@@ -258,7 +283,10 @@ static int lv_plan_body(struct lv_dom *d, void *arg, struct hv_err *err)
     rc = lv_disk_read(d, a->disk, &dk, err);
     if (rc != HV_OK)
         return rc;
-    if (lv_disk_mib(&dk) < a->desired->disk_mib) /* a larger disk is left as it is */
+    long long have = lv_disk_mib(&dk);
+    if (a->assumed && hv_disk_set(a->assumed->disk_mib) && a->assumed->disk_mib > have)
+        have = a->assumed->disk_mib; /* (the operation in flight grows it) */
+    if (have < a->desired->disk_mib) /* a larger disk is left as it is */
         lv_plan_disk(&dk, active, !active && lv_disk_in_pool(d, &dk), a->desired->disk_mib,
                      &a->plan[HV_F_DISK]);
     return HV_OK;
@@ -268,14 +296,15 @@ int lv_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref, const struct h
                const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT],
                struct hv_err *err)
 {
-    (void)obs; /* the plan follows a fresh read, which is never older than obs */
+    /* the plan follows a fresh read, which is never older than obs; of an assumed obs it
+     * takes the values an operation in flight will leave */
     struct hv_err dummy;
     err = lv_err_start(err, &dummy);
     for (int f = 0; f < HV_F_COUNT; f++)
         lv_set(&plan[f], HV_HOW_NONE, NULL, NULL);
     if (!ref || !desired)
         return lv_seterr(err, HV_E_INTERNAL, "plan: missing ref or desired");
-    struct lv_plan_arg a = {desired, plan, ref->disk};
+    struct lv_plan_arg a = {desired, plan, ref->disk, obs && obs->assumed ? &obs->hw : NULL};
     bool found;
     int rc = lv_with_dom(b->priv, ref, lv_plan_body, &a, &found, err);
     if (rc == HV_OK && !found)

@@ -142,6 +142,19 @@ static void plan_disk(const struct vs_vm *vm, int64_t want_mib, struct hv_field_
     }
 }
 
+void vs_assume(struct vs_vm *vm, const struct hv_hw *hw)
+{
+    if (hw->memory_mib > 0)
+        vm->memory_mb = hw->memory_mib;
+    if (hw->cpus > 0)
+        vm->cpus = hw->cpus;
+    if (hw->cores_per_socket > 0)
+        vm->cores_per_socket = hw->cores_per_socket;
+    if (hv_disk_set(hw->disk_mib) && vm->disk.found &&
+        (int64_t)hw->disk_mib * 1024 * 1024 > vm->disk.capacity_bytes)
+        vm->disk.capacity_bytes = (int64_t)hw->disk_mib * 1024 * 1024;
+}
+
 /* The disk's capacity in MiB as the contract counts it (-1 when there is no such disk). */
 int64_t vs_disk_mib(const struct vs_vm *vm)
 {

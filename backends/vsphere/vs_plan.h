@@ -26,6 +26,10 @@ int64_t vs_disk_mib(const struct vs_vm *vm);
  * within the maxima above. vs_plan applies it first. */
 void vs_check(const struct hv_hw *desired, struct hv_field_plan plan[HV_F_COUNT]);
 
+/* Take the VM as an operation in flight leaves it (hv_vm_obs.assumed): memory, vCPUs, cores
+ * per socket and the disk's size from hw where set; everything else as read. */
+void vs_assume(struct vs_vm *vm, const struct hv_hw *hw);
+
 /* Fill plan[] for every field that differs between vm and desired (others HV_HOW_NONE). */
 void vs_plan(const struct vs_vm *vm, const struct hv_hw *desired,
              struct hv_field_plan plan[HV_F_COUNT]);

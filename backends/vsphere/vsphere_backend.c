@@ -542,14 +542,20 @@ static int vs_plan_op(struct hv_backend *b, const struct hv_vm_ref *ref,
     if (!vm)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
     int rc = HV_OK;
-    if (!cache_get(vb, (size_t)idx, ref->uuid, vm) || !matches(vm, obs)) {
+    /* (an assumed obs never matches the VM: the cache, which the plan of the same probe
+     * just checked against its observation, gives the limits) */
+    if (!cache_get(vb, (size_t)idx, ref->uuid, vm) ||
+        (!(obs && obs->assumed) && !matches(vm, obs))) {
         bool found;
         rc = lookup(vb, (size_t)idx, ref, vs_server_timeout(vb->servers[idx]), vm, &found, err);
         if (rc == HV_OK && !found)
             rc = vs_err(err, HV_E_NOT_FOUND, "no VM with BIOS UUID %s", ref->uuid);
     }
-    if (rc == HV_OK)
+    if (rc == HV_OK) {
+        if (obs && obs->assumed) /* (hv_vm_obs.assumed: as an operation in flight leaves it) */
+            vs_assume(vm, &obs->hw);
         vs_plan(vm, desired, plan);
+    }
     free(vm);
     return rc;
 }

@@ -54,6 +54,10 @@ int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
  * judge. */
 bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name);
 
+/* A pass of the VM named vm_name is queued, running or asked for again: the engine may still
+ * act on it (tests wait for this to end before they expect a quiet VM). */
+bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name);
+
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
 

@@ -63,6 +63,7 @@ static int plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
     if (!after || !p2)
         abort();
     *after = *obs;
+    after->assumed = true;
     if (other->memory_mib > 0)
         after->hw.memory_mib = after->config.memory_mib = other->memory_mib;
     if (other->cpus > 0)

@@ -220,6 +220,17 @@ bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name)
     return waiting;
 }
 
+bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name)
+{
+    bool pending = false;
+    pthread_mutex_lock(&e->lock);
+    for (size_t k = 0; k < e->n_buckets && !pending; k++)
+        for (struct entry *x = e->buckets[k]; x && !pending; x = x->hnext)
+            pending = !strcmp(x->ref.name, vm_name) && (x->queued || x->running || x->again);
+    pthread_mutex_unlock(&e->lock);
+    return pending;
+}
+
 /* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
  * operation waits for a change already made to show (settling) gets a pass now, not at
  * CAPI's next call or the engine's next timed look: a wait this change ends (the device

@@ -190,6 +190,31 @@ static void test_plan_live(void **state)
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
 }
 
+/* The VM as an operation in flight leaves it (hv_vm_obs.assumed, kv_assume): going back to
+ * today's hardware after a hot-plug in flight is a shrink; the maxima stay as read. */
+static void test_plan_assumed(void **state)
+{
+    (void)state;
+    struct kv_state st;
+    struct hv_field_plan plan[HV_F_COUNT];
+    load(&st, "vm-running.json", "vmi-running.json", "kubevirt-cr.json");
+    struct hv_hw want = {4096, 3, -1, -1};
+    assert_int_equal(kv_plan_compute(&st, &want, plan), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    struct hv_hw after = {6144, 5, -1, -1};
+    kv_assume(&st, &after);
+    assert_int_equal(kv_plan_compute(&st, &want, plan), HV_OK);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
+    assert_string_equal(plan[HV_F_CPUS].reason, "socket shrink needs a restart");
+    assert_int_equal(kv_plan_compute(&st, &after, plan), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    struct hv_hw at_max = {8192, 8, -1, -1}; /* (the maxima as read) */
+    kv_plan_compute(&st, &at_max, plan);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+}
+
 static void test_plan_cold(void **state)
 {
     (void)state;
@@ -425,12 +450,12 @@ static void test_status_err(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantity),   cmocka_unit_test(test_parse_running),
-        cmocka_unit_test(test_trap_12101), cmocka_unit_test(test_cpu_inflight),
-        cmocka_unit_test(test_plan_live),  cmocka_unit_test(test_plan_cold),
-        cmocka_unit_test(test_stopped),    cmocka_unit_test(test_check),
-        cmocka_unit_test(test_patches),    cmocka_unit_test(test_new),
-        cmocka_unit_test(test_status_err),
+        cmocka_unit_test(test_quantity),     cmocka_unit_test(test_parse_running),
+        cmocka_unit_test(test_trap_12101),   cmocka_unit_test(test_cpu_inflight),
+        cmocka_unit_test(test_plan_live),    cmocka_unit_test(test_plan_cold),
+        cmocka_unit_test(test_plan_assumed), cmocka_unit_test(test_stopped),
+        cmocka_unit_test(test_check),        cmocka_unit_test(test_patches),
+        cmocka_unit_test(test_new),          cmocka_unit_test(test_status_err),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -297,6 +297,42 @@ static void test_balloon_growth_via_act(void **state)
     be->ops->free(be);
 }
 
+/* An assumed observation (the VM as an operation in flight leaves it: the probe's
+ * plan_worst_with) is planned from its values, not from the domain as read: going back to
+ * today's hardware after a grow in flight is a shrink. Without `assumed` the read wins. */
+static void test_plan_from_an_assumed_observation(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    lvt_ref(&ref, "", "", "test");
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    struct hv_hw now = {obs.hw.memory_mib, obs.hw.cpus, -1, -1};
+    struct hv_vm_obs after = obs;
+    after.hw.memory_mib = after.config.memory_mib = obs.hw.memory_mib + 512;
+    after.hw.cpus = after.config.cpus = obs.hw.cpus + 1;
+
+    assert_int_equal(be->ops->plan(be, &ref, &after, &now, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE); /* (not assumed: as read) */
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+
+    after.assumed = true;
+    assert_int_equal(be->ops->plan(be, &ref, &after, &now, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "vCPU shrink needs a restart");
+    /* the assumed values themselves: nothing to do */
+    struct hv_hw same = {after.hw.memory_mib, after.hw.cpus, -1, -1};
+    assert_int_equal(be->ops->plan(be, &ref, &after, &same, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    be->ops->free(be);
+}
+
 static void test_dimm_plan_and_driver_refusal(void **state)
 {
     (void)state;
@@ -707,6 +743,8 @@ int main(void)
                                         lvt_teardown),
         cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_balloon_growth_via_act, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_plan_from_an_assumed_observation, lvt_setup,
+                                        lvt_teardown),
         cmocka_unit_test_setup_teardown(test_report_channels_of_an_off_vm, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_dimm_plan_and_driver_refusal, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_cold_path, lvt_setup, lvt_teardown),

@@ -182,6 +182,17 @@ static void test_dimm_hot_add(void **state)
     qt_timing("plan", t0);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_MEMORY].method, "dimm");
+    /* the probe's worst case (hv_vm_obs.assumed): as a grow to 1536 MiB in flight would leave
+     * the domain, going back to 1024 is a shrink, cold; unmarked, planned as read (nothing) */
+    struct hv_vm_obs after = obs;
+    after.hw.memory_mib = after.config.memory_mib = 1536;
+    struct hv_hw back = {1024, -1, -1, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &after, &back, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    after.assumed = true;
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &after, &back, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory shrink needs a restart");
     qt_act(q, HV_STEP_LIVE_MEMORY, want, "dimm", "act LIVE_MEMORY dimm 1024->1536");
     t0 = lvt_now_ms();
     assert_int_equal(lvt_wait_memory(q->be, &q->ref, 1536, 3000), 1536);
@@ -211,6 +222,22 @@ static void test_vcpu_hot_plug(void **state)
     assert_int_equal(q->be->ops->plan(q->be, &q->ref, &obs, &want, plan, &err), HV_OK);
     assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
     assert_string_equal(plan[HV_F_CPUS].method, "vcpu hot-plug");
+    /* the probe's worst case (hv_vm_obs.assumed): as the plug to 3 in flight would leave the
+     * domain, back to 1 is a shrink, cold; 4 is live; 6 passes the maximum of 4 as read */
+    struct hv_vm_obs after = obs;
+    after.hw.cpus = after.config.cpus = 3;
+    after.assumed = true;
+    struct hv_hw back = {-1, 1, -1, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &after, &back, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "vCPU shrink needs a restart");
+    struct hv_hw four = {-1, 4, -1, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &after, &four, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_LIVE);
+    struct hv_hw six = {-1, 6, -1, -1};
+    assert_int_equal(q->be->ops->plan(q->be, &q->ref, &after, &six, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_CPUS].reason, "above maximum vCPUs");
     qt_act(q, HV_STEP_LIVE_CPUS, want, "vcpu hot-plug", "act LIVE_CPUS 1->3");
     qt_observe(q, &obs);
     assert_int_equal(obs.hw.cpus, 3);

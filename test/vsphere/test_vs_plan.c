@@ -201,6 +201,33 @@ static void test_untouched_fields(void **state)
     assert_int_equal(plan[HV_F_CORES].how, HV_HOW_NONE);
 }
 
+/* The VM as an operation in flight leaves it (hv_vm_obs.assumed, vs_assume): going back to
+ * today's hardware after a grow in flight is a shrink; the limits stay as read. */
+static void test_assumed_values(void **state)
+{
+    (void)state;
+    struct vs_vm vm = base();
+    struct hv_hw now = {vm.memory_mb, vm.cpus, -1, -1};
+    struct hv_field_plan plan[HV_F_COUNT];
+    vs_plan(&vm, &now, plan);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    struct hv_hw after = {vm.memory_mb + 1024, vm.cpus + 2, -1, -1};
+    vs_assume(&vm, &after);
+    assert_int_equal(vm.memory_mb, after.memory_mib);
+    assert_int_equal(vm.cpus, after.cpus);
+    assert_true(vm.mem_hot_add); /* (as read) */
+    vs_plan(&vm, &now, plan);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_int_equal(plan[HV_F_CPUS].how, vm.cpu_hot_remove ? HV_HOW_LIVE : HV_HOW_COLD);
+    /* unset fields keep what was read */
+    struct hv_hw none = {-1, -1, -1, -1};
+    int32_t cores = vm.cores_per_socket;
+    vs_assume(&vm, &none);
+    assert_int_equal(vm.cores_per_socket, cores);
+    assert_int_equal(vm.memory_mb, after.memory_mib);
+}
+
 /* A running VM with a thin 25 GiB disk on a PVSCSI controller and 100 GiB free. */
 static struct vs_vm disk_vm(void)
 {
@@ -323,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_disk_rules),
         cmocka_unit_test(test_disk_size_past_64_bits),
         cmocka_unit_test(test_untouched_fields),
+        cmocka_unit_test(test_assumed_values),
     };
     return cmocka_run_group_tests_name("vsphere-plan", tests, NULL, NULL);
 }

@@ -191,6 +191,53 @@ static void test_live_memory_and_cpus(void **state)
     b->ops->free(b);
 }
 
+/* The probe's worst case (plan_worst_with) on the real backend: an observation marked assumed
+ * (the VM as an operation in flight leaves it) is planned from its values and the limits of
+ * the VM the same probe just read (the cache, no second lookup); going back to today's
+ * hardware after a grow in flight is a shrink, cold. Unmarked, the edited values do not match
+ * the VM: it is looked up again and planned as read. */
+static void test_plan_from_an_assumed_observation(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *b = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(5, "vcsim");
+    struct hv_vm_obs obs;
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.power, HV_POWER_ON);
+    struct hv_hw now = {obs.hw.memory_mib, obs.hw.cpus, -1, -1};
+    struct hv_field_plan plan[HV_F_COUNT];
+    struct hv_err err = {0};
+    assert_int_equal(b->ops->plan(b, &ref, &obs, &now, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+
+    struct hv_vm_obs after = obs;
+    after.hw.memory_mib = after.config.memory_mib = obs.hw.memory_mib + 1024;
+    after.hw.cpus = after.config.cpus = obs.hw.cpus + 2;
+    long reads = vcsim_calls(&sim, "RetrievePropertiesEx");
+    assert_int_equal(b->ops->plan(b, &ref, &after, &now, plan, &err), HV_OK);
+    assert_true(vcsim_calls(&sim, "RetrievePropertiesEx") > reads); /* looked up again */
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);           /* as read */
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+
+    after.assumed = true;
+    reads = vcsim_calls(&sim, "RetrievePropertiesEx");
+    assert_int_equal(b->ops->plan(b, &ref, &after, &now, plan, &err), HV_OK);
+    assert_int_equal(vcsim_calls(&sim, "RetrievePropertiesEx"), reads); /* from the cache */
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_COLD);
+    assert_string_equal(plan[HV_F_MEMORY].reason, "memory cannot shrink while the VM runs");
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_COLD);
+    struct hv_hw same = {after.hw.memory_mib, after.hw.cpus, -1, -1};
+    assert_int_equal(b->ops->plan(b, &ref, &after, &same, plan, &err), HV_OK);
+    assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_NONE);
+    assert_int_equal(plan[HV_F_CPUS].how, HV_HOW_NONE);
+    /* (the VM itself is untouched) */
+    observe_ok(b, &ref, &obs);
+    assert_int_equal(obs.hw.memory_mib, now.memory_mib);
+    assert_int_equal(obs.hw.cpus, now.cpus);
+    b->ops->free(b);
+}
+
 static struct hv_step disk_step(enum hv_step_kind kind, int64_t disk_mib)
 {
     struct hv_step s = step_of(kind, -1, -1, -1);
@@ -964,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_login_and_find),
         cmocka_unit_test(test_observe),
         cmocka_unit_test(test_live_memory_and_cpus),
+        cmocka_unit_test(test_plan_from_an_assumed_observation),
         cmocka_unit_test(test_cold_cycle),
         cmocka_unit_test(test_disk_hot_extend),
         cmocka_unit_test(test_disk_refusals_and_ide),
