@@ -77,6 +77,10 @@ struct hv_books {
      * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
      * records that a pass saw it so at at. 0: never (or not by this process). */
     int64_t (*paused_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t at);
+    /* The last time (unix seconds) a try of a shutdown or power-off of the operation that
+     * started at op_started_at, sent by this process, got no answer in time (it may have
+     * been taken); at > 0 records one sent at at. 0: none. */
+    int64_t (*unanswered_sent)(void *ctx, const char *key, int64_t op_started_at, int64_t at);
     /* Power-ons of the operation that started at op_started_at that this process stored as
      * sent (the record's starts count a start with its step, before it is made) but that
      * were not taken (the call did not reach the hypervisor, lost a race or was refused),

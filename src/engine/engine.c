@@ -98,6 +98,22 @@ static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, in
     return seen;
 }
 
+static int64_t unanswered_sent(void *ctx, const char *key, int64_t op_started_at, int64_t at)
+{
+    struct hv_engine *e = ctx;
+    int64_t sent = 0;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    if (x) {
+        int64_t *sent_at = memo_for(&x->unanswered, op_started_at);
+        if (at > *sent_at)
+            *sent_at = at;
+        sent = *sent_at;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return sent;
+}
+
 static int starts_untaken(void *ctx, const char *key, int64_t op_started_at, int add)
 {
     struct hv_engine *e = ctx;
@@ -182,6 +198,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
                                  .paused_seen = paused_seen,
+                                 .unanswered_sent = unanswered_sent,
                                  .starts_untaken = starts_untaken,
                                  .unreachable_since = unreachable_since,
                                  .lost_race_since = lost_race_since,

@@ -66,6 +66,9 @@ struct entry {
     /* when a pass last saw the VM of operation paused.op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
     struct op_memo paused;
+    /* when the latest try of a shutdown or power-off of operation unanswered.op that got no
+     * answer was sent (unix seconds; 0: none) (unanswered_sent) */
+    struct op_memo unanswered;
     /* power-ons of operation untaken.op not taken that its record still counts
      * (starts_untaken) */
     struct op_memo untaken;

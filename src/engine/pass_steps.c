@@ -288,6 +288,12 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
     }
     p->rec.attempts++;
     p->rec.tries_of = live ? kind : 0; /* (a live step's, recorded: "triesOf") */
+    /* A shutdown or power-off try that got no answer may have been taken and may still take
+     * the VM down, whatever the tries after it get: remembered for the operation (the
+     * latest such try may land last). */
+    bool down_step = (kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold;
+    if (down_step && hv_err_classify(err->code) == HV_EC_NO_ANSWER)
+        p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->rec.step_at);
     char m[400];
     if (p->rec.attempts >= p->b->cfg->max_step_attempts) {
         snprintf(m, sizeof(m), HV_MSG("step %s failed %d times: %s"), step_name(kind),
@@ -303,20 +309,23 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         if (p->obs.power == HV_POWER_OFF && kind != HV_STEP_POWER_ON) {
             rc_power_on_anyway(p); /* never leave a VM off: start it as it is */
         }
-        /* A shutdown or power-off whose last try got no answer may have been taken and may
-         * still take the VM down: the Failure comes upon it (downAt), so its slot stays while
-         * it may land, and the VM is started again if it does (seed 24075: the slot went
-         * back, another VM of the host went down, and the shutdown landed beside it). */
-        bool down_step = (kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold;
-        if (down_step && hv_err_classify(err->code) == HV_EC_NO_ANSWER)
-            p->down_at = p->rec.step_at;
+        /* A shutdown or power-off of this operation that may have been taken (a try of this
+         * life that got no answer, remembered above) may still take the VM down: the Failure
+         * comes upon the latest one (downAt), so its slot stays while it may land, and the VM
+         * is started again if it does. Its last try (seed 24075: the slot went back, another
+         * VM of the host went down, and the shutdown landed beside it), or an earlier one,
+         * whatever the last try's error (seed 505485: the first shutdown's answer was lost,
+         * the two tries after it were refused, "another task is changing the VM"; the guest
+         * shut down 8 s after the Failure and stayed off outside the caps). */
+        int64_t unanswered =
+            down_step ? p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0) : 0;
         /* ... and so may one of this process's previous life that this pass found sent and
          * tried again: this life's refused try does not undo it (seed 301935: the previous
          * life's shutdown was taken, its answer lost; the new life's try was refused, the
          * operation failed without downAt, the shutdown landed and the VM stayed off outside
          * the caps while other VMs of its host went down) */
-        else if (down_step && p->record_down_at)
-            p->down_at = p->record_down_at;
+        int64_t previous = down_step ? p->record_down_at : 0;
+        p->down_at = unanswered > previous ? unanswered : previous;
         rc_fail_sticky(p, HV_FAIL_STEP_FAILED, m);
         p->down_at = 0;
         return;

@@ -2358,6 +2358,37 @@ static void test_refused_retry_keeps_a_previous_lifes_shutdown(void **state)
     unwrap(f);
 }
 
+/* Seed 505485 of the simulation: this life's first shutdown got no answer (it may have been
+ * taken), and the two tries after it were refused (busy). The Failure comes upon that first
+ * shutdown (downAt, when it was sent), whatever the last try's error: its slot stays while it
+ * may land, and the VM is started again if it does (before, only a last try with no answer,
+ * or a previous life's, recorded downAt). */
+static void test_refused_retries_keep_an_earlier_unanswered_shutdown(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-earlydown", 2048, 2048, 1, 1);
+    use_wrapper(f, HV_STEP_SHUTDOWN, false);
+    fail_code = HV_E_TIMEOUT; /* the first shutdown: no answer in time */
+    fail_left = 1;
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-earlydown", want);
+    assert_false(r.failure);
+    assert_non_null(strstr(r.message, "retrying shutdown"));
+    struct hv_oprecord got;
+    assert_true(hv_oprecord_read(&got, observe(f, "eng-earlydown").record));
+    int64_t sent = got.step_at;
+    assert_true(sent > 0);
+    fail_code = HV_E_BUSY; /* every try after it refused */
+    fail_left = -1;
+    r = until_end(f, "eng-earlydown", want, 10, NULL);
+    assert_true(r.failure);
+    assert_string_equal(r.message, "step shutdown failed 3 times: another task is changing the VM");
+    assert_true(hv_oprecord_read(&got, observe(f, "eng-earlydown").record));
+    assert_int_equal(got.phase, HV_PH_FAILED);
+    assert_int_equal(got.down_at, sent); /* the Failure came upon the unanswered shutdown */
+    unwrap(f);
+}
+
 /* Seed 209945 of the simulation: the rollout went back while this process's shutdown of the VM
  * was in flight, and the pass for the new hardware finds the VM paused in the middle of that
  * cycle (a Failure: "paused"); CAPI calls no more. Resumed, its guest goes on with the shutdown
@@ -2928,6 +2959,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_retry_keeps_a_previous_lifes_shutdown, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_refused_retries_keep_an_earlier_unanswered_shutdown,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_step_left_unrecorded_is_sent_again, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_slots_per_host, setup, teardown),
