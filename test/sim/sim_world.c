@@ -504,11 +504,14 @@ static void power_on(struct sim *s, int k)
     if (v->stats == 1)
         v->stats = 0;
     v->power_on_ms = s->now_ms;
-    if (v->reserve_next) { /* the boot-time reservation of fault 11 takes effect */
+    /* the boot-time reservation of fault 11 takes effect, if it fits: sized for the memory
+     * at the fault, a guest booted with less than twice it does not make it (a kernel cannot
+     * reserve more than it has; seed 510548: 768 MiB on a 512 MiB guest showed -256 MiB) */
+    if (v->reserve_next && v->reserve_next < v->guest_mem / 2) {
         v->reserve_boot_ms = s->now_ms;
         v->reserve = v->reserve_next;
-        v->reserve_next = 0;
     }
+    v->reserve_next = 0;
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
