@@ -176,7 +176,9 @@ static void *probe_thread(void *arg)
             own_other = true;
             other = r->rec.desired;
         }
-        if (!own_other && covered_other && !shows(&obs->hw, &covered)) {
+        /* (an operation for it already begun has its record on the VM: judged by that) */
+        if (!own_other && covered_other && !shows(&obs->hw, &covered) &&
+            !hv_hw_equal(&r->rec.desired, &covered)) {
             own_other = true;
             other = covered;
         }
