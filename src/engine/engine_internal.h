@@ -60,12 +60,6 @@ struct entry {
     int64_t probe_began_ms; /* when the running probe started */
     int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
     int64_t used_ms;        /* last hook call or pass */
-    /* the hardware of the last two CanUpdateMachine calls this process covered, [0] the
-     * latest, each with the end of the deadline its UpdateMachine (on any replica) may still
-     * begin within (monotonic ms; 0: none): another replica may be about to change the VM
-     * to it before its record shows on the VM (probe.c) */
-    struct hv_hw covered[2];
-    int64_t covered_until_ms[2];
     /* the operation (by its start time) this process has already acted on (first_sight;
      * seen.v unused) */
     struct op_memo seen;

@@ -82,34 +82,6 @@ static int plan_worst_with(struct hv_backend *be, const struct hv_vm_ref *ref,
     return rc;
 }
 
-/* The VM runs with every field hw sets (an operation for hw has nothing left to change). */
-static bool shows(const struct hv_hw *vm, const struct hv_hw *hw)
-{
-    return (hw->memory_mib <= 0 || vm->memory_mib == hw->memory_mib) &&
-           (hw->cpus <= 0 || vm->cpus == hw->cpus) &&
-           (hw->cores_per_socket <= 0 || vm->cores_per_socket == hw->cores_per_socket) &&
-           (!hv_disk_set(hw->disk_mib) || vm->disk_mib == hw->disk_mib);
-}
-
-/* CanUpdateMachine answered plan for hw under s: when it covers the change (no field
- * impossible, none that needs a power cycle under powerCycle Never), hw is remembered as
- * covered until the operation's deadline. Caller holds the lock. */
-static void note_covered(struct hv_engine *e, struct entry *x, const struct hv_hw *hw,
-                         const struct hv_settings *s, const struct hv_field_plan plan[HV_F_COUNT])
-{
-    for (int f = 0; f < HV_F_COUNT; f++)
-        if (plan[f].how == HV_HOW_IMPOSSIBLE ||
-            (s->power_cycle == HV_PC_NEVER && plan[f].how == HV_HOW_COLD))
-            return;
-    int64_t until = eng_now_ms(e) + (int64_t)s->deadline_s * 1000;
-    if (!hv_hw_equal(&x->covered[0], hw)) {
-        x->covered[1] = x->covered[0];
-        x->covered_until_ms[1] = x->covered_until_ms[0];
-        x->covered[0] = *hw;
-    }
-    x->covered_until_ms[0] = until;
-}
-
 struct probe_job {
     struct hv_engine *e;
     struct entry *x;
@@ -134,17 +106,6 @@ static void *probe_thread(void *arg)
                      (x->queued || x->running ||
                       (x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0));
     struct hv_hw other = x->desired;
-    /* else a change to other hardware this process covered, not long ago: CAPI may have
-     * called UpdateMachine for it on another replica, whose pass has not written its record
-     * yet when this looks (seed 505587) */
-    bool covered_other = false;
-    struct hv_hw covered = {0};
-    for (int k = 0; k < 2 && !covered_other; k++) {
-        if (x->covered_until_ms[k] - eng_now_ms(e) > 0 && !hv_hw_equal(&x->covered[k], &want)) {
-            covered_other = true;
-            covered = x->covered[k];
-        }
-    }
     pthread_mutex_unlock(&e->lock);
 
     struct hv_vm_obs *obs = calloc(1, sizeof(*obs));
@@ -176,12 +137,6 @@ static void *probe_thread(void *arg)
             !hv_hw_equal(&r->rec.desired, &want)) {
             own_other = true;
             other = r->rec.desired;
-        }
-        /* (an operation for it already begun has its record on the VM: judged by that) */
-        if (!own_other && covered_other && !shows(&obs->hw, &covered) &&
-            !hv_hw_equal(&r->rec.desired, &covered)) {
-            own_other = true;
-            other = covered;
         }
         if (own_other && plan_worst_with(x->be, &ref, obs, &other, &want, r->plan, &err) != HV_OK) {
             r->rc = -1; /* as a plan that failed: CanUpdateMachine retries */
@@ -326,8 +281,6 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
                      (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
         if (fresh) {
             rc = probe_answer(r, s, eng_unix_s(e), plan, why, whylen);
-            if (rc == 0)
-                note_covered(e, x, desired, s, plan);
             break;
         }
         if (!x->probe_running && e->probes_running < MAX_PROBES) {
