@@ -1254,6 +1254,9 @@ static void on_abort(int sig)
  *   at SECONDS run                           (every replica runs its due passes)
  *   at SECONDS events                        (the hypervisor's change events are delivered)
  *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
+ *   at SECONDS fault K act-fails             (the next act on K: its call fails before it
+ *                                             reaches the hypervisor, once)
+ *   at SECONDS fault K act-answer-lost       (the next act on K: taken, its answer lost, once)
  *   at SECONDS restart R
  * Times are the simulated clock, in order; the world ticks (guests boot, shut down, online
  * memory) as the clock moves to each. Nothing else happens: no seeded call, fault or pass.
@@ -1399,6 +1402,19 @@ static int script_events(struct sim *s, FILE *f)
         } else if (!strcmp(what, "fault") && vm_ok) {
             char name[32] = "";
             sscanf(line, "at %*f %*s %*d %31s", name);
+            if (!strcmp(name, "act-fails") || !strcmp(name, "act-answer-lost")) {
+                /* script only: a random fault never draws these */
+                bool fails = name[4] == 'f';
+                if (fails)
+                    s->vms[k].acts_fail++;
+                else
+                    s->vms[k].acts_lost++;
+                sim_note(s, "fault: the next act on %s %s", s->vms[k].name,
+                         fails ? "fails before it reaches the hypervisor" : "loses its answer");
+                check_step(s, true);
+                s->step++;
+                continue;
+            }
             int kind = -1;
             for (int j = 0; j < 22; j++)
                 if (!strcmp(name, fault_names[j]))
