@@ -90,6 +90,11 @@ struct sim_vm {
     bool halt_pauses;
     bool restore_fails; /* a reconfigure back to the configuration it had fails */
     int64_t busy_until;
+    /* scripted scenarios only (never drawn, so no seed's schedule moves): the outcomes of
+     * the next acts on the VM, in order, one letter each: 'f' its call fails before it reaches
+     * the hypervisor (unreachable), 'r' the hypervisor refuses it (an internal error: a try),
+     * 'l' taken, its answer lost, 'o' as the world has it */
+    char acts_next[16];
     /* bookkeeping for the invariants (not visible to the engine) */
     bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */
     int cycle_owner;  /* replica that issued it */

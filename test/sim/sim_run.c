@@ -1252,6 +1252,11 @@ static void on_abort(int sig)
  *   at SECONDS run                           (every replica runs its due passes)
  *   at SECONDS events                        (the hypervisor's change events are delivered)
  *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
+ *   at SECONDS acts K LETTERS                (the outcomes of K's next acts, in order: f its
+ *                                             call fails before it reaches the hypervisor
+ *                                             (an outage, no try), r the hypervisor refuses
+ *                                             it (an internal error, a try), l taken, its
+ *                                             answer lost (a try), o as the world has it)
  *   at SECONDS restart R
  * Times are the simulated clock, in order; the world ticks (guests boot, shut down, online
  * memory) as the clock moves to each. Nothing else happens: no seeded call, fault or pass.
@@ -1394,6 +1399,16 @@ static int script_events(struct sim *s, FILE *f)
             sim_deliver_events(s);
         } else if (!strcmp(what, "restart") && k >= 0 && k < s->n_reps) {
             rep_restart(s, k);
+        } else if (!strcmp(what, "acts") && vm_ok) {
+            /* script only: the world never draws these */
+            char q[16] = "";
+            sscanf(line, "at %*f %*s %*d %15s", q);
+            if (strspn(q, "frlo") != strlen(q) || !q[0]) {
+                fprintf(stderr, "sim: bad act outcomes in script line: %s", line);
+                return -1;
+            }
+            snprintf(s->vms[k].acts_next, sizeof(s->vms[k].acts_next), "%s", q);
+            sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, q);
         } else if (!strcmp(what, "fault") && vm_ok) {
             char name[32] = "";
             sscanf(line, "at %*f %*s %*d %31s", name);

@@ -805,6 +805,17 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
     int rc = call_fault(s, k, err, SIM_CALL_ACT);
+    /* (the next outcome a script queued, for an act that reaches the host) */
+    char scripted = rc == HV_OK && k >= 0 ? s->vms[k].acts_next[0] : '\0';
+    if (scripted)
+        memmove(s->vms[k].acts_next, s->vms[k].acts_next + 1, sizeof(s->vms[k].acts_next) - 1);
+    if (scripted == 'f' || scripted == 'r') {
+        s->vms[k].touched_ms = s->now_ms;
+        call_failed(s, k, SIM_CALL_ACT);
+        rc = scripted == 'f' ? HV_E_UNREACHABLE : HV_E_INTERNAL;
+        err_set(err, (enum hv_errcode)rc,
+                scripted == 'f' ? "scripted call failure" : "scripted refusal");
+    }
     if (rc != HV_OK) {
         sim_note(s, "  act %d on %s: call failed (%d)", st->kind, ref->name, rc);
         if (k >= 0 && st->kind == HV_STEP_POWER_ON)
@@ -931,7 +942,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     }
     sim_note(s, "  act %d on %s by r%d: accepted", st->kind, v->name, rep_of(b)->idx);
     changed(s, k);
-    if (s->timeout_permille && sim_chance(s, s->timeout_permille)) {
+    if (scripted == 'l' || (s->timeout_permille && sim_chance(s, s->timeout_permille))) {
         /* taken, but the call's answer is lost */
         v->touched_ms = s->now_ms;
         if (st->kind > 0 && st->kind < SIM_STEP_KINDS)
