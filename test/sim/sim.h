@@ -164,6 +164,7 @@ struct sim_vm {
     int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
                              paused, busy, a failed or lost call, a halt, a refused start) */
     int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
+    int64_t host_back_ms; /* last time its host came back from dying or stalling */
     int64_t paused_ms;    /* last time it was paused or suspended */
     int64_t op_change_ms; /* last operator change of its configuration or power */
     int64_t op_on_ms;     /* last operator power-on */
@@ -351,6 +352,10 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
  * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
  * left_off; the last one at or after its end): the engine gave the VM up, bounded */
 bool sim_start_given_up(struct sim *s, struct sim_vm *v);
+/* A failed cold operation left v off, a start the engine tried after it failed, and v's host
+ * was down or stalled from before the end of the Failure's retry window (step_timeout_s)
+ * through that end: the outage, not the engine, used the window up. */
+bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v);
 /* w's cycle counts against the caps now (as seen when v's begins): it is under way, not
  * paused mid-cycle, not given up, not resumed unseen by its process yet */
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v);

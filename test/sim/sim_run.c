@@ -1096,8 +1096,10 @@ static void check_end(struct sim *s)
          * through that window (the last one at or after its end), the engine kept its bound:
          * no bounded engine can know that one more start would have worked (the step loop may
          * also run its passes late, which real workers run when due: fewer tries fit the
-         * window). A VM left off with no start tried that late is still a break. */
-        bool start_given_up = sim_start_given_up(s, v);
+         * window). A VM left off with no start tried that late is still a break, unless its
+         * host was down or stalled at the window's end (seed 606628: the engine could not
+         * look, so tried no start, until the window was over). */
+        bool start_given_up = sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v);
         if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
             v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(

@@ -91,6 +91,19 @@ bool sim_start_given_up(struct sim *s, struct sim_vm *v)
            s->unix0 + v->start_failed_ms / 1000 - r->step_at >= s->ecfg.step_timeout_s;
 }
 
+bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    if (!(r && r->cold && r->phase == HV_PH_FAILED && v->power == HV_POWER_OFF &&
+          v->start_failed_ms && s->unix0 + v->start_failed_ms / 1000 >= r->step_at))
+        return false;
+    int64_t end_ms = (r->step_at + s->ecfg.step_timeout_s - s->unix0) * 1000;
+    /* down (or stalled) at end_ms: its last outage began by then, and it came back after
+     * it or not at all (the end phase heals it without a fault) */
+    return v->host_down_ms && v->host_down_ms <= end_ms &&
+           (v->host_back_ms < v->host_down_ms || v->host_back_ms > end_ms);
+}
+
 const struct hv_oprecord *sim_record(struct sim_vm *v)
 {
     if (!v->rec_parsed) {
@@ -1201,6 +1214,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     struct sim_host *h = &s->hosts[v->host];
     s->r.faults++;
     if (kind <= 2) { /* hosts */
+        bool was_out = h->down || h->stalled;
         if (kind == 0)
             h->down = true;
         else if (kind == 1)
@@ -1213,6 +1227,8 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
             if (kind <= 1)
                 s->vms[j].host_down_ms = s->vms[j].delay_ms = s->now_ms;
+            else if (was_out)
+                s->vms[j].host_back_ms = s->now_ms;
         }
         sim_note(s, "fault: %s %s", h->name, kind == 0 ? "dies" : kind == 1 ? "stalls" : "is back");
         return;
