@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,36 +83,32 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     return first;
 }
 
-static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, int64_t at)
+/* The latest time noted in x's memo *which for this operation: at, or a later one noted
+ * before (paused sightings, unanswered shutdown tries). */
+static int64_t latest_at(struct hv_engine *e, const char *key, size_t which, int64_t op_started_at,
+                         int64_t at)
 {
-    struct hv_engine *e = ctx;
-    int64_t seen = 0;
+    int64_t latest = 0;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        int64_t *paused_at = memo_for(&x->paused, op_started_at);
-        if (at > *paused_at)
-            *paused_at = at;
-        seen = *paused_at;
+        int64_t *v = memo_for((struct op_memo *)((char *)x + which), op_started_at);
+        if (at > *v)
+            *v = at;
+        latest = *v;
     }
     pthread_mutex_unlock(&e->lock);
-    return seen;
+    return latest;
+}
+
+static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, int64_t at)
+{
+    return latest_at(ctx, key, offsetof(struct entry, paused), op_started_at, at);
 }
 
 static int64_t unanswered_sent(void *ctx, const char *key, int64_t op_started_at, int64_t at)
 {
-    struct hv_engine *e = ctx;
-    int64_t sent = 0;
-    pthread_mutex_lock(&e->lock);
-    struct entry *x = eng_find(e, key);
-    if (x) {
-        int64_t *sent_at = memo_for(&x->unanswered, op_started_at);
-        if (at > *sent_at)
-            *sent_at = at;
-        sent = *sent_at;
-    }
-    pthread_mutex_unlock(&e->lock);
-    return sent;
+    return latest_at(ctx, key, offsetof(struct entry, unanswered), op_started_at, at);
 }
 
 static int starts_untaken(void *ctx, const char *key, int64_t op_started_at, int add)
