@@ -47,8 +47,6 @@ import libvirt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 URI = os.environ.get("HV_LIBVIRT_LAB_URI", "qemu:///system")
-DIMM = ("<memory model='dimm'><target><size unit='MiB'>512</size><node>0</node></target>"
-        "</memory>")
 STATS_PERIOD_S = 2  # hvupdater's own period for domains that have none (LV_BALLOON_PERIOD_S)
 POLL_S = 0.1
 WORKERS = 20  # engine.workers: as many passes at once as the direct side has threads
@@ -58,6 +56,8 @@ WORKERS = 20  # engine.workers: as many passes at once as the direct side has th
 # hvupdater's rule (src/engine/pass_guest.c), so a "done" its rule lets through early fails
 # here (issue 26: the old rule allowed a 128 MiB block and 1/32 to be missing).
 DIMM_MIB = 512
+DIMM = ("<memory model='dimm'><target><size unit='MiB'>%d</size><node>0</node></target>"
+        "</memory>" % DIMM_MIB)
 
 
 def guest_view(d):
