@@ -72,6 +72,10 @@ struct sim_vm {
     int64_t reserve;           /* what the guest kernel keeps at boot (MiB) */
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
+    /* scripted worlds only (0 in seeded ones): the guest onlines hot-plugged memory one block
+     * of this many MiB every online_pace_ms, as a kernel's udev rule does, not all at once */
+    int64_t online_block;
+    int64_t online_pace_ms;
     bool ignores_acpi;
     bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is

@@ -1185,8 +1185,13 @@ void sim_world_tick(struct sim *s)
         }
         if (v->online_at && v->online_at <= s->now_ms) {
             v->online_at = 0;
-            if (v->onlines)
+            if (v->onlines && v->online_block > 0 &&
+                v->live.memory_mib - v->guest_mem > v->online_block) {
+                v->guest_mem += v->online_block; /* one block; the next one later */
+                v->online_at = s->now_ms + v->online_pace_ms;
+            } else if (v->onlines) {
                 v->guest_mem = v->live.memory_mib;
+            }
             v->guest_cpus = v->live.cpus;
             changed(s, k);
         }
