@@ -141,6 +141,11 @@ struct sim_vm {
      * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
+    /* the record the operator cleared last, until a record replaces it (cleared_pending): the
+     * engine keeps no base of it, as of one begun longer than deadlineSeconds before, so the
+     * next operation's record is noted begun over it (note_begun_over) */
+    struct hv_oprecord cleared_rec;
+    bool cleared_pending;
     /* when the guest of the operator's last power-on finished booting, or of the engine's
      * when the operator cleared the record during that boot (0: the last power-on was the
      * engine's and its record stayed, or none) */

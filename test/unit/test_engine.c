@@ -1978,7 +1978,14 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
                                    "vCPUs (no guest agent, or the VM is off)");
     assert_int_equal(observe(f, "eng-req").hw.cpus, 1); /* no step */
-    r = pass(f, "eng-req", want);                       /* sticky */
+    /* ... and no base of its own on the record: it took no step, the guest never moved, so a
+     * later operation takes its own look (sim seed 708978: that base, taken while the guest
+     * showed no memory, left the next live change "not verified in the guest") */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-req").record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_false(rec.has_base);
+    r = pass(f, "eng-req", want); /* sticky */
     assert_true(r.failure);
     assert_int_equal(dom_id(f, "eng-req"), id);
     /* a disk change: no guest view of disks at all */
@@ -2121,6 +2128,13 @@ static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **s
     assert_string_equal(r.message,
                         "guestVerification is Required but the guest cannot show "
                         "memory (no memory statistics from the guest, or the VM is off)");
+    /* the Failure, refused before any step, keeps the base it inherited from A (A's view from
+     * before it), for the operation after it */
+    struct hv_oprecord got;
+    assert_true(hv_oprecord_read(&got, observe(f, "eng-inherit").record));
+    assert_int_equal(got.phase, HV_PH_FAILED);
+    assert_true(got.has_base);
+    assert_int_equal(got.base.hv_memory_mib, 1024);
     unwrap(f);
 }
 
