@@ -137,8 +137,8 @@ struct sim_vm {
      * began over an operation under guestVerification Off in flight whose live step of that
      * field may be on its way into the guest (the engine keeps that one's base, which holds no
      * guest view, reconcile.c hv_begin_base), or over one that stepped it live and began
-     * longer than deadlineSeconds before (no base kept at all): set when its record replaces
-     * the older one */
+     * longer than deadlineSeconds before, or whose record the operator cleared (no base kept
+     * at all): set when its record replaces the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
     /* the record the operator cleared last, until a record replaces it (cleared_pending): the
@@ -202,7 +202,10 @@ enum sim_cstate { C_IDLE = 0, C_UPDATING, C_STOPPED };
 
 struct sim_op {
     struct hv_hw want;
-    struct hv_hw from; /* what the VM showed at the CanUpdateMachine (on: live, off: config) */
+    /* what the VM showed at the CanUpdateMachine (on: live, off: config), or after the
+     * operator's last change of it before the operation stored a record (sim_world.c
+     * operator_moved_from) */
+    struct hv_hw from;
     struct hv_settings s;
     char settings_json[256];
     bool covered;     /* CanUpdateMachine covered every changed field */

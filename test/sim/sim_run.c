@@ -813,7 +813,8 @@ static void call_update(struct sim *s, int m)
             v->fresh_until_ms > (v->booted_ms > step_ms ? v->booted_ms : step_ms) && !v->boot_at;
         bool cpu_view = booted && v->agent;
         /* (a field the VM already showed when the operation began, or at the
-         * CanUpdateMachine, is no change of this operation's) */
+         * CanUpdateMachine or after the operator's change before the operation began, is no
+         * change of this operation's) */
         const struct sim_vm *cv = v;
         bool began = hv_hw_equal(&cv->begun_for, w);
         bool mem = w->memory_mib >= 0 && w->memory_mib != c->op.from.memory_mib &&

@@ -135,8 +135,8 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
     bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
                            (old->phase == HV_PH_FAILED && !old->cold));
     bool timed = stepped && sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1;
-    bool inherits =
-        timed && old->has_base && policy_off(old) && n->started_at - old->started_at <= deadline;
+    bool inherits = timed && !cleared && old->has_base && policy_off(old) &&
+                    n->started_at - old->started_at <= deadline;
     /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
      * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
      * deadlineSeconds the new operation has only the guest's view now), so a live step of it
@@ -191,6 +191,25 @@ static void changed(struct sim *s, int vm)
 {
     if (s->n_events < (int)(sizeof(s->events) / sizeof(s->events[0])))
         s->events[s->n_events++] = vm;
+}
+
+/* The operator changed what the VM shows (off: its configuration, on: live) while CAPI's
+ * operation for it has stored no record yet: the engine's first look finds the VM as the
+ * operator left it, so what the operation changes is from that, not from what the VM showed at
+ * the CanUpdateMachine (sim_op.from). A VM found with the desired hardware already is done
+ * with nothing of its own for the guest to verify, also under guestVerification Required
+ * (reconcile.c answer_shown, pass_guest.c rc_done_in_guest's "no operation of this spec";
+ * docs/settings.md: found off with it already, done). Seed 809370: under Required an off VM
+ * configured by the operator to the desired memory, then powered on by the operator, was
+ * judged a memory change of the engine's done with no guest view. */
+static void operator_moved_from(struct sim *s, int k)
+{
+    struct sim_vm *v = &s->vms[k];
+    struct sim_caller *c = &s->callers[k];
+    const struct hv_oprecord *r = sim_record(v);
+    if (c->st != C_UPDATING || (r && hv_hw_equal(&r->desired, &c->op.want)))
+        return;
+    c->op.from = v->power == HV_POWER_OFF ? v->config : v->live;
 }
 
 void sim_world_init(struct sim *s)
@@ -1373,6 +1392,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             v->live = v->config;
         v->operator_config = true;
         v->op_change_ms = s->now_ms;
+        operator_moved_from(s, k);
         changed(s, k);
         sim_note(s, "operator: %s configured to %lld MiB", v->name,
                  (long long)v->config.memory_mib);
@@ -1390,9 +1410,10 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
         }
+        operator_moved_from(s, k);
         changed(s, k);
         return;
-    case 19:
+    case 19: {
         sim_set_record(v, "");
         v->record_cleared_ms = s->now_ms;
         /* a guest still booting from the engine's power-on: the record that told the engine
@@ -1405,6 +1426,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         v->cycling = false;              /* ... so it counts as none against the cap either */
         sim_note(s, "operator: %s's record cleared", v->name);
         return;
+    }
     case 20:
         v->busy_until = s->now_ms + 1000 * sim_range(s, 1, 20);
         v->delay_ms = s->now_ms;
