@@ -177,6 +177,10 @@ struct rc_class {
     bool on;             /* power: the VM runs (else off) */
     enum hv_phase phase; /* the record's phase */
     bool cycle;    /* the record shows a cycle in flight (shutdown to power-on), any hardware */
+    /* ... of other hardware, while the VM runs and no step of it may still take it down (its
+     * shutdown or power-off past the time it could land, or its power-on done): it holds the
+     * VM neither down nor going down, and no pass of this hardware carries it */
+    bool other_cycle_spent;
     bool left_off; /* a Failure in a cycle that left the VM off, any hardware */
     bool other_inflight; /* another process carries out an operation for other hardware */
     bool other_open;     /* an operation for other hardware still open before its cycle */

@@ -99,6 +99,7 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
         k->hazard_sent = hv_rec_failed_upon_at(r);
     }
     k->cycle = r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
+    k->other_cycle_spent = k->cycle && !same && c->on && k->hazard == HZ_NONE;
     k->left_off = r->cold && r->phase == HV_PH_FAILED && !c->on;
     /* another process (e.g. a replica serving a newer spec) carries an operation for other
      * hardware out: the VM is about to change, whatever it shows now */
@@ -280,6 +281,12 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     p->down_at = k->takeover ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
+    /* An own pass whose begin over a spent cycle of ours for older hardware was refused (for
+     * this call only: e.g. a Required guest whose statistics went stale) leaves that cycle
+     * to no one: its slot goes back and the engine stops looking; a call begins anew (seed
+     * 719176: the slot kept and a refused begin every 5 s, for ever). */
+    if (!begun && !p->called_at && k->other_cycle_spent && p->out->failure)
+        p->vm_cycle = false;
     if (!begun)
         return false;
     p->ours = true;

@@ -173,6 +173,37 @@ static void test_slot_need(void **state)
     assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
 }
 
+/* This process's cycle for other hardware that the VM came through (seed 719176: the shutdown
+ * landed, the operator powered the VM on, the rollout had changed meanwhile): it runs and no
+ * step of it may still land, so the cycle is spent (an own pass refused over it keeps no slot
+ * for it); within the step's window, off, or for this hardware it is a cycle in flight. */
+static void test_other_cycle_spent(void **state)
+{
+    (void)state;
+    struct rc_call c = call(true);
+    struct rc_class k;
+    struct hv_oprecord r = rec(&older, HV_PH_SHUTDOWN, ME, 90); /* 60 + 30: past the window */
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.rel, REL_OTHER);
+    assert_int_equal(k.owner, OWN_SELF);
+    assert_true(k.cycle);
+    assert_true(k.other_cycle_spent);
+    r = rec(&older, HV_PH_POWER_ON, ME, 5); /* its power-on done, the VM runs */
+    rc_classify(&r, true, &c, &k);
+    assert_true(k.other_cycle_spent);
+    r = rec(&older, HV_PH_SHUTDOWN, ME, 10); /* it may still land: taken over */
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.other_cycle_spent);
+    assert_true(k.takeover);
+    r = rec(&want, HV_PH_SHUTDOWN, ME, 90); /* this hardware's: its own passes carry it */
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.other_cycle_spent);
+    c = call(false); /* off mid-cycle: the VM must come back on */
+    r = rec(&older, HV_PH_SHUTDOWN, ME, 90);
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.other_cycle_spent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_relation),
         cmocka_unit_test(test_superseded),
         cmocka_unit_test(test_slot_need),
+        cmocka_unit_test(test_other_cycle_spent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
