@@ -79,8 +79,9 @@ static void copy(char *dst, size_t cap, const char *s)
     snprintf(dst, cap, "%s", s && strlen(s) < cap ? s : "");
 }
 
-/* true when the conditions array at dotted has type with status "True" */
-static bool condition(yajl_val v, const char *dotted, const char *type)
+/* true when the conditions array at dotted has type with that status ("True", or "False" for a
+ * condition KubeVirt states either way) */
+static bool condition_is(yajl_val v, const char *dotted, const char *type, const char *status)
 {
     yajl_val a = kv_get(v, dotted);
     if (!YAJL_IS_ARRAY(a))
@@ -88,22 +89,7 @@ static bool condition(yajl_val v, const char *dotted, const char *type)
     for (size_t k = 0; k < a->u.array.len; k++) {
         const char *t = kv_str(a->u.array.values[k], "type");
         const char *s = kv_str(a->u.array.values[k], "status");
-        if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
-            return true;
-    }
-    return false;
-}
-
-/* like condition(), but "False" (a condition KubeVirt states either way) */
-static bool condition_false(yajl_val v, const char *dotted, const char *type)
-{
-    yajl_val a = kv_get(v, dotted);
-    if (!YAJL_IS_ARRAY(a))
-        return false;
-    for (size_t k = 0; k < a->u.array.len; k++) {
-        const char *t = kv_str(a->u.array.values[k], "type");
-        const char *s = kv_str(a->u.array.values[k], "status");
-        if (t && s && !strcmp(t, type) && !strcmp(s, "False"))
+        if (t && s && !strcmp(t, type) && !strcmp(s, status))
             return true;
     }
     return false;
@@ -148,7 +134,7 @@ void kv_parse_vm(yajl_val vm, struct kv_state *st)
     copy(st->run_strategy, sizeof(st->run_strategy), kv_str(vm, "spec.runStrategy"));
     yajl_val r = kv_get(vm, "spec.running");
     st->running = YAJL_IS_TRUE(r) ? 1 : YAJL_IS_FALSE(r) ? 0 : -1;
-    st->restart_required = condition(vm, "status.conditions", "RestartRequired");
+    st->restart_required = condition_is(vm, "status.conditions", "RestartRequired", "True");
     copy(st->printable, sizeof(st->printable), kv_str(vm, "status.printableStatus"));
 }
 
@@ -170,10 +156,10 @@ void kv_parse_vmi(yajl_val vmi, struct kv_state *st)
     st->guest_requested_mib = kv_mib(vmi, "status.memory.guestRequested");
     st->cur_sockets = count(vmi, "status.currentCPUTopology.sockets");
     st->cur_cores = count(vmi, "status.currentCPUTopology.cores");
-    st->hot_mem = condition(vmi, "status.conditions", "HotMemoryChange");
-    st->hot_cpu = condition(vmi, "status.conditions", "HotVCPUChange");
-    st->agent = condition(vmi, "status.conditions", "AgentConnected");
-    st->not_migratable = condition_false(vmi, "status.conditions", "LiveMigratable");
+    st->hot_mem = condition_is(vmi, "status.conditions", "HotMemoryChange", "True");
+    st->hot_cpu = condition_is(vmi, "status.conditions", "HotVCPUChange", "True");
+    st->agent = condition_is(vmi, "status.conditions", "AgentConnected", "True");
+    st->not_migratable = condition_is(vmi, "status.conditions", "LiveMigratable", "False");
     yajl_val ms = kv_get(vmi, "status.migrationState");
     st->migrating = YAJL_IS_OBJECT(ms) && !YAJL_IS_TRUE(kv_get(ms, "completed")) &&
                     !YAJL_IS_TRUE(kv_get(ms, "failed"));

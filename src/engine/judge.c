@@ -35,14 +35,15 @@ static bool untouched(const char *plan)
     return !plan[0] || !strcmp(plan, "none");
 }
 
-void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+bool hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out)
 {
     struct hv_guest_base b = *fresh;
     /* an operation for other hardware still in flight (e.g. a rollout that changed A -> B
      * while A's hot-plug waits for the guest), or whose live step failed: the VM as it was
      * before A is what B changes; not once A's cycle has started the VM again (reconfigure,
-     * power-on): its guest booted afresh, with all its memory as boot memory */
+     * power-on): its guest booted afresh, with all its memory as boot memory. (A Failure
+     * refused before any step has a base only when it inherited one: pass_paths.c refuse.) */
     bool inherited = old && old->has_base &&
                      ((old->phase >= HV_PH_PLANNED && old->phase <= HV_PH_POWER_OFF) ||
                       (old->phase == HV_PH_FAILED && !old->cold)) &&
@@ -71,6 +72,7 @@ void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
         }
     }
     *out = b;
+    return inherited;
 }
 
 /* What the Required refusal lists for field f: the field and why the guest cannot show it. */
@@ -142,7 +144,7 @@ bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struc
  * reported yet) and may step live. Its base cannot be read: none is taken for those fields,
  * as begin may (seed 4654: A under Off planned a cycle, CanUpdateMachine for B under Required
  * covered the vCPUs by the guest's view, then B's begin, on A's base, refused them). */
-static void judge_base(const struct hv_begin_in *in, struct hv_guest_base *base)
+static void judge_base(const struct hv_begin_in *in, struct hv_guest_base *base, bool *inherited)
 {
     const struct hv_begin_facts *f = in->facts;
     struct hv_guest_base fresh = {
@@ -150,7 +152,7 @@ static void judge_base(const struct hv_begin_in *in, struct hv_guest_base *base)
         .hv_cpus = f->hw.cpus,
         .guest_memory_mib = f->on && f->guest_mem_current ? f->guest.memory_mib : -1,
         .guest_cpus = f->on && f->guest.cpu_view == HV_GV_SEEN ? f->guest.cpus : -1};
-    hv_begin_base(in->old, in->s, in->now, &fresh, base);
+    *inherited = hv_begin_base(in->old, in->s, in->now, &fresh, base);
     const struct hv_begin_other *o = in->other;
     if (o && o->unseen) {
         if (o->hw.memory_mib >= 0 && o->hw.memory_mib != f->hw.memory_mib)
@@ -293,7 +295,7 @@ void hv_begin_judge(const struct hv_begin_in *in, struct hv_begin_judgement *j)
             j->impossible = k;
     }
     j->cold = j->cold_field >= 0 || !f->on;
-    judge_base(in, &j->base);
+    judge_base(in, &j->base, &j->base_inherited);
     bool silent;
     judge_boot(in, j, &silent);
     judge_unshown(in, j, silent);

@@ -63,6 +63,10 @@ struct hv_begin_judgement {
     struct hv_guest_base base; /* what the operation verifies the guest against */
     bool cold;                 /* it goes through a power cycle (a field needs one, or off) */
     int cold_field;            /* the first field that needs a power cycle (-1: none) */
+    /* base is an operation in flight's (hv_begin_base), whose live step may still be on its
+     * way into the guest: a Failure refused before any step keeps it for the next operation
+     * (else it keeps none: it took no step, the guest never moved, pass_paths.c refuse) */
+    bool base_inherited;
     /* wait, refuse nothing: a guest an operation started has not reported since it booted */
     bool wait_boot;
     /* refusals, in the order begin applies them (-1 / false: none) */
@@ -106,8 +110,8 @@ bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
  * (guest views -1 when the guest shows none or the VM is off), or, while the VM's record old
  * (may be NULL) shows an operation of other hardware in flight, that operation's base, with
  * fresh's pair for a field that base has no guest view of when no live step of it can still
- * be on its way into the guest. out may be fresh. */
-void hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+ * be on its way into the guest. out may be fresh. True when it is that operation's (inherited). */
+bool hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out);
 
 /* guestVerification Required: whether field f of desired cannot be shown by the guest of

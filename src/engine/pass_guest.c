@@ -56,11 +56,11 @@ static enum gverdict guest_mem(const struct pass *p, bool booting)
      * total that moved the change's way shows it (sim seed 444: a reservation of 256 MiB
      * from the next boot, a 2560 MiB growth showing as 2378) */
     bool cycled = p->rec.cold && p->rec.phase == HV_PH_POWER_ON;
-    if (cycled && delta != 0)
-        slack = size - 1;
-    bool shows = delta > 0   ? grown > 0 && grown >= delta - slack
-                 : delta < 0 ? grown < 0 && grown <= delta + slack
-                             : grown <= slack && grown >= -slack;
+    bool moved_its_way = delta > 0 ? grown > 0 : delta < 0 ? grown < 0 : false;
+    bool shows = cycled && delta != 0 ? moved_its_way
+                 : delta > 0          ? moved_its_way && grown >= delta - slack
+                 : delta < 0          ? moved_its_way && grown <= delta + slack
+                                      : grown <= slack && grown >= -slack;
     if (!shows && !hv_guest_mem_current(g, p->now))
         return GV_UNKNOWN; /* its statistics stopped since: it cannot tell what it did since */
     return shows ? GV_SHOWS : GV_NOT_YET;

@@ -26,6 +26,22 @@ static bool look_before_begin(struct pass *p, bool on)
     return !on || rc_look_into_guest(p, true);
 }
 
+/* A begin refused for good: a sticky Failure that took no step. The base a record keeps is
+ * what the VM showed before the operation's first step, which a later operation inherits
+ * from a Failure (hv_begin_base) as the view from before a live step that may still be on its
+ * way into the guest. This one took none: it keeps the base only when the judgement inherited
+ * it from an operation in flight (that one's step may be), not its own look, which nothing
+ * moved the guest from since. Seed 708978: a Required change refused while the guest's
+ * statistics were absent (no guest view of memory), a live change of other hardware begun
+ * after they came back inherited that view-less base and answered done "not verified in the
+ * guest" before the guest onlined the memory. */
+static void refuse(struct pass *p, const struct hv_begin_judgement *j, enum hv_failure_reason why,
+                   const char *msg)
+{
+    p->rec.has_base = j->base_inherited;
+    rc_fail_sticky(p, why, msg);
+}
+
 /* The refusal j makes of the operation begin, if any (the first in the order the judgement
  * names them), as a Failure: sticky, recorded with the plan so far; or for this call only
  * while the guest may still report by itself. True when refused. */
@@ -34,9 +50,9 @@ static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
     char m[HV_MSG_MAX + 400];
     if (j->impossible >= 0) {
         hv_begin_impossible_msg(j, m, sizeof(m));
-        rc_fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
+        refuse(p, j, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
     } else if (j->unshown && j->unshown_sticky) {
-        rc_fail_sticky(p, HV_FAIL_OTHER, j->unshown_msg);
+        refuse(p, j, HV_FAIL_OTHER, j->unshown_msg);
     } else if (j->unshown) {
         rc_answer(p->out, true, 0, j->unshown_msg);
         hv_log(HV_LOG_INFO, "guest-not-reporting-yet", "vm", p->key, "message", j->unshown_msg,
@@ -53,9 +69,9 @@ static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
 static bool begin_cycle_refused(struct pass *p, const struct hv_begin_judgement *j, bool takeover)
 {
     if (j->never)
-        rc_fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
+        refuse(p, j, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
     else if (j->cycle_refused && !takeover)
-        rc_fail_sticky(p, j->cycle_code, j->cycle_msg);
+        refuse(p, j, j->cycle_code, j->cycle_msg);
     else
         return false;
     return true;

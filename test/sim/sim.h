@@ -72,6 +72,10 @@ struct sim_vm {
     int64_t reserve;           /* what the guest kernel keeps at boot (MiB) */
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
+    /* scripted worlds only (0 in seeded ones): the guest onlines hot-plugged memory one block
+     * of this many MiB every online_pace_ms, as a kernel's udev rule does, not all at once */
+    int64_t online_block;
+    int64_t online_pace_ms;
     bool ignores_acpi;
     bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
@@ -137,6 +141,11 @@ struct sim_vm {
      * the older one */
     struct hv_hw off_blind_for;
     bool off_blind_mem, off_blind_cpus;
+    /* the record the operator cleared last, until a record replaces it (cleared_pending): the
+     * engine keeps no base of it, as of one begun longer than deadlineSeconds before, so the
+     * next operation's record is noted begun over it (note_begun_over) */
+    struct hv_oprecord cleared_rec;
+    bool cleared_pending;
     /* when the guest of the operator's last power-on finished booting, or of the engine's
      * when the operator cleared the record during that boot (0: the last power-on was the
      * engine's and its record stayed, or none) */

@@ -129,7 +129,7 @@ static bool policy_off(const struct hv_oprecord *r)
  * guest's view taken now may or may not hold that step yet; docs/settings.md "nothing from
  * before the change to compare with"). */
 static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
-                            const struct hv_oprecord *n)
+                            const struct hv_oprecord *n, bool cleared)
 {
     int deadline = 0;
     bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
@@ -142,6 +142,12 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
      * deadlineSeconds the new operation has only the guest's view now), so a live step of it
      * the guest never took (a hot-add left offline) is what the guest shows already */
     bool past = timed && n->started_at - old->started_at > deadline;
+    /* ... or over one the operator cleared from the VM (docs/messages.md "Clearing a sticky
+     * failure": the next call starts afresh, with the guest's view now): its base went with
+     * it, whatever its age (seed 715943: a hot-add never onlined, its record cleared, the next
+     * state's live vCPU step done on the view now, which already lacked that memory) */
+    past |= stepped && cleared;
+    inherits &= !cleared;
     v->off_blind_for = n->desired;
     v->off_blind_mem = (inherits || past) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5);
     v->off_blind_cpus = (inherits || past) && !strncmp(old->plan[HV_F_CPUS], "live:", 5);
@@ -157,8 +163,15 @@ void sim_set_record(struct sim_vm *v, const char *text)
     snprintf(v->record, sizeof(v->record), "%s", text);
     v->rec_parsed = false;
     const struct hv_oprecord *n = sim_record(v);
+    if (had && !text[0]) { /* the operator cleared it */
+        v->cleared_rec = old;
+        v->cleared_pending = true;
+    }
+    bool cleared = !had && n && v->cleared_pending;
     if (n && n->phase < HV_PH_DONE && !(had && hv_hw_equal(&old.desired, &n->desired)))
-        note_begun_over(v, had ? &old : NULL, n); /* (none: e.g. after the operator cleared it) */
+        note_begun_over(v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
+    if (n)
+        v->cleared_pending = false;
     if (n && !(had && old.started_at == n->started_at && hv_hw_equal(&old.desired, &n->desired))) {
         v->begun_hw = v->power == HV_POWER_OFF ? v->config : v->live;
         v->begun_for = n->desired;
@@ -1185,8 +1198,13 @@ void sim_world_tick(struct sim *s)
         }
         if (v->online_at && v->online_at <= s->now_ms) {
             v->online_at = 0;
-            if (v->onlines)
+            if (v->onlines && v->online_block > 0 &&
+                v->live.memory_mib - v->guest_mem > v->online_block) {
+                v->guest_mem += v->online_block; /* one block; the next one later */
+                v->online_at = s->now_ms + v->online_pace_ms;
+            } else if (v->onlines) {
                 v->guest_mem = v->live.memory_mib;
+            }
             v->guest_cpus = v->live.cpus;
             changed(s, k);
         }

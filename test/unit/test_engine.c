@@ -55,11 +55,14 @@ static void quiet(void *ud, virErrorPtr err)
 
 /* looks through the wrapper (below) fail as a hypervisor call that timed out (HV_E_TIMEOUT) */
 static bool observe_times_out;
+/* f->e is a driven engine (use_wrapper_driven): a second between passes is the test's */
+static bool fx_driven;
 
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     observe_times_out = false; /* (a failed test leaves it set) */
+    fx_driven = false;
     virSetErrorFunc(NULL, quiet);
     hv_log_set_level(getenv("HV_TEST_LOG") ? HV_LOG_INFO : HV_LOG_ERROR);
     f->conn = virConnectOpen("test:///default");
@@ -249,6 +252,18 @@ static int64_t mono_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The clock the test moves for driven engines (drv_*, below), in ms; with guest_drv_clock
+ * the wrapper's guest_from_ms is on it too (a driven engine's passes and the guest then
+ * agree on the time, whatever the machine's load). */
+static int64_t drv_ms, drv_base_s;
+static bool guest_drv_clock;
+
+/* Domain events the wrapper passed on (after the engine took each), and whether one for the
+ * VM named event_mark came: libvirt delivers events in order on one thread, so an event for
+ * a marker domain changed after X means the engine has heard every event X caused. */
+static const char *event_mark;
+static int event_mark_seen;
+
 /* observes through the wrapper with a cluster or thumbprint in the ref, and of watch_name */
 static int n_observes_identity, n_observes_watched;
 static const char *watch_name;
@@ -293,7 +308,8 @@ static int w_observe_guest(struct hv_backend *b, const struct hv_vm_ref *r, stru
     }
     if (rc == HV_OK && guest_from_ms > 0 && o->power == HV_POWER_ON) {
         o->guest.mem_view = HV_GV_SEEN;
-        o->guest.memory_mib = mono_ms() >= guest_from_ms ? o->hw.memory_mib : 1024 - 80;
+        int64_t now = guest_drv_clock ? drv_ms : mono_ms();
+        o->guest.memory_mib = now >= guest_from_ms ? o->hw.memory_mib : 1024 - 80;
     }
     if (rc == HV_OK && guest_reserve > 0 && o->power == HV_POWER_ON) {
         o->guest.mem_view = HV_GV_SEEN;
@@ -406,6 +422,8 @@ static void w_changed(void *ctx, struct hv_backend *b, const char *server, const
     (void)ctx, (void)b;
     if (w_fn)
         w_fn(w_ctx, &wrapped, server, uuid, name);
+    if (event_mark && name && !strcmp(name, event_mark))
+        __atomic_store_n(&event_mark_seen, 1, __ATOMIC_SEQ_CST);
 }
 static void w_check(struct hv_backend *b, const struct hv_hw *d, struct hv_field_plan p[HV_F_COUNT])
 {
@@ -482,6 +500,83 @@ static void unwrap(struct fx *f)
     noonline_boot = -1;
     watch_name = NULL;
     observe_times_out = false;
+    guest_drv_clock = false;
+    event_mark = NULL;
+    fx_driven = false;
+}
+
+static int64_t drv_mono(void *ctx)
+{
+    (void)ctx;
+    return drv_ms;
+}
+static int64_t drv_unix(void *ctx)
+{
+    (void)ctx;
+    return drv_base_s + drv_ms / 1000;
+}
+
+/* One engine without worker threads on the test's clock (drv_ms, from 0), over `over` without its
+ * domain events (they come on libvirt's thread, at no time the test sets): a test about the
+ * engine's timing moves the clock itself (drv_wait), and the engine's passes run exactly when
+ * they come due, however slow the machine (valgrind) is. */
+struct driven {
+    struct hv_backend_ops ops;
+    struct hv_backend be;
+    struct hv_engine_drive drive;
+    struct hv_engine *e;
+};
+
+static void driven_new(struct driven *d, struct hv_backend *over, struct hv_engine_cfg *c)
+{
+    d->ops = *over->ops;
+    d->ops.watch = NULL;
+    d->be = (struct hv_backend){&d->ops, over->priv};
+    drv_ms = 0;
+    drv_base_s = (int64_t)time(NULL);
+    d->drive = (struct hv_engine_drive){drv_mono, drv_unix, NULL, NULL};
+    c->drive = &d->drive;
+    struct hv_backend *b = &d->be;
+    d->e = hv_engine_new(c, &b, 1);
+    assert_non_null(d->e);
+}
+
+/* The clock moves on by ms in steps of 10 ms; the passes that come due run at once. */
+static void drv_wait(struct hv_engine *e, int64_t ms)
+{
+    for (int64_t t = 0; t <= ms; t += 10) {
+        if (t)
+            drv_ms += 10;
+        hv_engine_run(e, 16, NULL);
+    }
+}
+
+/* use_wrapper, but f->e is a driven engine over the wrapper: no worker threads, and the
+ * engine's time (its live, shutdown and deadline bounds) is the test's clock, which
+ * until_end_slow moves a second between passes instead of sleeping one. */
+static struct driven fx_drv;
+static void use_wrapper_driven(struct fx *f, enum hv_step_kind kind, bool records)
+{
+    use_wrapper(f, kind, records);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.scan_interval_s = -1;
+    driven_new(&fx_drv, &wrapped, &c);
+    f->e = fx_drv.e;
+    f->be = &fx_drv.be;
+    fx_driven = true;
+}
+
+/* A second passes: on the test's clock (and the driven engine's passes then due run), or a
+ * real one. */
+static void one_second(struct fx *f)
+{
+    if (fx_driven)
+        drv_wait(f->e, 1000);
+    else
+        sleep(1);
 }
 
 /* Run passes (a second apart) until done or failure, at most n. */
@@ -493,7 +588,7 @@ static struct hv_update_result until_end_slow(struct fx *f, const char *name, st
         res = pass(f, name, want);
         if (res.failure || res.retry_after_s == 0)
             break;
-        sleep(1);
+        one_second(f);
     }
     return res;
 }
@@ -502,7 +597,7 @@ static void test_guest_not_showing_memory_is_not_done(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-guest", 4096, 1024, 1, 4);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_cap = 1024 - 80; /* boot memory less what the kernel keeps */
     f->s.power_cycle = HV_PC_NEVER;
     f->s.live_timeout_s = 1;
@@ -572,9 +667,10 @@ static void test_live_step_without_stored_record(void **state)
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
     c.workers = 1;
-    struct hv_backend *b = &carrying;
-    f->e = hv_engine_new(&c, &b, 1);
-    f->be = &carrying;
+    driven_new(&fx_drv, &carrying, &c); /* its live timeout on the test's clock */
+    f->e = fx_drv.e;
+    f->be = &fx_drv.be;
+    fx_driven = true;
     guest_cap = 1024 - 80; /* the guest does not show the new memory: the pass waits */
     f->s.power_cycle = HV_PC_NEVER;
     f->s.live_timeout_s = 1;
@@ -653,18 +749,6 @@ static bool engine_settles(struct hv_engine *e, int ms)
 
 /* Two replicas without worker threads (driven engines) on one clock that only the test moves:
  * CAPI's calls and the replicas' passes interleave exactly as written, every run. */
-static int64_t drv_ms, drv_base_s;
-static int64_t drv_mono(void *ctx)
-{
-    (void)ctx;
-    return drv_ms;
-}
-static int64_t drv_unix(void *ctx)
-{
-    (void)ctx;
-    return drv_base_s + drv_ms / 1000;
-}
-
 struct replicas {
     struct hv_backend_ops ops; /* the test backend's, without domain events (no thread) */
     struct hv_backend be;
@@ -703,6 +787,25 @@ static void replicas_wait(struct replicas *rs, int64_t ms)
         for (int k = 0; k < 2; k++)
             hv_engine_run(rs->r[k], 16, NULL);
     }
+}
+
+/* hook_until_end on a driven engine: calls 20 ms apart (not the retry CAPI was told: an
+ * engine with a short entry_idle_ms would forget the VM in between), each call's pass at
+ * once; at most n calls after the first. */
+static struct hv_update_result drv_until_end(struct hv_engine *e, const char *name,
+                                             struct hv_hw want, const struct hv_settings *s, int n)
+{
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_update_result r;
+    hv_engine_update(e, &p, &ref, &want, s, &r);
+    drv_wait(e, 0);
+    for (int k = 0; k < n && !r.failure && r.retry_after_s > 0; k++) {
+        drv_wait(e, 20);
+        hv_engine_update(e, &p, &ref, &want, s, &r);
+        drv_wait(e, 0);
+    }
+    return r;
 }
 
 /* One UpdateMachine call to replica k, when CAPI was told to call again (after a done: at once),
@@ -856,8 +959,8 @@ static void test_settings_change_is_not_answered_from_the_old_conclusion(void **
     assert_int_equal(observe(f, "eng-set").hw.memory_mib, 1024);
 }
 
-/* Look at name (every 50 ms, at most ms) until it runs and its record says done; returns the
- * last look. */
+/* Look at name (every 50 ms, at most ms: of the test's clock for a driven f->e) until it runs
+ * and its record says done; returns the last look. */
 static struct hv_vm_obs runs_and_done(struct fx *f, const char *name, int ms)
 {
     struct hv_vm_obs o;
@@ -866,7 +969,10 @@ static struct hv_vm_obs runs_and_done(struct fx *f, const char *name, int ms)
         o = observe(f, name);
         if (o.power == HV_POWER_ON && hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_DONE)
             break;
-        sleep_ms(50);
+        if (fx_driven)
+            drv_wait(f->e, 50);
+        else
+            sleep_ms(50);
     }
     return o;
 }
@@ -876,7 +982,9 @@ static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
     struct fx *f = *state;
     define(f, "eng-gone-a", 2048, 2048, 1, 1);
     define(f, "eng-gone-b", 2048, 2048, 1, 1);
-    use_wrapper(f, HV_STEP_POWER_ON, false);
+    /* driven: the engine carries the cycle on at its own pace (timed passes seconds apart,
+     * about 9 s in all): on the test's clock, not against a wall-clock bound */
+    use_wrapper_driven(f, HV_STEP_POWER_ON, false);
     fail_left = 1; /* the first start fails: the cycle is in flight when CAPI stops calling */
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ra = ref_of("eng-gone-a");
@@ -884,24 +992,25 @@ static void test_abandoned_power_cycle_finishes_on_its_own(void **state)
     struct hv_update_result r;
     /* one call: its pass shuts A down, reconfigures it, and its start fails */
     hv_engine_update(f->e, &p, &ra, &want, &f->s, &r);
+    drv_wait(f->e, 0);
     struct hv_vm_obs o;
     struct hv_oprecord rec;
     for (int k = 0; k < 100; k++) {
         o = observe(f, "eng-gone-a");
         if (hv_oprecord_read(&rec, o.record) && rec.phase == HV_PH_POWER_ON && rec.attempts == 1)
             break;
-        sleep_ms(20);
+        drv_wait(f->e, 20);
     }
     assert_int_equal(rec.phase, HV_PH_POWER_ON);
     assert_int_equal(o.power, HV_POWER_OFF);
     /* no more calls for A: the engine brings it on with the desired size by itself */
-    o = runs_and_done(f, "eng-gone-a", 10000);
+    o = runs_and_done(f, "eng-gone-a", 60000); /* (it takes about 10 s of the engine's time) */
     assert_int_equal(o.power, HV_POWER_ON);
     assert_int_equal(o.hw.memory_mib, 1024);
     assert_true(hv_oprecord_read(&rec, o.record));
     assert_int_equal(rec.phase, HV_PH_DONE);
     /* and the host's only slot is free again: B gets its cycle */
-    r = hook_until_end(f->e, "eng-gone-b", want, &f->s, 300);
+    r = drv_until_end(f->e, "eng-gone-b", want, &f->s, 300);
     assert_true(is_done(&r));
     assert_int_equal(observe(f, "eng-gone-b").hw.memory_mib, 1024);
     unwrap(f);
@@ -996,7 +1105,7 @@ static void test_step_unreachable_is_an_outage_not_a_try(void **state)
     struct fx *f = *state;
     define(f, "eng-stepdown", 2048, 2048, 1, 1);
     int id = dom_id(f, "eng-stepdown");
-    use_wrapper(f, HV_STEP_RECONFIGURE, false);
+    use_wrapper_driven(f, HV_STEP_RECONFIGURE, false);
     fail_code = HV_E_UNREACHABLE;
     fail_left = 6; /* twice the step's tries */
     struct hv_hw want = {1024, -1, -1, -1};
@@ -1031,7 +1140,7 @@ static void test_power_on_not_reached_is_no_start(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-ondown", 2048, 2048, 1, 1);
-    use_wrapper(f, HV_STEP_POWER_ON, false);
+    use_wrapper_driven(f, HV_STEP_POWER_ON, false);
     fail_code = HV_E_UNREACHABLE;
     fail_left = 4; /* more power-ons than MAX_STARTS */
     struct hv_hw want = {1024, -1, -1, -1};
@@ -1062,7 +1171,7 @@ static void test_record_write_conflict_is_retried(void **state)
     struct fx *f = *state;
     define(f, "eng-recbusy", 2048, 2048, 1, 1);
     int id = dom_id(f, "eng-recbusy");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     record_busy_left = 2;
     struct hv_hw want = {1024, -1, -1, -1};
     int busy = 0;
@@ -1096,7 +1205,7 @@ static void test_record_write_lost_race_for_ever_meets_the_deadline(void **state
     struct fx *f = *state;
     define(f, "eng-recrace", 2048, 2048, 1, 1);
     int id = dom_id(f, "eng-recrace");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     record_busy_left = INT_MAX;
     f->s.deadline_s = 2;
     struct hv_hw want = {1024, -1, -1, -1};
@@ -1105,9 +1214,11 @@ static void test_record_write_lost_race_for_ever_meets_the_deadline(void **state
     assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
     assert_string_equal(r.message, "in progress: another task is changing the VM; trying again");
     int k;
-    for (k = 0; k < 25 && !r.failure; k++) { /* at most 5 s of 200 ms passes */
-        sleep_ms(200);
+    for (k = 0; k < 25 && !r.failure; k++) { /* at most 5 s (the test's) of 200 ms passes */
+        drv_wait(f->e, 200);
         r = pass(f, "eng-recrace", want);
+        if (drv_ms < 2000 && r.failure)
+            fail_msg("the Failure %lld ms after the first pass (deadline 2 s)", (long long)drv_ms);
     }
     if (!r.failure)
         fail_msg("still in progress after %d passes (5 s, deadline 2 s): %s", k + 1, r.message);
@@ -1354,7 +1465,7 @@ static void test_live_change_powered_off_by_the_operator_goes_on_cold(void **sta
 {
     struct fx *f = *state;
     define(f, "eng-opoff", 4096, 1024, 1, 4);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_cap = 1024 - 80; /* the guest does not take the new memory, before or after a boot */
     f->s.live_timeout_s = 2;
     struct hv_hw want = {2048, -1, -1, -1};
@@ -1555,37 +1666,41 @@ static void test_settling_look_is_timed_for_the_next_call(void **state)
     struct fx *f = *state;
     define(f, "eng-settle", 4096, 1024, 1, 4);
     use_wrapper(f, 0, false);
+    /* driven: on a clock the test moves, the timed look lands where the engine times it (with
+     * worker threads, a pass slowed by valgrind timed it earlier: a test of luck) */
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    struct driven d;
+    driven_new(&d, &wrapped, &c);
+    guest_drv_clock = true;
     guest_from_ms = INT64_MAX; /* the guest does not show the new memory yet */
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of("eng-settle");
     struct hv_hw want = {2048, -1, -1, -1};
     struct hv_update_result r;
-    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs at once */
+    hv_engine_update(d.e, &p, &ref, &want, &f->s, &r); /* 1: the pass hot-plugs at once */
     assert_string_equal(r.message, "in progress: observing the VM");
-    for (int k = 0; k < 500 && observe(f, "eng-settle").hw.memory_mib != 2048; k++)
-        sleep_ms(10);
+    drv_wait(d.e, 0);
     assert_int_equal(observe(f, "eng-settle").hw.memory_mib, 2048);
-    sleep_ms(r.retry_after_s * 1000);                   /* as CAPI */
-    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 2 */
+    drv_wait(d.e, (int64_t)r.retry_after_s * 1000);    /* as CAPI */
+    hv_engine_update(d.e, &p, &ref, &want, &f->s, &r); /* 2 */
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 1); /* the change should show soon */
     assert_string_equal(r.message, "in progress: hot-plugged; waiting for the hypervisor to "
                                    "show memory 2048 MiB");
-    int64_t call2 = mono_ms();
+    int64_t call2 = drv_ms;
     guest_from_ms = call2 + 100; /* the guest onlines the memory 0.1 s after call 2 */
-    /* wait (bounded) until the engine has concluded done by itself, then call as CAPI would */
+    /* up to CAPI's next call: the engine has concluded done by itself before it */
+    drv_wait(d.e, (int64_t)r.retry_after_s * 1000);
+    assert_int_equal(drv_ms, call2 + 1000);
     int ops = 1, cycles = 0;
-    for (int k = 0; k < 300 && ops; k++) {
-        sleep_ms(10);
-        hv_engine_gauges(f->e, &ops, &cycles);
-    }
-    int64_t left = call2 + r.retry_after_s * 1000 - mono_ms();
-    if (left > 0)
-        sleep_ms((int)left);
-    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r); /* 3: done, not one call later */
+    hv_engine_gauges(d.e, &ops, &cycles);
+    assert_int_equal(ops, 0);
+    hv_engine_update(d.e, &p, &ref, &want, &f->s, &r); /* 3: done, not one call later */
     assert_false(r.failure);
     assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
     assert_int_equal(r.retry_after_s, 0);
+    hv_engine_free(d.e);
     unwrap(f);
 }
 
@@ -1614,7 +1729,10 @@ static void test_domain_event_ends_a_wait_before_the_next_call(void **state)
     for (int k = 0; k < 500 && observes_now() == before; k++)
         sleep_ms(10);
     assert_int_equal(observes_now(), before + 1);
-    sleep_ms(50); /* that look concluded: still waiting for the guest */
+    /* that look concluded (bounded wait for its pass to end): still waiting for the guest */
+    for (int k = 0; k < 500 && hv_engine_pass_pending(f->e, "eng-event"); k++)
+        sleep_ms(10);
+    assert_false(hv_engine_pass_pending(f->e, "eng-event"));
     assert_false(engine_settles(f->e, 10));
     uint64_t woken = hv_engine_woken(f->e);
     guest_from_ms = mono_ms(); /* the guest shows it now ... */
@@ -1637,8 +1755,16 @@ static void test_domain_event_ends_a_wait_before_the_next_call(void **state)
     virDomainFree(d2);
     free(xml);
     virDomainFree(d);
-    sleep_ms(200);
+    /* then a marker domain changes: once the engine has heard its event (bounded wait), it
+     * has heard the one above (libvirt delivers them in order) */
+    event_mark = "eng-event-mark";
+    __atomic_store_n(&event_mark_seen, 0, __ATOMIC_SEQ_CST);
+    define(f, "eng-event-mark", 1024, 1024, 1, 1);
+    for (int k = 0; k < 500 && !__atomic_load_n(&event_mark_seen, __ATOMIC_SEQ_CST); k++)
+        sleep_ms(10);
+    assert_true(__atomic_load_n(&event_mark_seen, __ATOMIC_SEQ_CST));
     assert_int_equal(hv_engine_woken(f->e), woken);
+    assert_false(hv_engine_pass_pending(f->e, "eng-event"));
     unwrap(f);
 }
 
@@ -1731,7 +1857,7 @@ static void test_probe_wait_is_bounded_by_the_probe_not_the_call(void **state)
         assert_int_equal(calls[k].rc, -2);
     int rc = -2;
     /* the hypervisor answers again: the next calls get the facts */
-    for (int k = 0; k < 100; k++) {
+    for (int k = 0; k < 500; k++) { /* (at most 10 s: far from its time under valgrind) */
         probe_ms(f, "eng-hang", &rc);
         if (rc != -2)
             break;
@@ -1763,14 +1889,23 @@ static void test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none(v
         assert_string_equal(why, "the VM was not found");
     }
     assert_int_equal(hv_engine_entries(f->e), 0);
-    /* an operation to its end, then idle: the entry goes, and nothing is lost */
-    struct hv_update_result r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    /* an operation to its end, then idle: the entry goes, and nothing is lost (driven: idle
+     * is the test's clock, not a sleep that a late pass of a loaded machine could outlast) */
+    struct hv_engine_cfg dc;
+    hv_engine_cfg_default(&dc);
+    dc.entry_idle_ms = 100;
+    struct driven d;
+    driven_new(&d, f->be, &dc);
+    struct hv_update_result r = drv_until_end(d.e, "eng-evict", want, &f->s, 200);
     assert_true(is_done(&r));
-    assert_int_equal(hv_engine_entries(f->e), 1);
-    sleep_ms(200);
-    assert_int_equal(hv_engine_entries(f->e), 0);
-    r = hook_until_end(f->e, "eng-evict", want, &f->s, 200);
+    assert_int_equal(hv_engine_entries(d.e), 1);
+    drv_wait(d.e, 90); /* not idle long enough yet */
+    assert_int_equal(hv_engine_entries(d.e), 1);
+    drv_wait(d.e, 10);
+    assert_int_equal(hv_engine_entries(d.e), 0);
+    r = drv_until_end(d.e, "eng-evict", want, &f->s, 200);
     assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    hv_engine_free(d.e);
     /* the VM's record is what carries an operation: still "done", no new one */
     struct hv_oprecord rec;
     assert_true(hv_oprecord_read(&rec, observe(f, "eng-evict").record));
@@ -1801,7 +1936,7 @@ static void test_reserving_guest_vcpu_only_change_is_done_live(void **state)
     struct fx *f = *state;
     define(f, "eng-kdump1", 4096, 1024, 1, 4);
     int id = dom_id(f, "eng-kdump1");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_reserve = 400;
     f->s.live_timeout_s = 1;               /* IfNeeded: the old check power-cycled after 1 s */
     struct hv_hw want = {1024, 3, -1, -1}; /* UpdateMachine sends every field of the spec */
@@ -1821,7 +1956,7 @@ static void test_reserving_guest_memory_change_shows_as_growth(void **state)
     struct fx *f = *state;
     define(f, "eng-kdump2", 4096, 1024, 1, 4);
     int id = dom_id(f, "eng-kdump2");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_reserve = 400;
     f->s.live_timeout_s = 1;
     struct hv_hw want = {2048, 1, -1, -1};
@@ -1846,7 +1981,7 @@ static void test_guest_missing_a_block_has_not_taken_the_memory(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-block", 4096, 1024, 1, 4);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_reserve = 80;
     guest_grow_short = 128; /* one block of the DIMM still offline */
     f->s.power_cycle = HV_PC_NEVER;
@@ -1861,7 +1996,7 @@ static void test_guest_missing_a_block_has_not_taken_the_memory(void **state)
     unwrap(f);
 
     define(f, "eng-memmap", 4096, 1024, 1, 4);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_reserve = 80;
     guest_grow_short = 512 / 64; /* its page structures on the new memory */
     f->s.power_cycle = HV_PC_NEVER;
@@ -1882,7 +2017,7 @@ static void test_boot_vcpus_show_after_a_power_cycle(void **state)
     struct fx *f = *state;
     define(f, "eng-bootcpu", 2048, 1024, 3, 4);
     int id = dom_id(f, "eng-bootcpu");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     offline_cpus = 1;
     offline_cpus_dom = id;
     f->s.live_timeout_s = 2;
@@ -1906,7 +2041,7 @@ static void test_guest_on_its_old_total_does_not_show_a_small_growth(void **stat
 {
     struct fx *f = *state;
     define(f, "eng-big", 20480, 16384, 1, 4);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     guest_cap = 16384 - 80; /* it never onlines the new memory */
     f->s.power_cycle = HV_PC_NEVER;
     f->s.live_timeout_s = 1;
@@ -1968,8 +2103,8 @@ static void test_guest_statistics_older_than_the_step_are_no_evidence(void **sta
 {
     struct fx *f = *state;
     define(f, "eng-oldstats", 4096, 1024, 1, 4);
-    use_wrapper(f, 0, false);
-    guest_mem_at = (int64_t)time(NULL) - 3600; /* reported an hour ago, never since */
+    use_wrapper_driven(f, 0, false);
+    guest_mem_at = drv_unix(NULL) - 3600; /* reported an hour ago, never since */
     f->s.power_cycle = HV_PC_NEVER;
     struct hv_hw want = {2048, -1, -1, -1};
     struct hv_update_result r = until_end_slow(f, "eng-oldstats", want, 12);
@@ -1978,7 +2113,7 @@ static void test_guest_statistics_older_than_the_step_are_no_evidence(void **sta
     assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
     /* a guest that reports, once its report is newer than the step: it shows it */
     define(f, "eng-newstats", 4096, 1024, 1, 4);
-    guest_mem_at = (int64_t)time(NULL) - 1;
+    guest_mem_at = drv_unix(NULL) - 1;
     want.memory_mib = 3072;
     r = pass(f, "eng-newstats", want);
     assert_false(r.failure);
@@ -1986,7 +2121,7 @@ static void test_guest_statistics_older_than_the_step_are_no_evidence(void **sta
     r = pass(f, "eng-newstats", want);
     assert_true(r.retry_after_s > 0); /* the report is from before the step: waiting */
     assert_string_equal(r.message, "in progress: waiting for the guest to show memory 3072 MiB");
-    guest_mem_at = (int64_t)time(NULL) + 1; /* its next report */
+    guest_mem_at = drv_unix(NULL) + 1; /* its next report */
     r = pass(f, "eng-newstats", want);
     assert_string_equal(r.message, "done: memory 3072 MiB (the guest shows it)");
     unwrap(f);
@@ -2027,7 +2162,14 @@ static void test_required_unverifiable_change_fails_at_once(void **state)
     assert_string_equal(r.message, "guestVerification is Required but the guest cannot show "
                                    "vCPUs (no guest agent, or the VM is off)");
     assert_int_equal(observe(f, "eng-req").hw.cpus, 1); /* no step */
-    r = pass(f, "eng-req", want);                       /* sticky */
+    /* ... and no base of its own on the record: it took no step, the guest never moved, so a
+     * later operation takes its own look (sim seed 708978: that base, taken while the guest
+     * showed no memory, left the next live change "not verified in the guest") */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-req").record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_false(rec.has_base);
+    r = pass(f, "eng-req", want); /* sticky */
     assert_true(r.failure);
     assert_int_equal(dom_id(f, "eng-req"), id);
     /* a disk change: no guest view of disks at all */
@@ -2170,6 +2312,13 @@ static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **s
     assert_string_equal(r.message,
                         "guestVerification is Required but the guest cannot show "
                         "memory (no memory statistics from the guest, or the VM is off)");
+    /* the Failure, refused before any step, keeps the base it inherited from A (A's view from
+     * before it), for the operation after it */
+    struct hv_oprecord got;
+    assert_true(hv_oprecord_read(&got, observe(f, "eng-inherit").record));
+    assert_int_equal(got.phase, HV_PH_FAILED);
+    assert_true(got.has_base);
+    assert_int_equal(got.base.hv_memory_mib, 1024);
     unwrap(f);
 }
 
@@ -2181,10 +2330,10 @@ static void test_required_guest_silent_after_the_step_is_not_power_cycled(void *
     struct fx *f = *state;
     define(f, "eng-req-silent", 4096, 1024, 1, 4);
     int id = dom_id(f, "eng-req-silent");
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     /* it shows its memory as of now (a report an hour old would be no base at all: see
      * test_required_stopped_statistics_are_uncovered) */
-    guest_mem_at = (int64_t)time(NULL);
+    guest_mem_at = drv_unix(NULL);
     f->s.guest_check = HV_GC_REQUIRED;
     f->s.live_timeout_s = 1;
     struct hv_hw want = {2048, 1, -1, -1};
@@ -2244,21 +2393,24 @@ static void test_unreachable_hypervisor_is_in_progress_until_the_deadline(void *
     assert_non_null(dead);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
-    struct hv_engine *e = hv_engine_new(&c, &dead, 1);
-    assert_non_null(e);
+    struct driven d; /* the deadline on the test's clock: each pass's failed connect adds nothing */
+    driven_new(&d, dead, &c);
+    struct hv_engine *e = d.e;
     struct hv_settings s = f->s;
     s.deadline_s = 2;
     struct hv_vm_ref ref = ref_of("eng-unreachable");
     struct hv_hw want = {2048, -1, -1, -1};
     struct hv_update_result r;
-    hv_engine_reconcile(e, dead, &ref, &want, &s, &r);
+    hv_engine_reconcile(e, &d.be, &ref, &want, &s, &r);
     assert_false(r.failure);
     assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
     assert_string_equal(r.message, "in progress: the hypervisor cannot be reached; trying again");
-    /* past deadlineSeconds: the stable Failure (bounded: at most 5 s of 200 ms passes) */
+    /* past deadlineSeconds: the stable Failure (at most 5 s of 200 ms passes), not before */
     for (int k = 0; k < 25 && !r.failure; k++) {
-        sleep_ms(200);
-        hv_engine_reconcile(e, dead, &ref, &want, &s, &r);
+        drv_wait(e, 200);
+        hv_engine_reconcile(e, &d.be, &ref, &want, &s, &r);
+        if (drv_ms < 2000 && r.failure)
+            fail_msg("the Failure %lld ms after the first look (deadline 2 s)", (long long)drv_ms);
     }
     assert_true(r.failure);
     assert_int_equal(r.retry_after_s, 0);
@@ -2274,7 +2426,7 @@ static void test_timed_out_call_is_in_progress_until_the_deadline(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-tmo", 2048, 2048, 1, 2);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     observe_times_out = true;
     f->s.deadline_s = 2;
     struct hv_hw want = {2048, 2, -1, -1};
@@ -2283,9 +2435,11 @@ static void test_timed_out_call_is_in_progress_until_the_deadline(void **state)
     assert_true(r.retry_after_s > 0 && r.retry_after_s <= 5);
     assert_string_equal(r.message,
                         "in progress: the hypervisor did not answer in time; trying again");
-    for (int k = 0; k < 25 && !r.failure; k++) { /* at most 5 s of 200 ms passes */
-        sleep_ms(200);
+    for (int k = 0; k < 25 && !r.failure; k++) { /* at most 5 s (the test's) of 200 ms passes */
+        drv_wait(f->e, 200);
         r = pass(f, "eng-tmo", want);
+        if (drv_ms < 2000 && r.failure)
+            fail_msg("the Failure %lld ms after the first pass (deadline 2 s)", (long long)drv_ms);
     }
     assert_true(r.failure);
     assert_int_equal(r.retry_after_s, 0);
@@ -2716,7 +2870,7 @@ static void check_recovery_after_never(struct fx *f, const char *name, enum hv_g
 {
     define(f, name, 4096, 512, 2, 2);
     int id = dom_id(f, name);
-    use_wrapper(f, 0, false);
+    use_wrapper_driven(f, 0, false);
     noonline_keep = 108; /* 512 MiB: the guest shows 404 */
     noonline_boot = 512;
     f->s.power_cycle = HV_PC_NEVER;
@@ -2736,7 +2890,7 @@ static void check_recovery_after_never(struct fx *f, const char *name, enum hv_g
         r = pass(f, name, want);
         if (r.failure || r.retry_after_s == 0)
             break;
-        sleep(1);
+        one_second(f);
     }
     assert_false(r.failure);
     assert_string_equal(r.message, "done: memory 1024 MiB, 2 vCPUs (the guest shows it)");
@@ -2767,7 +2921,7 @@ static void test_never_failure_past_the_deadline_is_not_verified(void **state)
     for (int k = 0; k < 2; k++) {
         define(f, names[k], 4096, 1024, 2, 2); /* the hot-add the guest left offline */
         int id = dom_id(f, names[k]);
-        use_wrapper(f, 0, false);
+        use_wrapper_driven(f, 0, false);
         noonline_keep = 108;
         noonline_boot = 512;
         struct hv_oprecord rec;
@@ -2778,7 +2932,7 @@ static void test_never_failure_past_the_deadline_is_not_verified(void **state)
         snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
         rec.has_base = true;
         rec.base = (struct hv_guest_base){512, 2, 404, 2};
-        rec.started_at = rec.step_at = (int64_t)time(NULL) - ages[k];
+        rec.started_at = rec.step_at = drv_unix(NULL) - ages[k];
         snprintf(rec.owner, sizeof(rec.owner), "gone:1");
         snprintf(rec.policy, sizeof(rec.policy), "Never/Soft/1/1/1800/IfAvailable");
         snprintf(rec.message, sizeof(rec.message), "the guest did not take it");
