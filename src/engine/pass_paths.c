@@ -362,12 +362,17 @@ void rc_live_path(struct pass *p)
     bool mem = p->desired->memory_mib >= 0 && p->obs.hw.memory_mib != p->desired->memory_mib;
     bool cpus = p->desired->cpus >= 0 && p->obs.hw.cpus != p->desired->cpus;
     bool disk = hv_disk_set(p->desired->disk_mib) && p->obs.hw.disk_mib < p->desired->disk_mib;
-    if ((mem || cpus) && p->rec.phase < HV_PH_LIVE &&
-        !(p->be->ops->record_in_step && mem + cpus + disk == 1)) {
-        /* the record, with the guest's view from before, is on the VM before the first step:
-         * a restart or another replica that sees the change sees what to compare it with
-         * (a backend that stores the record with the step needs no separate write when that
-         * step is the only one: only the last step carries it) */
+    int steps = mem + cpus + disk;
+    /* The record goes on the VM before the operation's first live step, whatever the field:
+     * a restart or another replica that sees the change sees what to compare it with (the
+     * guest's view from before), and no step is taken under another operation's record that
+     * the VM still holds (an older one CAPI called no more, past its deadline and never
+     * failed: a disk-only step taken under it, seeds 415609, 609790, 701253, scenario
+     * disk_only_step_after_its_record). A backend that stores the record with the step needs
+     * no separate write when that step is the only one: it carries it. */
+    bool record_first =
+        steps > 0 && p->rec.phase < HV_PH_LIVE && !(p->be->ops->record_in_step && steps == 1);
+    if (record_first) {
         hv_rec_set_phase(&p->rec, HV_PH_LIVE, "record before the first live step");
         p->rec.step_at = p->now;
         if (!rc_store(p))

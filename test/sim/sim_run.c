@@ -1250,8 +1250,10 @@ static void on_abort(int sig)
  *        [stats=0|1|2] [acpi=0|1] [transient=0|1] [online_block=MiB online_pace_ms=MS]
  *        (online_block: the guest onlines hot-plugged memory one block of that size every
  *        online_pace_ms, not all at once)
- *   at SECONDS can K mem=MiB cpus=N settings=POWERCYCLE/POWEROFFMODE/GUESTVERIFICATION/LIVE/
- *        SHUTDOWN/DEADLINE [replica=R]       (CanUpdateMachine; UpdateMachine calls follow)
+ *   at SECONDS can K mem=MiB cpus=N [disk=MiB] settings=POWERCYCLE/POWEROFFMODE/
+ *        GUESTVERIFICATION/LIVE/SHUTDOWN/DEADLINE [replica=R]
+ *                                            (CanUpdateMachine; UpdateMachine calls follow;
+ *                                             every VM's disk is 10240 MiB and grows live)
  *   at SECONDS update K                      (one UpdateMachine call; none once K's
  *                                             operation is done or CAPI gave up on it)
  *   at SECONDS run                           (every replica runs its due passes)
@@ -1378,6 +1380,7 @@ static int script_events(struct sim *s, FILE *f)
             struct hv_hw want = c->spec;
             want.memory_mib = kvl(line, "mem", want.memory_mib);
             want.cpus = (int)kvl(line, "cpus", want.cpus);
+            want.disk_mib = kvl(line, "disk", want.disk_mib);
             char st[128], pc[16], pom[16], gc[16];
             int live = 60, shut = 60, dl = 600;
             if (!kv(line, "settings", st, sizeof(st)) ||

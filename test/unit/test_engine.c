@@ -216,6 +216,10 @@ static int64_t guest_mem_at;
 /* > 0: the VM has a disk of this many MiB that can grow live (the test driver has none) */
 static int64_t fake_disk_mib;
 static int n_observes; /* looks taken through the wrapper */
+/* with fake_disk_mib: live disk steps through the wrapper grow that disk (accepted), and the
+ * record the VM held when the last one was taken ("" none) */
+static int n_disk_steps;
+static char disk_step_record[HV_RECORD_MAX];
 
 /* closed: looks through the wrapper hang until it opens (a hypervisor that does not answer) */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -372,6 +376,16 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
     }
     if (st->kind == HV_STEP_POWER_ON)
         noonline_boot = -1; /* it boots with what it has now */
+    if (st->kind == HV_STEP_LIVE_DISK && fake_disk_mib > 0) {
+        struct hv_vm_obs o;
+        int rc = inner_be->ops->observe(inner_be, r, &o, e);
+        if (rc != HV_OK)
+            return rc;
+        snprintf(disk_step_record, sizeof(disk_step_record), "%s", o.record);
+        n_disk_steps++;
+        fake_disk_mib = st->desired.disk_mib;
+        return HV_OK;
+    }
     return inner_be->ops->act(inner_be, r, st, e);
 }
 static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
@@ -474,6 +488,8 @@ static void unwrap(struct fx *f)
     guest_grow_short = 0;
     guest_mem_at = 0;
     fake_disk_mib = 0;
+    n_disk_steps = 0;
+    disk_step_record[0] = '\0';
     deaf_guest = NULL;
     fail2_kind = -1;
     fail2_memory = -1;
@@ -1380,6 +1396,39 @@ static void test_missing_disk_is_a_sticky_failure(void **state)
     hv_engine_reconcile(f->e, f->be, &r, &mem, &f->s, &res);
     assert_false(res.failure);
     assert_string_equal(res.message, "done: memory 1024 MiB (not verified in the guest)");
+}
+
+/* A disk-only live change is taken under its own record: the record goes on the VM before the
+ * step, as for memory and vCPUs, so the step is never taken under an older operation's record
+ * the VM still holds (here another process's wait-live record for other memory, begun 4000 s
+ * ago, past deadlineSeconds 1800, and never ended). Found by the simulation (held-out seeds 415609,
+ * 609790, 701253: the disk step was taken under an abandoned operation's record past its deadline;
+ * scenario disk_only_step_after_its_record, mutation disk_only_step_before_its_record). */
+static void test_disk_only_step_after_its_record(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-diskonly", 4096, 2048, 1, 4);
+    use_wrapper(f, 0, false);
+    fake_disk_mib = 1024;
+    put_record(f, "eng-diskonly", (struct hv_hw){3072, -1, -1, -1}, HV_PH_WAIT_LIVE, false, 4000);
+    struct hv_vm_ref ref = ref_of("eng-diskonly");
+    snprintf(ref.disk, sizeof(ref.disk), "vda");
+    struct hv_hw want = {2048, -1, -1, 2048};
+    struct hv_update_result r;
+    hv_engine_reconcile(f->e, f->be, &ref, &want, &f->s, &r);
+    assert_false(r.failure);
+    assert_int_equal(n_disk_steps, 1);
+    struct hv_oprecord at_step;
+    assert_true(hv_oprecord_read(&at_step, disk_step_record));
+    assert_true(hv_hw_equal(&at_step.desired, &want)); /* this operation's, not the older one */
+    assert_int_equal(at_step.phase, HV_PH_LIVE);
+    assert_string_not_equal(at_step.owner, "gone:1");
+    for (int k = 0; k < 5 && !r.failure && r.retry_after_s > 0; k++)
+        hv_engine_reconcile(f->e, f->be, &ref, &want, &f->s, &r);
+    assert_false(r.failure);
+    assert_int_equal(r.retry_after_s, 0); /* done */
+    assert_int_equal(n_disk_steps, 1);
+    unwrap(f);
 }
 
 static void test_missing_domain(void **state)
@@ -3086,6 +3135,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_missing_disk_is_a_sticky_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_only_step_after_its_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vm_found_off_mid_operation_is_reconfigured_and_started,
                                         setup, teardown),
