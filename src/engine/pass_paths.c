@@ -29,13 +29,26 @@ static bool look_before_begin(struct pass *p, bool on)
 /* The refusal j makes of the operation begin, if any (the first in the order the judgement
  * names them), as a Failure: sticky, recorded with the plan so far; or for this call only
  * while the guest may still report by itself. True when refused. */
+/* A sticky refusal of the new operation over a VM that a cycle of this process (or its previous
+ * life) left off, which its passes carry on as the new operation (begin_or_wait): the VM is
+ * started as it is first, never left off (seed 805796: A's shutdown landed, the rollout had
+ * changed to B, and B's begin, refused under Required for a guest without statistics, left it
+ * off for good). A start that fails leaves it to the failed operation's retries (left_off). */
+static void refused_over_own_cycle_off(struct pass *p)
+{
+    if (p->own_cycle_off)
+        rc_power_on_anyway(p);
+}
+
 static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
 {
     char m[HV_MSG_MAX + 400];
     if (j->impossible >= 0) {
         hv_begin_impossible_msg(j, m, sizeof(m));
+        refused_over_own_cycle_off(p);
         rc_fail_sticky(p, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
     } else if (j->unshown && j->unshown_sticky) {
+        refused_over_own_cycle_off(p);
         rc_fail_sticky(p, HV_FAIL_OTHER, j->unshown_msg);
     } else if (j->unshown) {
         rc_answer(p->out, true, 0, j->unshown_msg);
@@ -52,6 +65,8 @@ static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
  * an older one's shutdown or power-off over (its cycle goes on from there, see cold_on_path). */
 static bool begin_cycle_refused(struct pass *p, const struct hv_begin_judgement *j, bool takeover)
 {
+    if (j->never || (j->cycle_refused && !takeover))
+        refused_over_own_cycle_off(p);
     if (j->never)
         rc_fail_sticky(p, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
     else if (j->cycle_refused && !takeover)
