@@ -59,8 +59,8 @@ enum {
 };
 
 static const char *const cause_names[SIM_CAUSES] = {
-    "call-failed",    "step-failed-3x",     "paused",   "halted",  "acpi-ignored",
-    "guest-silent",   "guest-did-not-take", "operator", "delayed", "slots-held",
+    "call-failed",    "step-failed-3x",     "paused",           "halted",  "acpi-ignored",
+    "guest-silent",   "guest-did-not-take", "operator",         "delayed", "slots-held",
     "no-guest-tools", "stats-just-stopped", "older-call-landed"};
 
 const char *sim_cause_name(int cause)
@@ -392,8 +392,8 @@ static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
     const struct sim_vm *v = &s->vms[m];
     const struct sim_caller *c = &s->callers[m];
     int r = v->step_ok_rep;
-    if (!c->have_prev || v->step_ok_ms < can_ms || !v->step_ok_started || r < 0 ||
-        r >= s->n_reps || r == c->op.can_rep || !hv_hw_equal(&v->step_ok_want, &c->prev_op.want))
+    if (!c->have_prev || v->step_ok_ms < can_ms || !v->step_ok_started || r < 0 || r >= s->n_reps ||
+        r == c->op.can_rep || !hv_hw_equal(&v->step_ok_want, &c->prev_op.want))
         return false;
     int64_t began_ms = (v->step_ok_started - s->unix0) * 1000; /* (whole seconds) */
     return c->prev_op.last_rep_ms[r] && c->prev_op.last_rep_ms[r] < can_ms &&
