@@ -54,6 +54,9 @@ struct pass {
     bool left_off;
     /* the VM's record is another hardware's sticky Failure */
     bool other_failed;
+    /* the VM is off in the middle of a cycle of this process or its previous life (its record
+     * as read): a new operation refused over it starts it as it is first */
+    bool own_cycle_off;
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */
     bool stalled;

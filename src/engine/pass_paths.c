@@ -45,13 +45,26 @@ static void refuse(struct pass *p, const struct hv_begin_judgement *j, enum hv_f
 /* The refusal j makes of the operation begin, if any (the first in the order the judgement
  * names them), as a Failure: sticky, recorded with the plan so far; or for this call only
  * while the guest may still report by itself. True when refused. */
+/* A sticky refusal of the new operation over a VM that a cycle of this process (or its previous
+ * life) left off, which its passes carry on as the new operation (begin_or_wait): the VM is
+ * started as it is first, never left off (seed 805796: A's shutdown landed, the rollout had
+ * changed to B, and B's begin, refused under Required for a guest without statistics, left it
+ * off for good). A start that fails leaves it to the failed operation's retries (left_off). */
+static void refused_over_own_cycle_off(struct pass *p)
+{
+    if (p->own_cycle_off)
+        rc_power_on_anyway(p);
+}
+
 static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
 {
     char m[HV_MSG_MAX + 400];
     if (j->impossible >= 0) {
         hv_begin_impossible_msg(j, m, sizeof(m));
+        refused_over_own_cycle_off(p);
         refuse(p, j, HV_FAIL_FIELD_NOT_CHANGEABLE, m);
     } else if (j->unshown && j->unshown_sticky) {
+        refused_over_own_cycle_off(p);
         refuse(p, j, HV_FAIL_OTHER, j->unshown_msg);
     } else if (j->unshown) {
         rc_answer(p->out, true, 0, j->unshown_msg);
@@ -68,6 +81,8 @@ static bool begin_refused(struct pass *p, const struct hv_begin_judgement *j)
  * an older one's shutdown or power-off over (its cycle goes on from there, see cold_on_path). */
 static bool begin_cycle_refused(struct pass *p, const struct hv_begin_judgement *j, bool takeover)
 {
+    if (j->never || (j->cycle_refused && !takeover))
+        refused_over_own_cycle_off(p);
     if (j->never)
         refuse(p, j, HV_FAIL_POWER_CYCLE_NOT_ALLOWED, j->never_msg);
     else if (j->cycle_refused && !takeover)
@@ -293,6 +308,16 @@ void rc_cold_on_path(struct pass *p)
      * the VM may go down at any moment, so the cycle counts against the caps at once (taken
      * over them), before a new cycle of its host begins. */
     bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
+    /* This process's own shutdown, the cycle's first step, that it knows it did not send (its
+     * last try did not reach the hypervisor, which forgot the sight, or was refused; none got
+     * no answer): sending it again begins the cycle, which fits the caps as they are now, as
+     * a new one: the slot held for it is no claim on them, since a cycle resumed over the caps
+     * may have come beside it (seed 818577). */
+    bool resend = p->vm_cycle && !inherited && p->rec.phase == HV_PH_SHUTDOWN &&
+                  (first || p->rec.attempts) &&
+                  !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
+    if (resend)
+        rc_slot(p, SLOT_FREE);
     if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
         !rc_slot_gate(p, sent)) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or

@@ -25,7 +25,7 @@
 #define SIM_HIST         64 /* steps of history kept for a report */
 #define SIM_STEP_KINDS   8  /* enum hv_step_kind values (1..7) */
 /* The causes a Failure of a covered change is excused by (sim_run.c failure_cause) */
-#define SIM_CAUSES 12
+#define SIM_CAUSES 13
 enum { SIM_CALL_OBSERVE = 0, SIM_CALL_PLAN, SIM_CALL_WRITE, SIM_CALL_ACT, SIM_CALL_KINDS };
 
 enum sim_inv {
@@ -162,6 +162,11 @@ struct sim_vm {
     int64_t act_spent_ms[SIM_STEP_KINDS];
     int64_t lost_ms[SIM_STEP_KINDS]; /* last step of each kind taken whose answer was lost */
     int64_t step_ok_ms;              /* last step the hypervisor took (any kind) */
+    /* ... the record on the VM then (0 started: none): its operation's hardware, when it
+     * began (unix seconds) and the replica that carried it (-1: none) */
+    struct hv_hw step_ok_want;
+    int64_t step_ok_started;
+    int step_ok_rep;
     /* last reconfigure the hypervisor took (its answer lost or not): the configuration
      * written whole (0: none) */
     int64_t reconf_ms;
@@ -210,6 +215,7 @@ struct sim_op {
     char settings_json[256];
     bool covered;     /* CanUpdateMachine covered every changed field */
     bool vm_differed; /* ... while the VM did not show CAPI's current objects */
+    int can_rep;      /* the replica that answered that CanUpdateMachine */
     int64_t can_ms;   /* when CanUpdateMachine covered it */
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */

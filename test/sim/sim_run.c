@@ -53,12 +53,15 @@ enum {
     CAUSE_SLOTS,      /* deadline waiting for a slot that cycles held back by faults kept */
     CAUSE_NO_TOOLS,   /* Soft with no guest tools: no agent, or a guest still booting */
     CAUSE_STATS_SOON, /* Required: statistics stopped at most 7 s before the CanUpdateMachine */
+    CAUSE_OLDER_CALL, /* a begin refused over what the previous state's operation did since:
+                         its call came before the CanUpdateMachine, its pass after it, on a
+                         replica the probe could not see */
 };
 
 static const char *const cause_names[SIM_CAUSES] = {
-    "call-failed",    "step-failed-3x",     "paused",   "halted",  "acpi-ignored",
-    "guest-silent",   "guest-did-not-take", "operator", "delayed", "slots-held",
-    "no-guest-tools", "stats-just-stopped"};
+    "call-failed",    "step-failed-3x",     "paused",           "halted",  "acpi-ignored",
+    "guest-silent",   "guest-did-not-take", "operator",         "delayed", "slots-held",
+    "no-guest-tools", "stats-just-stopped", "older-call-landed"};
 
 const char *sim_cause_name(int cause)
 {
@@ -345,6 +348,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     c->stopped_mid = false; /* (a caller that gave up calls again: see call_update) */
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
+    op.can_rep = r;
     op.from = v->power == HV_POWER_OFF ? v->config : v->live;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
     c->spec = want; /* CAPI writes the desired objects, then calls UpdateMachine */
@@ -373,6 +377,27 @@ static bool caps_held_by_unlisted_hosts(const struct sim *s, int r, int m)
         unlisted += !(listed & (1u << h));
     return !(listed & (1u << s->vms[m].host)) ||
            unlisted * s->ecfg.max_power_cycles_per_host >= s->ecfg.max_power_cycles;
+}
+
+/* VM m's begin is refused over what an operation for CAPI's previous state did to the VM
+ * since the CanUpdateMachine at can_ms: the caller had called UpdateMachine for that state
+ * before it, on another replica than the one that answered it, and that replica's pass began
+ * the operation (its record, which the probe reads, starts) after it; the VM showed the
+ * asked-for value then, which the probe covers by design (test_coverage
+ * test_never_covers_a_value_the_vm_already_has: "already on the VM"), and nothing on the VM
+ * told of a call queued elsewhere (seed 804050: A hot-plugged on r1 just after r0 covered
+ * B, the VM's own memory; B's begin needed a cycle a transient domain cannot have). */
+static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
+{
+    const struct sim_vm *v = &s->vms[m];
+    const struct sim_caller *c = &s->callers[m];
+    int r = v->step_ok_rep;
+    if (!c->have_prev || v->step_ok_ms < can_ms || !v->step_ok_started || r < 0 || r >= s->n_reps ||
+        r == c->op.can_rep || !hv_hw_equal(&v->step_ok_want, &c->prev_op.want))
+        return false;
+    int64_t began_ms = (v->step_ok_started - s->unix0) * 1000; /* (whole seconds) */
+    return c->prev_op.last_rep_ms[r] && c->prev_op.last_rep_ms[r] < can_ms &&
+           began_ms + 1000 > can_ms;
 }
 
 /* The step a "step X failed" message names (the engine's step names, docs/messages.md). */
@@ -503,6 +528,8 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     }
     if (v->op_change_ms >= can_ms)
         return CAUSE_OPERATOR;
+    if (!strncmp(msg, "cannot change ", 14) && older_call_landed(s, m, can_ms))
+        return CAUSE_OLDER_CALL;
     return -1;
 }
 
@@ -1254,8 +1281,9 @@ static void on_abort(int sig)
  *        GUESTVERIFICATION/LIVE/SHUTDOWN/DEADLINE [replica=R]
  *                                            (CanUpdateMachine; UpdateMachine calls follow;
  *                                             every VM's disk is 10240 MiB and grows live)
- *   at SECONDS update K                      (one UpdateMachine call; none once K's
- *                                             operation is done or CAPI gave up on it)
+ *   at SECONDS update K [replica=R]          (one UpdateMachine call; none once K's
+ *                                             operation is done or CAPI gave up on it;
+ *                                             replica: to R from now on, as after can)
  *   at SECONDS run                           (every replica runs its due passes)
  *   at SECONDS events                        (the hypervisor's change events are delivered)
  *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
@@ -1398,6 +1426,7 @@ static int script_events(struct sim *s, FILE *f)
             start_op(s, k, want, true);
             c->next_ms = INT64_MAX / 2; /* (the script makes the calls) */
         } else if (!strcmp(what, "update") && vm_ok) {
+            s->callers[k].replica = (int)kvl(line, "replica", s->callers[k].replica);
             if (s->callers[k].st == C_UPDATING) /* (after done CAPI has nothing to call for) */
                 call_update(s, k);
             s->callers[k].next_ms = INT64_MAX / 2;

@@ -366,6 +366,12 @@ static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, 
     if (ok) {
         v->act_fails[kind] = 0;
         v->step_ok_ms = s->now_ms;
+        const struct hv_oprecord *r = sim_record(v);
+        int rep = -1, gen = 0;
+        v->step_ok_started = r ? r->started_at : 0;
+        if (r)
+            v->step_ok_want = r->desired;
+        v->step_ok_rep = r && sscanf(r->owner, "sim-r%d:%d", &rep, &gen) == 2 ? rep : -1;
         return;
     }
     v->act_fail_ms[kind] = v->delay_ms = s->now_ms;
