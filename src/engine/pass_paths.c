@@ -259,6 +259,16 @@ static void new_cycle(struct pass *p)
     enum hv_failure_reason why;
     if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused, sizeof(refused),
                          &why)) {
+        /* A cycle refused before it began (no step of it sent, none going down, the VM never
+         * cycled or started by this operation: e.g. after a live step the guest did not take,
+         * a transient domain): the Failure is not cold, the live step is the last thing it did
+         * to the VM, so an operation after it takes its base over (hv_begin_base; seed 800269:
+         * B began on a fresh look of A's hot-plugged memory the guest never onlined, left it
+         * alone and answered "the guest shows it") */
+        bool never_down = p->rec.phase == HV_PH_NONE && !p->rec.recycles && !p->rec.starts &&
+                          !p->down_at && !p->rec.down_at;
+        if (never_down)
+            hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "power cycle refused before it began");
         rc_fail_sticky(p, why, refused);
         return;
     }

@@ -505,12 +505,12 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
             return CAUSE_NO_TOOLS;
         /* ... or a live memory change the guest did not take (hot-plugged memory never
          * onlined: no look shows that before the hot-plug), whose fallback power cycle
-         * (IfNeeded; the record went cold from its live plan) Soft cannot ask of a guest
-         * without tools: the guest's fault, as for a transient domain's refusal below (seeds
-         * 25679, 218724) */
+         * (IfNeeded: its live plan's record went through none to its cycle, which was refused
+         * before it began, a Failure left not cold since seed 800269) Soft cannot ask of a
+         * guest without tools: the guest's fault, as for a transient domain's refusal below
+         * (seeds 25679, 218724) */
         const struct hv_oprecord *r = sim_record(v);
-        bool fallback =
-            r && r->phase == HV_PH_FAILED && r->cold && !strncmp(r->plan[HV_F_MEMORY], "live:", 5);
+        bool fallback = r && r->phase == HV_PH_FAILED && !strncmp(r->plan[HV_F_MEMORY], "live:", 5);
         return fallback && c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
     }
     if (strstr(msg, "did not complete within")) {

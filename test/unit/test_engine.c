@@ -621,6 +621,40 @@ static void test_guest_not_showing_memory_is_not_done(void **state)
     unwrap(f);
 }
 
+/* A live change past liveTimeoutSeconds on a transient domain: its fallback power cycle is
+ * refused before it began, the VM never cycled, so the Failure is not cold and the next
+ * operation (other hardware) takes over its base, from before the live step the guest did not
+ * take (sim seed 800269: a cold one left B a fresh look of the hot-plugged memory, and B
+ * answered done "the guest shows it" with it offline). */
+static void test_refused_fallback_cycle_is_no_cold_failure(void **state)
+{
+    struct fx *f = *state;
+    char xml[1024];
+    snprintf(xml, sizeof(xml),
+             "<domain type='test'><name>eng-transient</name><memory unit='MiB'>4096</memory>"
+             "<currentMemory unit='MiB'>1024</currentMemory><vcpu current='1'>4</vcpu>"
+             "<os><type arch='x86_64'>hvm</type></os>"
+             "<devices><memballoon model='virtio'/></devices></domain>");
+    virDomainPtr d = virDomainCreateXML(f->conn, xml, 0);
+    assert_non_null(d);
+    virDomainFree(d);
+    use_wrapper_driven(f, 0, false);
+    guest_cap = 1024 - 80;
+    f->s.power_cycle = HV_PC_IF_NEEDED;
+    f->s.live_timeout_s = 1;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = until_end_slow(f, "eng-transient", want, 10);
+    assert_true(r.failure);
+    assert_non_null(strstr(r.message, "cannot power-cycle the VM"));
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-transient").record));
+    assert_int_equal(rec.phase, HV_PH_FAILED);
+    assert_false(rec.cold);
+    assert_true(rec.has_base);
+    assert_int_equal(rec.base.hv_memory_mib, 1024);
+    unwrap(f);
+}
+
 static void test_guest_showing_memory_is_done_verified(void **state)
 {
     struct fx *f = *state;
@@ -3193,6 +3227,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_probe_wait_is_bounded_by_the_probe_not_the_call, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_fallback_cycle_is_no_cold_failure, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_live_step_without_stored_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
