@@ -179,12 +179,12 @@ struct rc_class {
     int hazard_tries;    /* its failed tries (the record's attempts): the last one not sent */
     bool on;             /* power: the VM runs (else off) */
     enum hv_phase phase; /* the record's phase */
-    bool cycle;    /* the record shows a cycle in flight (shutdown to power-on), any hardware */
+    bool cycle; /* the record shows a cycle in flight (shutdown to power-on), any hardware */
     /* ... of other hardware, while the VM runs and no step of it may still take it down (its
      * shutdown or power-off past the time it could land, or its power-on done): it holds the
      * VM neither down nor going down, and no pass of this hardware carries it */
     bool other_cycle_spent;
-    bool left_off; /* a Failure in a cycle that left the VM off, any hardware */
+    bool left_off;       /* a Failure in a cycle that left the VM off, any hardware */
     bool other_inflight; /* another process carries out an operation for other hardware */
     bool other_open;     /* an operation for other hardware still open before its cycle */
     bool other_failed;   /* the record is another hardware's sticky Failure */
