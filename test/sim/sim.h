@@ -111,6 +111,7 @@ struct sim_vm {
     int off_taker, off_taker_gen;
     int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms;             /* last time its host died, stalled or came back */
+    int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */
     int64_t resumed_ms;                /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
     /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
@@ -219,6 +220,9 @@ struct sim_op {
     int64_t can_ms;   /* when CanUpdateMachine covered it */
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */
+    /* the clock other VMs' calls to a stalled host waited before it began (sim.stall_wait_ms
+     * less the VM's own then) */
+    int64_t others_stall_ms;
     int64_t last_rep_ms[SIM_MAX_REPLICAS]; /* ... to each replica */
     int calls;
     bool failed; /* the last answer was a Failure */
@@ -314,6 +318,9 @@ struct sim {
     uint64_t rng;
     int64_t now_ms;
     int64_t unix0;
+    /* the clock that calls to stalled hosts waited for their timeout, summed: the one clock
+     * runs through every replica's passes and probes in turn, so each wait delays them all */
+    int64_t stall_wait_ms;
     int step;
     /* the world */
     struct sim_host hosts[SIM_MAX_HOSTS];

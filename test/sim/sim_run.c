@@ -351,6 +351,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     op.can_rep = r;
     op.from = v->power == HV_POWER_OFF ? v->config : v->live;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
+    op.others_stall_ms = s->stall_wait_ms - v->stall_wait_ms;
     c->spec = want; /* CAPI writes the desired objects, then calls UpdateMachine */
     c->op = op;
     c->st = C_UPDATING;
@@ -1026,9 +1027,16 @@ static void check_step(struct sim *s, bool calling)
          * anew, its deadline counted from that new start, docs/settings.md; seed 12260) */
         int64_t from = c->op.start_ms > s->vms[m].record_cleared_ms ? c->op.start_ms
                                                                     : s->vms[m].record_cleared_ms;
+        /* (the clock that other VMs' calls to a stalled host waited since: the step loop runs
+         * every replica's passes and probes on the one clock in turn, where each replica's
+         * workers would not wait for the other's, nor its passes for its probes; a pass that
+         * ran that late after its call began nothing, run_head, and CAPI's calls came that
+         * late. Seed 809130: a begin 188 s after the call, the deadline counted from it;
+         * 809665: a done never answered, each call late) */
+        int64_t others_stall = s->stall_wait_ms - s->vms[m].stall_wait_ms - c->op.others_stall_ms;
         if (c->st == C_UPDATING && !c->op.failed && s->vms[m].host_fault_ms < c->op.start_ms &&
             !h->down && !h->stalled && !held &&
-            s->now_ms - from > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS)
+            s->now_ms - from > (int64_t)c->op.s.deadline_s * 1000 + BOUND_MS + others_stall)
             sim_break(s, INV_ENDS, "%s: operation started %.0f s ago (deadline %d s), %d calls",
                       s->vms[m].name, (double)(s->now_ms - c->op.start_ms) / 1000,
                       c->op.s.deadline_s, c->op.calls);

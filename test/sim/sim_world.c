@@ -339,6 +339,8 @@ static int call_fault(struct sim *s, int vm, struct hv_err *err, int kind)
         }
         if (h->stalled) {
             s->now_ms += 3000; /* the call waits for its timeout */
+            s->stall_wait_ms += 3000;
+            s->vms[vm].stall_wait_ms += 3000;
             call_failed(s, vm, kind);
             err_set(err, HV_E_TIMEOUT, "host stalled");
             return HV_E_TIMEOUT;
@@ -1107,8 +1109,10 @@ static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, st
         if (!s->hosts[h].down && !s->hosts[h].stalled)
             rep->listed_hosts |= 1u << h;
         if (s->hosts[h].down || s->hosts[h].stalled) {
-            if (s->hosts[h].stalled)
+            if (s->hosts[h].stalled) {
                 s->now_ms += 3000; /* the call waits for its timeout */
+                s->stall_wait_ms += 3000;
+            }
             if (rc == HV_OK) {
                 rc = s->hosts[h].down ? HV_E_UNREACHABLE : HV_E_TIMEOUT;
                 err_set(err, (enum hv_errcode)rc, "host down or stalled");
