@@ -243,9 +243,13 @@ struct hv_backend_ops {
      * verifies by observing afterwards. */
     int (*act)(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *step,
                struct hv_err *err);
-    /* Store (record != "") or clear (record == "") the operation record on the VM. */
-    int (*write_record)(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                        struct hv_err *err);
+    /* Store (record != "") or clear (record == "") the operation record on the VM. With
+     * expected (not NULL) only while the VM still holds exactly that record ("" = none):
+     * else HV_E_BUSY, nothing written (a lost race: another writer came between the caller's
+     * read and this write). Atomic where the hypervisor can test and write in one request
+     * (vSphere: changeVersion; KubeVirt: resourceVersion); else read, compare, write. */
+    int (*write_record)(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                        const char *record, struct hv_err *err);
     void (*free)(struct hv_backend *b);
     /* The rules that hold whatever the VM's state: for each field of desired that is set
      * (>= 0), HV_HOW_IMPOSSIBLE with a stable reason when no VM of this backend can have that

@@ -465,11 +465,19 @@ static int step_patch(const struct kv_state *st, const void *arg, char **patch, 
     return kv_step_patch(st, arg, patch, err);
 }
 
+struct record_swap {
+    const char *expected; /* NULL: unconditional */
+    const char *record;
+};
+
+/* Decided on the read the patch tests the resourceVersion of: a compare-and-swap. */
 static int record_patch(const struct kv_state *st, const void *arg, char **patch,
                         struct hv_err *err)
 {
-    (void)err;
-    kv_record_patch(st, arg, patch); /* *patch NULL: the VM carries that record already */
+    const struct record_swap *w = arg;
+    if (w->expected && strcmp(st->record, w->expected))
+        return kv_seterr(err, HV_E_BUSY, "the VM's record changed since it was read");
+    kv_record_patch(st, w->record, patch); /* *patch NULL: the VM carries that record already */
     return HV_OK;
 }
 
@@ -553,8 +561,8 @@ static int kv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return patch_fresh(be, ref, step_patch, s, s->timeout_ms, err);
 }
 
-static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                           struct hv_err *err)
+static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                           const char *record, struct hv_err *err)
 {
     struct hv_err dummy;
     err = err_start(err, &dummy);
@@ -563,7 +571,8 @@ static int kv_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
         return kv_seterr(err, HV_E_INTERNAL, "record missing or too long");
     /* a writer between our read and our patch (KubeVirt's controller updates status, not
      * metadata, but anyone may annotate) costs one more round, not a failure */
-    return patch_fresh(be, ref, record_patch, record, 0, err);
+    struct record_swap w = {expected, record};
+    return patch_fresh(be, ref, record_patch, &w, 0, err);
 }
 
 struct list_ctx {

@@ -295,7 +295,7 @@ int lv_grow_volume(struct lv_dom *d, const char *target, long long want_mib, str
 /* ---- operation record (lv_record.c) ---- */
 
 int lv_record_read(struct lv_dom *d, bool active, char *out, size_t outlen, struct hv_err *err);
-int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                       struct hv_err *err);
+int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                       const char *record, struct hv_err *err);
 
 #endif

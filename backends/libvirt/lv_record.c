@@ -60,12 +60,29 @@ static bool lv_record_text_ok(const char *s)
     return xmlCheckUTF8((const unsigned char *)s) != 0;
 }
 
+struct lv_record_swap {
+    const char *expected; /* NULL: unconditional */
+    const char *record;
+};
+
 static int lv_record_body(struct lv_dom *d, void *arg, struct hv_err *err)
 {
-    const char *record = arg;
+    const struct lv_record_swap *w = arg;
+    const char *record = w->record;
     int active = virDomainIsActive(d->dom);
     if (active < 0)
         return lv_fail(d, "virDomainIsActive", err);
+    /* libvirt cannot test and write metadata in one call: read, compare, write, which narrows
+     * the race with another writer to the two calls (docs/limits.md). The record this write
+     * stores already (a retry after a reconnect, whose first try landed) is no lost race. */
+    if (w->expected) {
+        char cur[HV_RECORD_MAX];
+        int rrc = lv_record_read(d, active == 1, cur, sizeof(cur), err);
+        if (rrc != HV_OK)
+            return rrc;
+        if (strcmp(cur, w->expected) && strcmp(cur, record))
+            return lv_seterr(err, HV_E_BUSY, "the domain's record changed since it was read");
+    }
     int persistent = virDomainIsPersistent(d->dom);
     if (persistent < 0)
         return lv_fail(d, "virDomainIsPersistent", err);
@@ -98,8 +115,8 @@ static int lv_record_body(struct lv_dom *d, void *arg, struct hv_err *err)
     return HV_OK;
 }
 
-int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                       struct hv_err *err)
+int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                       const char *record, struct hv_err *err)
 {
     struct hv_err dummy;
     err = lv_err_start(err, &dummy);
@@ -111,7 +128,8 @@ int lv_record_write_op(struct hv_backend *b, const struct hv_vm_ref *ref, const 
         return lv_seterr(err, HV_E_INTERNAL, "record holds bytes XML cannot carry");
     bool found = false;
     /* the domain may start or stop between reading its state and writing live + config */
-    int rc = lv_with_dom_settled(b->priv, ref, lv_record_body, (void *)record, &found, err);
+    struct lv_record_swap w = {expected, record};
+    int rc = lv_with_dom_settled(b->priv, ref, lv_record_body, &w, &found, err);
     if (rc == HV_OK && !found)
         return lv_seterr(err, HV_E_NOT_FOUND, "domain not found on any configured host");
     return rc;

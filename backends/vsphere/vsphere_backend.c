@@ -690,8 +690,8 @@ static int vs_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return rc;
 }
 
-static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                           struct hv_err *err)
+static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                           const char *record, struct hv_err *err)
 {
     struct vs_backend *vb = vsb(b);
     struct hv_err local;
@@ -705,16 +705,32 @@ static int vs_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, co
     struct vs_vm *vm = malloc(sizeof(*vm));
     if (!vm)
         return vs_err(err, HV_E_INTERNAL, "out of memory");
-    int rc = target(vb, (size_t)idx, ref, deadline, false, vm, err);
+    /* With expected, a compare-and-swap in one request: the ReconfigVM_Task names the
+     * changeVersion of a read that showed that record, and vCenter refuses it
+     * (ConcurrentAccess, BUSY) when anything changed the configuration since. The cached
+     * read (the caller's look, or our last write) first; when it no longer shows the record,
+     * or its changeVersion is stale (a change that left the record alone), a fresh read
+     * decides again, once. */
+    int rc;
     bool fresh = false;
-    if (rc == HV_OK) {
-        /* Not guarded by changeVersion: the record is ours alone to write. */
-        struct vs_spec spec = {NULL, -1, -1, -1, record, NULL, 0};
+    for (int round = 0;; round++) {
+        rc = target(vb, (size_t)idx, ref, deadline, round > 0, vm, err);
+        if (rc != HV_OK)
+            break;
+        if (expected && strcmp(vm->record, expected)) {
+            if (round == 0)
+                continue;
+            rc = vs_err(err, HV_E_BUSY, "the VM's record changed since it was read");
+            break;
+        }
+        struct vs_spec spec = {expected ? vm->change_version : NULL, -1, -1, -1, record, NULL, 0};
         struct session *held;
         struct vs_server *s = session_for(vb, (size_t)idx, ref, &held, err);
         rc = s ? vs_reconfigure(s, vm->moref, &spec, deadline, ref->disk, vm, &fresh, err)
                : (int)err->code;
         session_done(vb, held);
+        if (!(rc == HV_E_BUSY && expected && round == 0))
+            break;
     }
     if (rc == HV_OK && fresh)
         cache_put(vb, (size_t)idx, ref->uuid, vm);

@@ -77,6 +77,14 @@ struct pass {
     /* The VM as the backend read it when the last step finished (after.found): the next
      * round's observation, a look taken after that step. */
     struct hv_vm_obs after;
+    /* The record the VM holds as this pass knows it: as read by its look, then as it stored
+     * it. A store is conditional on it (ops->write_record's expected): another writer since,
+     * e.g. another replica that began the same operation at the same moment, makes the store
+     * a lost race, and no step follows it. Unknown (on_vm_known false) after a step that
+     * carried the record failed: it may have landed (e.g. a reconfiguration that did not
+     * answer in time); the next store is then unconditional. */
+    char on_vm[HV_RECORD_MAX];
+    bool on_vm_known;
 };
 
 /* pass_say.c */

@@ -51,11 +51,13 @@ bool rc_store(struct pass *p)
         rc_policy_of(p->s, p->rec.policy, sizeof(p->rec.policy));
     p->rec.ref = *p->ref; /* a restarted process finds it by this name (scan.c) */
     if (!hv_oprecord_write(&p->rec, buf, sizeof(buf)) ||
-        p->be->ops->write_record(p->be, p->ref, buf, &err) != HV_OK) {
+        p->be->ops->write_record(p->be, p->ref, p->on_vm_known ? p->on_vm : NULL, buf, &err) !=
+            HV_OK) {
         rc_log_err(p, "write-record", &err);
-        /* an outage (item 10), or a lost race: another writer changed the VM between our
-         * read and our write (the backend has decided the write again on fresh reads
-         * already), within the bound */
+        /* an outage (item 10), or a lost race: another writer changed the record since this
+         * pass read it (e.g. another replica began the same operation at the same moment:
+         * the step that would follow is not sent, the next look sees that writer's record),
+         * within the bound */
         if (rc_wait_for_hypervisor(p, HV_EK_RECORD, &err))
             return false;
         char m[300];
@@ -65,6 +67,8 @@ bool rc_store(struct pass *p)
         return false;
     }
     hv_metrics_record_write();
+    memcpy(p->on_vm, buf, strlen(buf) + 1);
+    p->on_vm_known = true;
     p->b->lost_race_since(p->b->ctx, p->key, p->now, false); /* a run of lost races ends */
     /* (the starts stored are true: none untaken is counted any longer) */
     p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, -1);
@@ -425,6 +429,8 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
             p->rec = waiting;
             if (stored) {
                 hv_metrics_record_write();
+                memcpy(p->on_vm, carried, strlen(carried) + 1);
+                p->on_vm_known = true;
                 p->b->lost_race_since(p->b->ctx, p->key, p->now, false);
             } else if (!rc_store(p)) /* the step had nothing to change: stored alone */
                 return false;
@@ -432,6 +438,8 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
         }
         return true;
     }
+    if (st.record)
+        p->on_vm_known = false; /* the record it carried may have landed with it */
     step_failed(p, kind, live, &err);
     return false;
 }

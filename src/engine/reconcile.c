@@ -54,6 +54,8 @@ static bool look(struct pass *p)
         rc_slot(p, SLOT_FREE);
         return false;
     }
+    snprintf(p->on_vm, sizeof(p->on_vm), "%s", p->obs.record); /* what a store expects */
+    p->on_vm_known = true;
     if (p->obs.power != HV_POWER_ON && p->obs.power != HV_POWER_OFF) {
         rc_neither_on_nor_off(p);
         return false;

@@ -82,7 +82,11 @@ static void test_write_record_and_observe(void **state)
     memset(&ref, 0, sizeof(ref));
     snprintf(ref.name, sizeof(ref.name), "ns1/a");
     struct hv_err err = {0};
-    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1,\"new\":1}", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "{\"v\":1,\"new\":1}", &err), HV_OK);
+    /* compare-and-swap: a write expecting another record than the VM's is a lost race,
+     * no patch sent (the fake counts them) */
+    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":0}", "{\"v\":2}", &err), HV_E_BUSY);
+    assert_string_equal(err.detail, "the VM's record changed since it was read");
     struct hv_vm_obs obs;
     assert_int_equal(b->ops->observe(b, &ref, &obs, &err), HV_OK);
     assert_true(obs.found);
@@ -107,7 +111,7 @@ static void test_refused_patch_is_not_a_race(void **state)
     memset(&ref, 0, sizeof(ref));
     snprintf(ref.name, sizeof(ref.name), "ns1/frozen");
     struct hv_err err = {0};
-    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1}", &err), HV_E_INTERNAL);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "{\"v\":1}", &err), HV_E_INTERNAL);
     assert_non_null(strstr(err.detail, "HTTP 422"));
     b->ops->free(b);
 }
@@ -123,7 +127,7 @@ static void test_three_lost_races_are_busy(void **state)
     memset(&ref, 0, sizeof(ref));
     snprintf(ref.name, sizeof(ref.name), "ns1/contended");
     struct hv_err err = {0};
-    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1}", &err), HV_E_BUSY);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "{\"v\":1}", &err), HV_E_BUSY);
     assert_string_equal(err.detail, "patch virtualmachine: the VM changed since it was read");
     b->ops->free(b);
 }

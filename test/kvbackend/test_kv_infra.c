@@ -76,7 +76,7 @@ static void test_chain(void **state)
     struct hv_vm_ref ref;
     ref_of(&ref, "c1", "m1");
     struct hv_err err = {0};
-    assert_int_equal(b->ops->write_record(b, &ref, "{\"v\":1}", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "{\"v\":1}", &err), HV_OK);
     /* the machine's own ref, a client certificate, data.namespace */
     observe_ok(b, "c2", "m2", "capk:sec/cert-kc");
     /* no ref: the configured cluster */

@@ -103,7 +103,7 @@ static void test_missing_domain(void **state)
     assert_int_equal(be->ops->plan(be, &ref, &obs, &want, plan, &err), HV_E_NOT_FOUND);
     struct hv_step step = {.kind = HV_STEP_POWER_ON, .desired = want};
     assert_int_equal(be->ops->act(be, &ref, &step, &err), HV_E_NOT_FOUND);
-    assert_int_equal(be->ops->write_record(be, &ref, "{}", &err), HV_E_NOT_FOUND);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "{}", &err), HV_E_NOT_FOUND);
     lvt_ref(&ref, "", "", "");
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_E_NOT_FOUND);
     be->ops->free(be);
@@ -123,7 +123,7 @@ static void test_record_round_trip(void **state)
         "{\"who\":\"\xc3\xa9t\xc3\xa9\"}",
     };
     for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
-        assert_int_equal(be->ops->write_record(be, &ref, recs[i], &err), HV_OK);
+        assert_int_equal(be->ops->write_record(be, &ref, NULL, recs[i], &err), HV_OK);
         assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
         assert_string_equal(obs.record, recs[i]);
     }
@@ -136,25 +136,56 @@ static void test_record_round_trip(void **state)
     assert_non_null(strstr(m, "<operation"));
     free(m);
 
-    assert_int_equal(be->ops->write_record(be, &ref, "", &err), HV_OK);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "", &err), HV_OK);
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
     assert_string_equal(obs.record, "");
     assert_null(
         virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS_URI, VIR_DOMAIN_AFFECT_CONFIG));
-    assert_int_equal(be->ops->write_record(be, &ref, "", &err), HV_OK); /* again: no error */
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "", &err), HV_OK); /* again: no error */
 
     char *big = malloc(HV_RECORD_MAX + 1);
     memset(big, 'x', HV_RECORD_MAX);
     big[HV_RECORD_MAX] = '\0';
-    assert_int_equal(be->ops->write_record(be, &ref, big, &err), HV_E_INTERNAL);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, big, &err), HV_E_INTERNAL);
     big[HV_RECORD_MAX - 1] = '\0'; /* the longest record that fits */
-    assert_int_equal(be->ops->write_record(be, &ref, big, &err), HV_OK);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, big, &err), HV_OK);
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
     assert_string_equal(obs.record, big);
     free(big);
-    assert_int_equal(be->ops->write_record(be, &ref, "bell\a", &err), HV_E_INTERNAL);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "bell\a", &err), HV_E_INTERNAL);
     virDomainFree(d);
     virConnectClose(c);
+    be->ops->free(be);
+}
+
+/* A write with expected stores only while the domain holds that record: another writer's
+ * record since makes it BUSY and leaves that record; the record the write stores already (a
+ * retry whose first try landed) is no lost race. */
+static void test_record_compare_and_swap(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct hv_vm_ref ref;
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    lvt_ref(&ref, "", TEST_UUID, "");
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "", &err), HV_OK);
+    assert_int_equal(be->ops->write_record(be, &ref, "", "{\"by\":\"a\"}", &err), HV_OK);
+    /* b read "" too, before a's write: lost */
+    assert_int_equal(be->ops->write_record(be, &ref, "", "{\"by\":\"b\"}", &err), HV_E_BUSY);
+    assert_int_equal(err.code, HV_E_BUSY);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_string_equal(obs.record, "{\"by\":\"a\"}");
+    /* a again, from its own write: stored; the same write once more: no lost race */
+    assert_int_equal(be->ops->write_record(be, &ref, "{\"by\":\"a\"}", "{\"by\":\"a2\"}", &err),
+                     HV_OK);
+    assert_int_equal(be->ops->write_record(be, &ref, "{\"by\":\"a\"}", "{\"by\":\"a2\"}", &err),
+                     HV_OK);
+    /* clearing is conditional too */
+    assert_int_equal(be->ops->write_record(be, &ref, "{\"by\":\"a\"}", "", &err), HV_E_BUSY);
+    assert_int_equal(be->ops->write_record(be, &ref, "{\"by\":\"a2\"}", "", &err), HV_OK);
+    assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
+    assert_string_equal(obs.record, "");
     be->ops->free(be);
 }
 
@@ -372,7 +403,7 @@ static void test_cold_path(void **state)
     struct hv_err err;
     struct hv_field_plan plan[HV_F_COUNT];
     lvt_ref(&ref, "", "", "t-dimm");
-    assert_int_equal(be->ops->write_record(be, &ref, "{\"phase\":\"cold\"}", &err), HV_OK);
+    assert_int_equal(be->ops->write_record(be, &ref, NULL, "{\"phase\":\"cold\"}", &err), HV_OK);
     assert_int_equal(be->ops->observe(be, &ref, &obs, &err), HV_OK);
     char id[64];
     snprintf(id, sizeof(id), "%s", obs.id);
@@ -572,7 +603,7 @@ static void *lvt_work(void *arg)
             w->fails++;
         char rec[64];
         snprintf(rec, sizeof(rec), "{\"i\":%d}", i);
-        if (w->be->ops->write_record(w->be, &ref, rec, &err) != HV_OK)
+        if (w->be->ops->write_record(w->be, &ref, NULL, rec, &err) != HV_OK)
             w->fails++;
     }
     return NULL;
@@ -739,6 +770,7 @@ int main(void)
                                         lvt_teardown),
         cmocka_unit_test_setup_teardown(test_disk_size_past_64_bits, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_record_round_trip, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_record_compare_and_swap, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_test_driver_has_no_guest_view, lvt_setup,
                                         lvt_teardown),
         cmocka_unit_test_setup_teardown(test_vcpu_growth_via_act, lvt_setup, lvt_teardown),

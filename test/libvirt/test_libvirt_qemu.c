@@ -389,7 +389,8 @@ static void test_cold_cycle(void **state)
     struct hv_vm_obs obs;
     struct hv_err err;
     struct hv_field_plan plan[HV_F_COUNT];
-    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, "{\"phase\":\"cold\"}", &err), HV_OK);
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, NULL, "{\"phase\":\"cold\"}", &err),
+                     HV_OK);
     struct hv_hw grown = {1536, -1, -1, -1};
     qt_act(q, HV_STEP_LIVE_MEMORY, grown, "dimm", "act LIVE_MEMORY dimm (setup)");
     assert_int_equal(lvt_wait_memory(q->be, &q->ref, 1536, 3000), 1536);
@@ -433,7 +434,7 @@ static void test_record_survives_libvirtd_restart(void **state)
     struct hv_vm_obs obs;
     struct hv_err err;
     const char *rec = "{\"op\":\"restart-proof\",\"n\":1}";
-    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, rec, &err), HV_OK);
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, NULL, rec, &err), HV_OK);
     qt_observe(q, &obs);
     assert_string_equal(obs.record, rec);
     char id[64];
@@ -447,7 +448,7 @@ static void test_record_survives_libvirtd_restart(void **state)
     qt_timing("observe after restart (reconnects)", t0);
     assert_string_equal(obs.record, rec);
     assert_string_equal(obs.id, id); /* the domain kept running */
-    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, "", &err), HV_OK);
+    assert_int_equal(q->be->ops->write_record(q->be, &q->ref, NULL, "", &err), HV_OK);
     qt_observe(q, &obs);
     assert_string_equal(obs.record, "");
 }

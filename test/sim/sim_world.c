@@ -1057,8 +1057,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     return rc;
 }
 
-static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                          struct hv_err *err)
+static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                          const char *record, struct hv_err *err)
 {
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
@@ -1069,9 +1069,14 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         err_set(err, HV_E_NOT_FOUND, "gone");
         return HV_E_NOT_FOUND;
     }
-    struct hv_oprecord before;
-    bool had = record_before(&s->vms[k], &before);
     struct sim_vm *v = &s->vms[k];
+    if (expected && strcmp(v->record, expected)) { /* compare-and-swap, as the backends */
+        sim_note(s, "  record %s by r%d: lost race", v->name, rep_of(b)->idx);
+        err_set(err, HV_E_BUSY, "the record changed since it was read");
+        return HV_E_BUSY;
+    }
+    struct hv_oprecord before;
+    bool had = record_before(v, &before);
     int was_rep, was_gen;
     if (had && v->cycling && v->power == HV_POWER_OFF &&
         sscanf(before.owner, "sim-r%d:%d", &was_rep, &was_gen) == 2 &&

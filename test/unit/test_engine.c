@@ -186,7 +186,7 @@ static struct hv_oprecord put_record(struct fx *f, const char *name, struct hv_h
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of(name);
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
     return rec;
 }
 
@@ -199,7 +199,10 @@ static enum hv_errcode fail_code = HV_E_BUSY; /* what the injected step failure 
 static int64_t fail_memory = -1; /* inject only for steps towards this memory (-1: any) */
 /* the record write right after an injected step failure fails too (the attempt is not stored) */
 static bool fail_record_after_step, record_write_fails;
-static int record_busy_left;   /* record writes still to refuse as BUSY (another writer won) */
+static int record_busy_left; /* record writes still to refuse as BUSY (another writer won) */
+/* another writer's record, stored (as-is) just before the next conditional record write: it
+ * comes between that pass's look and its store ("" = none) */
+static char race_record[HV_RECORD_MAX];
 static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
@@ -388,9 +391,15 @@ static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct h
     }
     return inner_be->ops->act(inner_be, r, st, e);
 }
-static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *rec,
-                          struct hv_err *e)
+static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const char *expected,
+                          const char *rec, struct hv_err *e)
 {
+    if (race_record[0] && expected) {
+        struct hv_err ignored = {0};
+        assert_int_equal(inner_be->ops->write_record(inner_be, r, NULL, race_record, &ignored),
+                         HV_OK);
+        race_record[0] = '\0';
+    }
     if (record_busy_left > 0) {
         record_busy_left--;
         e->code = HV_E_BUSY;
@@ -406,7 +415,7 @@ static int w_write_record(struct hv_backend *b, const struct hv_vm_ref *r, const
         e->code = HV_E_UNREACHABLE;
         return HV_E_UNREACHABLE;
     }
-    return inner_be->ops->write_record(inner_be, r, rec, e);
+    return inner_be->ops->write_record(inner_be, r, expected, rec, e);
 }
 static void w_free(struct hv_backend *b)
 {
@@ -469,6 +478,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_memory = -1;
     fail_record_after_step = record_write_fails = false;
     record_busy_left = 0;
+    race_record[0] = '\0';
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -1065,7 +1075,7 @@ static void test_slot_released_when_the_record_is_cleared(void **state)
     /* an operator clears A's record and starts it by hand */
     struct hv_vm_ref ra = ref_of("eng-clr-a");
     struct hv_err err = {0};
-    assert_int_equal(inner_be->ops->write_record(inner_be, &ra, "", &err), HV_OK);
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ra, NULL, "", &err), HV_OK);
     virDomainPtr d = virDomainLookupByName(f->conn, "eng-clr-a");
     assert_int_equal(virDomainCreate(d), 0);
     virDomainFree(d);
@@ -1226,6 +1236,40 @@ static void test_record_write_conflict_is_retried(void **state)
     assert_int_equal(busy, 2);
     assert_int_not_equal(dom_id(f, "eng-recbusy"), id); /* power-cycled */
     assert_int_equal(observe(f, "eng-recbusy").hw.memory_mib, 1024);
+    unwrap(f);
+}
+
+/* Two replicas begin the same operation at the same moment, each from a look before the
+ * other's record: the store of the one that writes second is a lost race (the record is
+ * stored only while the VM holds the one the pass read) and no step follows it. Found by the
+ * vSphere e2e test_two_concurrent_calls_and_a_replica_one_power_cycle (1 run in 15 to 135):
+ * both records stored, both shutdowns sent; the second, refused (the VM was off already), was
+ * sent again after the first replica's cycle had ended: two power cycles. */
+static void test_record_written_since_the_look_is_a_lost_race(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-cas", 2048, 2048, 1, 1);
+    int id = dom_id(f, "eng-cas");
+    use_wrapper_driven(f, 0, false);
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_oprecord other;
+    memset(&other, 0, sizeof(other));
+    other.desired = want;
+    other.phase = HV_PH_SHUTDOWN;
+    other.cold = true;
+    other.started_at = other.step_at = drv_unix(NULL);
+    snprintf(other.owner, sizeof(other.owner), "replica-2:1");
+    assert_true(hv_oprecord_write(&other, race_record, sizeof(race_record)));
+    struct hv_update_result r = pass(f, "eng-cas", want);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: another task is changing the VM; trying again");
+    assert_int_equal(race_record[0], '\0');     /* the other writer came */
+    assert_int_equal(dom_id(f, "eng-cas"), id); /* no step: running as it was */
+    struct hv_vm_obs o = observe(f, "eng-cas");
+    assert_int_equal(o.power, HV_POWER_ON);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_string_equal(rec.owner, "replica-2:1"); /* not overwritten */
     unwrap(f);
 }
 
@@ -1537,7 +1581,7 @@ static void test_damaged_record_restarts_from_what_the_vm_shows(void **state)
     define(f, "eng-junk", 4096, 1024, 1, 2);
     struct hv_vm_ref ref = ref_of("eng-junk");
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, "{not a record", &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, "{not a record", &err), HV_OK);
     struct hv_update_result r = until_end(f, "eng-junk", (struct hv_hw){3072, -1, -1, -1}, 5, NULL);
     assert_false(r.failure);
     assert_int_equal(r.retry_after_s, 0);
@@ -1654,7 +1698,7 @@ static void test_takeover_of_a_refused_shutdown_sends_it(void **state)
     assert_true(hv_oprecord_write(&a, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of("eng-refused");
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
     struct hv_hw b = {1024, -1, -1, -1};
     struct hv_update_result r = until_end(f, "eng-refused", b, 10, NULL);
     if (r.failure || r.retry_after_s)
@@ -2124,7 +2168,7 @@ static void test_baseline_in_the_record_serves_another_process(void **state)
     assert_int_equal(back.base.hv_cpus, 1);
     struct hv_vm_ref ref = ref_of("eng-base");
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
     struct hv_update_result r = pass(f, "eng-base", rec.desired);
     assert_false(r.failure);
     assert_string_equal(r.message, "done: memory 2048 MiB (the guest shows it)");
@@ -2318,7 +2362,7 @@ static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **s
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of("eng-inherit");
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
     f->s.guest_check = HV_GC_REQUIRED;
     struct hv_hw want = {2048, 1, -1, -1}; /* B: live growth */
     struct hv_profile p = libvirt_profile();
@@ -2337,7 +2381,7 @@ static void test_inherited_base_without_a_guest_view_takes_the_view_now(void **s
     guest_cap = -1;
     rec.desired.memory_mib = 768;
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
     want.memory_mib = 3072;
     assert_int_equal(hv_engine_probe(f->e, &p, &ref, &want, &f->s, plan, why, sizeof(why)), 0);
     assert_int_equal(plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
@@ -2501,7 +2545,7 @@ static void put_cycle_record(struct fx *f, const char *name, int64_t mib, int64_
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of(name);
     struct hv_err err = {0};
-    assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
 }
 
 static void power_off(struct fx *f, const char *name)
@@ -2583,7 +2627,7 @@ static void test_refused_retry_keeps_a_previous_lifes_shutdown(void **state)
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of("eng-prevdown");
     struct hv_err err = {0};
-    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, buf, &err), HV_OK);
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, NULL, buf, &err), HV_OK);
     int64_t sent = rec.step_at;
     struct hv_update_result r = pass(f, "eng-prevdown", (struct hv_hw){1024, -1, -1, -1});
     assert_true(r.failure);
@@ -2974,7 +3018,7 @@ static void test_never_failure_past_the_deadline_is_not_verified(void **state)
         assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
         struct hv_vm_ref ref = ref_of(names[k]);
         struct hv_err err = {0};
-        assert_int_equal(f->be->ops->write_record(f->be, &ref, buf, &err), HV_OK);
+        assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
         f->s.live_timeout_s = 1;
         struct hv_hw want = {1024, 2, -1, -1};
         struct hv_update_result r = until_end_slow(f, names[k], want, 15);
@@ -3093,7 +3137,7 @@ static void put_forged(struct fx *f, const char *on, struct hv_vm_ref named, int
     assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
     struct hv_vm_ref ref = ref_of(on);
     struct hv_err err = {0};
-    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, buf, &err), HV_OK);
+    assert_int_equal(inner_be->ops->write_record(inner_be, &ref, NULL, buf, &err), HV_OK);
 }
 
 static void test_forged_records_are_revalidated_before_any_step(void **state)
@@ -3192,6 +3236,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_step_failing_three_times_is_sticky_and_vm_left_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_conflict_is_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_written_since_the_look_is_a_lost_race, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_record_write_lost_race_for_ever_meets_the_deadline,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_write_failure_takes_no_step, setup, teardown),

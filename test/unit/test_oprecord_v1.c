@@ -126,10 +126,10 @@ static int fv_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return HV_OK;
 }
 
-static int fv_write(struct hv_backend *b, const struct hv_vm_ref *ref, const char *rec,
-                    struct hv_err *err)
+static int fv_write(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                    const char *rec, struct hv_err *err)
 {
-    (void)b, (void)ref, (void)err;
+    (void)b, (void)ref, (void)expected, (void)err;
     V.writes++;
     snprintf(V.record, sizeof(V.record), "%s", rec);
     return HV_OK;

@@ -193,10 +193,10 @@ static int fb_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return HV_E_UNREACHABLE;
 }
 
-static int fb_write(struct hv_backend *b, const struct hv_vm_ref *ref, const char *record,
-                    struct hv_err *err)
+static int fb_write(struct hv_backend *b, const struct hv_vm_ref *ref, const char *expected,
+                    const char *record, struct hv_err *err)
 {
-    (void)b, (void)ref, (void)record;
+    (void)b, (void)ref, (void)expected, (void)record;
     FB.writes++;
     err->code = HV_E_UNREACHABLE;
     return HV_E_UNREACHABLE;

@@ -317,7 +317,7 @@ static void test_disk_hot_extend(void **state)
     observe_ok(b, &ref, &obs);
     assert_string_equal(obs.record, "carried");
     assert_int_equal(obs.hw.disk_mib, 41 * 1024);
-    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "", &err), HV_OK);
 
     /* never smaller: a larger disk is left as it is, and a shrink step is refused */
     struct hv_hw less = {-1, -1, -1, 30 * 1024};
@@ -473,20 +473,20 @@ static void test_record(void **state)
     struct hv_vm_obs obs;
     const char *tricky = "{\"op\":\"a&b <c> 'd'\",\"n\":1}\r\n\tend";
 
-    assert_int_equal(b->ops->write_record(b, &ref, "first", &err), HV_OK);
-    assert_int_equal(b->ops->write_record(b, &ref, tricky, &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "first", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, tricky, &err), HV_OK);
     observe_ok(b, &ref, &obs);
     assert_string_equal(obs.record, tricky);
     /* The simulator appended both entries; the last one is the record. */
     assert_int_equal(record_entries(b, obs.id), 2);
 
-    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "", &err), HV_OK);
     observe_ok(b, &ref, &obs);
     assert_string_equal(obs.record, "");
     assert_int_equal(record_entries(b, obs.id), 3);
 
     /* A value XML cannot carry is refused before anything is sent. */
-    assert_int_equal(b->ops->write_record(b, &ref, "bell\a", &err), HV_E_INTERNAL);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "bell\a", &err), HV_E_INTERNAL);
     b->ops->free(b);
 }
 
@@ -620,10 +620,10 @@ static void test_session_expiry(void **state)
     /* Also mid-act: the record write re-logs in transparently. */
     assert_true(vcsim_expire_sessions(&sim) >= 1);
     struct hv_err err = {0};
-    assert_int_equal(b->ops->write_record(b, &ref, "after-expiry", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "after-expiry", &err), HV_OK);
     vs_server_stats(vs_backend_server(b, 0), &st);
     assert_int_equal(st.relogins, 2);
-    assert_int_equal(b->ops->write_record(b, &ref, "", &err), HV_OK);
+    assert_int_equal(b->ops->write_record(b, &ref, NULL, "", &err), HV_OK);
     b->ops->free(b);
 }
 
@@ -673,7 +673,7 @@ static void test_concurrent_change(void **state)
     struct hv_err err;
     observe_ok(a, &ref, &obs);
     /* Someone else changes the VM after our observation... */
-    assert_int_equal(other->ops->write_record(other, &ref, "theirs", &err), HV_OK);
+    assert_int_equal(other->ops->write_record(other, &ref, NULL, "theirs", &err), HV_OK);
     /* ...so our change, made against the old changeVersion, fails cleanly. */
     assert_int_equal(act_rc(a, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1), &err), HV_E_BUSY);
     assert_non_null(strstr(err.detail, "ConcurrentAccess"));
@@ -682,6 +682,36 @@ static void test_concurrent_change(void **state)
     act_ok(a, &ref, step_of(HV_STEP_LIVE_MEMORY, 8192, -1, -1));
     observe_ok(a, &ref, &obs);
     assert_int_equal(obs.hw.memory_mib, 8192);
+    a->ops->free(a);
+    other->ops->free(other);
+}
+
+/* A record write with expected is a compare-and-swap: the ReconfigVM_Task names the
+ * changeVersion of a read that showed that record. Another writer's record since: BUSY, theirs
+ * kept. A change since that left the record alone (a stale cached changeVersion): decided
+ * again on a fresh read, stored. */
+static void test_record_compare_and_swap(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *a = vcsim_backend(&cfg);
+    struct hv_backend *other = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(2, "vcsim");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    assert_int_equal(a->ops->write_record(a, &ref, NULL, "", &err), HV_OK);
+    observe_ok(a, &ref, &obs);
+    assert_int_equal(other->ops->write_record(other, &ref, "", "theirs", &err), HV_OK);
+    assert_int_equal(a->ops->write_record(a, &ref, "", "mine", &err), HV_E_BUSY);
+    observe_ok(a, &ref, &obs);
+    assert_string_equal(obs.record, "theirs");
+    assert_int_equal(a->ops->write_record(a, &ref, "theirs", "mine", &err), HV_OK);
+    /* the same record written again: a new changeVersion, a's cached one stale */
+    assert_int_equal(other->ops->write_record(other, &ref, NULL, "mine", &err), HV_OK);
+    assert_int_equal(a->ops->write_record(a, &ref, "mine", "mine2", &err), HV_OK);
+    observe_ok(other, &ref, &obs);
+    assert_string_equal(obs.record, "mine2");
+    assert_int_equal(a->ops->write_record(a, &ref, "mine2", "", &err), HV_OK);
     a->ops->free(a);
     other->ops->free(other);
 }
@@ -1023,6 +1053,7 @@ int main(void)
         cmocka_unit_test(test_power_on_fails_twice),
         cmocka_unit_test(test_busy_vm),
         cmocka_unit_test(test_concurrent_change),
+        cmocka_unit_test(test_record_compare_and_swap),
         cmocka_unit_test(test_task_read_uses_disk_selector),
         cmocka_unit_test(test_shutdown_needs_tools),
         cmocka_unit_test(test_bad_credentials),
