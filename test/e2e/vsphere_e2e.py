@@ -253,11 +253,13 @@ class Launcher:
 
 
 def stop_server(server):
-    """SIGTERM (must exit 0), then remove its directory (certificates, log)."""
+    """SIGTERM (must exit 0), then remove its directory (certificates, log), unless
+    hvtest.run() owns it: that keeps the directories of a run with a failed case (it says
+    so: their server logs tell what happened) and removes them when every case passed."""
     try:
         server.stop()
     finally:
-        if not server.alive() and not KEEP:
+        if not server.alive() and not KEEP and server.dir not in hvtest.MADE_DIRS:
             shutil.rmtree(server.dir, ignore_errors=True)
 
 
