@@ -57,9 +57,17 @@ bool hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
          * step: nothing of A is on its way into the guest's memory or vCPUs). */
         bool unstepped = old->phase == HV_PH_PLANNED || old->phase == HV_PH_SHUTDOWN ||
                          old->phase == HV_PH_POWER_OFF;
-        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+        /* ... or, before A's cycle, the hypervisor shows the field as A's base had it: no
+         * live step of A for it landed (a cold A planned from its begin takes none, whatever
+         * its plan says the field could be; one that stepped live and timed out shows the
+         * step), so nothing of A is on its way into the guest (seed 915749: A, cold under
+         * Off, planned with memory live:dimm, no step taken; B under IfAvailable kept A's
+         * blind base and answered "not verified" with the guest able to tell) */
+        bool now_mem = (unstepped && (strncmp(old->plan[HV_F_MEMORY], "live:", 5) ||
+                                      fresh->hv_memory_mib == old->base.hv_memory_mib)) ||
                        untouched(old->plan[HV_F_MEMORY]),
-             now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+             now_cpus = (unstepped && (strncmp(old->plan[HV_F_CPUS], "live:", 5) ||
+                                       fresh->hv_cpus == old->base.hv_cpus)) ||
                         untouched(old->plan[HV_F_CPUS]);
         b = old->base;
         if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {

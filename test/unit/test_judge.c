@@ -264,6 +264,43 @@ static void test_guest_fields(void **state)
     assert_false(cpus);
 }
 
+/* An operation begun over an older one planned for a power cycle (no step taken) keeps its
+ * base, and where that base has no guest view of a field, the look's view serves when the
+ * hypervisor still shows the field as the base had it, even if the older plan reads live for
+ * it (a cold plan takes no live step): seed 915749. Once the hypervisor shows another value
+ * (a live step of the older one landed, then it timed out and planned a cycle), the view
+ * stays unknown: the older one's step may still be on its way into the guest. */
+static void test_planned_base_takes_the_look_s_guest_view(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.deadline_s = 600};
+    struct hv_oprecord old = {
+        .has_base = true,
+        .base = {.hv_memory_mib = 2048, .hv_cpus = 4, .guest_memory_mib = -1, .guest_cpus = -1},
+        .desired = {.memory_mib = 2560, .cpus = 3, .cores_per_socket = -1, .disk_mib = -1},
+        .phase = HV_PH_PLANNED,
+        .cold = true,
+        .started_at = NOW - 2,
+        .step_at = NOW - 2};
+    snprintf(old.plan[HV_F_MEMORY], sizeof(old.plan[0]), "live:dimm");
+    snprintf(old.plan[HV_F_CPUS], sizeof(old.plan[0]), "cold");
+    struct hv_guest_base fresh = {
+        .hv_memory_mib = 2048, .hv_cpus = 4, .guest_memory_mib = 1990, .guest_cpus = 4};
+    struct hv_guest_base b;
+    assert_true(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.hv_memory_mib, 2048);
+    assert_int_equal(b.guest_memory_mib, 1990);
+    assert_int_equal(b.guest_cpus, 4);
+    fresh.hv_memory_mib = 2560; /* the older one's DIMM is attached */
+    assert_true(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.hv_memory_mib, 2048);
+    assert_int_equal(b.guest_memory_mib, -1);
+    old.phase = HV_PH_WAIT_LIVE; /* stepped live: its view is not the look's */
+    fresh.hv_memory_mib = 2048;
+    assert_true(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.guest_memory_mib, -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_other_that_starts_the_vm),
         cmocka_unit_test(test_guest_fields),
         cmocka_unit_test(test_stopped_statistics_inherited_base),
+        cmocka_unit_test(test_planned_base_takes_the_look_s_guest_view),
         cmocka_unit_test(test_guest_restarted_after_a_failure_boots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
