@@ -54,9 +54,7 @@ struct pass {
     bool left_off;
     /* the VM's record is another hardware's sticky Failure */
     bool other_failed;
-    /* the VM is off in the middle of a cycle of this process or its previous life (its record
-     * as read): a new operation refused over it starts it as it is first */
-    bool own_cycle_off;
+    bool own_cycle_off; /* its class's (rc_class), for the begin refusals (pass_paths.c) */
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */
     bool stalled;
@@ -192,7 +190,10 @@ struct rc_class {
      * shutdown or power-off past the time it could land, or its power-on done): it holds the
      * VM neither down nor going down, and no pass of this hardware carries it */
     bool other_cycle_spent;
-    bool left_off;       /* a Failure in a cycle that left the VM off, any hardware */
+    bool left_off; /* a Failure in a cycle that left the VM off, any hardware */
+    /* the VM is off in the middle of a cycle of this process or its previous life (any
+     * hardware): a new operation refused over it starts it as it is first (seed 805796) */
+    bool own_cycle_off;
     bool other_inflight; /* another process carries out an operation for other hardware */
     bool other_open;     /* an operation for other hardware still open before its cycle */
     bool other_failed;   /* the record is another hardware's sticky Failure */

@@ -103,6 +103,7 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
     k->cycle = r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
     k->other_cycle_spent = k->cycle && !same && c->on && k->hazard == HZ_NONE;
     k->left_off = r->cold && r->phase == HV_PH_FAILED && !c->on;
+    k->own_cycle_off = k->cycle && !c->on && k->owner != OWN_OTHER;
     /* another process (e.g. a replica serving a newer spec) carries an operation for other
      * hardware out: the VM is about to change, whatever it shows now */
     k->other_inflight = !same && r->phase >= HV_PH_LIVE && r->phase <= HV_PH_POWER_ON &&
@@ -371,7 +372,7 @@ static bool one_pass(struct pass *p)
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
     p->record_down_at = p->record_down ? k.hazard_sent : 0;
     p->other_failed = k.other_failed;
-    p->own_cycle_off = k.cycle && !k.on && k.owner != OWN_OTHER;
+    p->own_cycle_off = k.own_cycle_off;
     if (k.rel == REL_THIS_FAILED)
         return on_sticky_failure(p, &k);
     p->ours = rc_ours(&k);

@@ -95,6 +95,36 @@ static void test_takeover(void **state)
     assert_true(k.left_off);
 }
 
+/* Off in the middle of a cycle of this process or its previous life (any hardware): a new
+ * operation refused over it starts it first (seed 805796); another process's, a running VM or
+ * a record past its cycle: not. */
+static void test_own_cycle_off(void **state)
+{
+    (void)state;
+    struct rc_call c = call(false);
+    struct rc_class k;
+    struct hv_oprecord r = rec(&older, HV_PH_RECONFIGURE, ME, 5);
+    r.cold = true;
+    rc_classify(&r, true, &c, &k);
+    assert_true(k.cycle && k.own_cycle_off);
+    snprintf(r.owner, sizeof(r.owner), "host-a:7"); /* this host, another pid: a previous life */
+    rc_classify(&r, true, &c, &k);
+    assert_int_equal(k.owner, OWN_PREVIOUS);
+    assert_true(k.own_cycle_off);
+    snprintf(r.owner, sizeof(r.owner), "host-b:1");
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.own_cycle_off);
+    r = rec(&older, HV_PH_RECONFIGURE, ME, 5);
+    r.cold = true;
+    c = call(true);
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.own_cycle_off);
+    r = rec(&older, HV_PH_DONE, ME, 5);
+    c = call(false);
+    rc_classify(&r, true, &c, &k);
+    assert_false(k.own_cycle_off);
+}
+
 /* Another process's operation for other hardware begun at or after the call this pass
  * follows: CAPI asked that replica for it since, so this pass begins nothing over it (seed
  * 200151); begun before the call (A -> B -> A), this process's own, or the engine's own pass
@@ -211,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_relation),
         cmocka_unit_test(test_superseded),
+        cmocka_unit_test(test_own_cycle_off),
         cmocka_unit_test(test_slot_need),
         cmocka_unit_test(test_other_cycle_spent),
     };

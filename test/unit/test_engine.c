@@ -753,20 +753,39 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Call UpdateMachine's engine side like CAPI (at most n calls, 20 ms apart) until done or a
- * Failure; returns the last answer. */
-static struct hv_update_result hook_until_end(struct hv_engine *e, const char *name,
-                                              struct hv_hw want, const struct hv_settings *s, int n)
+/* Call UpdateMachine's engine side like CAPI until done or a Failure (at most n calls after the
+ * first, 20 ms apart: not the retry CAPI was told, as an engine with a short entry_idle_ms
+ * would forget the VM in between); returns the last answer. wait(e, ms) lets ms pass: 0 after
+ * each call, 20 before the next. */
+static struct hv_update_result calls_until_end(struct hv_engine *e, const char *name,
+                                               struct hv_hw want, const struct hv_settings *s,
+                                               int n, void (*wait)(struct hv_engine *, int64_t))
 {
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of(name);
     struct hv_update_result r;
     hv_engine_update(e, &p, &ref, &want, s, &r);
+    wait(e, 0);
     for (int k = 0; k < n && !r.failure && r.retry_after_s > 0; k++) {
-        sleep_ms(20);
+        wait(e, 20);
         hv_engine_update(e, &p, &ref, &want, s, &r);
+        wait(e, 0);
     }
     return r;
+}
+
+/* Real time, the engine's worker threads run its passes. */
+static void real_wait(struct hv_engine *e, int64_t ms)
+{
+    (void)e;
+    if (ms)
+        sleep_ms((int)ms);
+}
+
+static struct hv_update_result hook_until_end(struct hv_engine *e, const char *name,
+                                              struct hv_hw want, const struct hv_settings *s, int n)
+{
+    return calls_until_end(e, name, want, s, n, real_wait);
 }
 
 static bool is_done(const struct hv_update_result *r)
@@ -833,23 +852,11 @@ static void replicas_wait(struct replicas *rs, int64_t ms)
     }
 }
 
-/* hook_until_end on a driven engine: calls 20 ms apart (not the retry CAPI was told: an
- * engine with a short entry_idle_ms would forget the VM in between), each call's pass at
- * once; at most n calls after the first. */
+/* hook_until_end on a driven engine: each call's pass at once. */
 static struct hv_update_result drv_until_end(struct hv_engine *e, const char *name,
                                              struct hv_hw want, const struct hv_settings *s, int n)
 {
-    struct hv_profile p = libvirt_profile();
-    struct hv_vm_ref ref = ref_of(name);
-    struct hv_update_result r;
-    hv_engine_update(e, &p, &ref, &want, s, &r);
-    drv_wait(e, 0);
-    for (int k = 0; k < n && !r.failure && r.retry_after_s > 0; k++) {
-        drv_wait(e, 20);
-        hv_engine_update(e, &p, &ref, &want, s, &r);
-        drv_wait(e, 0);
-    }
-    return r;
+    return calls_until_end(e, name, want, s, n, drv_wait);
 }
 
 /* One UpdateMachine call to replica k, when CAPI was told to call again (after a done: at once),
