@@ -52,8 +52,9 @@ struct pass {
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
     /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
     bool left_off;
-    /* the VM's record is another hardware's sticky Failure */
-    bool other_failed;
+    /* the VM's record is another hardware's sticky Failure, or its operation open before its
+     * cycle (rc_class) */
+    bool other_failed, other_open;
     bool own_cycle_off; /* its class's (rc_class), for the begin refusals (pass_paths.c) */
     /* the VM was seen paused or suspended in the middle of this operation's cycle: the cycle
      * cannot progress, its slot goes back */

@@ -136,16 +136,20 @@ void rc_done(struct pass *p, bool had_record, const char *note)
                (char *)NULL);
         if (!rc_store(p))
             return;
-    } else if (!had_record && p->other_failed) {
-        /* The record is another hardware's sticky Failure: this state is done now, so a
-         * later return to that hardware (A -> B -> A) begins anew instead of answering the
-         * old Failure. Best effort: the done stands if the record cannot be written. */
+    } else if (!had_record && (p->other_failed || p->other_open)) {
+        /* The record is another hardware's sticky Failure, or its operation still open
+         * before its cycle (planned, live, waiting, or a shutdown that can no longer land):
+         * this state is done now, so a later return to that hardware (A -> B -> A) begins
+         * anew instead of answering the old Failure or carrying the old operation on, past
+         * its deadline from its old start (seed 905122: A planned at 105 s, B done with the
+         * VM off at 299 s, A again at 450 s failed "did not complete within 337 s"). Best
+         * effort: the done stands if the record cannot be written. */
         hv_rec_clear(&p->rec);
         p->rec.desired = *p->desired;
         p->rec.started_at = p->rec.step_at = p->now;
         for (int f = 0; f < HV_F_COUNT; f++)
             snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
-        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done over another hardware's failure");
+        hv_rec_set_phase(&p->rec, HV_PH_DONE, "done over another hardware's record");
         snprintf(p->rec.message, sizeof(p->rec.message), "%s", m);
         (void)rc_store(p);
     }

@@ -372,6 +372,7 @@ static bool one_pass(struct pass *p)
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
     p->record_down_at = p->record_down ? k.hazard_sent : 0;
     p->other_failed = k.other_failed;
+    p->other_open = k.other_open;
     p->own_cycle_off = k.own_cycle_off;
     if (k.rel == REL_THIS_FAILED)
         return on_sticky_failure(p, &k);
