@@ -168,8 +168,14 @@ void sim_set_record(struct sim_vm *v, const char *text)
         v->cleared_pending = true;
     }
     bool cleared = !had && n && v->cleared_pending;
-    if (n && n->phase < HV_PH_DONE && !(had && hv_hw_equal(&old.desired, &n->desired)))
+    bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
+    if (n && n->phase < HV_PH_DONE && !same_hw)
         note_begun_over(v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
+    /* ... or the same operation carried on under settings that look into the guest now, its
+     * live step taken under guestVerification Off (the rollout changed only the settings,
+     * A -> A'): that step's base has no guest view either (seed 1113068) */
+    else if (same_hw && policy_off(&old) && !policy_off(n))
+        note_begun_over(v, &old, n, false);
     if (n)
         v->cleared_pending = false;
     if (n && !(had && old.started_at == n->started_at && hv_hw_equal(&old.desired, &n->desired))) {
