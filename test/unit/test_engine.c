@@ -203,6 +203,9 @@ static int record_busy_left; /* record writes still to refuse as BUSY (another w
 /* another writer's record, stored (as-is) just before the next conditional record write: it
  * comes between that pass's look and its store ("" = none) */
 static char race_record[HV_RECORD_MAX];
+/* the next step that carries the record is taken and its record stored, but it answers a
+ * timeout (its answer lost) */
+static bool carried_lands_unanswered;
 static int64_t guest_cap = -1; /* >= 0: the guest shows at most this much memory (MiB) */
 /* > 0: the guest shows its boot memory (1024 MiB less what the kernel keeps) in looks taken
  * before this CLOCK_MONOTONIC ms, and all it has from then on */
@@ -356,6 +359,18 @@ static int w_plan(struct hv_backend *b, const struct hv_vm_ref *r, const struct 
 static int w_act(struct hv_backend *b, const struct hv_vm_ref *r, const struct hv_step *st,
                  struct hv_err *e)
 {
+    if (carried_lands_unanswered && st->record) {
+        carried_lands_unanswered = false;
+        int rc = inner_be->ops->act(inner_be, r, st, e);
+        if (rc != HV_OK)
+            return rc;
+        struct hv_err ignored = {0};
+        assert_int_equal(inner_be->ops->write_record(inner_be, r, NULL, st->record, &ignored),
+                         HV_OK);
+        e->code = HV_E_TIMEOUT;
+        snprintf(e->detail, sizeof(e->detail), "injected: the answer was lost");
+        return HV_E_TIMEOUT;
+    }
     if (st->kind == fail_kind && fail_left != 0 &&
         (fail_memory < 0 || st->desired.memory_mib == fail_memory)) {
         if (fail_left > 0)
@@ -479,6 +494,7 @@ static void use_wrapper(struct fx *f, enum hv_step_kind kind, bool records)
     fail_record_after_step = record_write_fails = false;
     record_busy_left = 0;
     race_record[0] = '\0';
+    carried_lands_unanswered = false;
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
@@ -698,6 +714,38 @@ static const struct hv_backend_ops carry_ops = {
     .record_in_step = true,
 };
 static struct hv_backend carrying = {&carry_ops, NULL};
+
+/* A live step that carried the record, taken with it, whose answer was lost: the engine
+ * cannot know which record the VM holds, so the store of its failed try is unconditional (a
+ * conditional one, on the record from before the step, would be a lost race against the
+ * engine's own step, and its tries would go uncounted). */
+static void test_unanswered_carried_step_store_is_unconditional(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-carry2", 4096, 1024, 1, 4);
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    driven_new(&fx_drv, &carrying, &c);
+    f->e = fx_drv.e;
+    f->be = &fx_drv.be;
+    fx_driven = true;
+    carried_lands_unanswered = true;
+    f->s.power_cycle = HV_PC_NEVER;
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r = pass(f, "eng-carry2", want);
+    assert_false(carried_lands_unanswered); /* the step was taken */
+    assert_false(r.failure);
+    if (strstr(r.message, "another task is changing the VM"))
+        fail_msg("the engine's own landed step taken for another writer: %s", r.message);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-carry2").record));
+    assert_int_equal(rec.phase, HV_PH_LIVE); /* the failed try, stored over the carried one */
+    assert_int_equal(rec.attempts, 1);
+    unwrap(f);
+}
 
 /* A live step that succeeded without storing the record it carried: the engine stores the
  * waiting record itself, so the VM shows the operation in flight (and its live timeout runs)
@@ -3283,6 +3331,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_fallback_cycle_is_no_cold_failure, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_live_step_without_stored_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unanswered_carried_step_store_is_unconditional, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
