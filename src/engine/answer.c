@@ -4,6 +4,7 @@
  * the pass the call queues or times. Answers never wait for the hypervisor. */
 #include "engine.h"
 #include "engine_internal.h"
+#include "hv_clock.h"
 #include "msg.h"
 
 #include <stdio.h>
@@ -90,6 +91,30 @@ static int64_t settle_delay_ms(const struct entry *x)
     return delay > 0 ? delay : 0;
 }
 
+/* A call that came late, for hardware this process concluded done before it: CAPI may have
+ * been through other states elsewhere since that look (the excursion LATE_CALL_MS is about),
+ * so only a look begun after this call may answer it. Without one, a caller late on every
+ * call would never be answered "done": each call's pass confirms only for the next call, late
+ * again. So the call waits for that look, as CanUpdateMachine waits for its probe: its pass
+ * goes first in the queue (a driven engine runs it now) and the call waits at most
+ * probe_wait_ms for it to end. True when that pass concluded done for this call (the gate
+ * says so; the "done" is then used up). Caller holds the lock, released while waiting. */
+static bool late_call_waits(struct hv_engine *e, struct entry *x, const struct hv_hw *desired,
+                            const struct hv_settings *s, bool retried, uint64_t prev_seq)
+{
+    uint64_t mine = x->call_seq;
+    int64_t limit = eng_now_ms(e) + e->cfg.probe_wait_ms;
+    x->waiters++;
+    eng_run_first(e, x);
+    while (x->answer_seq < mine && !e->stopping && !e->cfg.drive && limit - eng_now_ms(e) > 0)
+        hv_cond_wait_until(&e->pass_cond, &e->lock, limit);
+    x->waiters--;
+    if (x->answer_seq < mine || x->call_seq != mine)
+        return false; /* no look since, or another call came meanwhile: it answers */
+    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq);
+    return eng_answer_gate(&g) == ENG_GATE_DONE;
+}
+
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                       const struct hv_hw *desired, const struct hv_settings *s,
                       struct hv_update_result *out)
@@ -123,13 +148,19 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     x->call_seq++;
     /* CAPI retries a Failure at its own back-off, at no pace this process asked for */
     bool retried = x->have_desired && hv_hw_equal(&x->desired, desired) && x->told_failure;
-    if (!x->have_desired || !hv_hw_equal(&x->desired, desired))
+    bool late = false;
+    if (!x->have_desired || !hv_hw_equal(&x->desired, desired)) {
         x->confirm_seq = 0; /* other hardware: nothing seen so far confirms it */
-    else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS)
+    } else if (now - x->call_ms >= x->expect_ms + LATE_CALL_MS) {
         x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
+        late = true;
+    }
     struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq);
     enum eng_gate gate = eng_answer_gate(&g);
     bool answered_done = gate == ENG_GATE_DONE;
+    /* A "done" held back only because this call came late waits for the look it needs: the
+     * pass this call queues (see late_call_waits) */
+    bool wait_look = late && gate == ENG_GATE_OBSERVE && g.known && !g.failure && !g.waiting;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -178,6 +209,12 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
             eng_schedule(e, x, settle_delay_ms(x));
         else
             eng_enqueue(e, x);
+    }
+    if (wait_look && late_call_waits(e, x, desired, s, retried, prev_seq)) {
+        *out = x->answer;
+        x->confirm_seq = 0;
+        x->expect_ms = 0;
+        x->told_failure = false;
     }
     pthread_mutex_unlock(&e->lock);
 }

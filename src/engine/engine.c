@@ -211,6 +211,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->probe_cond, NULL);
+    pthread_cond_init(&e->pass_cond, NULL);
     for (size_t k = 0; k < n && e->cfg.scan_interval_s >= 0; k++) /* the first scan, at once */
         if (e->bes[k]->ops->list_records)
             e->scan_on = true;
@@ -245,6 +246,7 @@ void hv_engine_free(struct hv_engine *e)
     pthread_mutex_lock(&e->lock);
     e->stopping = true;
     pthread_cond_broadcast(&e->cond);
+    pthread_cond_broadcast(&e->pass_cond);
     pthread_mutex_unlock(&e->lock);
     for (int k = 0; k < e->n_workers; k++)
         pthread_join(e->workers[k], NULL);
@@ -263,6 +265,7 @@ void hv_engine_free(struct hv_engine *e)
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     pthread_cond_destroy(&e->probe_cond);
+    pthread_cond_destroy(&e->pass_cond);
     free(e->bes);
     free(e);
 }

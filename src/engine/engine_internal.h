@@ -127,6 +127,7 @@ struct hv_engine {
     int slots_used;
     int probes_running;
     pthread_cond_t probe_cond;
+    pthread_cond_t pass_cond; /* a pass ended (a late call waits for the one it queued) */
     /* the scan for cycles left in flight (run_scan): when it is due next (0: never), and
      * whether one runs now */
     bool scan_on; /* a scan is due at scan_due_ms */
@@ -160,6 +161,9 @@ void eng_sweep(struct hv_engine *e, bool force);
 /* workers.c: the queue, the timed passes and the workers that run them (caller holds the
  * lock, except eng_worker, the thread's body, and eng_vm_changed, the backends' report) */
 void eng_enqueue(struct hv_engine *e, struct entry *x);
+/* x's queued pass goes first; a driven engine runs it now, on the caller's thread. Caller
+ * holds the lock (released while a driven pass runs). */
+void eng_run_first(struct hv_engine *e, struct entry *x);
 void eng_schedule(struct hv_engine *e, struct entry *x, int64_t delay_ms);
 void *eng_worker(void *arg);
 void eng_vm_changed(void *ctx, struct hv_backend *b, const char *server, const char *uuid,

@@ -145,6 +145,7 @@ static void run_head(struct hv_engine *e)
     } else {
         hv_metrics_passes_pending(-1);
     }
+    pthread_cond_broadcast(&e->pass_cond);
     /* A look timed for a settling wait that this pass ended (done, failed, or a step to
      * take next) would only look again after CAPI was answered: dropped. */
     if (x->timed && !x->slot && !cycling && !res.settling)
@@ -158,6 +159,24 @@ static void run_head(struct hv_engine *e)
         int retry = res.failure ? 5 : res.retry_after_s;
         eng_schedule(e, x, (int64_t)(retry < 1 ? 1 : retry > 5 ? 5 : retry) * 1000);
     }
+}
+
+void eng_run_first(struct hv_engine *e, struct entry *x)
+{
+    if (!x->queued || x->running)
+        return;
+    if (e->q_head != x) {
+        struct entry *prev = e->q_head;
+        while (prev->next_q != x)
+            prev = prev->next_q;
+        prev->next_q = x->next_q;
+        if (e->q_tail == x)
+            e->q_tail = prev;
+        x->next_q = e->q_head;
+        e->q_head = x;
+    }
+    if (e->cfg.drive)
+        run_head(e);
 }
 
 void *eng_worker(void *arg)

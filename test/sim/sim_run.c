@@ -1301,6 +1301,8 @@ static void on_abort(int sig)
  *                                             it (an internal error, a try), l taken, its
  *                                             answer lost (a try), o as the world has it)
  *   at SECONDS restart R
+ *   at SECONDS expect K done                 (CAPI has been answered done for K by now, or
+ *                                             the run breaks 3-operations-end)
  * Times are the simulated clock, in order; the world ticks (guests boot, shut down, online
  * memory) as the clock moves to each. Nothing else happens: no seeded call, fault or pass.
  * After the table, the run ends as every run does (CAPI stops, faults heal, the engines go
@@ -1440,6 +1442,17 @@ static int script_events(struct sim *s, FILE *f)
             s->callers[k].next_ms = INT64_MAX / 2;
             if (s->callers[k].st != C_UPDATING)
                 s->callers[k].st = C_IDLE;
+        } else if (!strcmp(what, "expect") && vm_ok) {
+            /* script only: CAPI has been answered done for K's operation by now */
+            char want[16] = "";
+            sscanf(line, "at %*f %*s %*d %15s", want);
+            if (strcmp(want, "done") != 0) {
+                fprintf(stderr, "sim: bad expectation in script line: %s", line);
+                return -1;
+            }
+            if (s->callers[k].st == C_UPDATING)
+                sim_break(s, INV_ENDS, "%s: CAPI still waits for its done at %.1f s (script)",
+                          s->vms[k].name, at);
         } else if (!strcmp(what, "run")) {
             run_engines(s, 50);
         } else if (!strcmp(what, "events")) {

@@ -957,13 +957,16 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
     for (int round = 0; round < 2; round++) {
         r = capi_call(f, &rs, 1, "eng-stale", a, 0); /* replica 2 begins A */
         assert_false(is_done(&r));
-        r = capi_call(f, &rs, 0, "eng-stale", a, 0); /* replica 1 looks: the VM shows A */
-        assert_false(is_done(&r));
+        /* replica 1 looks: the VM shows A (in the second round the call is late, for A that
+         * it concluded done before B: it waits for a look begun after it, which shows A) */
+        r = capi_call(f, &rs, 0, "eng-stale", a, 0);
+        assert_int_equal(is_done(&r), round == 1);
         capi_until_done(f, &rs, 1, "eng-stale", a); /* CAPI takes replica 2's done */
         assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 2048);
         capi_until_done(f, &rs, 1, "eng-stale", b); /* B, on replica 2 */
         assert_int_equal(observe(f, "eng-stale").hw.memory_mib, 3072);
-        /* back to A on replica 1: its look is older than B (capi_call fails on a false done) */
+        /* back to A on replica 1: its look is older than B (capi_call fails on a false done);
+         * the call is late, so it waits for a look begun after it, which shows B */
         r = capi_call(f, &rs, 0, "eng-stale", a, 0);
         assert_string_equal(r.message, "in progress: observing the VM");
         capi_until_done(f, &rs, 0, "eng-stale", a);
@@ -977,8 +980,11 @@ static void test_done_is_never_answered_from_a_stale_look(void **state)
     r = capi_call(f, &rs, 0, "eng-stale", a, 0);
     assert_string_equal(r.message, "in progress: observing the VM");
     /* a call a second or more later than CAPI was told may follow a whole other update on the
-     * other replica: it looks again; a call late by less is done */
+     * other replica: it waits for a look begun after it (its pass, run first), done here; a
+     * call late by less is answered from the look of the previous call's pass */
     r = capi_call(f, &rs, 0, "eng-stale", a, 1000);
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    r = capi_call(f, &rs, 0, "eng-stale", a, 0);
     assert_string_equal(r.message, "in progress: observing the VM");
     r = capi_call(f, &rs, 0, "eng-stale", a, 900);
     assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
@@ -1760,6 +1766,43 @@ static void test_takeover_of_a_refused_shutdown_sends_it(void **state)
         fail_msg("not done with the refused shutdown sent again: %s", r.message);
     assert_int_not_equal(dom_id(f, "eng-refused"), id); /* power-cycled */
     assert_int_equal(observe(f, "eng-refused").hw.memory_mib, 1024);
+}
+
+/* A caller late on every call (CAPI's work queue a second or more behind at each requeue)
+ * gets its done: the late call for hardware concluded done waits for the look it needs, the
+ * pass it queues, which goes first (here on the engine's worker thread; the wait is bounded
+ * by probe_wait_ms, long here, so a slow machine cannot turn it into "observing the VM").
+ * Before, each late call was answered "observing the VM" and its pass confirmed the change
+ * only for the next call, late again: never done. */
+static void test_late_caller_gets_its_done(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-late", 4096, 1024, 1, 1);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.scan_interval_s = -1;
+    c.probe_wait_ms = 20000;
+    struct hv_engine *e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(e);
+    struct hv_profile p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.backend, sizeof(p.backend), "libvirt");
+    struct hv_vm_ref ref = ref_of("eng-late");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(e, &p, &ref, &want, &f->s, &r);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    int calls = 1;
+    while (!is_done(&r) && calls < 6) {
+        assert_false(r.failure);
+        sleep_ms(r.retry_after_s * 1000 + 1200); /* each call 1.2 s later than asked */
+        hv_engine_update(e, &p, &ref, &want, &f->s, &r);
+        calls++;
+    }
+    assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
+    assert_int_equal(observe(f, "eng-late").hw.memory_mib, 2048);
+    hv_engine_free(e);
 }
 
 static void test_hook_side_answers_at_once_and_converges(void **state)
@@ -3335,6 +3378,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_late_caller_gets_its_done, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_settling_look_is_timed_for_the_next_call, setup,
