@@ -73,6 +73,7 @@ PYTHONDONTWRITEBYTECODE=1 HV_BENCH_BIN=$bin HV_BENCH_CLIENT=$capiclient HV_BENCH
 import calendar
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -295,4 +296,8 @@ if hv["changed"] is not None and go["changed"] is not None:
 print("CPU seconds during the run: hvupdater %.1f, its simulator %.1f, the bench's clients %.1f; "
       "govmomi program %.1f (with its process start), its simulator %.1f"
       % (hv["cpu"][0], hv["cpu"][1], hv["cpu"][2], go["cpu"][0], go["cpu"][1]))
+# Every check passed: the server's directory (its log, certificates and the requests file)
+# goes, as hvtest.run() does for passing cases; a failed run above keeps it for a post-mortem.
+for d in hvtest.MADE_DIRS:
+    shutil.rmtree(d, ignore_errors=True)
 PY
