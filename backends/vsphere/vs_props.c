@@ -113,6 +113,22 @@ void vs_vm_task_request(struct vs_buf *b, const char *property_collector, const 
     vs_env_end(b, "RetrievePropertiesEx");
 }
 
+void vs_vm_version_request(struct vs_buf *b, const char *property_collector, const char *moref,
+                           const char *task)
+{
+    vs_env_begin(b, "RetrievePropertiesEx", "PropertyCollector", property_collector);
+    vs_buf_add(b, "<specSet><propSet><type>VirtualMachine</type><all>false</all>"
+                  "<pathSet>config.changeVersion</pathSet><pathSet>config.extraConfig</pathSet>"
+                  "</propSet><propSet><type>Task</type><all>false</all>"
+                  "<pathSet>info.state</pathSet><pathSet>info.error</pathSet></propSet>"
+                  "<objectSet>");
+    vs_buf_moref(b, "obj", "VirtualMachine", moref);
+    vs_buf_add(b, "<skip>false</skip></objectSet><objectSet>");
+    vs_buf_moref(b, "obj", "Task", task);
+    vs_buf_add(b, "<skip>false</skip></objectSet></specSet><options></options>");
+    vs_env_end(b, "RetrievePropertiesEx");
+}
+
 void vs_vm_request(struct vs_buf *b, const char *property_collector, const char *moref)
 {
     vs_vm_task_request(b, property_collector, moref, NULL);
@@ -373,6 +389,42 @@ int vs_vm_parse_disk(xmlNodePtr body, const char *moref, const char *disk_sel, s
     if (!record_ok)
         return vs_err(err, HV_E_INTERNAL, "extraConfig %s on %s exceeds %d bytes",
                       HV_VSPHERE_RECORD_KEY, moref, HV_RECORD_MAX - 1);
+    return HV_OK;
+}
+
+int vs_vm_version_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err)
+{
+    char version[sizeof(vm->change_version)] = "", record[HV_RECORD_MAX] = "";
+    bool seen = false, record_ok = true;
+    xmlNodePtr rv = vs_xml_child(body, "returnval");
+    for (xmlNodePtr o = vs_xml_child(rv, "objects"); o; o = vs_xml_next(o, "objects")) {
+        xmlNodePtr obj = vs_xml_child(o, "obj");
+        char value[64];
+        xmlChar *t = obj ? xmlGetProp(obj, (const xmlChar *)"type") : NULL;
+        bool is_vm = t && strcmp((const char *)t, "VirtualMachine") == 0 &&
+                     vs_xml_text(obj, value, sizeof(value)) && strcmp(value, moref) == 0;
+        xmlFree(t);
+        if (!is_vm)
+            continue;
+        seen = true;
+        for (xmlNodePtr p = vs_xml_child(o, "propSet"); p; p = vs_xml_next(p, "propSet")) {
+            char name[64];
+            if (!vs_xml_child_text(p, "name", name, sizeof(name)))
+                continue;
+            xmlNodePtr val = vs_xml_child(p, "val");
+            if (strcmp(name, "config.changeVersion") == 0)
+                vs_xml_text(val, version, sizeof(version));
+            else if (strcmp(name, "config.extraConfig") == 0)
+                record_ok = read_record(val, record, sizeof(record));
+        }
+    }
+    if (!seen)
+        return vs_err(err, HV_E_NOT_FOUND, "VM %s is not in the property answer", moref);
+    if (!record_ok)
+        return vs_err(err, HV_E_INTERNAL, "extraConfig %s on %s exceeds %d bytes",
+                      HV_VSPHERE_RECORD_KEY, moref, HV_RECORD_MAX - 1);
+    memcpy(vm->change_version, version, sizeof(version));
+    memcpy(vm->record, record, sizeof(record));
     return HV_OK;
 }
 

@@ -83,6 +83,14 @@ void vs_vm_request(struct vs_buf *b, const char *property_collector, const char 
  * task on the VM and reading the VM after it are one round trip. */
 void vs_vm_task_request(struct vs_buf *b, const char *property_collector, const char *moref,
                         const char *task);
+/* The narrow read of a task on the VM: the task (info.state, info.error) and only the VM's
+ * config.changeVersion and config.extraConfig, for a change that touched nothing else. */
+void vs_vm_version_request(struct vs_buf *b, const char *property_collector, const char *moref,
+                           const char *task);
+/* From such an answer: vm's change_version and record (the LAST extraConfig entry for our
+ * key; "" when it has none), the rest of *vm left alone; *vm unchanged on an error (the VM
+ * not in the answer, a record too long). */
+int vs_vm_version_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err);
 /* Fill vm from a <RetrievePropertiesExResponse>; the record is the LAST extraConfig entry
  * for HV_VSPHERE_RECORD_KEY (0.24's simulator appends entries, vCenter replaces them). */
 int vs_vm_parse(xmlNodePtr body, const char *moref, struct vs_vm *vm, struct hv_err *err);

@@ -74,8 +74,8 @@ static bool task_listed(xmlNodePtr body, const char *task)
 }
 
 static int task_wait(struct vs_server *s, const char *method, const char *task, const char *moref,
-                     const char *disk_sel, int64_t deadline, struct vs_vm *vm, bool *vm_ok,
-                     struct hv_err *err)
+                     const char *disk_sel, int64_t deadline, struct vs_vm *vm, bool version_only,
+                     bool *vm_ok, struct hv_err *err)
 {
     int pause = 25;
     for (;;) {
@@ -88,7 +88,9 @@ static int task_wait(struct vs_server *s, const char *method, const char *task, 
             return err->code;
         struct vs_buf req;
         vs_buf_init(&req);
-        if (vm)
+        if (vm && version_only)
+            vs_vm_version_request(&req, c->property_collector, moref, task);
+        else if (vm)
             vs_vm_task_request(&req, c->property_collector, moref, task);
         else
             vs_task_request(&req, c->property_collector, task);
@@ -107,7 +109,9 @@ static int task_wait(struct vs_server *s, const char *method, const char *task, 
         rc = vs_task_parse(r.body, task, &state, &fault, err);
         if (rc == HV_OK && state == VS_TASK_SUCCESS && vm) {
             struct hv_err ignored = {0};
-            *vm_ok = vs_vm_parse_disk(r.body, moref, disk_sel, vm, &ignored) == HV_OK;
+            *vm_ok =
+                (version_only ? vs_vm_version_parse(r.body, moref, vm, &ignored)
+                              : vs_vm_parse_disk(r.body, moref, disk_sel, vm, &ignored)) == HV_OK;
         }
         vs_reply_free(&r);
         if (rc != HV_OK)
@@ -125,12 +129,12 @@ static int task_wait(struct vs_server *s, const char *method, const char *task, 
 int vs_task_wait(struct vs_server *s, const char *method, const char *task, int64_t deadline,
                  struct hv_err *err)
 {
-    return task_wait(s, method, task, NULL, NULL, deadline, NULL, NULL, err);
+    return task_wait(s, method, task, NULL, NULL, deadline, NULL, false, NULL, err);
 }
 
 int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
                    const char *moref, const char *disk_sel, int64_t deadline, struct vs_vm *vm,
-                   bool *vm_ok, struct hv_err *err)
+                   bool version_only, bool *vm_ok, struct hv_err *err)
 {
     if (vm_ok)
         *vm_ok = false;
@@ -149,12 +153,12 @@ int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf 
     /* moref may point into *vm (the caller's last read), which parsing the answer clears */
     char vm_moref[64];
     snprintf(vm_moref, sizeof(vm_moref), "%s", moref ? moref : "");
-    return task_wait(s, method, task, vm_moref, disk_sel, deadline, vm && vm_ok ? vm : NULL, vm_ok,
-                     err);
+    return task_wait(s, method, task, vm_moref, disk_sel, deadline, vm && vm_ok ? vm : NULL,
+                     version_only, vm_ok, err);
 }
 
 int vs_run_task(struct vs_server *s, const char *method, const struct vs_buf *req, int64_t deadline,
                 struct hv_err *err)
 {
-    return vs_run_task_vm(s, method, req, NULL, NULL, deadline, NULL, NULL, err);
+    return vs_run_task_vm(s, method, req, NULL, NULL, deadline, NULL, false, NULL, err);
 }

@@ -31,11 +31,15 @@ int vs_task_wait(struct vs_server *s, const char *method, const char *task, int6
  * one RetrievePropertiesEx (vs_vm_task_request), so that when the task is done *vm holds
  * the VM as it is after it (*vm_ok true) and no second read is needed. disk_sel picks the
  * virtual disk *vm describes, as for vs_read_vm (the profile's unitNumber; NULL or "": the
- * first). */
+ * first). version_only: *vm holds the VM as read before a change that touched nothing but its
+ * record, guarded by that read's changeVersion; the polls read only config.changeVersion and
+ * config.extraConfig (vs_vm_version_request), and the task's success updates just those in
+ * *vm, which then describes the VM after it (vCenter applies a guarded change only when
+ * nothing changed the configuration since that read). */
 struct vs_vm;
 int vs_run_task_vm(struct vs_server *s, const char *method, const struct vs_buf *req,
                    const char *moref, const char *disk_sel, int64_t deadline, struct vs_vm *vm,
-                   bool *vm_ok, struct hv_err *err);
+                   bool version_only, bool *vm_ok, struct hv_err *err);
 
 /* Pure parts. */
 void vs_task_request(struct vs_buf *b, const char *property_collector, const char *task);

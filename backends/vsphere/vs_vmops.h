@@ -27,7 +27,9 @@ struct vs_spec {
 void vs_reconfig_request(struct vs_buf *b, const char *moref, const struct vs_spec *spec);
 /* after (may be NULL): the VM as read in the same call that saw the task done, describing the
  * disk disk_sel picks (as vs_read_vm); *after_ok says whether it was (then no re-read is
- * needed). */
+ * needed). When the spec changes only the record, guarded by the change_version of the read
+ * *after holds (the same VM), only the changeVersion and the record are read back into it
+ * (vs_run_task_vm's version_only). */
 struct vs_vm;
 int vs_reconfigure(struct vs_server *s, const char *moref, const struct vs_spec *spec,
                    int64_t deadline, const char *disk_sel, struct vs_vm *after, bool *after_ok,

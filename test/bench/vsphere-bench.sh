@@ -6,8 +6,11 @@
 # `hvupdater serve` (thumbprint-verified, BENCH_WORKERS engine workers) and BENCH_CLIENTS
 # (64, at most BENCH_VMS) keep-alive client connections, as CAPI's bounded controller
 # workers would hold, calling UpdateMachine for each VM every BENCH_POLL seconds (a sped-up
-# CAPI) until it is done. (One thread per VM from one address would exceed the server's
-# per-address connection limit, 128, from 129 VMs on: the 1,000-VM run stalled that way.)
+# CAPI) until it is done: test/bench/capiclient, a small Go program (standard library), since
+# the CAPI it stands in for runs on other machines and a Python client's per-call cost took
+# as much of the two shared cores as hvupdater itself. (One connection per VM from one
+# address would exceed the server's per-address connection limit, 128, from 129 VMs on: the
+# 1,000-VM run stalled that way.)
 # govmomi: a second fresh launcher, test/bench/govmomi-reconfig (login, FindByUuid and
 # ReconfigVM_Task for every VM concurrently, then wait for every task).
 # Both are timed from the first request to the last VM done; SOAP round trips come from the
@@ -20,7 +23,8 @@
 # the hypervisor in each run (its first VmReconfiguredEvent's createdTime: hvupdater's wall
 # with an ideal poller, without the client's BENCH_POLL wait and the verifying pass) and the
 # CPU seconds each process used during its run (the machine's cores are shared by the
-# simulator, hvupdater and the bench's clients). For the 1,000-VM run: BENCH_VMS=1000.
+# simulator, hvupdater and the bench's clients: capiclient with its start, and this script).
+# For the 1,000-VM run: BENCH_VMS=1000.
 # Nothing asserts timings; the exit status is non-zero only when something is broken (an
 # error, a wrong end state, or a VM not done within BENCH_TIMEOUT seconds, 600).
 # Environment: BENCH_VMS, BENCH_WORKERS, BENCH_CLIENTS, BENCH_POLL, BENCH_TIMEOUT,
@@ -37,6 +41,7 @@ root=$(cd "$here/../.." && pwd)
 bin=$build/hvupdater
 vcsim=${HV_VCSIM_BIN:-$build/vcsim/vcsim}
 gobench=$build/bench/govmomi-reconfig
+capiclient=$build/bench/capiclient
 
 for tool in go /usr/bin/python3; do
     command -v "$tool" >/dev/null || { echo "vsphere-bench: $tool is not installed" >&2; exit 2; }
@@ -55,16 +60,22 @@ trap 'rm -rf "$gopath"' EXIT INT TERM
     GOCACHE="${HV_VCSIM_GOCACHE:-$(dirname "$vcsim")/.vcsim-gocache}" GOFLAGS='' \
     go build -o "$gobench" .)
 
-PYTHONDONTWRITEBYTECODE=1 HV_BENCH_BIN=$bin HV_BENCH_VCSIM=$vcsim HV_BENCH_GO=$gobench \
+# The CAPI stand-in (module mode, standard library only, like test/bench/gopeer).
+gobin=${GO:-/usr/local/go/bin/go}
+[ -x "$gobin" ] || { echo "vsphere-bench: $gobin is not installed" >&2; exit 2; }
+(cd "$here/capiclient" && GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+    GOCACHE="${HV_VCSIM_GOCACHE:-$(dirname "$vcsim")/.vcsim-gocache}" \
+    "$gobin" build -o "$capiclient" .)
+
+PYTHONDONTWRITEBYTECODE=1 HV_BENCH_BIN=$bin HV_BENCH_CLIENT=$capiclient HV_BENCH_VCSIM=$vcsim HV_BENCH_GO=$gobench \
     HV_BENCH_E2E=$root/test/e2e \
     /usr/bin/python3 - <<'PY'
 import calendar
-import heapq
 import json
 import os
+import shutil
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.environ["HV_BENCH_E2E"])
@@ -152,81 +163,44 @@ def delta(sim, c0, r0):
 def run_hvupdater():
     """CLIENTS connections (like CAPI's bounded controller workers, and within the server's
     per-address connection limit) drive the N VMs: each takes the VM whose next call is due
-    soonest, calls UpdateMachine, and puts it back due POLL seconds later until it is done.
-    Any error stops every client at once (no thread is left waiting for the others)."""
+    soonest, calls UpdateMachine, and puts it back due POLL seconds later until it is done
+    (test/bench/capiclient, a Go program: CAPI runs elsewhere, so its stand-in costs the
+    shared cores as little as it can; its CPU is counted as the clients'). Any error stops
+    every client at once."""
     sim = launcher()
     server = None
     try:
         before = event_counts(sim)
         cfg = e2e.server_config(sim, engine={"workers": WORKERS})
         server = hvtest.Server(e2e.BINARY, cfg).start()
+        reqs = [hvtest.update_request(e2e.vsphere_machine("m%d" % i, WANT, 2),
+                                      e2e.machine("m%d" % i, "vsphere://" + vm["uuid"]))
+                for i, vm in enumerate(sim.info["vms"])]
+        req_file = os.path.join(server.dir, "requests.json")
+        with open(req_file, "w") as f:  # the bodies the Python client sent, byte for byte
+            f.write("[" + ",".join(json.dumps(r) for r in reqs) + "]")
         c0, r0 = sim.stats()
         cpu0 = (cpu_s(server.proc.pid), cpu_s(sim.proc.pid), own_cpu_s())
-        hook_ms, lock, errors, done_at = [], threading.Lock(), [], []
-        t0 = [0.0]
-        barrier = threading.Barrier(CLIENTS, action=lambda: t0.__setitem__(0, time.monotonic()))
-        due = [(0.0, i) for i in range(N)]  # (next call at, VM), a heap
-        reqs = []
-        for i, vm in enumerate(sim.info["vms"]):
-            reqs.append(hvtest.update_request(e2e.vsphere_machine("m%d" % i, WANT, 2),
-                                              e2e.machine("m%d" % i, "vsphere://" + vm["uuid"])))
-        left = [N]
-
-        def take():
-            """The next VM and when its call is due; None when every VM is done."""
-            with lock:
-                if errors or not due:
-                    return None
-                return heapq.heappop(due)
-
-        def client_loop():
-            client = server.client()
-            try:
-                client.post("Discovery", {"apiVersion": hvtest.API, "kind": "DiscoveryRequest"})
-                barrier.wait(timeout=120)
-                while True:
-                    job = take()
-                    if job is None:
-                        with lock:
-                            if errors or left[0] == 0:
-                                return
-                        time.sleep(0.005)  # every VM is in another client's hands
-                        continue
-                    at, i = job
-                    wait = t0[0] + at - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                    if time.monotonic() - t0[0] > TIMEOUT:
-                        raise AssertionError("m%d still in progress after %d s" % (i, TIMEOUT))
-                    resp, ms = client.post("UpdateMachine", reqs[i])
-                    with lock:
-                        hook_ms.append(ms)
-                    if resp["status"] == "Failure":
-                        raise AssertionError("m%d: %s" % (i, resp["message"]))
-                    with lock:
-                        if resp["retryAfterSeconds"] == 0:
-                            done_at.append(time.monotonic())
-                            left[0] -= 1
-                        else:
-                            heapq.heappush(due, (time.monotonic() - t0[0] + POLL, i))
-            except Exception as e:  # collected, reported after join
-                with lock:
-                    errors.append(repr(e))
-                barrier.abort()
-
-        threads = [threading.Thread(target=client_loop) for _ in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
+        kids0 = os.times()
+        p = subprocess.run([os.environ["HV_BENCH_CLIENT"], "-addr", "127.0.0.1:%d" % server.port,
+                            "-ca", os.path.join(server.dir, "tls", "ca.crt"),
+                            "-requests", req_file, "-clients", str(CLIENTS),
+                            "-poll", str(POLL), "-timeout", str(TIMEOUT)],
+                           capture_output=True, text=True, timeout=TIMEOUT + 120)
+        kids = os.times()
+        client_cpu = (kids.children_user + kids.children_system - kids0.children_user -
+                      kids0.children_system)
+        if p.returncode != 0:
+            sys.exit("vsphere-bench: the CAPI client failed: %s" % p.stderr[-2000:])
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        if res["errors"]:
             sys.exit("vsphere-bench: hvupdater flows failed (%d VMs not done): %s"
-                     % (left[0], errors[:5]))
-        wall = max(done_at) - t0[0]
+                     % (res["left"], res["errors"][:5]))
+        hook_ms = res["hook_ms"]
+        wall = res["wall"]
         cpu = (cpu_s(server.proc.pid) - cpu0[0], cpu_s(sim.proc.pid) - cpu0[1],
-               own_cpu_s() - cpu0[2])
-        # unix time of t0: the simulator stamps its events with the system clock
-        t0_unix = time.time() - (time.monotonic() - t0[0])
+               own_cpu_s() - cpu0[2] + client_cpu)
+        t0_unix = res["t0"]  # the simulator stamps its events with the system clock
         # the server's own view of its UpdateMachine handling (from the request to the
         # answer, without TLS, queueing or this client's threads): its histogram's p99 bucket
         m = hvtest.metrics(server.client())
@@ -322,4 +296,8 @@ if hv["changed"] is not None and go["changed"] is not None:
 print("CPU seconds during the run: hvupdater %.1f, its simulator %.1f, the bench's clients %.1f; "
       "govmomi program %.1f (with its process start), its simulator %.1f"
       % (hv["cpu"][0], hv["cpu"][1], hv["cpu"][2], go["cpu"][0], go["cpu"][1]))
+# Every check passed: the server's directory (its log, certificates and the requests file)
+# goes, as hvtest.run() does for passing cases; a failed run above keeps it for a post-mortem.
+for d in hvtest.MADE_DIRS:
+    shutil.rmtree(d, ignore_errors=True)
 PY

@@ -716,6 +716,48 @@ static void test_record_compare_and_swap(void **state)
     other->ops->free(other);
 }
 
+/* A compare-and-swap record write reads back only the VM's changeVersion and record with its
+ * task poll: the rest of the VM is the read its changeVersion guarded, which nothing changed
+ * since when the write went through. The cache then holds the new changeVersion and record
+ * (the next guarded write takes one ReconfigVM_Task and one poll: no BUSY, no fresh read) and
+ * the hardware of that read (a plan against the same observation reads nothing), and another
+ * writer's change since is still caught. */
+static void test_record_write_reads_back_its_version(void **state)
+{
+    (void)state;
+    struct hv_vsphere_server cfg = vcsim_server(&sim);
+    struct hv_backend *a = vcsim_backend(&cfg);
+    struct hv_backend *other = vcsim_backend(&cfg);
+    struct hv_vm_ref ref = ref_of(2, "vcsim");
+    struct hv_vm_obs obs;
+    struct hv_err err;
+    struct hv_field_plan plan[HV_F_COUNT];
+    assert_int_equal(a->ops->write_record(a, &ref, NULL, "", &err), HV_OK);
+    observe_ok(a, &ref, &obs);
+    assert_int_equal(a->ops->write_record(a, &ref, "", "one", &err), HV_OK);
+    long reads = vcsim_calls(&sim, "RetrievePropertiesEx");
+    long writes = vcsim_calls(&sim, "ReconfigVM_Task");
+    assert_int_equal(a->ops->write_record(a, &ref, "one", "two", &err), HV_OK);
+    assert_int_equal(vcsim_calls(&sim, "RetrievePropertiesEx") - reads, 1);
+    assert_int_equal(vcsim_calls(&sim, "ReconfigVM_Task") - writes, 1);
+    struct hv_hw desired = obs.hw;
+    desired.memory_mib += 1024;
+    reads = vcsim_calls(&sim, "RetrievePropertiesEx");
+    assert_int_equal(a->ops->plan(a, &ref, &obs, &desired, plan, &err), HV_OK);
+    assert_int_equal(vcsim_calls(&sim, "RetrievePropertiesEx"), reads); /* from the cache */
+    struct hv_vm_obs now;
+    observe_ok(other, &ref, &now);
+    assert_string_equal(now.record, "two");
+    assert_int_equal(now.hw.memory_mib, obs.hw.memory_mib);
+    assert_int_equal(other->ops->write_record(other, &ref, NULL, "theirs", &err), HV_OK);
+    assert_int_equal(a->ops->write_record(a, &ref, "two", "three", &err), HV_E_BUSY);
+    observe_ok(a, &ref, &now);
+    assert_string_equal(now.record, "theirs");
+    assert_int_equal(a->ops->write_record(a, &ref, "theirs", "", &err), HV_OK);
+    a->ops->free(a);
+    other->ops->free(other);
+}
+
 /* The VM read that rides in the task poll describes the disk the profile's unitNumber picks,
  * as the normal look does: that read becomes the engine's next observation (seen_after) and
  * the backend's cached view, so with another disk in it a chained round would plan against
@@ -1054,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_busy_vm),
         cmocka_unit_test(test_concurrent_change),
         cmocka_unit_test(test_record_compare_and_swap),
+        cmocka_unit_test(test_record_write_reads_back_its_version),
         cmocka_unit_test(test_task_read_uses_disk_selector),
         cmocka_unit_test(test_shutdown_needs_tools),
         cmocka_unit_test(test_bad_credentials),

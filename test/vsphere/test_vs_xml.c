@@ -437,6 +437,55 @@ static void test_vm_request(void **state)
     vs_buf_free(&b);
 }
 
+/* The narrow read-back of a guarded record write: the task and only the VM's changeVersion
+ * and extraConfig; its parse sets those two (the last entry for our key wins) and leaves the
+ * rest of the VM as it was, or nothing at all when the VM is not in the answer. */
+static void test_vm_version(void **state)
+{
+    (void)state;
+    struct vs_buf b;
+    vs_buf_init(&b);
+    vs_vm_version_request(&b, "propertyCollector", "vm-42", "task-7");
+    const char *must[] = {
+        "<propSet><type>VirtualMachine</type><all>false</all>"
+        "<pathSet>config.changeVersion</pathSet><pathSet>config.extraConfig</pathSet></propSet>",
+        "<obj type=\"VirtualMachine\">vm-42</obj><skip>false</skip></objectSet>",
+        "<obj type=\"Task\">task-7</obj><skip>false</skip></objectSet>",
+    };
+    for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+        if (!strstr(b.data, must[i]))
+            fail_msg("missing %s", must[i]);
+    assert_null(strstr(b.data, "config.hardware.device"));
+    assert_null(strstr(b.data, "TraversalSpec"));
+    vs_buf_free(&b);
+
+    struct vs_vm vm;
+    struct hv_err err = {0};
+    memset(&vm, 0, sizeof(vm));
+    snprintf(vm.moref, sizeof(vm.moref), "vm-42");
+    vm.memory_mb = 1234;
+    vm.disk.found = true;
+    snprintf(vm.change_version, sizeof(vm.change_version), "old");
+    snprintf(vm.record, sizeof(vm.record), "before");
+    char text[8192];
+    snprintf(text, sizeof(text), VM_ANSWER, "", "success");
+    xmlDocPtr doc;
+    xmlNodePtr body = parse_body(text, &doc);
+    assert_int_equal(vs_vm_version_parse(body, "vm-42", &vm, &err), HV_OK);
+    xmlFreeDoc(doc);
+    assert_string_equal(vm.change_version, "2024-01-01T00:00:00.000003Z");
+    assert_string_equal(vm.record, "{\"step\":2}");
+    assert_int_equal(vm.memory_mb, 1234); /* the rest as it was */
+    assert_true(vm.disk.found);
+
+    body = parse_body(ENV_HEAD "<RetrievePropertiesExResponse xmlns=\"urn:vim25\">"
+                               "</RetrievePropertiesExResponse>" ENV_TAIL,
+                      &doc);
+    assert_int_equal(vs_vm_version_parse(body, "vm-42", &vm, &err), HV_E_NOT_FOUND);
+    xmlFreeDoc(doc);
+    assert_string_equal(vm.change_version, "2024-01-01T00:00:00.000003Z");
+}
+
 static void test_task_parse(void **state)
 {
     (void)state;
@@ -508,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_vm_missing),
         cmocka_unit_test(test_vm_disk),
         cmocka_unit_test(test_vm_request),
+        cmocka_unit_test(test_vm_version),
         cmocka_unit_test(test_task_parse),
         cmocka_unit_test(test_parser_refusals),
     };
