@@ -70,6 +70,7 @@ struct sim_vm {
     int64_t guest_mem;         /* memory the guest kernel has online (MiB, before its reserve) */
     int guest_cpus;            /* vCPUs online in the guest */
     int64_t reserve;           /* what the guest kernel keeps at boot (MiB) */
+    int64_t reserve_own;       /* what it keeps without fault 11's reservation (MiB) */
     bool onlines;              /* false: hot-plugged memory is never onlined */
     int64_t online_at; /* hot-plugged memory/vCPUs are onlined at this ms (0: none pending) */
     /* scripted worlds only (0 in seeded ones): the guest onlines hot-plugged memory one block
@@ -192,7 +193,8 @@ struct sim_vm {
      * after (the new configuration does not boot; the old one does) */
     bool halts_new;
     struct hv_hw good;
-    int64_t reserve_next;    /* fault 11: the guest reserves this much from its next boot */
+    int64_t reserve_next;    /* fault 11: the guest reserves this much at every boot from its
+                              * next one on, where it fits (boot_reserve) */
     int64_t reserve_boot_ms; /* when a boot last changed the reservation */
     int64_t stats_bad_ms;    /* last time its statistics went stale or absent */
 };

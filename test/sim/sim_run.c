@@ -1372,7 +1372,7 @@ static int script_world(struct sim *s, FILE *f)
             v->stats = (int)kvl(line, "stats", 0);
             v->guest_mem = v->config.memory_mib;
             v->guest_cpus = v->config.cpus;
-            v->reserve = 50;
+            v->reserve = v->reserve_own = 50;
             v->onlines = true;
             v->online_block = kvl(line, "online_block", 0);
             v->online_pace_ms = kvl(line, "online_pace_ms", 1000);

@@ -251,6 +251,7 @@ void sim_world_init(struct sim *s)
          * same draw, so no other run of the world changes) */
         if (v->reserve >= 75)
             v->reserve += 192;
+        v->reserve_own = v->reserve;
         /* (one agentless VM in five has no ACPI button: nothing can ask its guest to shut
          * down; from the draws already made, so no other run of the world changes) */
         v->no_acpi = !v->agent && v->config.disk_mib == 10 * 1024;
@@ -532,6 +533,25 @@ static int b_plan(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     return HV_OK;
 }
 
+/* Fault 11's boot-time reservation (crashkernel=SIZE on the kernel's command line) is the
+ * kernel's at boot only: each boot applies it, sized when the fault arose, where it fits in the
+ * memory that boot has (at most half of it: a kernel keeps the rest for itself), and skips it
+ * where it does not, keeping only its own reserve (seed 1117689: 640 MiB, a quarter of 2560,
+ * kept through a boot with 512 MiB, so the guest reported -128 MiB). */
+static void boot_reserve(struct sim *s, struct sim_vm *v)
+{
+    if (!v->reserve_next)
+        return;
+    int64_t r = 2 * v->reserve_next <= v->config.memory_mib ? v->reserve_next : v->reserve_own;
+    if (r != v->reserve) {
+        v->reserve_boot_ms = s->now_ms;
+        sim_note(s, "%s: the guest boots with %lld MiB and %s its reservation of %lld MiB", v->name,
+                 (long long)v->config.memory_mib, r == v->reserve_own ? "skips" : "applies",
+                 (long long)v->reserve_next);
+    }
+    v->reserve = r;
+}
+
 static void power_on(struct sim *s, int k)
 {
     struct sim_vm *v = &s->vms[k];
@@ -550,11 +570,7 @@ static void power_on(struct sim *s, int k)
     if (v->stats == 1)
         v->stats = 0;
     v->power_on_ms = s->now_ms;
-    if (v->reserve_next) { /* the boot-time reservation of fault 11 takes effect */
-        v->reserve_boot_ms = s->now_ms;
-        v->reserve = v->reserve_next;
-        v->reserve_next = 0;
-    }
+    boot_reserve(s, v);
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
     v->cycling = false;
@@ -1353,7 +1369,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         return;
     case 11:
         /* a boot-time reservation (crashkernel=, say): it takes effect at the guest's next
-         * boot, never in a running guest */
+         * boot, never in a running guest, and only where it fits (boot_reserve) */
         v->reserve_next = v->config.memory_mib / 4;
         sim_note(s, "fault: %s's guest reserves %lld MiB from its next boot", v->name,
                  (long long)v->reserve_next);
