@@ -148,6 +148,9 @@ struct sim_vm {
      * next operation's record is noted begun over it (note_begun_over) */
     struct hv_oprecord cleared_rec;
     bool cleared_pending;
+    /* cleared_rec stepped memory (vCPUs) live, or had begun over another operation's live
+     * step of it in flight, keeping its base from before that step (sim_set_record) */
+    bool cleared_live_mem, cleared_live_cpus;
     /* when the guest of the operator's last power-on finished booting, or of the engine's
      * when the operator cleared the record during that boot (0: the last power-on was the
      * engine's and its record stayed, or none) */

@@ -616,9 +616,10 @@ static void call_update(struct sim *s, int m)
          * answered) */
         bool again = !strcmp(c->op.fail_msg[r], res.message);
         /* (... also to a call of a later operation for the same hardware, when it was this
-         * replica's last answer to the Machine: the engine cannot tell CAPI retrying it from
-         * A -> B -> A with B served by another replica meanwhile, and answers the Failure it
-         * concluded again, answer.c; seed 108028. It was judged when first answered) */
+         * replica's last answer to the Machine but "observing the VM" (below): the engine cannot
+         * tell CAPI retrying it from A -> B -> A with B served by another replica meanwhile, and
+         * answers the Failure it concluded again, answer.c; seed 108028. It was judged when first
+         * answered) */
         bool again_rep = !again && !strcmp(c->rep_fail_msg[r], res.message) &&
                          hv_hw_equal(&c->rep_fail_want[r], &c->op.want);
         int cause = again       ? c->op.fail_cause[r]
@@ -714,7 +715,14 @@ static void call_update(struct sim *s, int m)
         return;
     }
     c->op.fail_msg[r][0] = '\0';
-    c->rep_fail_msg[r][0] = '\0';
+    /* (an entry evicted while idle answers "observing the VM", holding no conclusion, and its
+     * pass concludes again what the VM's record holds: the Failure this replica answered
+     * last stays its last answer to the Machine through such answers, for again_rep; seed
+     * 1112533: r1's Failure of B answered at 269.6 s, then only "observing" to B's calls,
+     * the pass after the last one concluded B's Failure from its record again, and r1
+     * answered it at 916.4 s to B's next CanUpdateMachine after A -> B -> A) */
+    if (strcmp(res.message, "in progress: observing the VM"))
+        c->rep_fail_msg[r][0] = '\0';
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
      * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
      * operation's end through a few of those in a row (not through more: invariant 3) */
@@ -776,6 +784,14 @@ static void call_update(struct sim *s, int m)
             if (sr && hv_hw_equal(&sr->desired, w) && hv_hw_equal(&v->off_blind_for, w)) {
                 mem_tells &= !v->off_blind_mem;
                 cpu_tells &= !v->off_blind_cpus;
+            }
+            /* ... or, with no record stored since the operator cleared one (the operation found
+             * nothing to change), a field the cleared one stepped live or had begun over a
+             * live step of: its base went with the clear (note_begun_over's cleared case; seed
+             * 1102837) */
+            if (!sr && v->cleared_pending) {
+                mem_tells &= !v->cleared_live_mem;
+                cpu_tells &= !v->cleared_live_cpus;
             }
             /* a guest the operator started (or the engine, its record cleared by the operator
              * during the boot), still booting when the operation began (its base: no view of
