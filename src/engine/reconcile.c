@@ -326,7 +326,13 @@ static void carry_on(struct pass *p, const struct rc_class *k)
         char m[300];
         snprintf(m, sizeof(m), HV_MSG("the change did not complete within %d s (last step: %s)"),
                  p->s->deadline_s, hv_phase_name(p->rec.phase));
+        /* A shutdown or power-off sent that may still land takes the VM down after the
+         * Failure: it comes upon that step (downAt), so its slot stays and the VM is started
+         * again once it is off (seed 907093: a Soft shutdown sent 4 s before the deadline,
+         * the Failure at it, the guest shut down 2 s later and the VM stayed off) */
+        p->down_at = k->hazard == HZ_STEP_SENT ? k->hazard_sent : 0;
         rc_fail_sticky(p, HV_FAIL_DEADLINE, m);
+        p->down_at = 0;
         return;
     }
     if (!k->on) {
