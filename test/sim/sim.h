@@ -184,6 +184,8 @@ struct sim_vm {
                              paused, busy, a failed or lost call, a halt, a refused start) */
     int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
     int64_t host_back_ms; /* last time its host came back from dying or stalling */
+    int64_t host_out_ms;  /* when its host's last outage (dying or stalling, until it is
+                           * back) began */
     int64_t paused_ms;    /* last time it was paused or suspended */
     int64_t op_change_ms; /* last operator change of its configuration or power */
     int64_t op_on_ms;     /* last operator power-on */

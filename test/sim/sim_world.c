@@ -99,9 +99,13 @@ bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v)
         return false;
     int64_t end_ms = (r->step_at + s->ecfg.step_timeout_s - s->unix0) * 1000;
     /* down (or stalled) at end_ms: its last outage began by then, and it came back after
-     * it or not at all (the end phase heals it without a fault) */
-    return v->host_down_ms && v->host_down_ms <= end_ms &&
-           (v->host_back_ms < v->host_down_ms || v->host_back_ms > end_ms);
+     * it or not at all (the end phase heals it without a fault). An outage is one from its
+     * first fault to the host's return: a stall that turns into a death without a return in
+     * between is the same outage (held-out seed 1110588: host0 stalled at 185.5 s, inside
+     * the window that ended at 198 s, and died at 474.5 s without coming back; the death
+     * hid the stall) */
+    return v->host_out_ms && v->host_out_ms <= end_ms &&
+           (v->host_back_ms < v->host_out_ms || v->host_back_ms > end_ms);
 }
 
 const struct hv_oprecord *sim_record(struct sim_vm *v)
@@ -1318,6 +1322,8 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
             if (kind <= 1)
                 s->vms[j].host_down_ms = s->vms[j].delay_ms = s->now_ms;
+            if (kind <= 1 && !was_out) /* (a stall that turns into a death: one outage) */
+                s->vms[j].host_out_ms = s->now_ms;
             else if (was_out)
                 s->vms[j].host_back_ms = s->now_ms;
         }
