@@ -1785,9 +1785,7 @@ static void test_late_caller_gets_its_done(void **state)
     c.probe_wait_ms = 20000;
     struct hv_engine *e = hv_engine_new(&c, &f->be, 1);
     assert_non_null(e);
-    struct hv_profile p;
-    memset(&p, 0, sizeof(p));
-    snprintf(p.backend, sizeof(p.backend), "libvirt");
+    struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of("eng-late");
     struct hv_hw want = {2048, -1, -1, -1};
     struct hv_update_result r;
@@ -1803,6 +1801,59 @@ static void test_late_caller_gets_its_done(void **state)
     assert_string_equal(r.message, "done: memory 2048 MiB (not verified in the guest)");
     assert_int_equal(observe(f, "eng-late").hw.memory_mib, 2048);
     hv_engine_free(e);
+}
+
+/* The late call's wait is bounded: its look hangs (the hypervisor does not answer), so the
+ * call waits probe_wait_ms (300 ms) for it and is answered "observing the VM"; the look's
+ * answer serves a later call. (Before the wait existed it answered at once: the lower bound
+ * shows it waited for its pass.) */
+static void test_late_call_wait_is_bounded(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-late-hang", 4096, 1024, 1, 1);
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.scan_interval_s = -1;
+    struct hv_backend *b = &wrapped;
+    f->e = hv_engine_new(&c, &b, 1);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-late-hang");
+    struct hv_hw want = {2048, -1, -1, -1};
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    for (int k = 0; k < 500 && !is_done(&r); k++) { /* (at most 10 s) */
+        sleep_ms(20);
+        hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    }
+    assert_true(is_done(&r));
+    /* the next call looks again; its pass concludes done, not answered yet */
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    for (int k = 0; k < 500 && hv_engine_pass_pending(f->e, "eng-late-hang"); k++)
+        sleep_ms(20);
+    assert_false(hv_engine_pass_pending(f->e, "eng-late-hang"));
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = true;
+    pthread_mutex_unlock(&gate_mu);
+    sleep_ms(r.retry_after_s * 1000 + 1200); /* late */
+    int64_t t0 = mono_ms();
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    int64_t waited = mono_ms() - t0;
+    /* open the gate before judging: a failed assertion must not leave the pass hanging */
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = false;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    if (waited < 250 || waited >= 3000)
+        fail_msg("the late call waited %lld ms for its hanging look (bound 300 ms)",
+                 (long long)waited);
+    for (int k = 0; k < 500 && hv_engine_pass_pending(f->e, "eng-late-hang"); k++)
+        sleep_ms(20);
+    unwrap(f);
 }
 
 static void test_hook_side_answers_at_once_and_converges(void **state)
@@ -3379,6 +3430,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_guest_showing_memory_is_done_verified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_late_caller_gets_its_done, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_call_wait_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook_side_answers_at_once_and_converges, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_settling_look_is_timed_for_the_next_call, setup,
