@@ -142,6 +142,12 @@ def changed_at(sim, since):
     return out
 
 
+def children_cpu_since(t0):
+    """CPU seconds (user + system) of the child processes waited for since os.times() t0."""
+    t = os.times()
+    return t.children_user + t.children_system - t0.children_user - t0.children_system
+
+
 def cpu_s(pid):
     """CPU seconds (user + system, every thread) process pid has used so far."""
     with open("/proc/%d/stat" % pid) as f:
@@ -187,9 +193,7 @@ def run_hvupdater():
                             "-requests", req_file, "-clients", str(CLIENTS),
                             "-poll", str(POLL), "-timeout", str(TIMEOUT)],
                            capture_output=True, text=True, timeout=TIMEOUT + 120)
-        kids = os.times()
-        client_cpu = (kids.children_user + kids.children_system - kids0.children_user -
-                      kids0.children_system)
+        client_cpu = children_cpu_since(kids0)
         if p.returncode != 0:
             sys.exit("vsphere-bench: the CAPI client failed: %s" % p.stderr[-2000:])
         res = json.loads(p.stdout.strip().splitlines()[-1])
@@ -248,9 +252,7 @@ def run_govmomi():
                            capture_output=True, text=True, timeout=600)
         outer = time.monotonic() - t0
         sim_cpu = cpu_s(sim.proc.pid) - sim_cpu0
-        kids = os.times()
-        go_cpu = (kids.children_user + kids.children_system - kids0.children_user -
-                  kids0.children_system)
+        go_cpu = children_cpu_since(kids0)
         if p.returncode != 0:
             sys.exit("vsphere-bench: govmomi-reconfig failed: %s" % p.stderr[-2000:])
         res = json.loads(p.stdout.strip().splitlines()[-1])
