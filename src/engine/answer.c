@@ -21,7 +21,8 @@
 /* The answer gate: "done" only fresh. Pure: what a call is told from the facts in g (struct
  * eng_gate_in); test/unit/test_answer_gate.c enumerates every combination. A "done" is
  * answered only when a call for this hardware waits for one and the pass that concluded it
- * began at or after that call (each "done" is then used up); any other conclusion for this
+ * began at or after that call (each "done" is then used up); one not fresh waits for a new
+ * look, which a call that came late waits for itself (LOOK_FIRST); any other conclusion for this
  * hardware is answered as it is, except a Failure that nothing confirms, which is looked at
  * again first: a sticky one with no call waiting that its pass began after, a Failure of one
  * look concluded before the previous call (news to no call any more), either one not CAPI
@@ -31,6 +32,8 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
     bool done = g->known && !g->failure && !g->waiting;
     if (done && g->confirming && g->fresh)
         return ENG_GATE_DONE;
+    if (done && g->late)
+        return ENG_GATE_LOOK_FIRST; /* a "done" not fresh for a late call: a look first */
     if (!g->known || done)
         return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
     if (!g->failure || g->retried || g->checked)
@@ -53,7 +56,8 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
 /* The gate's facts of x's conclusion for a call for desired under s (retried: as the call
  * found it). Caller holds the lock. */
 static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *desired,
-                                  const struct hv_settings *s, bool retried, uint64_t prev_seq)
+                                  const struct hv_settings *s, bool retried, uint64_t prev_seq,
+                                  bool late)
 {
     /* a conclusion holds for the hardware and the settings it was reached under */
     return (struct eng_gate_in){.known = x->have_answer && hv_hw_equal(&x->answer_for, desired) &&
@@ -65,7 +69,8 @@ static struct eng_gate_in gate_in(const struct entry *x, const struct hv_hw *des
                                 .fresh = x->answer_seq >= x->confirm_seq,
                                 .recent = x->answer_seq >= prev_seq,
                                 .retried = retried,
-                                .checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq};
+                                .checked = x->fail_check_seq && x->answer_seq >= x->fail_check_seq,
+                                .late = late};
 }
 
 /* x's answer is a "done" that the next call will return (see hv_engine_update): for the
@@ -75,7 +80,7 @@ bool eng_concludes(const struct entry *x)
 {
     if (!x->have_desired)
         return false;
-    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false, x->call_seq);
+    struct eng_gate_in g = gate_in(x, &x->desired, &x->s, false, x->call_seq, false);
     return eng_answer_gate(&g) == ENG_GATE_DONE;
 }
 
@@ -111,7 +116,7 @@ static bool late_call_waits(struct hv_engine *e, struct entry *x, const struct h
     x->waiters--;
     if (x->answer_seq < mine || x->call_seq != mine)
         return false; /* no look since, or another call came meanwhile: it answers */
-    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq);
+    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq, true);
     return eng_answer_gate(&g) == ENG_GATE_DONE;
 }
 
@@ -155,12 +160,9 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         x->confirm_seq = 0; /* late: CAPI may have been through other states elsewhere */
         late = true;
     }
-    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq);
+    struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq, late);
     enum eng_gate gate = eng_answer_gate(&g);
     bool answered_done = gate == ENG_GATE_DONE;
-    /* A "done" held back only because this call came late waits for the look it needs: the
-     * pass this call queues (see late_call_waits) */
-    bool wait_look = late && gate == ENG_GATE_OBSERVE && g.known && !g.failure && !g.waiting;
     if (answered_done) {
         /* concluded by a pass that began after a call for this hardware found it not yet
          * confirmed: what CAPI is told is what the VM showed since. Each "done" is used up,
@@ -210,7 +212,8 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         else
             eng_enqueue(e, x);
     }
-    if (wait_look && late_call_waits(e, x, desired, s, retried, prev_seq)) {
+    /* (LOOK_FIRST: the look this call needs is the pass it just queued; see late_call_waits) */
+    if (gate == ENG_GATE_LOOK_FIRST && late_call_waits(e, x, desired, s, retried, prev_seq)) {
         *out = x->answer;
         x->confirm_seq = 0;
         x->expect_ms = 0;

@@ -197,12 +197,18 @@ struct eng_gate_in {
     bool retried;    /* CAPI retries the Failure this process answered its last call */
     bool checked;    /* a pass began since a call answered "observing the VM" instead of this
                         Failure (x->fail_check_seq) */
+    bool late;       /* this call came LATE_CALL_MS or more after the wait CAPI was asked for,
+                        for the hardware asked last */
 };
 enum eng_gate {
     ENG_GATE_DONE,    /* answer the "done" (used up: the next call waits for a new one) */
     ENG_GATE_KNOWN,   /* answer the conclusion as it is (in progress, or a Failure) */
     ENG_GATE_OBSERVE, /* answer "in progress: observing the VM" */
     ENG_GATE_RECHECK, /* the same, instead of a Failure to be concluded again */
+    /* a "done" held back only because the call came late: the pass this call queues goes
+     * first and the call waits for it (at most probe_wait_ms); "done" if that pass concludes
+     * it, else "in progress: observing the VM" */
+    ENG_GATE_LOOK_FIRST,
 };
 /* Pure: the same facts, the same answer (test/unit/test_answer_gate.c: every combination). */
 enum eng_gate eng_answer_gate(const struct eng_gate_in *g);

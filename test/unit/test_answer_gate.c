@@ -1,5 +1,5 @@
 /* test_answer_gate.c: the answer gate ("done" only fresh, src/engine/answer.c
- * eng_answer_gate) over its whole state space: every combination of its nine facts (512),
+ * eng_answer_gate) over its whole state space: every combination of its ten facts (1024),
  * each checked against the rules written out here on their own, and the promises they make
  * checked as properties over all of them. */
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include "engine_internal.h"
 
-#define N_FACTS 9
+#define N_FACTS 10
 
 static struct eng_gate_in facts(unsigned bits)
 {
@@ -24,16 +24,17 @@ static struct eng_gate_in facts(unsigned bits)
                                 .fresh = bits & 32,
                                 .retried = bits & 64,
                                 .checked = bits & 128,
-                                .recent = bits & 256};
+                                .recent = bits & 256,
+                                .late = bits & 512};
 }
 
 static void describe(char *out, size_t cap, const struct eng_gate_in *g)
 {
     snprintf(out, cap,
              "known=%d failure=%d once=%d waiting=%d confirming=%d fresh=%d retried=%d "
-             "checked=%d recent=%d",
+             "checked=%d recent=%d late=%d",
              g->known, g->failure, g->once, g->waiting, g->confirming, g->fresh, g->retried,
-             g->checked, g->recent);
+             g->checked, g->recent, g->late);
 }
 
 /* The rules, one case at a time. */
@@ -44,7 +45,8 @@ static enum eng_gate expected(const struct eng_gate_in *g)
     if (!g->failure && !g->waiting) { /* a "done" */
         if (g->confirming && g->fresh)
             return ENG_GATE_DONE; /* a call waits for it, and its pass began after that call */
-        return ENG_GATE_OBSERVE;  /* stale: a new look first */
+        /* stale: a new look first; a call that came late waits for it (its own pass) */
+        return g->late ? ENG_GATE_LOOK_FIRST : ENG_GATE_OBSERVE;
     }
     if (!g->failure)
         return ENG_GATE_KNOWN; /* in progress: an older conclusion is safe */
@@ -68,7 +70,7 @@ static enum eng_gate expected(const struct eng_gate_in *g)
 static void test_every_combination(void **state)
 {
     (void)state;
-    int count[4] = {0};
+    int count[5] = {0};
     for (unsigned bits = 0; bits < 1u << N_FACTS; bits++) {
         struct eng_gate_in g = facts(bits);
         enum eng_gate got = eng_answer_gate(&g), want = expected(&g);
@@ -77,18 +79,22 @@ static void test_every_combination(void **state)
             describe(d, sizeof(d), &g);
             fail_msg("%s: gate %d, want %d", d, got, want);
         }
-        assert_true(got >= ENG_GATE_DONE && got <= ENG_GATE_RECHECK);
+        assert_true(got >= ENG_GATE_DONE && got <= ENG_GATE_LOOK_FIRST);
         count[got]++;
     }
     /* DONE: known, no failure, not waiting, confirming, fresh; once, retried, checked,
-     * recent free */
-    assert_int_equal(count[ENG_GATE_DONE], 16);
+     * recent, late free */
+    assert_int_equal(count[ENG_GATE_DONE], 32);
     /* RECHECK: a known Failure, not retried, not checked, waiting free; sticky and not
      * confirmed by a call its pass began after (confirming and fresh not both: 3 of 4;
-     * recent free): 12; or of one look and not recent (confirming, fresh free): 8 */
-    assert_int_equal(count[ENG_GATE_RECHECK], 20);
+     * recent free): 12; or of one look and not recent (confirming, fresh free): 8; late
+     * free */
+    assert_int_equal(count[ENG_GATE_RECHECK], 40);
+    /* LOOK_FIRST: a "done" (known, no failure, not waiting) not fresh (confirming and fresh
+     * not both: 3 of 4), late; once, retried, checked, recent free */
+    assert_int_equal(count[ENG_GATE_LOOK_FIRST], 48);
     assert_int_equal(count[ENG_GATE_DONE] + count[ENG_GATE_KNOWN] + count[ENG_GATE_OBSERVE] +
-                         count[ENG_GATE_RECHECK],
+                         count[ENG_GATE_RECHECK] + count[ENG_GATE_LOOK_FIRST],
                      1 << N_FACTS);
 }
 
@@ -142,6 +148,16 @@ static void test_promises(void **state)
         h.checked = !g.checked;
         if (!(g.known && g.failure) && eng_answer_gate(&h) != got)
             fail_msg("%s: checked decides what is no Failure", d);
+        /* a call waits for a look only for a "done" held back, and only when it came late */
+        if (got == ENG_GATE_LOOK_FIRST && !(g.known && !g.failure && !g.waiting && g.late))
+            fail_msg("%s: a look waited for without a done held back for a late call", d);
+        /* late only ever decides a "done" not fresh: look first or observe */
+        struct eng_gate_in l = g;
+        l.late = !g.late;
+        enum eng_gate lg = eng_answer_gate(&l);
+        if (lg != got && !((got == ENG_GATE_LOOK_FIRST && lg == ENG_GATE_OBSERVE) ||
+                           (got == ENG_GATE_OBSERVE && lg == ENG_GATE_LOOK_FIRST)))
+            fail_msg("%s: late decides more than whether a late call waits for its look", d);
         /* pure: the same facts, the same answer */
         assert_int_equal(eng_answer_gate(&g), got);
     }
