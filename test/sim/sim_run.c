@@ -405,7 +405,9 @@ static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
 /* A done for the hardware of VM m's operation that the VM does not show, answered by replica r
  * from its last look, is excused only for this cause: CAPI began that operation while the one
  * before was in flight (A -> B -> A: the rollout went back before B was done), and another
- * replica's step for that left state B came after r's look. CONTRACT.md: CAPI "never changes
+ * replica's step for B, taken while B was CAPI's desired state (after B's CanUpdateMachine,
+ * before A's again: a pass that acts on a call CAPI has left behind is judged), came after
+ * r's look. CONTRACT.md: CAPI "never changes
  * the desired spec while an update is in flight"; the engine answers a call on time from the
  * pass the call before it asked for (docs/limits.md "CAPI changing its mind mid-update"), and
  * no call told r of B (seed 901675). Any other done the VM does not show is judged. */
@@ -425,7 +427,7 @@ static bool stepped_for_a_state_left_in_flight(const struct sim *s, int m, int r
         if (seen->ms <= v->look_ms[r])
             break;
         if (seen->rep >= 0 && seen->rep != r && seen->ms >= c->prev_op.can_ms &&
-            hv_hw_equal(&seen->want, &c->prev_op.want))
+            seen->ms < c->op.can_ms && hv_hw_equal(&seen->want, &c->prev_op.want))
             return true;
     }
     return false;
