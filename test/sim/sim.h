@@ -279,6 +279,9 @@ struct sim_caller {
     struct hv_hw wants[64]; /* every desired state asked so far (for invariant 5) */
     /* the last answer was done (no CanUpdateMachine since), at done_ms (invariant 5) */
     bool done_last;
+    /* ... and invariant 1 excused it (the VM did not show it: A -> B -> A mid-update served
+     * elsewhere, stepped_for_a_state_left_in_flight): the VM never showed that done */
+    bool done_excused;
     int64_t done_ms;
     int n_wants;
     /* every covered CanUpdateMachine: its desired state and when (invariant 4 dates the

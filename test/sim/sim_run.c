@@ -771,6 +771,7 @@ static void call_update(struct sim *s, int m)
     /* the look the answering replica's last pass took (seen_after reads count: a step's
      * read is taken after the step, later than the pass's observe) */
     (void)prev_call;
+    c->done_excused = false;
     if (v->touched_ms < v->look_ms[r]) {
         const struct hv_hw *w = &c->op.want;
         if (!v->exists)
@@ -778,7 +779,7 @@ static void call_update(struct sim *s, int m)
         else if (v->power == HV_POWER_PAUSED)
             sim_break(s, INV_DONE_SHOWS, "%s: done while paused", v->name);
         else if (!sim_hw_shows(v, w) && stepped_for_a_state_left_in_flight(s, m, r))
-            s->r.done_excused++;
+            s->r.done_excused++, c->done_excused = true;
         else if (!sim_hw_shows(v, w))
             sim_break(s, INV_DONE_SHOWS,
                       "%s: done for %lld MiB %d vCPUs %lld MiB disk; the VM shows %lld MiB %d "
@@ -1203,9 +1204,11 @@ static void check_end(struct sim *s)
         if (v->operator_config || v->power == HV_POWER_PAUSED)
             continue;
         /* the last answer done stays true: no operation of an older desired state (another
-         * replica's, say) changes the VM after it, unless a fault or the operator did since */
+         * replica's, say) changes the VM after it, unless a fault or the operator did since
+         * (or invariant 1 excused that done: the VM never showed it) */
         const struct hv_hw *dw = &c->op.want;
-        if (c->done_last && v->touched_ms < c->done_ms && v->host_fault_ms < c->done_ms &&
+        if (c->done_last && !c->done_excused && v->touched_ms < c->done_ms &&
+            v->host_fault_ms < c->done_ms &&
             ((dw->memory_mib >= 0 && v->config.memory_mib != dw->memory_mib) ||
              (dw->cpus >= 0 && v->config.cpus != dw->cpus)))
             sim_break(s, INV_NO_LOSS,
