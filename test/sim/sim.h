@@ -48,6 +48,8 @@ const char *sim_inv_name(enum sim_inv i);
 const char *sim_cause_name(int cause);
 
 /* A VM as the simulated hypervisor holds it. */
+#define SIM_STEPS_SEEN 16
+
 struct sim_vm {
     char name[32];
     int host;
@@ -172,6 +174,14 @@ struct sim_vm {
     struct hv_hw step_ok_want;
     int64_t step_ok_started;
     int step_ok_rep;
+    /* the steps the hypervisor took lately (a ring, [n_steps_seen % SIM_STEPS_SEEN]): when, for
+     * which hardware (the record's desired then) and by which replica (-1: none) */
+    struct sim_step_seen {
+        int64_t ms;
+        struct hv_hw want;
+        int rep;
+    } steps_seen[SIM_STEPS_SEEN];
+    unsigned n_steps_seen;
     /* last reconfigure the hypervisor took (its answer lost or not): the configuration
      * written whole (0: none) */
     int64_t reconf_ms;
@@ -233,6 +243,10 @@ struct sim_op {
     int64_t last_rep_ms[SIM_MAX_REPLICAS]; /* ... to each replica */
     int calls;
     bool failed; /* the last answer was a Failure */
+    /* begun while the previous operation was in flight (the rollout changed, A -> B, or went
+     * back, A -> B -> A): CONTRACT.md says CAPI never does that; the sim's CAPI does, to try
+     * the engine on it */
+    bool changed_in_flight;
     /* each replica's last answer to this operation, when a Failure: its message and the cause
      * that excused it (a replica answers the same one again to a call it takes for CAPI
      * retrying it) */
@@ -265,6 +279,9 @@ struct sim_caller {
     struct hv_hw wants[64]; /* every desired state asked so far (for invariant 5) */
     /* the last answer was done (no CanUpdateMachine since), at done_ms (invariant 5) */
     bool done_last;
+    /* ... and invariant 1 excused it (the VM did not show it: A -> B -> A mid-update served
+     * elsewhere, stepped_for_a_state_left_in_flight): the VM never showed that done */
+    bool done_excused;
     int64_t done_ms;
     int n_wants;
     /* every covered CanUpdateMachine: its desired state and when (invariant 4 dates the
@@ -316,6 +333,10 @@ struct sim_result {
     /* Failures judged (no cause the checker accepts: a break of 4-covered-ends-done) and
      * excused, by cause (sim_cause_name) */
     long fail_judged, fail_excused[SIM_CAUSES];
+    /* dones the VM did not show, excused: another replica's step for the state CAPI left
+     * while this update was in flight came after the answering replica's look (see
+     * stepped_for_a_state_left_in_flight in sim_run.c) */
+    long done_excused;
     uint64_t trace_hash; /* with o.trace_hash: FNV-1a 64 of every trace line */
     long trace_lines;
 };

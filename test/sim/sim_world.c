@@ -402,6 +402,10 @@ static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, 
         if (r)
             v->step_ok_want = r->desired;
         v->step_ok_rep = r && sscanf(r->owner, "sim-r%d:%d", &rep, &gen) == 2 ? rep : -1;
+        struct sim_step_seen *seen = &v->steps_seen[v->n_steps_seen++ % SIM_STEPS_SEEN];
+        seen->ms = s->now_ms;
+        seen->want = v->step_ok_want;
+        seen->rep = r ? v->step_ok_rep : -1;
         return;
     }
     v->act_fail_ms[kind] = v->delay_ms = s->now_ms;
