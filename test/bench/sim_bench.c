@@ -46,6 +46,7 @@ int main(int argc, char **argv)
     }
     long steps = 0, checks = 0, runs = 0, known = 0, broken = 0;
     long per_inv[INV_COUNT] = {0};
+    long judged = 0, excused[SIM_CAUSES] = {0}, done_excused = 0;
     double t0 = now_s();
     for (; steps < total; seed++, runs++) {
         struct sim_result r;
@@ -57,6 +58,10 @@ int main(int argc, char **argv)
                    (unsigned long long)seed, o.steps, sim_inv_name(r.broken), r.broken_step, r.why);
         }
         known += r.known > 0;
+        judged += r.fail_judged;
+        for (int k = 0; k < SIM_CAUSES; k++)
+            excused[k] += r.fail_excused[k];
+        done_excused += r.done_excused;
         steps += r.steps;
         checks += r.checks;
     }
@@ -69,5 +74,11 @@ int main(int argc, char **argv)
         if (per_inv[i])
             printf(" %s %ld", sim_inv_name((enum sim_inv)i), per_inv[i]);
     printf("; runs meeting a known open issue: %ld\n", known);
+    printf("sim-bench: Failures: %ld judged; excused by cause:", judged);
+    for (int k = 0; k < SIM_CAUSES; k++)
+        printf(" %s %ld%s", sim_cause_name(k), excused[k], k + 1 < SIM_CAUSES ? "," : "\n");
+    printf("sim-bench: dones the VM did not show, excused (A -> B -> A mid-update served "
+           "elsewhere): %ld\n",
+           done_excused);
     return broken ? 1 : 0;
 }
