@@ -484,8 +484,10 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     hv_engine_check(!held || !f.seen || f.cycling || f.vm_cycle || f.record_down || f.going_down ||
                         f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
-    /* (a cycle of this process for other hardware that a pause stalled: rc_neither_on_nor_off) */
-    bool stalled_own = p->stalled && p->vm_cycle;
+    /* (a cycle of this process for other hardware that a pause stalled: rc_neither_on_nor_off;
+     * or one of its previous life, whose shutdown sent before the pause may land once the VM
+     * runs again: seed 908970, the host then stalled, no call came, and the passes stopped) */
+    bool stalled_own = p->stalled && (p->vm_cycle || hv_owner_previous(p->rec.owner, b->owner));
     bool cycling = f.cycling || p->going_down || p->record_down || stalled_own; /* looks again */
     /* (a step of this process's previous life that may still land is this process's cycle to
      * carry: followed through blind passes as its own, seed 109359) */

@@ -275,6 +275,8 @@ static void resume_found(struct hv_engine *e, const struct found *f)
      * a new cycle of its host began as its shutdown landed). */
     if (!f->paused)
         eng_slot_take(e, x, f->host, f->off || f->going_down);
+    else /* (the host a blind pass takes one on again: workers.c; seed 908970) */
+        snprintf(x->slot_host, sizeof(x->slot_host), "%s", f->host);
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
     if (!x->queued && !x->running) {
         x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
