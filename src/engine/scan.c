@@ -35,7 +35,8 @@ struct found {
     /* its shutdown or power-off, sent by this process or its previous life, may still take it
      * down (within shutdownTimeoutSeconds and one hypervisor call of its step) */
     bool going_down;
-    bool own; /* written by this very process (owner equal to ours) */
+    bool tried; /* its step's last try failed (attempts): refused, or no answer */
+    bool own;   /* written by this very process (owner equal to ours) */
     struct hv_hw desired;
     struct hv_settings s;
     bool carried; /* a pass of this process holds its slot already (confirm_found) */
@@ -152,6 +153,7 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
         bool stale = sc->now - r->step_at > wait + SCAN_STALE_S;
         keep = f.own || previous || (stale && !paused && !left_off);
         f.paused = paused;
+        f.tried = r->attempts > 0;
         f.going_down = (f.own || previous) && vm->power == HV_POWER_ON &&
                        (r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF) &&
                        sc->now < r->step_at + f.s.shutdown_timeout_s + e->cfg.step_timeout_s;
@@ -325,9 +327,17 @@ void eng_run_scan(struct hv_engine *e)
     e->gates = sc.bad;
     e->n_gates = keep;
     e->scanned = true;
-    /* (after the gates: a host listed now no longer counts as unlisted) */
-    for (size_t k = 0; k < sc.n; k++)
-        resume_found(e, &sc.v[k]);
+    /* (after the gates: a host listed now no longer counts as unlisted) The cycles surely
+     * under way take the slots within the caps first: a VM off, or one whose shutdown or
+     * power-off was sent with no failed try recorded; then the rest, so one whose last try
+     * failed (refused, or no answer: it may not have been sent, and its pass sends it again
+     * only within the caps) takes one over them rather than leave a cycle under way over
+     * them (seed 1112029: the scan after a restart found a refused shutdown listed before
+     * one sent, gave the refused one the slot, and its pass sent it beside the other) */
+    for (int sure = 1; sure >= 0; sure--)
+        for (size_t k = 0; k < sc.n; k++)
+            if ((sc.v[k].off || (sc.v[k].going_down && !sc.v[k].tried)) == (sure == 1))
+                resume_found(e, &sc.v[k]);
     free(sc.v);
     e->scanning = false;
     int64_t now = eng_now_ms(e);
