@@ -1300,9 +1300,11 @@ static int64_t next_event(struct sim *s, bool calling)
     return t;
 }
 
-static void run_engines(struct sim *s, int max_each)
+static void run_engines(struct sim *s, int max_each, int only)
 {
     for (int r = 0; r < s->n_reps; r++) {
+        if (only >= 0 && r != only)
+            continue;
         s->in_pass = true;
         s->pass_rep = r;
         int n = hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
@@ -1345,7 +1347,8 @@ static void on_abort(int sig)
  *   at SECONDS update K [replica=R]          (one UpdateMachine call; none once K's
  *                                             operation is done or CAPI gave up on it;
  *                                             replica: to R from now on, as after can)
- *   at SECONDS run                           (every replica runs its due passes)
+ *   at SECONDS run [replica=R]               (every replica runs its due passes; replica:
+ *                                             R alone, the others' passes stay queued)
  *   at SECONDS events                        (the hypervisor's change events are delivered)
  *   at SECONDS fault K NAME                  (NAME: a fault of sim_world_fault_on, below)
  *   at SECONDS acts K LETTERS                (the outcomes of K's next acts, in order: f its
@@ -1448,7 +1451,7 @@ static int script_world(struct sim *s, FILE *f)
 static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings);
 static void call_update(struct sim *s, int m);
 static void check_step(struct sim *s, bool calling);
-static void run_engines(struct sim *s, int max_each);
+static void run_engines(struct sim *s, int max_each, int only);
 
 /* The table of the script, in order. */
 static int script_events(struct sim *s, FILE *f)
@@ -1507,7 +1510,7 @@ static int script_events(struct sim *s, FILE *f)
                 sim_break(s, INV_ENDS, "%s: CAPI still waits for its done at %.1f s (script)",
                           s->vms[k].name, at);
         } else if (!strcmp(what, "run")) {
-            run_engines(s, 50);
+            run_engines(s, 50, (int)kvl(line, "replica", -1));
         } else if (!strcmp(what, "events")) {
             sim_deliver_events(s);
         } else if (!strcmp(what, "restart") && k >= 0 && k < s->n_reps) {
@@ -1621,7 +1624,7 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
         if (a < 10) {
             sim_deliver_events(s);
         } else if (a < 50) {
-            run_engines(s, sim_range(s, 1, 4)); /* as the engine's workers would */
+            run_engines(s, sim_range(s, 1, 4), -1); /* as the engine's workers would */
         } else if (a < 90) {
             caller_step(s);
         } else if (sim_chance(s, fault_permille * 10)) {
@@ -1653,7 +1656,7 @@ bool sim_run(const struct sim_opts *o, struct sim_result *out)
         int64_t end = s->now_ms + QUIESCE_MS;
         for (int n = 0; n < 2000 && !s->r.broken; n++) {
             sim_deliver_events(s);
-            run_engines(s, 50);
+            run_engines(s, 50, -1);
             check_step(s, false);
             int64_t t = next_event(s, false);
             if (!t || t > end)
