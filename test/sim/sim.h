@@ -117,6 +117,9 @@ struct sim_vm {
     int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */
     int64_t resumed_ms;                /* last time the operator resumed it (0: never) */
     int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
+    /* ... in the order of the world's events (sim.world_seq): a look and a step in one
+     * millisecond told apart */
+    uint64_t look_seq[SIM_MAX_REPLICAS];
     /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
      * count and the VM's last look when the excuse began, and the check that last used it */
     int64_t wait_passes, wait_look, wait_check;
@@ -178,6 +181,7 @@ struct sim_vm {
      * which hardware (the record's desired then) and by which replica (-1: none) */
     struct sim_step_seen {
         int64_t ms;
+        uint64_t seq; /* sim.world_seq then */
         struct hv_hw want;
         int rep;
     } steps_seen[SIM_STEPS_SEEN];
@@ -349,6 +353,7 @@ struct sim {
     /* the clock that calls to stalled hosts waited for their timeout, summed: the one clock
      * runs through every replica's passes and probes in turn, so each wait delays them all */
     int64_t stall_wait_ms;
+    uint64_t world_seq; /* counts the looks and steps of the engines, in order */
     int step;
     /* the world */
     struct sim_host hosts[SIM_MAX_HOSTS];

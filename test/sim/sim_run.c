@@ -424,7 +424,7 @@ static bool stepped_for_a_state_left_in_flight(const struct sim *s, int m, int r
     for (unsigned k = 0; k < n; k++) {
         const struct sim_step_seen *seen =
             &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
-        if (seen->ms <= v->look_ms[r])
+        if (seen->seq < v->look_seq[r])
             break;
         if (seen->rep >= 0 && seen->rep != r && seen->ms >= c->prev_op.can_ms &&
             seen->ms < c->op.can_ms && hv_hw_equal(&seen->want, &c->prev_op.want))

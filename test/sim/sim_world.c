@@ -404,6 +404,7 @@ static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, 
         v->step_ok_rep = r && sscanf(r->owner, "sim-r%d:%d", &rep, &gen) == 2 ? rep : -1;
         struct sim_step_seen *seen = &v->steps_seen[v->n_steps_seen++ % SIM_STEPS_SEEN];
         seen->ms = s->now_ms;
+        seen->seq = ++s->world_seq;
         seen->want = v->step_ok_want;
         seen->rep = r ? v->step_ok_rep : -1;
         return;
@@ -462,8 +463,10 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
         return HV_OK;
     }
     fill_obs(s, k, o, s->record_in_step); /* vSphere-like worlds fill the guest here */
-    if (s->in_pass)
+    if (s->in_pass) {
         s->vms[k].look_ms[rep_of(b)->idx] = s->now_ms;
+        s->vms[k].look_seq[rep_of(b)->idx] = ++s->world_seq;
+    }
     return HV_OK;
 }
 
