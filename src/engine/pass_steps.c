@@ -334,6 +334,16 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         p->down_at = 0;
         return;
     }
+    /* A try before the last: a shutdown or power-off of this process's previous life that
+     * this pass found sent and tried again (previous_step_outlives_refused_try) is remembered
+     * as a try that may have been taken, as one with no answer is: this life's refused try
+     * does not undo it, and the record this try rewrote (its attempts, its stepAt) no longer
+     * shows it, so the next pass does not take the step for one never sent and wait for a
+     * slot within the caps as for a new cycle (held-out seed 1415072: the slot went back and
+     * another VM of the host went down while that shutdown could still land). */
+    bool previous_step_outlives_refused_try = down_step && p->record_down_at;
+    if (previous_step_outlives_refused_try)
+        p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->record_down_at);
     if (rc_store(p)) {
         snprintf(m, sizeof(m), HV_MSG("in progress: retrying %s (%s)"), step_name(kind),
                  hv_errcode_message(err->code));

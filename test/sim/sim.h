@@ -108,6 +108,10 @@ struct sim_vm {
     int cycle_gen;    /* ... in its life (restarts count up) */
     int64_t cycle_ms; /* ... when (its shutdown or power-off was accepted) */
     int64_t cycle_op; /* ... for the operation its record then began (startedAt; 0: none) */
+    /* a later life of cycle_owner that sent the cycle's shutdown or power-off again, and when
+     * (its latest such step; 0: none), e.g. a restarted process carrying its cycle on */
+    int resent_gen;
+    int64_t resent_ms;
     /* the process (replica, life; life 0: none) that took the cycle over from another one
      * while the VM was off, its record written over the other's: carrying it on to start the
      * VM again brings no VM down */

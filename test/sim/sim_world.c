@@ -687,6 +687,10 @@ void sim_check_carried(struct sim *s)
              * over the caps, the engine's documented exception; no new cycle begins then) */
             if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
                 continue;
+            /* (the same when a later life of it sent that shutdown again before the pause, the
+             * cycle carried on after a restart: held-out seed 1408263) */
+            if (w->cycle_owner == r && w->resent_gen == cg && w->resumed_ms > w->resent_ms)
+                continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
              * again: that brings no VM down; never leave a VM off. Also one this process sent
              * the shutdown of, then another carried (its slot given back), and this one took
@@ -751,9 +755,14 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                       : v->stats != 0  ? " (its statistics tell nothing newer than the step)"
                                        : "");
     }
-    if (v->cycling)
-        return;
     int me = rep_of(b)->idx, me_gen = rep_of(b)->gen;
+    if (v->cycling) {
+        if (me == v->cycle_owner && me_gen > v->cycle_gen) {
+            v->resent_gen = me_gen;
+            v->resent_ms = s->now_ms;
+        }
+        return;
+    }
     /* The power-off of a TrySoft cycle whose shutdown this same process life sent for the
      * same operation, the VM not paused since: no new cycle to the engine, which has held the
      * slot it took for that shutdown since (its record in the cycle all along), whatever the
@@ -769,6 +778,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     v->cycle_owner = me;
     v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
+    v->resent_gen = 0;
+    v->resent_ms = 0;
     v->cycle_op = rp ? rp->started_at : 0;
     int on_host = 0, all = 0;
     char who[200] = "";
