@@ -388,7 +388,10 @@ static bool caps_held_by_unlisted_hosts(const struct sim *s, int r, int m)
  * asked-for value then, which the probe covers by design (test_coverage
  * test_never_covers_a_value_the_vm_already_has: "already on the VM"), and nothing on the VM
  * told of a call queued elsewhere (seed 804050: A hot-plugged on r1 just after r0 covered
- * B, the VM's own memory; B's begin needed a cycle a transient domain cannot have). */
+ * B, the VM's own memory; B's begin needed a cycle a transient domain cannot have). The
+ * refusal is "cannot change ..." or, under powerCycle Never, "... needs a power cycle (...)
+ * and powerCycle is Never" (seed 1434335: r1 covered B, 2048 MiB, as a grow from the VM's
+ * 1024 MiB; r0's pass for A's call before it hot-plugged 3072 MiB, and B became a shrink). */
 static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
 {
     const struct sim_vm *v = &s->vms[m];
@@ -561,7 +564,8 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     }
     if (v->op_change_ms >= can_ms)
         return CAUSE_OPERATOR;
-    if (!strncmp(msg, "cannot change ", 14) && older_call_landed(s, m, can_ms))
+    if ((!strncmp(msg, "cannot change ", 14) || strstr(msg, " and powerCycle is Never")) &&
+        older_call_landed(s, m, can_ms))
         return CAUSE_OLDER_CALL;
     return -1;
 }
