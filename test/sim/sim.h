@@ -157,6 +157,11 @@ struct sim_vm {
      * next operation's record is noted begun over it (note_begun_over) */
     struct hv_oprecord cleared_rec;
     bool cleared_pending;
+    /* the last failed record a record for other hardware replaced (an operation begun over
+     * that Failure), and whether there is one: a replica that concluded that Failure before
+     * may still answer it (sim_run.c call_update dates it from its operation) */
+    struct hv_oprecord replaced_failed;
+    bool have_replaced_failed;
     /* cleared_rec stepped memory (vCPUs) live, or had begun over another operation's live
      * step of it in flight, keeping its base from before that step (sim_set_record) */
     bool cleared_live_mem, cleared_live_cpus;

@@ -621,11 +621,26 @@ static void call_update(struct sim *s, int m)
          * this CanUpdateMachine (A -> B -> A while A's operation was still in flight: the same
          * request joins it, and its record says when it began) is that operation's: it dates
          * from the covered CanUpdateMachine that began it */
+        /* (... also when a record for other hardware has replaced that Failure's since: an
+         * operation for the state between (A -> B -> A) begun over it by another replica's pass
+         * for B's call, and this replica concluded the Failure (its record's owner) and was
+         * called for no state between: its calls since are one series for this hardware, and
+         * it answers the Failure from its look before the replacement (answer.c: a waiting
+         * call confirms a Failure its pass concluded after that call); seed 38736, "the VM did
+         * not stay on", its halts after A's covered CanUpdateMachine. A replica called for B
+         * meanwhile looks again first: scenario old_failure_after_a_b_a_waits_for_a_look) */
         const struct hv_oprecord *fr = sim_record(v);
+        const struct hv_oprecord *ar = fr;
+        int owner, owner_gen;
+        if (!(fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message)) &&
+            v->have_replaced_failed && c->op.changed_in_flight && c->have_prev &&
+            !hv_hw_equal(&c->prev_op.want, &c->op.want) && !c->prev_op.last_rep_ms[r] &&
+            sscanf(v->replaced_failed.owner, "sim-r%d:%d", &owner, &owner_gen) == 2 && owner == r)
+            ar = &v->replaced_failed;
         int64_t can_ms = c->op.can_ms;
-        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
-            hv_hw_equal(&fr->desired, &c->op.want)) {
-            int64_t began_ms = (fr->started_at - s->unix0 + 1) * 1000; /* (whole seconds) */
+        if (ar && ar->phase == HV_PH_FAILED && !strcmp(ar->message, res.message) &&
+            hv_hw_equal(&ar->desired, &c->op.want)) {
+            int64_t began_ms = (ar->started_at - s->unix0 + 1) * 1000; /* (whole seconds) */
             for (int k = 0; k < c->n_covers; k++)
                 if (c->cover_ms[k] < began_ms && c->cover_ms[k] < can_ms &&
                     hv_hw_equal(&c->cover_want[k], &c->op.want) &&

@@ -188,6 +188,10 @@ void sim_set_record(struct sim_vm *v, const char *text)
         v->cleared_live_cpus = (stepped && !strncmp(old.plan[HV_F_CPUS], "live:", 5)) ||
                                (cb && cb->hv_cpus >= 0 && cb->hv_cpus != v->begun_hw.cpus);
     }
+    if (had && n && old.phase == HV_PH_FAILED && !hv_hw_equal(&old.desired, &n->desired)) {
+        v->replaced_failed = old;
+        v->have_replaced_failed = true;
+    }
     bool cleared = !had && n && v->cleared_pending;
     bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
     if (n && n->phase < HV_PH_DONE && !same_hw)
