@@ -70,6 +70,10 @@ struct pass {
      * for it stays (no live process holds one for it) */
     bool record_down;
     int64_t record_down_at; /* ... when that step was sent (0: none) */
+    /* the VM is off and its record, as read, shows a cycle of this process's previous life
+     * (for any hardware): the VM is down, no live process holds a slot for it, and this
+     * process brings it back; a slot held for it stays until a pass of this process does */
+    bool previous_off;
     /* The live step about to be taken is the last one: with ops->record_in_step it carries
      * the waiting record (carried: it did, so no separate write follows). */
     bool carry, carried;
@@ -234,10 +238,11 @@ struct rc_slot_facts {
     bool under_way;
     /* at the end: the pass read the record (seen); this operation's cycle is in flight
      * (cycling); the VM's record shows a cycle of this process (vm_cycle) or a step of its
-     * previous life that may still land (record_down); the cycle cannot progress (stalled:
-     * paused); a Failure left the VM off just now (left_off); a Failure came upon a step that
-     * may still take the VM down (going_down) */
-    bool seen, cycling, vm_cycle, record_down, stalled, left_off, going_down;
+     * previous life that may still land (record_down) or that left the VM off mid-cycle
+     * (previous_off); the cycle cannot progress (stalled: paused); a Failure left the VM off
+     * just now (left_off); a Failure came upon a step that may still take the VM down
+     * (going_down) */
+    bool seen, cycling, vm_cycle, record_down, previous_off, stalled, left_off, going_down;
 };
 enum rc_slot rc_slot_need(const struct rc_slot_facts *f);
 /* Apply need to p's VM: false when a slot was asked for and none is free. */

@@ -377,6 +377,7 @@ static bool one_pass(struct pass *p)
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
     p->record_down_at = p->record_down ? k.hazard_sent : 0;
+    p->previous_off = k.own_cycle_off && k.owner == OWN_PREVIOUS;
     p->other_failed = k.other_failed;
     p->other_open = k.other_open;
     p->own_cycle_off = k.own_cycle_off;
@@ -414,8 +415,13 @@ enum rc_slot rc_slot_need(const struct rc_slot_facts *f)
      * take the VM down is a cycle no live process holds a slot for: a slot this process took
      * for it (the scan's resume, a takeover) stays, also when this pass took no step (its
      * write failed, an uncalled pass for other hardware), and the engine keeps looking, until
-     * the step lands (the VM off: taken over as a cycle under way) or its window ends. */
-    if (f->seen && ((!f->cycling && !f->vm_cycle && !f->record_down) || f->stalled))
+     * the step lands (the VM off: taken over as a cycle under way) or its window ends. So does
+     * one held for a VM its previous life's cycle left off (previous_off), while no pass of
+     * this process has taken that cycle over yet (e.g. its begin of the hardware CAPI asks for
+     * now could not reach the hypervisor): the VM is down (held-out seed 1431952: the slot
+     * the scan took went back at such a pass, and another VM of the host went down). */
+    bool previous = f->record_down || f->previous_off;
+    if (f->seen && ((!f->cycling && !f->vm_cycle && !previous) || f->stalled))
         return SLOT_FREE;
     return SLOT_AS_IS;
 }
@@ -470,6 +476,7 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
                    !(out->failure && p->obs.power == HV_POWER_ON), /* e.g. no record stored */
         .vm_cycle = p->vm_cycle,
         .record_down = p->record_down,
+        .previous_off = p->previous_off,
         .stalled = p->stalled,
         /* a failed operation's start just now (as it is or rolled back) failed: step_timeout_s
          * after the Failure */
@@ -481,17 +488,18 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     /* a slot held implies a cycle, a step that may still land, or a VM left off (or a record
      * this pass could not read) */
     bool held = b->slot_held && b->slot_held(b->ctx, key);
-    hv_engine_check(!held || !f.seen || f.cycling || f.vm_cycle || f.record_down || f.going_down ||
-                        f.left_off,
+    hv_engine_check(!held || !f.seen || f.cycling || f.vm_cycle || f.record_down ||
+                        f.previous_off || f.going_down || f.left_off,
                     "a slot held implies a cycle, a hazard or a VM left off");
     /* (a cycle of this process for other hardware that a pause stalled: rc_neither_on_nor_off;
      * or one of its previous life, whose shutdown sent before the pause may land once the VM
      * runs again: seed 908970, the host then stalled, no call came, and the passes stopped) */
     bool stalled_own = p->stalled && (p->vm_cycle || hv_owner_previous(p->rec.owner, b->owner));
-    bool cycling = f.cycling || p->going_down || p->record_down || stalled_own; /* looks again */
+    bool previous = p->record_down || p->previous_off;
+    bool cycling = f.cycling || p->going_down || previous || stalled_own; /* looks again */
     /* (a step of this process's previous life that may still land is this process's cycle to
      * carry: followed through blind passes as its own, seed 109359) */
-    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || p->record_down || stalled_own;
+    bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || previous || stalled_own;
     enum hv_follow follow = !p->seen   ? HV_FOLLOW_UNSEEN
                             : !cycling ? HV_FOLLOW_NONE
                             : own      ? HV_FOLLOW_OWN

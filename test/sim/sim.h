@@ -102,6 +102,7 @@ struct sim_vm {
      * the hypervisor (unreachable), 'r' the hypervisor refuses it (an internal error: a try),
      * 'l' taken, its answer lost, 'o' as the world has it */
     char acts_next[16];
+    int plans_fail; /* its next plan calls that fail (script only: `plans K N`) */
     /* bookkeeping for the invariants (not visible to the engine) */
     bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */
     int cycle_owner;  /* replica that issued it */

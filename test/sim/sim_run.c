@@ -1375,6 +1375,8 @@ static void on_abort(int sig)
  *                                             (an outage, no try), r the hypervisor refuses
  *                                             it (an internal error, a try), l taken, its
  *                                             answer lost (a try), o as the world has it)
+ *   at SECONDS plans K N                     (K's next N plan calls fail before they reach
+ *                                             the hypervisor: an outage, as a look's)
  *   at SECONDS restart R
  *   at SECONDS expect K done                 (CAPI has been answered done for K by now, or
  *                                             the run breaks 3-operations-end)
@@ -1544,6 +1546,15 @@ static int script_events(struct sim *s, FILE *f)
             }
             snprintf(s->vms[k].acts_next, sizeof(s->vms[k].acts_next), "%s", q);
             sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, q);
+        } else if (!strcmp(what, "plans") && vm_ok) {
+            /* script only: K's next N plan calls fail before they reach the host */
+            int n = 0;
+            if (sscanf(line, "at %*f %*s %*d %d", &n) != 1 || n < 1) {
+                fprintf(stderr, "sim: bad plan failures in script line: %s", line);
+                return -1;
+            }
+            s->vms[k].plans_fail = n;
+            sim_note(s, "script: the next %d plan calls on %s fail", n, s->vms[k].name);
         } else if (!strcmp(what, "fault") && vm_ok) {
             char name[32] = "";
             sscanf(line, "at %*f %*s %*d %31s", name);
