@@ -195,6 +195,12 @@ static void test_slot_need(void **state)
     assert_int_equal(rc_slot_need(&f), SLOT_FREE);
     f = (struct rc_slot_facts){.seen = true, .record_down = true};
     assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+    /* a VM its previous life's cycle left off, not taken over by this pass: kept (seed
+     * 1431952), unless the cycle cannot progress (paused) */
+    f = (struct rc_slot_facts){.seen = true, .previous_off = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+    f.stalled = true;
+    assert_int_equal(rc_slot_need(&f), SLOT_FREE);
     f = (struct rc_slot_facts){.seen = true, .going_down = true};
     assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
     f = (struct rc_slot_facts){.left_off = true};
