@@ -102,7 +102,8 @@ struct sim_vm {
      * the hypervisor (unreachable), 'r' the hypervisor refuses it (an internal error: a try),
      * 'l' taken, its answer lost, 'o' as the world has it */
     char acts_next[16];
-    int plans_fail; /* its next plan calls that fail (script only: `plans K N`) */
+    int plans_fail;       /* its next plan calls that fail (script only: `plans K N`) */
+    char writes_next[16]; /* the outcomes of its next record writes (script only: `writes`) */
     /* bookkeeping for the invariants (not visible to the engine) */
     bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */
     int cycle_owner;  /* replica that issued it */
@@ -180,6 +181,14 @@ struct sim_vm {
     /* when failures in a row of each step kind last reached the engine's configured
      * max_step_attempts (the retry window its policy allows) */
     int64_t act_spent_ms[SIM_STEP_KINDS];
+    /* A retry that got through is noted on the record by the write after it (pass_steps.c
+     * rc_step: its tries are over); when that write fails, the record keeps the tries before
+     * it and the step's next failure counts on from them (held-out seed 5101829: power-on
+     * refused twice, accepted, the write after it failed, the VM halted, the retry's call
+     * failed: "failed 3 times"). The step kind whose accepted retry's write is due (0: none),
+     * and its failures in a row before it. */
+    int retry_write_due;
+    int retry_fails_before;
     int64_t lost_ms[SIM_STEP_KINDS]; /* last step of each kind taken whose answer was lost */
     int64_t step_ok_ms;              /* last step the hypervisor took (any kind) */
     /* ... the record on the VM then (0 started: none): its operation's hardware, when it

@@ -637,6 +637,13 @@ static void call_update(struct sim *s, int m)
             !hv_hw_equal(&c->prev_op.want, &c->op.want) && !c->prev_op.last_rep_ms[r] &&
             sscanf(v->replaced_failed.owner, "sim-r%d:%d", &owner, &owner_gen) == 2 && owner == r)
             ar = &v->replaced_failed;
+        /* (... or when the operator cleared that Failure's record since this replica's pass
+         * concluded it, and no record has replaced it: the engine answers it from that pass,
+         * which began the operation for this hardware before this CanUpdateMachine; held-out
+         * seed 1451157, X -> A -> X -> A with A's power-on refused three times) */
+        else if (!fr && v->cleared_pending && v->cleared_rec.phase == HV_PH_FAILED &&
+                 !strcmp(v->cleared_rec.message, res.message))
+            ar = &v->cleared_rec;
         int64_t can_ms = c->op.can_ms;
         if (ar && ar->phase == HV_PH_FAILED && !strcmp(ar->message, res.message) &&
             hv_hw_equal(&ar->desired, &c->op.want)) {
@@ -1377,6 +1384,9 @@ static void on_abort(int sig)
  *                                             answer lost (a try), o as the world has it)
  *   at SECONDS plans K N                     (K's next N plan calls fail before they reach
  *                                             the hypervisor: an outage, as a look's)
+ *   at SECONDS writes K LETTERS              (the outcomes of K's next record writes, in
+ *                                             order: f the call fails (an outage), o as the
+ *                                             world has it)
  *   at SECONDS restart R
  *   at SECONDS expect K done                 (CAPI has been answered done for K by now, or
  *                                             the run breaks 3-operations-end)
@@ -1546,6 +1556,16 @@ static int script_events(struct sim *s, FILE *f)
             }
             snprintf(s->vms[k].acts_next, sizeof(s->vms[k].acts_next), "%s", q);
             sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, q);
+        } else if (!strcmp(what, "writes") && vm_ok) {
+            /* script only: the outcomes of K's next record writes (f fails, o as drawn) */
+            char q[16] = "";
+            sscanf(line, "at %*f %*s %*d %15s", q);
+            if (strspn(q, "fo") != strlen(q) || !q[0]) {
+                fprintf(stderr, "sim: bad write outcomes in script line: %s", line);
+                return -1;
+            }
+            snprintf(s->vms[k].writes_next, sizeof(s->vms[k].writes_next), "%s", q);
+            sim_note(s, "script: the next record writes on %s: %s", s->vms[k].name, q);
         } else if (!strcmp(what, "plans") && vm_ok) {
             /* script only: K's next N plan calls fail before they reach the host */
             int n = 0;

@@ -393,11 +393,17 @@ static int call_fault(struct sim *s, int vm, struct hv_err *err, int kind)
 
 /* A step of kind on v that failed (refused, busy, unsupported, the call failed), or that
  * was accepted: the world's count of failures in a row of that step. */
-static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, bool ok)
+static void act_result(struct sim *s, struct sim_vm *v, enum hv_step_kind kind, bool ok,
+                       bool carried)
 {
     if (kind <= 0 || kind >= SIM_STEP_KINDS)
         return;
     if (ok) {
+        v->retry_write_due = 0;
+        if (v->act_fails[kind] && !carried) {
+            v->retry_write_due = kind;
+            v->retry_fails_before = v->act_fails[kind];
+        }
         v->act_fails[kind] = 0;
         v->step_ok_ms = s->now_ms;
         const struct hv_oprecord *r = sim_record(v);
@@ -1124,7 +1130,8 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
     int rc = act_do(b, ref, st, err);
     int k = sim_vm_by_name(s, ref->name);
     if (k >= 0)
-        act_result(s, &s->vms[k], st->kind, rc == HV_OK);
+        act_result(s, &s->vms[k], st->kind, rc == HV_OK,
+                   st->record && s->record_in_step && st->record_stored && *st->record_stored);
     return rc;
 }
 
@@ -1134,6 +1141,21 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
     int rc = call_fault(s, k, err, SIM_CALL_WRITE);
+    char scripted = rc == HV_OK && k >= 0 ? s->vms[k].writes_next[0] : '\0';
+    if (scripted)
+        memmove(s->vms[k].writes_next, s->vms[k].writes_next + 1,
+                sizeof(s->vms[k].writes_next) - 1);
+    if (scripted == 'f') {
+        call_failed(s, k, SIM_CALL_WRITE);
+        rc = HV_E_UNREACHABLE;
+        err_set(err, HV_E_UNREACHABLE, "scripted call failure");
+    }
+    if (k >= 0 && s->vms[k].retry_write_due) { /* (the write after an accepted retry) */
+        struct sim_vm *w = &s->vms[k];
+        if (rc != HV_OK)
+            w->act_fails[w->retry_write_due] = w->retry_fails_before;
+        w->retry_write_due = 0;
+    }
     if (rc != HV_OK)
         return rc;
     if ((k = find(s, ref)) < 0) {
