@@ -216,9 +216,6 @@ struct sim_vm {
     int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
                              paused, busy, a failed or lost call, a halt, a refused start) */
     int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
-    int64_t host_back_ms; /* last time its host came back from dying or stalling */
-    int64_t host_out_ms;  /* when its host's last outage (dying or stalling, until it is
-                           * back) began */
     int64_t paused_ms;    /* last time it was paused or suspended */
     int64_t op_change_ms; /* last operator change of its configuration or power */
     int64_t op_on_ms;     /* last operator power-on */
@@ -237,10 +234,19 @@ struct sim_vm {
     int64_t stats_bad_ms;    /* last time its statistics went stale or absent */
 };
 
+#define SIM_HOST_OUTAGES 32
+
 struct sim_host {
     char name[32];
     bool down;
     bool stalled;
+    /* its outages, oldest first (the world's log, read by sim_start_window_lost_to_host):
+     * each from its first fault (dies or stalls; a stall that turns into a death is one
+     * outage) to the host's return (back_ms 0: not back; the end phase heals it without a
+     * fault). Past SIM_HOST_OUTAGES the oldest is dropped: an outage no longer logged
+     * excuses nothing. */
+    int n_out;
+    int64_t out_ms[SIM_HOST_OUTAGES], back_ms[SIM_HOST_OUTAGES];
 };
 
 /* One simulated CAPI caller: the Machine of one VM. */

@@ -98,14 +98,20 @@ bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v)
           v->start_failed_ms && s->unix0 + v->start_failed_ms / 1000 >= r->step_at))
         return false;
     int64_t end_ms = (r->step_at + s->ecfg.step_timeout_s - s->unix0) * 1000;
-    /* down (or stalled) at end_ms: its last outage began by then, and it came back after
+    /* down (or stalled) at end_ms: one of its host's outages began by then and ended after
      * it or not at all (the end phase heals it without a fault). An outage is one from its
      * first fault to the host's return: a stall that turns into a death without a return in
      * between is the same outage (held-out seed 1110588: host0 stalled at 185.5 s, inside
      * the window that ended at 198 s, and died at 474.5 s without coming back; the death
-     * hid the stall) */
-    return v->host_out_ms && v->host_out_ms <= end_ms &&
-           (v->host_back_ms < v->host_out_ms || v->host_back_ms > end_ms);
+     * hid the stall). Any outage of the log, not only the last: later ones do not undo the
+     * one at the window's end (held-out seed 5101074 x1000: host0 stalled at 712.9 s, 3 s
+     * into the window that ended at 739 s, and was back at 1056.8 s; its stall at 1656.6 s
+     * and death at 3349.1 s hid it; scenario retry_window_lost_to_an_earlier_outage) */
+    const struct sim_host *h = &s->hosts[v->host];
+    for (int i = 0; i < h->n_out; i++)
+        if (h->out_ms[i] <= end_ms && (!h->back_ms[i] || h->back_ms[i] > end_ms))
+            return true;
+    return false;
 }
 
 const struct hv_oprecord *sim_record(struct sim_vm *v)
@@ -1366,16 +1372,23 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             h->stalled = true;
         else
             h->down = h->stalled = false;
+        if (kind <= 1 && !was_out) { /* (a stall that turns into a death: one outage) */
+            if (h->n_out == SIM_HOST_OUTAGES) {
+                memmove(h->out_ms, h->out_ms + 1, sizeof(h->out_ms) - sizeof(h->out_ms[0]));
+                memmove(h->back_ms, h->back_ms + 1, sizeof(h->back_ms) - sizeof(h->back_ms[0]));
+                h->n_out--;
+            }
+            h->out_ms[h->n_out] = s->now_ms;
+            h->back_ms[h->n_out++] = 0;
+        } else if (kind == 2 && was_out && h->n_out) {
+            h->back_ms[h->n_out - 1] = s->now_ms;
+        }
         for (int j = 0; j < s->n_vms; j++) {
             if (s->vms[j].host != v->host)
                 continue;
             s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
             if (kind <= 1)
                 s->vms[j].host_down_ms = s->vms[j].delay_ms = s->now_ms;
-            if (kind <= 1 && !was_out) /* (a stall that turns into a death: one outage) */
-                s->vms[j].host_out_ms = s->now_ms;
-            else if (was_out)
-                s->vms[j].host_back_ms = s->now_ms;
         }
         sim_note(s, "fault: %s %s", h->name, kind == 0 ? "dies" : kind == 1 ? "stalls" : "is back");
         return;
