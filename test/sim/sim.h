@@ -118,6 +118,13 @@ struct sim_vm {
      * while the VM was off, its record written over the other's: carrying it on to start the
      * VM again brings no VM down */
     int off_taker, off_taker_gen;
+    int64_t off_taken_ms; /* ... when (its record written over the other's) */
+    /* this VM's last shutdown or power-off whose call got no answer (HV_E_TIMEOUT) and that
+     * the hypervisor did not take: the process (replica, life) that sent it, when, and the
+     * operation (its record's startedAt) it was for; the engine cannot tell it from one
+     * taken (it may land until rc_may_land_until) and holds the cycle's slot (0: none) */
+    int unans_rep, unans_gen;
+    int64_t unans_ms, unans_op;
     int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms;             /* last time its host died, stalled or came back */
     int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */

@@ -1381,7 +1381,10 @@ static void on_abort(int sig)
  *                                             call fails before it reaches the hypervisor
  *                                             (an outage, no try), r the hypervisor refuses
  *                                             it (an internal error, a try), l taken, its
- *                                             answer lost (a try), o as the world has it)
+ *                                             answer lost (a try), t its call times out
+ *                                             and the hypervisor did not take it (no
+ *                                             answer: a try that may land), o as the
+ *                                             world has it)
  *   at SECONDS plans K N                     (K's next N plan calls fail before they reach
  *                                             the hypervisor: an outage, as a look's)
  *   at SECONDS writes K LETTERS              (the outcomes of K's next record writes, in
@@ -1550,7 +1553,7 @@ static int script_events(struct sim *s, FILE *f)
             /* script only: the world never draws these */
             char q[16] = "";
             sscanf(line, "at %*f %*s %*d %15s", q);
-            if (strspn(q, "frlo") != strlen(q) || !q[0]) {
+            if (strspn(q, "frlot") != strlen(q) || !q[0]) {
                 fprintf(stderr, "sim: bad act outcomes in script line: %s", line);
                 return -1;
             }

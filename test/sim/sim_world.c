@@ -744,6 +744,33 @@ static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me
            w->cycle_owner == me && w->cycle_gen == me_gen;
 }
 
+/* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
+ * got no answer and was not taken (sim_vm.unans_*), for the same operation, within the time
+ * the engine holds that it may still land (rc_may_land_until: shutdownTimeoutSeconds +
+ * step_timeout_s, 2 s slack), v not paused since; and w is another process's cycle of a VM
+ * off already that me took over after that try (off_taker). The engine took v's slot within
+ * the caps for the first try and holds it while the try may land (the VM may go down at any
+ * moment); had that try been taken, v's cycle would have begun then and w's takeover been the
+ * carry-on over the caps that brings no VM down (sim_check_carried). No engine can tell the
+ * two worlds apart, so w does not count against v's re-send (held-out seed 1428400). */
+static bool resend_under_a_slot_held_before_the_takeover(const struct sim *s,
+                                                         const struct sim_vm *v,
+                                                         const struct hv_oprecord *rp,
+                                                         const struct sim_vm *w, int me,
+                                                         int me_gen)
+{
+    int shutdown_s = 0;
+    if (!rp || !v->unans_ms || v->unans_rep != me || v->unans_gen != me_gen ||
+        v->unans_op != rp->started_at || v->paused_ms >= v->unans_ms ||
+        (rp->phase != HV_PH_SHUTDOWN && rp->phase != HV_PH_POWER_OFF) ||
+        sscanf(rp->policy, "%*[^/]/%*[^/]/%*d/%d", &shutdown_s) != 1 ||
+        s->now_ms - v->unans_ms > 1000 * ((int64_t)shutdown_s + s->ecfg.step_timeout_s + 2))
+        return false;
+    return w != v && w->power == HV_POWER_OFF &&
+           !(w->cycle_owner == me && w->cycle_gen == me_gen) && w->off_taker == me &&
+           w->off_taker_gen == me_gen && w->off_taken_ms > v->unans_ms;
+}
+
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
 static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 {
@@ -867,6 +894,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             continue;
         if (w != v && resumed_over_caps(w, held_since, me, me_gen))
             continue;
+        if (resend_under_a_slot_held_before_the_takeover(s, v, rp, w, me, me_gen))
+            continue;
         mine++;
         mine_host += w->host == v->host;
         snprintf(mine_who + strlen(mine_who), sizeof(mine_who) - strlen(mine_who), " %s(%s)",
@@ -945,17 +974,28 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     char scripted = rc == HV_OK && k >= 0 ? s->vms[k].acts_next[0] : '\0';
     if (scripted)
         memmove(s->vms[k].acts_next, s->vms[k].acts_next + 1, sizeof(s->vms[k].acts_next) - 1);
-    if (scripted == 'f' || scripted == 'r') {
+    if (scripted == 'f' || scripted == 'r' || scripted == 't') {
         s->vms[k].touched_ms = s->now_ms;
         call_failed(s, k, SIM_CALL_ACT);
-        rc = scripted == 'f' ? HV_E_UNREACHABLE : HV_E_INTERNAL;
+        rc = scripted == 'f' ? HV_E_UNREACHABLE : scripted == 't' ? HV_E_TIMEOUT : HV_E_INTERNAL;
         err_set(err, (enum hv_errcode)rc,
-                scripted == 'f' ? "scripted call failure" : "scripted refusal");
+                scripted == 'f'   ? "scripted call failure"
+                : scripted == 't' ? "scripted timeout, not taken"
+                                  : "scripted refusal");
     }
     if (rc != HV_OK) {
         sim_note(s, "  act %d on %s: call failed (%d)", st->kind, ref->name, rc);
         if (k >= 0 && st->kind == HV_STEP_POWER_ON)
             s->vms[k].start_failed_ms = s->now_ms;
+        const struct hv_oprecord *ur = k >= 0 ? sim_record(&s->vms[k]) : NULL;
+        if (rc == HV_E_TIMEOUT && ur &&
+            (st->kind == HV_STEP_SHUTDOWN || st->kind == HV_STEP_POWER_OFF)) {
+            struct sim_vm *u = &s->vms[k];
+            u->unans_rep = rep_of(b)->idx;
+            u->unans_gen = rep_of(b)->gen;
+            u->unans_ms = s->now_ms;
+            u->unans_op = ur->started_at;
+        }
         return rc;
     }
     if ((k = find(s, ref)) < 0) {
@@ -1182,6 +1222,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         (was_rep != rep_of(b)->idx || was_gen != rep_of(b)->gen)) {
         v->off_taker = rep_of(b)->idx;
         v->off_taker_gen = rep_of(b)->gen;
+        v->off_taken_ms = s->now_ms;
     }
     sim_set_record(&s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
