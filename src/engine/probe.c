@@ -138,7 +138,17 @@ static void *probe_thread(void *arg)
             own_other = true;
             other = r->rec.desired;
         }
-        if (own_other && plan_worst_with(x->be, &ref, obs, &other, &want, r->plan, &err) != HV_OK) {
+        /* ... and that operation's cycle, past its reconfigure, may still fail to start the VM
+         * and put the configuration from before it back (a rollback): the first pass may find
+         * the VM as that leaves it too (held-out seed 5104569: B covered as a disk grow with
+         * A's vCPUs configured; A's VM did not stay on, A rolled back, and B's begin needed a
+         * power cycle under powerCycle Never) */
+        bool may_roll_back = own_other && r->rec.cold && r->rec.phase >= HV_PH_RECONFIGURE &&
+                             r->rec.phase <= HV_PH_POWER_ON && hv_hw_equal(&r->rec.desired, &other);
+        if (own_other &&
+            (plan_worst_with(x->be, &ref, obs, &other, &want, r->plan, &err) != HV_OK ||
+             (may_roll_back &&
+              plan_worst_with(x->be, &ref, obs, &r->rec.prev, &want, r->plan, &err) != HV_OK))) {
             r->rc = -1; /* as a plan that failed: CanUpdateMachine retries */
             snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
         } else if (own_other) {
