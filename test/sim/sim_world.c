@@ -756,8 +756,7 @@ static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me
 static bool resend_under_a_slot_held_before_the_takeover(const struct sim *s,
                                                          const struct sim_vm *v,
                                                          const struct hv_oprecord *rp,
-                                                         const struct sim_vm *w, int me,
-                                                         int me_gen)
+                                                         const struct sim_vm *w, int me, int me_gen)
 {
     int shutdown_s = 0;
     if (!rp || !v->unans_ms || v->unans_rep != me || v->unans_gen != me_gen ||
