@@ -8,6 +8,7 @@
 #include "log.h"
 #include "msg.h"
 #include "oprecord.h"
+#include "pass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,12 +144,15 @@ static void *probe_thread(void *arg)
          * the VM as that leaves it too (held-out seed 5104569: B covered as a disk grow with
          * A's vCPUs configured; A's VM did not stay on, A rolled back, and B's begin needed a
          * power cycle under powerCycle Never) */
+        struct hv_hw rolled_back; /* (what roll_back puts back: rc_previous_config) */
         bool may_roll_back = own_other && r->rec.cold && r->rec.phase >= HV_PH_RECONFIGURE &&
-                             r->rec.phase <= HV_PH_POWER_ON && hv_hw_equal(&r->rec.desired, &other);
+                             r->rec.phase <= HV_PH_POWER_ON &&
+                             hv_hw_equal(&r->rec.desired, &other) &&
+                             rc_previous_config(&r->rec, &rolled_back);
         if (own_other &&
             (plan_worst_with(x->be, &ref, obs, &other, &want, r->plan, &err) != HV_OK ||
              (may_roll_back &&
-              plan_worst_with(x->be, &ref, obs, &r->rec.prev, &want, r->plan, &err) != HV_OK))) {
+              plan_worst_with(x->be, &ref, obs, &rolled_back, &want, r->plan, &err) != HV_OK))) {
             r->rc = -1; /* as a plan that failed: CanUpdateMachine retries */
             snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
         } else if (own_other) {

@@ -1403,6 +1403,20 @@ static const char *const fault_names[22] = {
     "stats-stale", "stats-absent", "stats-fresh",  "acpi-toggle",   "disk-stuck", "op-config",
     "op-power",    "clear-record", "busy",         "call-failures"};
 
+/* A script line's outcome letters ("at T acts K LETTERS"): each one of allowed, at most 15,
+ * copied into out (a VM's queue of them, 16 bytes); -1 with a message otherwise. */
+static int script_outcomes(const char *line, const char *allowed, const char *what, char out[16])
+{
+    char q[16] = "";
+    sscanf(line, "at %*f %*s %*d %15s", q);
+    if (!q[0] || strspn(q, allowed) != strlen(q)) {
+        fprintf(stderr, "sim: bad %s outcomes in script line: %s", what, line);
+        return -1;
+    }
+    memcpy(out, q, sizeof(q));
+    return 0;
+}
+
 static const char *kv(const char *line, const char *key, char *out, size_t cap)
 {
     char pat[40];
@@ -1551,24 +1565,15 @@ static int script_events(struct sim *s, FILE *f)
             rep_restart(s, k);
         } else if (!strcmp(what, "acts") && vm_ok) {
             /* script only: the world never draws these */
-            char q[16] = "";
-            sscanf(line, "at %*f %*s %*d %15s", q);
-            if (strspn(q, "frlot") != strlen(q) || !q[0]) {
-                fprintf(stderr, "sim: bad act outcomes in script line: %s", line);
+            if (script_outcomes(line, "frlot", "act", s->vms[k].acts_next) < 0)
                 return -1;
-            }
-            snprintf(s->vms[k].acts_next, sizeof(s->vms[k].acts_next), "%s", q);
-            sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, q);
+            sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, s->vms[k].acts_next);
         } else if (!strcmp(what, "writes") && vm_ok) {
             /* script only: the outcomes of K's next record writes (f fails, o as drawn) */
-            char q[16] = "";
-            sscanf(line, "at %*f %*s %*d %15s", q);
-            if (strspn(q, "fo") != strlen(q) || !q[0]) {
-                fprintf(stderr, "sim: bad write outcomes in script line: %s", line);
+            if (script_outcomes(line, "fo", "write", s->vms[k].writes_next) < 0)
                 return -1;
-            }
-            snprintf(s->vms[k].writes_next, sizeof(s->vms[k].writes_next), "%s", q);
-            sim_note(s, "script: the next record writes on %s: %s", s->vms[k].name, q);
+            sim_note(s, "script: the next record writes on %s: %s", s->vms[k].name,
+                     s->vms[k].writes_next);
         } else if (!strcmp(what, "plans") && vm_ok) {
             /* script only: K's next N plan calls fail before they reach the host */
             int n = 0;

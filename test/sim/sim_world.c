@@ -963,6 +963,16 @@ static bool record_before(struct sim_vm *v, struct hv_oprecord *out)
     return o != NULL;
 }
 
+/* The next outcome a script queued (sim_vm acts_next, writes_next: 16 bytes), taken off the
+ * queue; '\0' when none is left. */
+static char next_scripted(char q[16])
+{
+    char c = q[0];
+    if (c)
+        memmove(q, q + 1, 15);
+    return c;
+}
+
 static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struct hv_step *st,
                   struct hv_err *err)
 {
@@ -970,9 +980,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     int k = sim_vm_by_name(s, ref->name);
     int rc = call_fault(s, k, err, SIM_CALL_ACT);
     /* (the next outcome a script queued, for an act that reaches the host) */
-    char scripted = rc == HV_OK && k >= 0 ? s->vms[k].acts_next[0] : '\0';
-    if (scripted)
-        memmove(s->vms[k].acts_next, s->vms[k].acts_next + 1, sizeof(s->vms[k].acts_next) - 1);
+    char scripted = rc == HV_OK && k >= 0 ? next_scripted(s->vms[k].acts_next) : '\0';
     if (scripted == 'f' || scripted == 'r' || scripted == 't') {
         s->vms[k].touched_ms = s->now_ms;
         call_failed(s, k, SIM_CALL_ACT);
@@ -1186,10 +1194,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     struct sim *s = sim_of(b);
     int k = sim_vm_by_name(s, ref->name);
     int rc = call_fault(s, k, err, SIM_CALL_WRITE);
-    char scripted = rc == HV_OK && k >= 0 ? s->vms[k].writes_next[0] : '\0';
-    if (scripted)
-        memmove(s->vms[k].writes_next, s->vms[k].writes_next + 1,
-                sizeof(s->vms[k].writes_next) - 1);
+    char scripted = rc == HV_OK && k >= 0 ? next_scripted(s->vms[k].writes_next) : '\0';
     if (scripted == 'f') {
         call_failed(s, k, SIM_CALL_WRITE);
         rc = HV_E_UNREACHABLE;
