@@ -206,15 +206,24 @@ int32_t kv_max_sockets(const struct kv_state *st)
                           st->sockets, st->cr_ratio);
 }
 
-bool kv_running(const struct kv_state *st)
+/* a VMI that runs: the VM's printableStatus lags its VMI (a VM still "Running" while its VMI
+ * was replaced by one that is not running yet, or is gone), so "Running" and "Migrating" count
+ * only with a VMI in phase Running */
+static bool vmi_runs(const struct kv_state *st)
 {
-    if (st->printable[0])
-        return !strcmp(st->printable, "Running") || !strcmp(st->printable, "Migrating");
     return st->vmi && !strcmp(st->vmi_phase, "Running");
 }
 
+bool kv_running(const struct kv_state *st)
+{
+    if (st->printable[0] && strcmp(st->printable, "Running") && strcmp(st->printable, "Migrating"))
+        return false;
+    return vmi_runs(st);
+}
+
 /* The VM's power as hvupdater counts it: printableStatus (the VM controller's summary) when
- * there is one, else the VMI's phase. Starting, Stopping, Provisioning, Terminating and the
+ * there is one (Running and Migrating only with a VMI in phase Running), else the VMI's
+ * phase. Starting, Stopping, Provisioning, Terminating and the
  * like are transitions (UNKNOWN, power_state ""); Paused is PAUSED; the error states
  * (CrashLoopBackOff, ErrorUnschedulable, ...) are UNKNOWN with their name. */
 static void power_of(const struct kv_state *st, struct hv_vm_obs *obs)
@@ -225,7 +234,7 @@ static void power_of(const struct kv_state *st, struct hv_vm_obs *obs)
     const char *p = st->printable;
     if (!p[0]) {
         bool halted = !strcmp(st->run_strategy, "Halted") || st->running == 0;
-        if (st->vmi && !strcmp(st->vmi_phase, "Running"))
+        if (vmi_runs(st))
             obs->power = HV_POWER_ON;
         else if (!st->vmi && halted)
             obs->power = HV_POWER_OFF;
@@ -234,7 +243,7 @@ static void power_of(const struct kv_state *st, struct hv_vm_obs *obs)
         return;
     }
     if (!strcmp(p, "Running") || !strcmp(p, "Migrating")) {
-        obs->power = HV_POWER_ON;
+        obs->power = vmi_runs(st) ? HV_POWER_ON : HV_POWER_UNKNOWN; /* else a transition */
         return;
     }
     if (!strcmp(p, "Stopped")) {
