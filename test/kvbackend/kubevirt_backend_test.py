@@ -395,6 +395,29 @@ SCENARIOS = [("boot", scenario_boot), ("plan", scenario_plan), ("live", scenario
              ("kill9", scenario_kill9), ("property", scenario_property)]
 
 
+def diagnose():
+    """after a failure: what the stand-in and QEMU said last (the lab's state is removed by
+    down.sh, so a CI log keeps only this)"""
+    dom = os.environ.get("HV_KUBEVIRT_DOMAIN_PREFIX", "hvt-kv-") + "%s-%s" % (kv.NS, NAME)
+    for title, path, n in (("the stand-in's log", os.environ.get("HV_KUBEVIRT_STANDIN_LOG"), 40),
+                           ("QEMU's log of " + dom, "/var/log/libvirt/qemu/%s.log" % dom, 15),
+                           ("the guest's console", "/var/log/libvirt/qemu/%s.console.log" % dom,
+                            15)):
+        try:
+            with open(path or "", errors="replace") as f:
+                lines = f.read().splitlines()[-n:]
+        except OSError as e:
+            lines = ["(cannot read: %s)" % e]
+        print("--- %s, last %d lines" % (title, n))
+        for line in lines:
+            print("  " + line[:300])
+    try:
+        now = json.dumps((vmi() or {}).get("status"))
+    except Exception as e:  # the API server may be what failed
+        now = "(cannot read: %s)" % e
+    print("--- the VMI's status now: %s" % now, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "hvupdater"))
@@ -420,6 +443,7 @@ def main():
                 failed += 1
                 traceback.print_exc()
                 print("FAIL %s" % name, flush=True)
+                diagnose()
                 break  # the scenarios build on each other
     finally:
         kv.kubectl("delete", "virtualmachine", NAME, "-n", kv.NS, "--ignore-not-found",

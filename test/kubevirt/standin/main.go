@@ -29,6 +29,9 @@
 //     VM status created/ready/printableStatus and its conditions.
 //   - VM status.stateChangeRequests [Stop uid, Start] (what the restart subresource writes):
 //     the VMI and domain are removed and made again from the VM's current template.
+//   - A running VMI whose domain ended (virsh domstate: shut off, crashed, or no domain) is
+//     removed and a new one starts. A virsh that fails (libvirtd busy) is no state: that pass
+//     leaves the VMI and its status as they are.
 //
 // The HTTPS server (-listen, -cert, -key) serves subresources.kubevirt.io/v1 for the API
 // server's aggregator: PUT (or POST) .../namespaces/NS/virtualmachines/NAME/restart.
@@ -342,10 +345,16 @@ func (s *standin) syncVM(ctx context.Context, conf kvConfig, vm *v1.VirtualMachi
 		}
 		return s.vmStatus(ctx, vm, vmOrig, nil, false)
 	}
-	if vmi != nil && !s.domainRunning(s.domainName(key)) && vmi.Status.Phase == v1.Running {
-		log.Printf("standin: VM %s: domain %s not running: the VMI ends and a new one starts", key, s.domainName(key))
-		s.removeVMI(ctx, vmi)
-		vmi = nil
+	if vmi != nil && vmi.Status.Phase == v1.Running {
+		state, err := s.domState(s.domainName(key))
+		if err != nil {
+			return err
+		}
+		if ended(state) {
+			log.Printf("standin: VM %s: domain %s %s: the VMI ends and a new one starts", key, s.domainName(key), state)
+			s.removeVMI(ctx, vmi)
+			vmi = nil
+		}
 	}
 	if vmi != nil && vmi.Status.Phase == v1.Failed {
 		log.Printf("standin: VM %s: VMI failed: a new one starts", key)
@@ -604,9 +613,23 @@ func (s *standin) removeVMI(ctx context.Context, vmi *v1.VirtualMachineInstance)
 	}
 }
 
-func (s *standin) domainRunning(name string) bool {
+// domState: the domain's state as virsh domstate prints it ("running", "paused", "shut off",
+// "crashed", ...), "absent" when there is no such domain. An error is no state: a virsh that
+// failed (libvirtd busy, a timeout) never ends a VMI nor rewrites its status.
+func (s *standin) domState(name string) (string, error) {
 	out, err := s.virshOut("domstate", name)
-	return err == nil && strings.TrimSpace(out) == "running"
+	if err != nil {
+		if strings.Contains(err.Error(), "failed to get domain") || strings.Contains(err.Error(), "Domain not found") {
+			return "absent", nil
+		}
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// ended: a domain state after which the VMI is over (KubeVirt: the virt-launcher's QEMU exited)
+func ended(state string) bool {
+	return state == "shut off" || state == "crashed" || state == "absent"
 }
 
 // live is what the running domain shows
@@ -657,18 +680,20 @@ func (k kib) mib() int64 {
 	}
 }
 
-func (s *standin) observe(name string) live {
-	l := live{running: s.domainRunning(name)}
-	if !l.running {
-		return l
+// observe: what the domain shows; an error when virsh could not tell (the status stays as is)
+func (s *standin) observe(name string) (live, error) {
+	state, err := s.domState(name)
+	l := live{running: state == "running"}
+	if err != nil || !l.running {
+		return l, err
 	}
 	out, err := s.virshOut("dumpxml", name)
 	if err != nil {
-		return l
+		return l, err
 	}
 	var x domXML
-	if xml.Unmarshal([]byte(out), &x) != nil {
-		return l
+	if err := xml.Unmarshal([]byte(out), &x); err != nil {
+		return l, fmt.Errorf("domain %s: %v", name, err)
 	}
 	l.vcpus = x.VCPU.Current
 	if l.vcpus == 0 {
@@ -684,7 +709,7 @@ func (s *standin) observe(name string) live {
 			l.agent = true
 		}
 	}
-	return l
+	return l, nil
 }
 
 // --- KubeVirt's LiveUpdate rules
@@ -862,7 +887,11 @@ func (s *standin) vmiStatus(ctx context.Context, vmi *v1.VirtualMachineInstance,
 		}
 		vmi.Status.Memory = &v1.MemoryStatus{GuestAtBoot: boot.Domain.Memory.Guest}
 	}
-	l := s.applyDomain(vmi, s.observe(dom))
+	seen, err := s.observe(dom)
+	if err != nil {
+		return err
+	}
+	l := s.applyDomain(vmi, seen)
 	boot := quantityMiB(vmi.Status.Memory.GuestAtBoot)
 	d := vmi.Spec.Domain
 	phase := "Scheduling"
