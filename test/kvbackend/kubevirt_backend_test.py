@@ -398,7 +398,7 @@ SCENARIOS = [("boot", scenario_boot), ("plan", scenario_plan), ("live", scenario
 def diagnose():
     """after a failure: what the stand-in and QEMU said last (the lab's state is removed by
     down.sh, so a CI log keeps only this)"""
-    dom = os.environ.get("HV_KUBEVIRT_DOMAIN_PREFIX", "hvt-kv-") + "%s-%s" % (kv.NS, NAME)
+    dom = kv.domain(NAME)
     for title, path, n in (("the stand-in's log", os.environ.get("HV_KUBEVIRT_STANDIN_LOG"), 40),
                            ("QEMU's log of " + dom, "/var/log/libvirt/qemu/%s.log" % dom, 15),
                            ("the guest's console", "/var/log/libvirt/qemu/%s.console.log" % dom,
