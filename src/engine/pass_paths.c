@@ -318,13 +318,15 @@ void rc_cold_on_path(struct pass *p)
      * the VM may go down at any moment, so the cycle counts against the caps at once (taken
      * over them), before a new cycle of its host begins. */
     bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
-    /* This process's own shutdown, the cycle's first step, that it knows it did not send (its
-     * last try did not reach the hypervisor, which forgot the sight, or was refused; none got
-     * no answer): sending it again begins the cycle, which fits the caps as they are now, as
-     * a new one: the slot held for it is no claim on them, since a cycle resumed over the caps
-     * may have come beside it (seed 818577). */
-    bool resend = p->vm_cycle && !inherited && p->rec.phase == HV_PH_SHUTDOWN &&
-                  (first || p->rec.attempts) &&
+    /* This process's own first step of the cycle (its shutdown, or a power-off no shutdown
+     * came before: powerOffMode Hard or Soft; only TrySoft turns a shutdown into a power-off),
+     * that it knows it did not send (its last try did not reach the hypervisor, which forgot
+     * the sight, or was refused; none got no answer): sending it again begins the cycle, which
+     * fits the caps as they are now, as a new one: the slot held for it is no claim on them,
+     * since a cycle resumed over the caps may have come beside it (seeds 818577, 5103891). */
+    bool first_step = p->rec.phase == HV_PH_SHUTDOWN ||
+                      (p->rec.phase == HV_PH_POWER_OFF && p->s->power_off_mode != HV_POM_TRY_SOFT);
+    bool resend = p->vm_cycle && !inherited && first_step && (first || p->rec.attempts) &&
                   !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
     if (resend)
         rc_slot(p, SLOT_FREE);
