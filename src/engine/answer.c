@@ -26,7 +26,9 @@
  * hardware is answered as it is, except a Failure that nothing confirms, which is looked at
  * again first: a sticky one with no call waiting that its pass began after, a Failure of one
  * look concluded before the previous call (news to no call any more), either one not CAPI
- * retrying it and with no pass begun since a call answered "observing the VM" for it. */
+ * retrying it and with no pass begun since a call answered "observing the VM" for it; a sticky
+ * one not so confirmed, for a call that came late, waits for that call's own look as a "done"
+ * does (LOOK_FIRST), whatever looked since an earlier call. */
 enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
 {
     bool done = g->known && !g->failure && !g->waiting;
@@ -36,21 +38,27 @@ enum eng_gate eng_answer_gate(const struct eng_gate_in *g)
         return ENG_GATE_LOOK_FIRST; /* a "done" not fresh for a late call: a look first */
     if (!g->known || done)
         return ENG_GATE_OBSERVE; /* nothing for this hardware, or a "done" not fresh */
-    if (!g->failure || g->retried || g->checked)
+    if (!g->failure || g->retried)
         return ENG_GATE_KNOWN;
     /* (a Failure of one look names a call that failed in the pass after the previous call: it
      * is news to the first call after it only; a call in between, answered otherwise, e.g.
      * for other hardware, leaves it stale: A -> B -> A with B carried by another replica while
      * this one's look at A failed; seed 22294) */
     if (g->once)
-        return g->recent ? ENG_GATE_KNOWN : ENG_GATE_RECHECK;
+        return g->recent || g->checked ? ENG_GATE_KNOWN : ENG_GATE_RECHECK;
     /* (a call waiting confirms only a sticky Failure concluded by a pass begun since it: the
      * call that began the series, for other hardware or late, may have been answered
      * "observing the VM" instead of this very Failure, and no pass has looked since; seed
      * 20675) */
     if (g->confirming && g->fresh)
         return ENG_GATE_KNOWN;
-    return ENG_GATE_RECHECK;
+    /* (a call that came late waits for its own look, as for a "done": the pass that looked
+     * since an earlier call was told "observing the VM" is from before CAPI's excursion;
+     * after A -> B -> A another replica may have begun A anew over that Failure's record,
+     * held-out seed 1495500) */
+    if (g->late)
+        return ENG_GATE_LOOK_FIRST;
+    return g->checked ? ENG_GATE_KNOWN : ENG_GATE_RECHECK;
 }
 
 /* The gate's facts of x's conclusion for a call for desired under s (retried: as the call
@@ -96,14 +104,15 @@ static int64_t settle_delay_ms(const struct entry *x)
     return delay > 0 ? delay : 0;
 }
 
-/* A call that came late, for hardware this process concluded done before it: CAPI may have
- * been through other states elsewhere since that look (the excursion LATE_CALL_MS is about),
- * so only a look begun after this call may answer it. Without one, a caller late on every
- * call would never be answered "done": each call's pass confirms only for the next call, late
- * again. So the call waits for that look, as CanUpdateMachine waits for its probe: its pass
- * goes first in the queue (a driven engine runs it now) and the call waits at most
- * probe_wait_ms for it to end. True when that pass concluded done for this call (the gate
- * says so; the "done" is then used up). Caller holds the lock, released while waiting. */
+/* A call that came late, for hardware this process concluded done (or a sticky Failure of)
+ * before it: CAPI may have been through other states elsewhere since that look (the excursion
+ * LATE_CALL_MS is about), so only a look begun after this call may answer it. Without one, a
+ * caller late on every call would never be answered: each call's pass confirms only for the
+ * next call, late again. So the call waits for that look, as CanUpdateMachine waits for its
+ * probe: its pass goes first in the queue (a driven engine runs it now) and the call waits at
+ * most probe_wait_ms for it to end. True when that pass concluded done or a sticky Failure for
+ * this call (the gate says so; a "done" is then used up). Caller holds the lock, released
+ * while waiting. */
 static bool late_call_waits(struct hv_engine *e, struct entry *x, const struct hv_hw *desired,
                             const struct hv_settings *s, bool retried, uint64_t prev_seq)
 {
@@ -117,7 +126,8 @@ static bool late_call_waits(struct hv_engine *e, struct entry *x, const struct h
     if (x->answer_seq < mine || x->call_seq != mine)
         return false; /* no look since, or another call came meanwhile: it answers */
     struct eng_gate_in g = gate_in(x, desired, s, retried, prev_seq, true);
-    return eng_answer_gate(&g) == ENG_GATE_DONE;
+    enum eng_gate gate = eng_answer_gate(&g);
+    return gate == ENG_GATE_DONE || (gate == ENG_GATE_KNOWN && g.failure);
 }
 
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
@@ -215,9 +225,10 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
     /* (LOOK_FIRST: the look this call needs is the pass it just queued; see late_call_waits) */
     if (gate == ENG_GATE_LOOK_FIRST && late_call_waits(e, x, desired, s, retried, prev_seq)) {
         *out = x->answer;
-        x->confirm_seq = 0;
+        if (!out->failure)
+            x->confirm_seq = 0;
         x->expect_ms = 0;
-        x->told_failure = false;
+        x->told_failure = out->failure;
     }
     pthread_mutex_unlock(&e->lock);
 }
