@@ -117,6 +117,11 @@ struct sim_vm {
     int resent_rep;
     int resent_gen;
     int64_t resent_ms;
+    /* the configuration the VM had when the record of operation found_op (startedAt) was
+     * first written: what that operation found, the world's fact a rollback is judged
+     * against (never the record's own `previous`) */
+    int64_t found_op;
+    struct hv_hw found_config;
     /* the process (replica, life; life 0: none) that took the cycle over from another one
      * while the VM was off, its record written over the other's: carrying it on to start the
      * VM again brings no VM down */

@@ -1260,13 +1260,15 @@ static void check_end(struct sim *s)
         bool rewritten = er && er->cold &&
                          (er->phase < HV_PH_PLANNED || er->phase > HV_PH_POWER_OFF) &&
                          v->reconf_ms && s->unix0 + v->reconf_ms / 1000 >= er->started_at;
-        /* (A rollback's reconfigure puts back the configuration its operation found, the
-         * record's previous, which may be such a mix left by a live change before it, whether
-         * CAPI went on calling or not: judged as found, each field the old one or one asked
-         * for; held-out seed 1652456, A -> B with B's memory plugged and its vCPUs not yet,
-         * then C, cold, rolled back after three halts.) */
-        bool put_back = er && er->rollback && v->config.memory_mib == er->prev.memory_mib &&
-                        v->config.cpus == er->prev.cpus;
+        /* (A rollback's reconfigure puts back the configuration its operation found, which
+         * may be such a mix left by a live change before it, whether CAPI went on calling or
+         * not: judged as found, each field the old one or one asked for; held-out seed
+         * 1652456, A -> B with B's memory plugged and its vCPUs not yet, then C, cold, rolled
+         * back after three halts. "Found" is the world's fact, the VM's configuration when
+         * the operation's first record was written, not the record's `previous`.) */
+        bool put_back = er && er->rollback && er->started_at == v->found_op &&
+                        v->config.memory_mib == v->found_config.memory_mib &&
+                        v->config.cpus == v->found_config.cpus;
         if (!whole && ((c->stopped_mid && c->st == C_STOPPED && !rewritten) || put_back)) {
             bool mem = v->config.memory_mib == v->config0.memory_mib,
                  cpus = v->config.cpus == v->config0.cpus;

@@ -692,6 +692,17 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
     return true;
 }
 
+/* The process (rep, gen) sent w's cycle's shutdown or power-off, first or again (a later life
+ * of the first sender carrying it on after a restart, held-out seed 1408263; another replica
+ * that took the cycle over, its record now theirs, held-out seed 1634553), before the VM was
+ * resumed: the engine takes that cycle over the caps once it runs again (reconcile.c
+ * cold_on_path `sent`, the documented exception). */
+static bool sent_before_resume(const struct sim_vm *w, int rep, int gen)
+{
+    return (w->cycle_owner == rep && w->cycle_gen == gen && w->resumed_ms > w->cycle_ms) ||
+           (w->resent_rep == rep && w->resent_gen == gen && w->resumed_ms > w->resent_ms);
+}
+
 void sim_check_carried(struct sim *s)
 {
     for (int r = 0; r < s->n_reps; r++) {
@@ -707,13 +718,7 @@ void sim_check_carried(struct sim *s)
                 continue;
             /* (its own shutdown, sent before a pause, of a VM resumed since: it counts at once
              * over the caps, the engine's documented exception; no new cycle begins then) */
-            if (w->resumed_ms > w->cycle_ms && w->cycle_owner == r && w->cycle_gen == cg)
-                continue;
-            /* (the same when a later life of it sent that shutdown again before the pause, the
-             * cycle carried on after a restart: held-out seed 1408263; or another replica that
-             * took the cycle over and sent it again before the pause, its record now theirs:
-             * held-out seed 1634553) */
-            if (w->resent_rep == r && w->resent_gen == cg && w->resumed_ms > w->resent_ms)
+            if (sent_before_resume(w, r, cg))
                 continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
              * again: that brings no VM down; never leave a VM off. Also one this process sent
@@ -737,16 +742,12 @@ void sim_check_carried(struct sim *s)
     }
 }
 
-/* w's cycle is the process me's own shutdown (sent first, or again: sim_vm.resent_rep), sent
- * before a pause, of a VM resumed after held_since (0: never): the engine takes it over the
- * caps (the documented exception, sim_check_carried), so it does not count against a cycle
- * whose slot was held since. */
+/* w's cycle is the process me's own shutdown, sent before a pause, of a VM resumed after
+ * held_since (0: never): the engine takes it over the caps (sent_before_resume), so it does
+ * not count against a cycle whose slot was held since. */
 static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me, int me_gen)
 {
-    bool sent_by_me =
-        (w->cycle_owner == me && w->cycle_gen == me_gen && w->resumed_ms > w->cycle_ms) ||
-        (w->resent_rep == me && w->resent_gen == me_gen && w->resumed_ms > w->resent_ms);
-    return held_since && w->resumed_ms > held_since && sent_by_me;
+    return held_since && w->resumed_ms > held_since && sent_before_resume(w, me, me_gen);
 }
 
 /* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
@@ -934,6 +935,10 @@ static void check_record_move(struct sim *s, struct sim_vm *v, bool had,
         return;
     bool same =
         had && before->started_at == n->started_at && hv_hw_equal(&before->desired, &n->desired);
+    if (!had || before->started_at != n->started_at) { /* an operation's first record */
+        v->found_op = n->started_at;
+        v->found_config = v->config;
+    }
     enum hv_phase from = same ? before->phase : HV_PH_NONE;
     if (!hv_phase_move_allowed(from, n->phase)) {
         sim_break(s, INV_LEGAL,
