@@ -441,7 +441,7 @@ bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);
 bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want);
 /* v's record, parsed (NULL when it holds none); cached until the record changes */
 const struct hv_oprecord *sim_record(struct sim_vm *v);
-void sim_set_record(struct sim_vm *v, const char *text);
+void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text);
 int sim_vm_by_name(struct sim *s, const char *name);
 /* v's cycle was begun by process owner (replica index) in its life gen, which has ended, and
  * no pass of any process has observed v since that replica restarted: no process knows it. */

@@ -133,19 +133,24 @@ static bool policy_off(const struct hv_oprecord *r)
 }
 
 /* A record for other hardware (n) replaces old (NULL: none): does n's operation begin over old's in
- * flight with old's base (reconcile.c hv_begin_base), and old, under guestVerification Off, looked
- * into no guest before its live step of memory (vCPUs), which may still be on its way into the
- * guest? Then no view of that field from before it exists: the guest cannot tell it (a real
- * guest's view taken now may or may not hold that step yet; docs/settings.md "nothing from
- * before the change to compare with"). */
-static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
+ * flight with old's base (reconcile.c hv_begin_base), and old looked into no guest before its
+ * live step of memory (vCPUs), which may still be on its way into the guest: old ran under
+ * guestVerification Off, or began while a guest the operator started was still booting (it had
+ * reported nothing yet; the world's fact, as sim_run.c's invariant 1 dates it)? Then no view of
+ * that field from before it exists: the guest cannot tell it (a real guest's view taken now may
+ * or may not hold that step yet; docs/settings.md "nothing from before the change to compare
+ * with"; held-out seed 1649175: A's hot-add begun during the operator's boot, never onlined,
+ * B's live disk step kept A's blind base and was done "not verified in the guest"). */
+static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct hv_oprecord *old,
                             const struct hv_oprecord *n, bool cleared)
 {
     int deadline = 0;
     bool stepped = old && (old->phase == HV_PH_LIVE || old->phase == HV_PH_WAIT_LIVE ||
                            (old->phase == HV_PH_FAILED && !old->cold));
     bool timed = stepped && sscanf(n->policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline) == 1;
-    bool inherits = timed && !cleared && old->has_base && policy_off(old) &&
+    bool booting =
+        v->foreign_boot_ms && v->foreign_boot_ms >= (old ? old->started_at - s->unix0 : 0) * 1000;
+    bool inherits = timed && !cleared && old->has_base && (policy_off(old) || booting) &&
                     n->started_at - old->started_at <= deadline;
     /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
      * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
@@ -165,7 +170,7 @@ static void note_begun_over(struct sim_vm *v, const struct hv_oprecord *old,
                         (cleared && v->cleared_live_cpus);
 }
 
-void sim_set_record(struct sim_vm *v, const char *text)
+void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
 {
     const struct hv_oprecord *o = sim_record(v);
     struct hv_oprecord old;
@@ -201,12 +206,12 @@ void sim_set_record(struct sim_vm *v, const char *text)
     bool cleared = !had && n && v->cleared_pending;
     bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
     if (n && n->phase < HV_PH_DONE && !same_hw)
-        note_begun_over(v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
+        note_begun_over(s, v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
     /* ... or the same operation carried on under settings that look into the guest now, its
      * live step taken under guestVerification Off (the rollout changed only the settings,
      * A -> A'): that step's base has no guest view either (seed 1113068) */
     else if (same_hw && policy_off(&old) && !policy_off(n))
-        note_begun_over(v, &old, n, false);
+        note_begun_over(s, v, &old, n, false);
     if (n)
         v->cleared_pending = false;
     if (n && !(had && old.started_at == n->started_at && hv_hw_equal(&old.desired, &n->desired))) {
@@ -1124,7 +1129,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     if (st->record && s->record_in_step && st->record_stored) {
         struct hv_oprecord before;
         bool had = record_before(v, &before);
-        sim_set_record(v, st->record);
+        sim_set_record(s, v, st->record);
         *st->record_stored = true;
         sim_note(s, "  record %s by r%d (with act %d): %s", v->name, rep_of(b)->idx, st->kind,
                  st->record);
@@ -1239,7 +1244,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->off_taker_gen = rep_of(b)->gen;
         v->off_taken_ms = s->now_ms;
     }
-    sim_set_record(&s->vms[k], record);
+    sim_set_record(s, &s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);
     return HV_OK;
@@ -1593,7 +1598,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         changed(s, k);
         return;
     case 19: {
-        sim_set_record(v, "");
+        sim_set_record(s, v, "");
         v->record_cleared_ms = s->now_ms;
         /* a guest still booting from the engine's power-on: the record that told the engine
          * it started the VM (its power-on or done with starts, judge.c judge_boot) is gone, so
