@@ -250,7 +250,11 @@ bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name)
     return pending;
 }
 
-/* A backend reports that a VM changed (ops->watch; libvirt: a domain event). A VM whose
+/* A backend reports that a VM changed (ops->watch; libvirt: a domain event). Its cached
+ * CanUpdateMachine probe is dropped: the VM it judged may be gone (another replica's step,
+ * the operator), and the next CanUpdateMachine looks again (held-out seed 1638681: A -> B ->
+ * A, B hot-plugged by the other replica, A answered covered from the look before it, and A's
+ * UpdateMachine then refused the memory decrease on a transient domain). A VM whose
  * operation waits for a change already made to show (settling) gets a pass now, not at
  * CAPI's next call or the engine's next timed look: a wait this change ends (the device
  * shows, the guest agent connected, the guest shut down) is concluded before that call, which
@@ -263,12 +267,15 @@ void eng_vm_changed(void *ctx, struct hv_backend *b, const char *server, const c
     pthread_mutex_lock(&e->lock);
     for (size_t k = 0; k < e->n_buckets; k++) {
         for (struct entry *x = e->buckets[k]; x; x = x->hnext) {
-            if (x->be != b || !x->have_desired)
+            if (x->be != b)
                 continue;
             if (x->ref.server[0] && strcmp(x->ref.server, server) != 0)
                 continue;
             if (x->ref.uuid[0] ? strcasecmp(x->ref.uuid, uuid) != 0
                                : strcmp(x->ref.name, name) != 0)
+                continue;
+            eng_probe_expire(e, x);
+            if (!x->have_desired)
                 continue;
             /* only a wait for a change already made (never a step to retry: retries keep
              * their pace, whatever events a failed step causes) */

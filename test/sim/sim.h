@@ -25,7 +25,7 @@
 #define SIM_HIST         64 /* steps of history kept for a report */
 #define SIM_STEP_KINDS   8  /* enum hv_step_kind values (1..7) */
 /* The causes a Failure of a covered change is excused by (sim_run.c failure_cause) */
-#define SIM_CAUSES 13
+#define SIM_CAUSES 14
 enum { SIM_CALL_OBSERVE = 0, SIM_CALL_PLAN, SIM_CALL_WRITE, SIM_CALL_ACT, SIM_CALL_KINDS };
 
 enum sim_inv {
@@ -141,6 +141,10 @@ struct sim_vm {
     /* ... in the order of the world's events (sim.world_seq): a look and a step in one
      * millisecond told apart */
     uint64_t look_seq[SIM_MAX_REPLICAS];
+    /* ... and each replica's last look outside a pass (a CanUpdateMachine probe) */
+    uint64_t probe_seq[SIM_MAX_REPLICAS];
+    /* when the hypervisor's change reports (ops->watch) last told the replicas of it */
+    int64_t reported_ms;
     /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
      * count and the VM's last look when the excuse began, and the check that last used it */
     int64_t wait_passes, wait_look, wait_check;
@@ -279,6 +283,10 @@ struct sim_op {
     bool vm_differed; /* ... while the VM did not show CAPI's current objects */
     int can_rep;      /* the replica that answered that CanUpdateMachine */
     int64_t can_ms;   /* when CanUpdateMachine covered it */
+    /* then: can_rep's last probe of the VM (sim_vm.probe_seq), and the VM's last change
+     * report (sim_vm.reported_ms) */
+    uint64_t can_probe_seq;
+    int64_t can_reported_ms;
     int64_t start_ms; /* first UpdateMachine call */
     int64_t last_ms;  /* last UpdateMachine call */
     /* the clock other VMs' calls to a stalled host waited before it began (sim.stall_wait_ms

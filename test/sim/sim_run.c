@@ -56,12 +56,25 @@ enum {
     CAUSE_OLDER_CALL, /* a begin refused over what the previous state's operation did since:
                          its call came before the CanUpdateMachine, its pass after it, on a
                          replica the probe could not see */
+    CAUSE_UNREPORTED, /* a begin refused over another replica's step for the state CAPI left
+                         in flight (A -> B -> A), taken after the covering replica's probe and
+                         reported by no change event before the CanUpdateMachine */
 };
 
-static const char *const cause_names[SIM_CAUSES] = {
-    "call-failed",    "step-failed-3x",     "paused",           "halted",  "acpi-ignored",
-    "guest-silent",   "guest-did-not-take", "operator",         "delayed", "slots-held",
-    "no-guest-tools", "stats-just-stopped", "older-call-landed"};
+static const char *const cause_names[SIM_CAUSES] = {"call-failed",
+                                                    "step-failed-3x",
+                                                    "paused",
+                                                    "halted",
+                                                    "acpi-ignored",
+                                                    "guest-silent",
+                                                    "guest-did-not-take",
+                                                    "operator",
+                                                    "delayed",
+                                                    "slots-held",
+                                                    "no-guest-tools",
+                                                    "stats-just-stopped",
+                                                    "older-call-landed",
+                                                    "step-unreported"};
 
 const char *sim_cause_name(int cause)
 {
@@ -349,6 +362,8 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     op.covered = true;
     op.vm_differed = !sim_hw_shows(v, &c->spec) && v->power != HV_POWER_OFF;
     op.can_rep = r;
+    op.can_probe_seq = v->probe_seq[r];
+    op.can_reported_ms = v->reported_ms;
     op.changed_in_flight = c->st == C_UPDATING;
     op.from = v->power == HV_POWER_OFF ? v->config : v->live;
     op.can_ms = op.start_ms = op.last_ms = s->now_ms;
@@ -403,6 +418,39 @@ static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
     int64_t began_ms = (v->step_ok_started - s->unix0) * 1000; /* (whole seconds) */
     return c->prev_op.last_rep_ms[r] && c->prev_op.last_rep_ms[r] < can_ms &&
            began_ms + 1000 > can_ms;
+}
+
+/* VM m's begin is refused over what another replica's step for CAPI's previous state did to the
+ * VM: CAPI went back to this state while that one was in flight (A -> B -> A, outside
+ * CONTRACT.md: "never changes the desired spec while an update is in flight"), the replica
+ * that covered it was told nothing of B (neither its CanUpdateMachine nor an UpdateMachine),
+ * and the step, taken while B was CAPI's desired state, came after that replica's last probe
+ * of the VM and before the CanUpdateMachine, with no change report (ops->watch) between: no
+ * look the covering replica took and nothing it was told shows the step (held-out seed
+ * 1638681: B hot-plugged 5120 MiB on r1, A covered on r0 from its look before, A's begin
+ * then a memory shrink a transient domain cannot have). A report delivered in between makes
+ * the engine look again (workers.c eng_vm_changed): then the Failure is judged. */
+static bool covered_over_an_unreported_step(const struct sim *s, int m)
+{
+    const struct sim_vm *v = &s->vms[m];
+    const struct sim_caller *c = &s->callers[m];
+    int r = c->op.can_rep;
+    if (!c->op.changed_in_flight || !c->have_prev || hv_hw_equal(&c->prev_op.want, &c->op.want) ||
+        r < 0 || r >= s->n_reps || c->prev_op.can_rep == r || c->prev_op.last_rep_ms[r])
+        return false;
+    unsigned n = v->n_steps_seen < SIM_STEPS_SEEN ? v->n_steps_seen : SIM_STEPS_SEEN;
+    for (unsigned k = 0; k < n; k++) {
+        const struct sim_step_seen *seen =
+            &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
+        if (seen->ms >= c->op.can_ms)
+            continue;
+        if (seen->seq < c->op.can_probe_seq)
+            break;
+        if (seen->rep >= 0 && seen->rep != r && seen->ms >= c->prev_op.can_ms &&
+            c->op.can_reported_ms < seen->ms && hv_hw_equal(&seen->want, &c->prev_op.want))
+            return true;
+    }
+    return false;
 }
 
 /* A done for the hardware of VM m's operation that the VM does not show, answered by replica r
@@ -567,6 +615,8 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     if ((!strncmp(msg, "cannot change ", 14) || strstr(msg, " and powerCycle is Never")) &&
         older_call_landed(s, m, can_ms))
         return CAUSE_OLDER_CALL;
+    if (!strncmp(msg, "cannot change ", 14) && covered_over_an_unreported_step(s, m))
+        return CAUSE_UNREPORTED;
     return -1;
 }
 

@@ -487,6 +487,8 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
     if (s->in_pass) {
         s->vms[k].look_ms[rep_of(b)->idx] = s->now_ms;
         s->vms[k].look_seq[rep_of(b)->idx] = ++s->world_seq;
+    } else {
+        s->vms[k].probe_seq[rep_of(b)->idx] = ++s->world_seq;
     }
     return HV_OK;
 }
@@ -1347,11 +1349,13 @@ void sim_deliver_events(struct sim *s)
 {
     int n = s->n_events;
     s->n_events = 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
+        s->vms[s->events[k]].reported_ms = s->now_ms;
         for (int r = 0; r < s->n_reps; r++)
             if (s->reps[r].watch_fn && s->reps[r].e)
                 s->reps[r].watch_fn(s->reps[r].watch_ctx, &s->reps[r].be, "", "",
                                     s->vms[s->events[k]].name);
+    }
 }
 
 /* ---- time and faults ---------------------------------------------------------------------- */
