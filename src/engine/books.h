@@ -77,6 +77,11 @@ struct hv_books {
      * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
      * records that a pass saw it so at at. 0: never (or not by this process). */
     int64_t (*paused_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t at);
+    /* A pass of this process sees the VM of that operation running at now. When the last
+     * sighting of it was paused, it ran again at some time up to now, which no look tells:
+     * the pause is taken to end now (a step sent before it has its time from then). Returns
+     * paused_seen's time after that. */
+    int64_t (*running_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t now);
     /* The last time (unix seconds) a try of a shutdown or power-off of the operation that
      * started at op_started_at, sent by this process, got no answer in time (it may have
      * been taken); at > 0 records one sent at at. 0: none. */

@@ -220,7 +220,10 @@ static inline bool rc_ours(const struct rc_class *k)
 int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64_t sent);
 /* When the step in flight of p's record (its shutdown or power-off) began to have its time:
  * when it was sent, or, when this process saw the VM paused in the middle of the cycle since,
- * the last time it saw it so (a paused guest acts on nothing; seed 15744). */
+ * when the pause ended: the first pass that sees the VM running again after it saw it paused
+ * (p->now then; the resume itself is seen by no look; seed 1718023), else the last time it
+ * saw it paused (a paused guest acts on nothing; seed 15744). Call it only with the VM
+ * running. */
 int64_t rc_step_run_at(struct pass *p);
 
 /* What a pass needs of its VM's power-cycle slot: the one rule (rc_slot_need, pure), applied

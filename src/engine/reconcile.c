@@ -131,7 +131,7 @@ int64_t rc_may_land_until(const struct hv_settings *s, int step_timeout_s, int64
 
 int64_t rc_step_run_at(struct pass *p)
 {
-    int64_t paused = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
+    int64_t paused = p->b->running_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
     return paused > p->rec.step_at ? paused : p->rec.step_at;
 }
 
