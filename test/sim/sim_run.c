@@ -420,37 +420,49 @@ static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
            began_ms + 1000 > can_ms;
 }
 
-/* VM m's begin is refused over what another replica's step for CAPI's previous state did to the
- * VM: CAPI went back to this state while that one was in flight (A -> B -> A, outside
- * CONTRACT.md: "never changes the desired spec while an update is in flight"), the replica
- * that covered it was told nothing of B (neither its CanUpdateMachine nor an UpdateMachine),
- * and the step, taken while B was CAPI's desired state, came after that replica's last probe
- * of the VM and before the CanUpdateMachine, with no change report (ops->watch) between: no
- * look the covering replica took and nothing it was told shows the step (held-out seed
- * 1638681: B hot-plugged 5120 MiB on r1, A covered on r0 from its look before, A's begin
- * then a memory shrink a transient domain cannot have). A report delivered in between makes
- * the engine look again (workers.c eng_vm_changed): then the Failure is judged. */
-static bool covered_over_an_unreported_step(const struct sim *s, int m)
+/* Another replica's step for CAPI's previous state of VM m (B, the state it left in flight when
+ * it went back, A -> B -> A, outside CONTRACT.md), taken while B was CAPI's desired state (after
+ * B's CanUpdateMachine), before before_ms and after world sequence since_seq, with replica r
+ * told nothing of B (neither its CanUpdateMachine nor an UpdateMachine for it): the newest
+ * such step, or NULL. The one shape of the A -> B -> A excuses below. */
+static const struct sim_step_seen *left_state_step(const struct sim *s, int m, int r,
+                                                   uint64_t since_seq, int64_t before_ms)
 {
     const struct sim_vm *v = &s->vms[m];
     const struct sim_caller *c = &s->callers[m];
-    int r = c->op.can_rep;
     if (!c->op.changed_in_flight || !c->have_prev || hv_hw_equal(&c->prev_op.want, &c->op.want) ||
         r < 0 || r >= s->n_reps || c->prev_op.can_rep == r || c->prev_op.last_rep_ms[r])
-        return false;
+        return NULL;
     unsigned n = v->n_steps_seen < SIM_STEPS_SEEN ? v->n_steps_seen : SIM_STEPS_SEEN;
     for (unsigned k = 0; k < n; k++) {
         const struct sim_step_seen *seen =
             &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
-        if (seen->ms >= c->op.can_ms)
+        if (seen->ms >= before_ms)
             continue;
-        if (seen->seq < c->op.can_probe_seq)
+        if (seen->seq < since_seq)
             break;
         if (seen->rep >= 0 && seen->rep != r && seen->ms >= c->prev_op.can_ms &&
-            c->op.can_reported_ms < seen->ms && hv_hw_equal(&seen->want, &c->prev_op.want))
-            return true;
+            hv_hw_equal(&seen->want, &c->prev_op.want))
+            return seen;
     }
-    return false;
+    return NULL;
+}
+
+/* VM m's begin is refused over what another replica's step for CAPI's previous state did to the
+ * VM (left_state_step): the replica that covered this state was told nothing of B, and the
+ * step came after that replica's last probe of the VM and before the CanUpdateMachine, with no
+ * change report (ops->watch) between: no look the covering replica took and nothing it was told
+ * shows the step (held-out seed 1638681: B hot-plugged 5120 MiB on r1, A covered on r0 from its
+ * look before, A's begin then a memory shrink a transient domain cannot have). A report
+ * delivered in between makes the engine look again (workers.c eng_vm_changed): then the
+ * Failure is judged. (The newest such step is the one to check: a report after it covers
+ * every older one.) */
+static bool covered_over_an_unreported_step(const struct sim *s, int m)
+{
+    const struct sim_caller *c = &s->callers[m];
+    const struct sim_step_seen *seen =
+        left_state_step(s, m, c->op.can_rep, c->op.can_probe_seq, c->op.can_ms);
+    return seen && c->op.can_reported_ms < seen->ms;
 }
 
 /* A done for the hardware of VM m's operation that the VM does not show, answered by replica r
@@ -464,24 +476,7 @@ static bool covered_over_an_unreported_step(const struct sim *s, int m)
  * no call told r of B (seed 901675). Any other done the VM does not show is judged. */
 static bool stepped_for_a_state_left_in_flight(const struct sim *s, int m, int r)
 {
-    const struct sim_vm *v = &s->vms[m];
-    const struct sim_caller *c = &s->callers[m];
-    if (!c->op.changed_in_flight || !c->have_prev || hv_hw_equal(&c->prev_op.want, &c->op.want))
-        return false;
-    /* (r was told nothing of B: neither its CanUpdateMachine nor an UpdateMachine for it) */
-    if (c->prev_op.can_rep == r || c->prev_op.last_rep_ms[r])
-        return false;
-    unsigned n = v->n_steps_seen < SIM_STEPS_SEEN ? v->n_steps_seen : SIM_STEPS_SEEN;
-    for (unsigned k = 0; k < n; k++) {
-        const struct sim_step_seen *seen =
-            &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
-        if (seen->seq < v->look_seq[r])
-            break;
-        if (seen->rep >= 0 && seen->rep != r && seen->ms >= c->prev_op.can_ms &&
-            seen->ms < c->op.can_ms && hv_hw_equal(&seen->want, &c->prev_op.want))
-            return true;
-    }
-    return false;
+    return left_state_step(s, m, r, s->vms[m].look_seq[r], s->callers[m].op.can_ms) != NULL;
 }
 
 /* The step a "step X failed" message names (the engine's step names, docs/messages.md). */
