@@ -102,6 +102,10 @@ struct entry {
     uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* the last pass that read the VM's record found a power cycle in flight (hv_follow) */
     bool following;
+    /* ... this process's, its VM paused mid-cycle (HV_FOLLOW_PAUSED: its slot went back) */
+    bool paused_cycle;
+    /* the timed look came due and its pass has not begun yet (run_timers, run_head) */
+    bool look_due;
     /* power-cycle slot */
     bool slot;
     bool slot_forced; /* taken over the caps (force): only to finish a cycle under way */

@@ -510,10 +510,11 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     /* (a step of this process's previous life that may still land is this process's cycle to
      * carry: followed through blind passes as its own, seed 109359) */
     bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || previous || stalled_own;
-    enum hv_follow follow = !p->seen   ? HV_FOLLOW_UNSEEN
-                            : !cycling ? HV_FOLLOW_NONE
-                            : own      ? HV_FOLLOW_OWN
-                                       : HV_FOLLOW_CYCLE;
+    enum hv_follow follow = !p->seen            ? HV_FOLLOW_UNSEEN
+                            : !cycling          ? HV_FOLLOW_NONE
+                            : own && p->stalled ? HV_FOLLOW_PAUSED
+                            : own               ? HV_FOLLOW_OWN
+                                                : HV_FOLLOW_CYCLE;
     free(p);
     return follow;
 }

@@ -20,6 +20,8 @@ enum hv_follow {
     HV_FOLLOW_CYCLE,  /* one in flight (with or without a slot: waiting for one, or the VM
                        * paused), or a step that may still take the VM down */
     HV_FOLLOW_OWN,    /* ... and the VM's record says this process carries it */
+    HV_FOLLOW_PAUSED, /* ... its VM paused or suspended mid-cycle: the slot went back, and
+                       * the shutdown or power-off it got may land once it runs again */
     HV_FOLLOW_UNSEEN, /* the pass could not read the VM's record (the hypervisor did not
                        * answer): the caller keeps following a cycle the last pass that read
                        * it found this process carrying (HV_FOLLOW_OWN) */

@@ -36,6 +36,25 @@ bool eng_slot_acquire(void *ctx, const char *key, const char *host, bool force)
     return ok;
 }
 
+/* The cycles of this process whose VM its last look found paused mid-cycle (their slots went
+ * back: they cannot progress) and whose next look is due: blind to them now, since the VM may
+ * run again and the shutdown or power-off it got land at any moment, they count against the
+ * caps until that look (held-out seed 1483111: a resume no look had seen yet, a new cycle of
+ * the host began as that guest shut down). Counts them other than x, overall and on host;
+ * caller holds the lock. */
+static void paused_due(const struct hv_engine *e, const struct entry *x, const char *host, int *all,
+                       int *on_host)
+{
+    int64_t now = eng_now_ms(e);
+    for (size_t k = 0; k < e->n_buckets; k++)
+        for (const struct entry *y = e->buckets[k]; y; y = y->hnext)
+            if (y != x && y->paused_cycle && !y->slot && y->slot_host[0] &&
+                (y->look_due || (y->timed && y->wake_ms <= now))) {
+                (*all)++;
+                *on_host += !strcmp(y->slot_host, host);
+            }
+}
+
 /* slot_acquire for the entry x (NULL: a pass outside the entry table); caller holds the lock. */
 bool eng_slot_take(struct hv_engine *e, struct entry *x, const char *host, bool force)
 {
@@ -45,14 +64,16 @@ bool eng_slot_take(struct hv_engine *e, struct entry *x, const char *host, bool 
     } else if (x) {
         /* the caps, counting the others (a slot forced over them to finish a cycle does not
          * start another cycle unless the caps allow it now) */
-        int on_host = 0;
+        int on_host = 0, blind = 0;
         for (struct entry *y = e->slots; y; y = y->next_slot)
             on_host += y != x && !strcmp(y->slot_host, host);
+        paused_due(e, x, host, &blind, &on_host);
         /* a host no scan has listed may hold as many cycles of a previous life as a host
          * can: they count against the overall cap until a scan lists it */
         int64_t unlisted = (int64_t)e->n_gates * e->cfg.max_power_cycles_per_host;
-        bool within = e->slots_used - (x->slot ? 1 : 0) + unlisted < e->cfg.max_power_cycles &&
-                      on_host < e->cfg.max_power_cycles_per_host;
+        bool within =
+            e->slots_used - (x->slot ? 1 : 0) + unlisted + blind < e->cfg.max_power_cycles &&
+            on_host < e->cfg.max_power_cycles_per_host;
         if (force || within) {
             if (!x->slot) {
                 x->slot = true;

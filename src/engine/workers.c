@@ -66,6 +66,7 @@ static int64_t run_timers(struct hv_engine *e)
         if (x->wake_ms <= now) {
             *pp = x->next_t;
             x->timed = false;
+            x->look_due = true;
             if (x->running)
                 x->again = true;
             else if (!x->queued)
@@ -90,6 +91,7 @@ static void run_head(struct hv_engine *e)
     x->queued = false;
     x->running = true;
     x->again = false;
+    x->look_due = false;
     struct hv_hw desired = x->desired;
     struct hv_settings s = x->s;
     struct hv_vm_ref ref = x->ref;
@@ -116,9 +118,11 @@ static void run_head(struct hv_engine *e)
      * paused or its host down for a while; seed 11852), else CAPI stopping its calls would
      * leave it half done, its sent shutdown landing later outside any slot. */
     bool cycling = follow == HV_FOLLOW_CYCLE || follow == HV_FOLLOW_OWN ||
-                   (follow == HV_FOLLOW_UNSEEN && x->following);
-    if (follow != HV_FOLLOW_UNSEEN)
-        x->following = follow == HV_FOLLOW_OWN;
+                   follow == HV_FOLLOW_PAUSED || (follow == HV_FOLLOW_UNSEEN && x->following);
+    if (follow != HV_FOLLOW_UNSEEN) {
+        x->following = follow == HV_FOLLOW_OWN || follow == HV_FOLLOW_PAUSED;
+        x->paused_cycle = follow == HV_FOLLOW_PAUSED;
+    }
     /* ... and, blind to it, the cycle counts against the caps again: its shutdown may land at
      * any time (a VM paused mid-cycle gave its slot back, and may have been resumed since;
      * seed 12023), so no new cycle of its host begins until a pass sees the VM again. */
