@@ -279,8 +279,9 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     /* This process's own step taken over that it knows it did not send (a try that did not
      * reach the hypervisor: it forgot its sight of the operation, step_failed): sent again
      * by the new operation, not waited for until Soft's timeout (seed 203773). */
-    bool unsent = k->takeover && k->hazard == HZ_STEP_SENT && k->owner == OWN_SELF &&
-                  p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    bool own_step = k->takeover && k->hazard == HZ_STEP_SENT && k->owner == OWN_SELF;
+    int64_t old_op = p->rec.started_at;
+    bool unsent = own_step && p->b->first_sight(p->b->ctx, p->key, old_op);
     p->down_at = k->takeover ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
@@ -305,8 +306,16 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * and waited for it until Soft's timeout) */
         p->rec.attempts = k->hazard_tries;
         rc_slot_gate(p, true);
-        if (!rc_store(p))
+        if (!rc_store(p)) {
+            /* Nothing stored: the VM's record is still the older operation's, and the step
+             * this process knows it sent stays known (rc_begin's sight is of an operation
+             * that never was): the next takeover carries it, not sends it again with its
+             * slot given back while it may land (held-out seed 1706332: a new cycle of
+             * another VM began as the guest shut down). */
+            if (own_step && !unsent)
+                p->b->first_sight(p->b->ctx, p->key, old_op);
             return false;
+        }
         /* Another replica's shutdown whose graceful window is spent already, taken over by
          * an operation under Soft, would fail it at once, "the guest did not shut down within
          * N s", on a window this operation never had, from a step no process may have sent
