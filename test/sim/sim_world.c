@@ -205,7 +205,9 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
     }
     bool cleared = !had && n && v->cleared_pending;
     bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
-    if (n && n->phase < HV_PH_DONE && !same_hw)
+    /* (a Failure record for other hardware is a begin refused over old, judged from the same
+     * base: seed 1845563) */
+    if (n && (n->phase < HV_PH_DONE || n->phase == HV_PH_FAILED) && !same_hw)
         note_begun_over(s, v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
     /* ... or the same operation carried on under settings that look into the guest now, its
      * live step taken under guestVerification Off (the rollout changed only the settings,
