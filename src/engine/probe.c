@@ -288,12 +288,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
             HV_MSG("hvupdater holds engine.maxEntries VMs with work in flight already; retry"));
         return -1;
     }
-    /* CanUpdateMachine for other hardware than UpdateMachine last asked: the rollout changed,
-     * and CAPI may call another replica for it, which changes the VM. A "done" for the older
-     * hardware concluded before (A -> B -> A) is not answered: the next UpdateMachine for it
-     * waits for a pass begun after that call, as for a call that came late. */
-    if (x->have_desired && !hv_hw_equal(&x->desired, desired))
-        x->confirm_seq = 0;
+    /* CanUpdateMachine begins an update of CAPI's: for other hardware than UpdateMachine last
+     * asked, the rollout changed, and CAPI may call another replica for it, which changes the
+     * VM; for the same hardware, CAPI is asking again, and may have been through other states
+     * on other replicas since (A -> B -> A, the covering replica told nothing of B: held-out
+     * seed 5223664, B hot-added by r0 as r1 covered A again, and r1 answered its next call
+     * done from its look before). A "done" concluded before is not answered: the next
+     * UpdateMachine waits for a pass begun after this call, as for a call that came late. */
+    x->confirm_seq = 0;
     x->waiters++;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));

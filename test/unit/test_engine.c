@@ -1044,6 +1044,47 @@ static void test_one_call_failure_gives_way_to_a_later_look(void **state)
         hv_engine_free(rs.r[k]);
 }
 
+/* A CanUpdateMachine for the hardware UpdateMachine last asked is CAPI asking again: it may
+ * have been through other states on other replicas since (A -> B -> A; held-out seed 5223664
+ * of the simulation), so the next call is not answered done from a conclusion reached before
+ * it. Here replica 2's pass concludes A done (no call answered so), replica 1 hot-plugs B, and
+ * replica 2 is asked CanUpdateMachine for A, then UpdateMachine, in time: a new look first. */
+static void test_can_again_for_the_same_hardware_looks_again(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-again", 4096, 1024, 1, 1);
+    struct hv_hw a = {2048, -1, -1, -1}, b = {3072, -1, -1, -1};
+    struct replicas rs;
+    replicas_new(f, &rs);
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-again");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    struct hv_update_result r = capi_call(f, &rs, 1, "eng-again", a, 0);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = capi_call(f, &rs, 1, "eng-again", a, 0); /* the step taken, the change settling */
+    assert_false(r.failure || is_done(&r));
+    /* the look timed for just before CAPI's next call concludes it: the record says done, and
+     * no call was answered so */
+    replicas_wait(&rs, 800);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, observe(f, "eng-again").record));
+    assert_int_equal(rec.phase, HV_PH_DONE);
+    /* replica 1 hot-plugs B at once (CAPI's calls to replica 2 stay on time) */
+    for (int n = 0; n < 3 && observe(f, "eng-again").hw.memory_mib != 3072; n++) {
+        rs.wait_ms = 0;
+        r = capi_call(f, &rs, 0, "eng-again", b, 0);
+        assert_false(r.failure);
+    }
+    assert_int_equal(observe(f, "eng-again").hw.memory_mib, 3072);
+    (void)hv_engine_probe(rs.r[1], &p, &ref, &a, &f->s, plan, why, sizeof(why));
+    rs.wait_ms = 0;
+    r = capi_call(f, &rs, 1, "eng-again", a, 0); /* (a done here fails: the VM shows 3072) */
+    assert_false(is_done(&r));
+    for (int k = 0; k < 2; k++)
+        hv_engine_free(rs.r[k]);
+}
+
 /* A conclusion holds for the settings it was reached under: after a change of settings
  * (here powerCycle Never -> IfNeeded) the first call must not repeat the old Failure. */
 static void test_settings_change_is_not_answered_from_the_old_conclusion(void **state)
@@ -3400,6 +3441,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_done_is_never_answered_from_a_stale_look, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_one_call_failure_gives_way_to_a_later_look, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_can_again_for_the_same_hardware_looks_again, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
