@@ -162,12 +162,28 @@ static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct 
      * it, whatever its age (seed 715943: a hot-add never onlined, its record cleared, the next
      * state's live vCPU step done on the view now, which already lacked that memory) */
     past |= stepped && cleared;
+    /* ... or over one that failed after its fallback cycle began (cold: the world saw a
+     * shutdown or power-off of it, not a record merely marked so), with a live step of
+     * the field taken before it that shows on the VM (the hypervisor's value differs from its
+     * base's): the engine keeps no base of a cold Failure (hv_begin_base: its guest may have
+     * booted afresh), so the next operation has only the guest's view now, which lacks a
+     * hot-add the guest never took when the cycle never took the VM down (held-out seed
+     * 1763385: A's DIMM never onlined, its Soft shutdown ignored, A failed; B, a disk grow
+     * with A's memory, done "not verified in the guest") */
+    bool failed_cold = old && !cleared && old->phase == HV_PH_FAILED && old->cold &&
+                       old->has_base && v->power == HV_POWER_ON && v->cycle_op &&
+                       v->cycle_op == old->started_at; /* (its cycle really began: a step sent) */
+    bool failed_mem = failed_cold && old->base.hv_memory_mib >= 0 &&
+                      old->base.hv_memory_mib != v->live.memory_mib;
+    bool failed_cpus = failed_cold && old->base.hv_cpus >= 0 && old->base.hv_cpus != v->live.cpus;
     inherits &= !cleared;
     v->off_blind_for = n->desired;
-    v->off_blind_mem = ((inherits || past) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
-                       (cleared && v->cleared_live_mem);
-    v->off_blind_cpus = ((inherits || past) && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
-                        (cleared && v->cleared_live_cpus);
+    v->off_blind_mem =
+        ((inherits || past || failed_mem) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+        (cleared && v->cleared_live_mem);
+    v->off_blind_cpus =
+        ((inherits || past || failed_cpus) && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+        (cleared && v->cleared_live_cpus);
 }
 
 void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
