@@ -775,6 +775,16 @@ static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me
     return held_since && w->resumed_ms > held_since && sent_before_resume(w, me, me_gen);
 }
 
+/* w is another process's cycle of a VM off already that process (me, me_gen) took over after
+ * since: the carry-on over the caps that brings no VM down (the engine takes such a VM's slot
+ * regardless of them: it must be brought back), beside a cycle of me whose slot was held
+ * before it. */
+static bool taken_over_off_since(const struct sim_vm *w, int64_t since, int me, int me_gen)
+{
+    return w->power == HV_POWER_OFF && !(w->cycle_owner == me && w->cycle_gen == me_gen) &&
+           w->off_taker == me && w->off_taker_gen == me_gen && w->off_taken_ms > since;
+}
+
 /* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
  * got no answer and was not taken (sim_vm.unans_*), for the same operation, within the time
  * the engine holds that it may still land (rc_may_land_until: shutdownTimeoutSeconds +
@@ -796,9 +806,7 @@ static bool resend_under_a_slot_held_before_the_takeover(const struct sim *s,
         sscanf(rp->policy, "%*[^/]/%*[^/]/%*d/%d", &shutdown_s) != 1 ||
         s->now_ms - v->unans_ms > 1000 * ((int64_t)shutdown_s + s->ecfg.step_timeout_s + 2))
         return false;
-    return w != v && w->power == HV_POWER_OFF &&
-           !(w->cycle_owner == me && w->cycle_gen == me_gen) && w->off_taker == me &&
-           w->off_taker_gen == me_gen && w->off_taken_ms > v->unans_ms;
+    return w != v && taken_over_off_since(w, v->unans_ms, me, me_gen);
 }
 
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
@@ -924,6 +932,11 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         if (w != v && !(cr == me && cg == me_gen))
             continue;
         if (w != v && resumed_over_caps(w, held_since, me, me_gen))
+            continue;
+        /* (nor one of a VM off mid-operation it took over since, over the caps, beside the
+         * power-off of its TrySoft cycle whose slot it has held since the shutdown: held-out
+         * seed 1980368, the operator had started that VM again after the shutdown landed) */
+        if (w != v && held_since && taken_over_off_since(w, held_since, me, me_gen))
             continue;
         if (resend_under_a_slot_held_before_the_takeover(s, v, rp, w, me, me_gen))
             continue;
