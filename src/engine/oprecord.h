@@ -59,6 +59,10 @@ struct hv_oprecord {
     /* phase live: the live step (HV_STEP_LIVE_*) the attempts are failures of, "triesOf"
      * (the live steps share the phase; 0: not recorded, as in records of older versions) */
     enum hv_step_kind tries_of;
+    /* the engine's own power-on (unix seconds) of a guest that was still booting when this
+     * operation began, carried on from the record it began over ("bootAt"; 0: none): a later
+     * operation waits for that guest's first report as it would right after the power-on */
+    int64_t boot_at;
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */
     char message[512]; /* Failure message (phase FAILED) */

@@ -136,6 +136,7 @@ bool rc_begin(struct pass *p)
     struct hv_begin_judgement j;
     hv_begin_judge(&in, &j);
     p->rec.base = j.base;
+    p->rec.boot_at = j.boot_at;
     if (j.wait_boot) {
         rc_progress(p, RETRY_LIVE_SOON, HV_MSG("waiting for the guest to finish starting"));
         return false; /* nothing stored: the next call asks again */

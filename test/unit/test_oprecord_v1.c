@@ -347,30 +347,58 @@ static void test_finished_by_todays_engine(void **state)
         finish(&fixtures[k]);
 }
 
+/* r written and read back into *back; the text in buf; whether it names key. */
+static bool round_trip(const struct hv_oprecord *r, char *buf, struct hv_oprecord *back,
+                       const char *key)
+{
+    assert_true(hv_oprecord_write(r, buf, HV_RECORD_MAX));
+    assert_true(hv_oprecord_read(back, buf));
+    return strstr(buf, key) != NULL;
+}
+
+/* An operation record in phase ph for desired, begun at 1800000000. */
+static struct hv_oprecord record_in(enum hv_phase ph, struct hv_hw desired)
+{
+    struct hv_oprecord r;
+    memset(&r, 0, sizeof(r));
+    r.desired = desired;
+    r.phase = ph;
+    r.started_at = r.step_at = 1800000000;
+    return r;
+}
+
 /* "triesOf" (added after v1): the live step the attempts of phase live are of, written only
  * with attempts, read back as written; a v1 record without it reads as not recorded (0, its
  * tries kept: pass_steps.c rc_step). */
 static void test_tries_of_live_step_round_trip(void **state)
 {
     (void)state;
-    struct hv_oprecord r, back;
-    memset(&r, 0, sizeof(r));
-    r.desired = (struct hv_hw){2048, 2, -1, 12288};
-    r.phase = HV_PH_LIVE;
-    r.started_at = r.step_at = 1800000000;
+    struct hv_oprecord r = record_in(HV_PH_LIVE, (struct hv_hw){2048, 2, -1, 12288}), back;
     r.attempts = 1;
     r.tries_of = HV_STEP_LIVE_MEMORY;
     char buf[HV_RECORD_MAX];
-    assert_true(hv_oprecord_write(&r, buf, sizeof(buf)));
-    assert_non_null(strstr(buf, "\"triesOf\":\"live-memory\""));
-    assert_true(hv_oprecord_read(&back, buf));
+    assert_true(round_trip(&r, buf, &back, "\"triesOf\":\"live-memory\""));
     assert_int_equal(back.attempts, 1);
     assert_int_equal(back.tries_of, HV_STEP_LIVE_MEMORY);
     r.attempts = 0; /* no tries: nothing to name */
-    assert_true(hv_oprecord_write(&r, buf, sizeof(buf)));
-    assert_null(strstr(buf, "triesOf"));
-    assert_true(hv_oprecord_read(&back, buf));
+    assert_false(round_trip(&r, buf, &back, "triesOf"));
     assert_int_equal(back.tries_of, 0);
+}
+
+/* "bootAt" (added after v1): the engine's own power-on a guest was still booting from when
+ * the operation began, written only when set, read back as written; a v1 record without it
+ * reads as none (0). */
+static void test_boot_at_round_trip(void **state)
+{
+    (void)state;
+    struct hv_oprecord r = record_in(HV_PH_WAIT_LIVE, (struct hv_hw){2048, 3, -1, 12288}), back;
+    r.boot_at = 1799999993;
+    char buf[HV_RECORD_MAX];
+    assert_true(round_trip(&r, buf, &back, "\"bootAt\":1799999993"));
+    assert_int_equal(back.boot_at, 1799999993);
+    r.boot_at = 0;
+    assert_false(round_trip(&r, buf, &back, "bootAt"));
+    assert_int_equal(back.boot_at, 0);
 }
 
 int main(void)
@@ -380,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_read_and_written_back_unchanged),
         cmocka_unit_test(test_finished_by_todays_engine),
         cmocka_unit_test(test_tries_of_live_step_round_trip),
+        cmocka_unit_test(test_boot_at_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
