@@ -264,6 +264,50 @@ static void test_guest_fields(void **state)
     assert_false(cpus);
 }
 
+/* guestVerification Required refuses exactly the fields the done check would hold a guest
+ * with no way to report them to: for memory and vCPUs, every asked value, base and plan,
+ * hv_guest_cannot_show (the VM gives no report) agrees with hv_guest_fields. Held-out sim seeds
+ * 1663917, 1858945: B, back to the vCPUs of A's base by a power cycle, was covered, then
+ * waited for a report no agent could give (or was refused once A ended). */
+static void test_required_refuses_what_the_done_checks(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.guest_check = HV_GC_REQUIRED};
+    const int64_t values[] = {-1, 2, 3, 4};
+    unsigned refused = 0;
+    for (size_t w = 0; w < 4; w++)
+        for (size_t b = 1; b < 4; b++)
+            for (size_t h = 0; h < 3; h++) {
+                struct hv_oprecord r = {.has_base = true,
+                                        .base = {.hv_memory_mib = values[b] * 1024,
+                                                 .hv_cpus = (int32_t)values[b],
+                                                 .guest_memory_mib = -1,
+                                                 .guest_cpus = -1}};
+                const char *plan = hows[h] == HV_HOW_NONE   ? "none"
+                                   : hows[h] == HV_HOW_LIVE ? "live:x"
+                                                            : "cold";
+                snprintf(r.plan[HV_F_MEMORY], sizeof(r.plan[0]), "%s", plan);
+                snprintf(r.plan[HV_F_CPUS], sizeof(r.plan[0]), "%s", plan);
+                struct hv_hw want = {.memory_mib = values[w] < 0 ? -1 : values[w] * 1024,
+                                     .cpus = (int32_t)values[w],
+                                     .cores_per_socket = -1,
+                                     .disk_mib = -1};
+                bool mem, cpus;
+                hv_guest_fields(&r, &want, &mem, &cpus);
+                char m[HV_MSG_MAX];
+                bool mem_refused = hv_guest_cannot_show(HV_F_MEMORY, true, true, &r.base, &want,
+                                                        hows[h], &s, m, sizeof(m));
+                bool cpus_refused = hv_guest_cannot_show(HV_F_CPUS, true, true, &r.base, &want,
+                                                         hows[h], &s, m, sizeof(m));
+                if (mem_refused != mem || cpus_refused != cpus)
+                    fail_msg("want %lld, base %lld, plan %s: checked %d/%d, refused %d/%d",
+                             (long long)values[w], (long long)values[b], plan, mem, cpus,
+                             mem_refused, cpus_refused);
+                refused += mem_refused + cpus_refused;
+            }
+    assert_true(refused > 0);
+}
+
 /* An operation begun over an older one planned for a power cycle (no step taken) keeps its
  * base, and where that base has no guest view of a field, the look's view serves when the
  * hypervisor still shows the field as the base had it, even if the older plan reads live for
@@ -307,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_covered_is_begun),
         cmocka_unit_test(test_other_that_starts_the_vm),
         cmocka_unit_test(test_guest_fields),
+        cmocka_unit_test(test_required_refuses_what_the_done_checks),
         cmocka_unit_test(test_stopped_statistics_inherited_base),
         cmocka_unit_test(test_planned_base_takes_the_look_s_guest_view),
         cmocka_unit_test(test_guest_restarted_after_a_failure_boots),
