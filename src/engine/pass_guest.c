@@ -80,15 +80,18 @@ static enum gverdict guest_cpus(const struct pass *p, bool booting)
     if (g->cpu_view != HV_GV_SEEN)
         return GV_UNKNOWN;
     const struct hv_guest_base *b = &p->rec.base;
-    bool shows = p->rec.has_base && b->guest_cpus >= 0 && b->hv_cpus >= 0
-                     ? g->cpus - b->guest_cpus == p->desired->cpus - b->hv_cpus
-                     : g->cpus == p->desired->cpus; /* online vCPUs are an exact count */
-    /* After the power cycle every vCPU is a boot vCPU: one the base saw offline (hot-plugged
-     * just before, not onlined yet) is online now, so all the desired ones online show it
-     * (seeds 216713, 22418: a base of 6 plugged with 4 online, a cycle to 8, the guest 8) */
-    bool cycled =
-        p->rec.cold && (p->rec.phase == HV_PH_RECONFIGURE || p->rec.phase == HV_PH_POWER_ON);
-    shows |= cycled && g->cpus == p->desired->cpus;
+    /* Online vCPUs are an exact count: all the desired ones online show the change, whatever
+     * the base saw. That covers a base that saw vCPUs present but offline: after a power
+     * cycle every vCPU is a boot vCPU (seeds 216713, 22418: a base of 6 plugged with 4 online,
+     * a cycle to 8, the guest 8), and a guest that onlines every plugged vCPU onlines an older
+     * operation's too (held-out seed 1674712: A's two hot-plugged vCPUs not online yet at B's
+     * begin, base 5 plugged with 3 online; B plugged a 6th, the guest onlined all 6, and B,
+     * holding it to 3 + 1, power-cycled it at liveTimeoutSeconds). Otherwise the guest shows
+     * it by the change from its base (a guest that keeps some vCPUs offline by its own choice
+     * onlines the new one). */
+    bool shows =
+        g->cpus == p->desired->cpus || (p->rec.has_base && b->guest_cpus >= 0 && b->hv_cpus >= 0 &&
+                                        g->cpus - b->guest_cpus == p->desired->cpus - b->hv_cpus);
     return shows ? GV_SHOWS : GV_NOT_YET;
 }
 
