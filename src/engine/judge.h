@@ -40,10 +40,6 @@ struct hv_begin_other {
     struct hv_hw hw; /* its desired hardware */
     bool unseen;     /* its record is not on the VM yet: its base cannot be read */
     bool starts;     /* the VM is off: it starts it with hw before this operation's look */
-    /* the VM runs and its power cycle is under way: it may start the VM with hw before this
-     * operation's look (its own pass may finish the cycle first), or this operation takes
-     * the cycle over */
-    bool cycling;
 };
 
 struct hv_begin_in {

@@ -42,10 +42,6 @@ struct probe {
     /* the VM is off and an operation for other hardware is going on: it starts the VM with
      * other's hardware (never leaves it off), so this state's first pass may find it running */
     bool other_starts;
-    /* ... or it runs and that operation's power cycle is under way (its record's): its own
-     * pass may finish the cycle, starting the VM with other's hardware, before UpdateMachine
-     * for this state comes */
-    bool other_cycling;
     struct hv_hw other;
     /* that operation is this process's, and the VM's record does not show it yet (queued, or
      * in its first pass): its base, which this state's begin may inherit, is not read */
@@ -161,9 +157,6 @@ static void *probe_thread(void *arg)
             snprintf(r->why, sizeof(r->why), "%s", hv_errcode_message(err.code));
         } else if (own_other) {
             r->other_starts = obs->power == HV_POWER_OFF;
-            r->other_cycling = !r->other_starts && r->rec.cold && r->rec.phase >= HV_PH_PLANNED &&
-                               r->rec.phase <= HV_PH_POWER_ON &&
-                               hv_hw_equal(&r->rec.desired, &other);
             r->other = other;
             r->other_unseen = !(r->rec.phase >= HV_PH_PLANNED && r->rec.phase <= HV_PH_POWER_ON &&
                                 hv_hw_equal(&r->rec.desired, &other));
@@ -247,10 +240,8 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
                                .can_shutdown = r->can_shutdown,
                                .no_power_cycle = r->no_power_cycle};
     memcpy(f.plan, r->plan, sizeof(f.plan));
-    struct hv_begin_other other = {.hw = r->other,
-                                   .unseen = r->other_unseen,
-                                   .starts = r->other_starts,
-                                   .cycling = r->other_cycling};
+    struct hv_begin_other other = {
+        .hw = r->other, .unseen = r->other_unseen, .starts = r->other_starts};
     struct hv_begin_in in = {
         .facts = &f, .old = &r->rec, .other = &other, .desired = &r->for_hw, .s = s, .now = now};
     struct hv_begin_judgement *j = malloc(sizeof(*j));
