@@ -103,6 +103,7 @@ struct sim_vm {
      * 'l' taken, its answer lost, 'o' as the world has it */
     char acts_next[16];
     int plans_fail;       /* its next plan calls that fail (script only: `plans K N`) */
+    int plans_pass;       /* ... after this many let through (script only: `plans K N after=M`) */
     char writes_next[16]; /* the outcomes of its next record writes (script only: `writes`) */
     /* bookkeeping for the invariants (not visible to the engine) */
     bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */

@@ -1451,8 +1451,9 @@ static void on_abort(int sig)
  *                                             and the hypervisor did not take it (no
  *                                             answer: a try that may land), o as the
  *                                             world has it)
- *   at SECONDS plans K N                     (K's next N plan calls fail before they reach
- *                                             the hypervisor: an outage, as a look's)
+ *   at SECONDS plans K N [after=M]           (K's next N plan calls fail before they reach
+ *                                             the hypervisor: an outage, as a look's; after:
+ *                                             once M more have gone through)
  *   at SECONDS writes K LETTERS              (the outcomes of K's next record writes, in
  *                                             order: f the call fails (an outage), o as the
  *                                             world has it)
@@ -1648,7 +1649,12 @@ static int script_events(struct sim *s, FILE *f)
                 return -1;
             }
             s->vms[k].plans_fail = n;
-            sim_note(s, "script: the next %d plan calls on %s fail", n, s->vms[k].name);
+            s->vms[k].plans_pass = (int)kvl(line, "after", 0);
+            if (s->vms[k].plans_pass)
+                sim_note(s, "script: %d plan calls on %s fail after the next %d", n, s->vms[k].name,
+                         s->vms[k].plans_pass);
+            else
+                sim_note(s, "script: the next %d plan calls on %s fail", n, s->vms[k].name);
         } else if (!strcmp(what, "fault") && vm_ok) {
             char name[32] = "";
             sscanf(line, "at %*f %*s %*d %31s", name);
