@@ -239,6 +239,7 @@ struct sim_vm {
     int64_t paused_ms;    /* last time it was paused or suspended */
     int64_t op_change_ms; /* last operator change of its configuration or power */
     int64_t op_on_ms;     /* last operator power-on */
+    int64_t op_off_ms;    /* last operator power-off of a running VM */
     int64_t power_on_ms;  /* last power-on (anyone's) */
     int64_t went_off_ms;  /* last time it went off (any cause) */
     int64_t halt_seen_ms; /* last halt or pause right after a power-on */
@@ -267,6 +268,9 @@ struct sim_host {
      * excuses nothing. */
     int n_out;
     int64_t out_ms[SIM_HOST_OUTAGES], back_ms[SIM_HOST_OUTAGES];
+    /* the last time (a step's check) one of its VMs was in a power cycle while it was down
+     * or stalled: that cycle held its slot then (sim_run.c cycle_on_a_host_in_trouble) */
+    int64_t cycle_out_ms;
 };
 
 /* One simulated CAPI caller: the Machine of one VM. */

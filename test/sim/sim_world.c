@@ -1623,6 +1623,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         v->op_change_ms = s->now_ms;
         if (v->power == HV_POWER_ON) {
             power_off(s, k);
+            v->op_off_ms = s->now_ms;
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
             v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
