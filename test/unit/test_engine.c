@@ -1085,19 +1085,57 @@ static void test_can_again_for_the_same_hardware_looks_again(void **state)
         hv_engine_free(rs.r[k]);
 }
 
+/* A VM "name" at 2048 MiB asked for want (1024 MiB: a power cycle) under powerCycle Never
+ * (*never: the fixture's settings so): the Failure it ends in. */
+static struct hv_update_result failed_under_never(struct fx *f, const char *name, struct hv_hw want,
+                                                  struct hv_settings *never)
+{
+    define(f, name, 2048, 2048, 1, 1);
+    *never = f->s;
+    never->power_cycle = HV_PC_NEVER;
+    struct hv_update_result r = hook_until_end(f->e, name, want, never, 200);
+    assert_true(r.failure);
+    return r;
+}
+
+/* A CanUpdateMachine begins an update: the UpdateMachine after it is not CAPI retrying a
+ * Failure answered before (which is answered at once, unlooked), so it looks first; the
+ * Failure still recorded on the VM is then found there again (held-out sim seed 2307526: r0
+ * answered B's old Failure at once while the VM's record was another state's done). */
+static void test_can_again_after_a_failure_looks_first(void **state)
+{
+    struct fx *f = *state;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-canfail");
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_settings never;
+    struct hv_update_result r = failed_under_never(f, "eng-canfail", want, &never);
+    char first[sizeof(r.message)];
+    snprintf(first, sizeof(first), "%s", r.message);
+    hv_engine_update(f->e, &p, &ref, &want, &never, &r); /* CAPI retrying it: at once */
+    assert_true(r.failure);
+    assert_string_equal(r.message, first);
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    (void)hv_engine_probe(f->e, &p, &ref, &want, &never, plan, why, sizeof(why));
+    hv_engine_update(f->e, &p, &ref, &want, &never, &r);
+    assert_false(r.failure);
+    assert_string_equal(r.message, "in progress: observing the VM");
+    r = hook_until_end(f->e, "eng-canfail", want, &never, 200);
+    assert_true(r.failure); /* found again on the VM */
+    assert_string_equal(r.message, first);
+}
+
 /* A conclusion holds for the settings it was reached under: after a change of settings
  * (here powerCycle Never -> IfNeeded) the first call must not repeat the old Failure. */
 static void test_settings_change_is_not_answered_from_the_old_conclusion(void **state)
 {
     struct fx *f = *state;
-    define(f, "eng-set", 2048, 2048, 1, 1);
     struct hv_profile p = libvirt_profile();
     struct hv_vm_ref ref = ref_of("eng-set");
     struct hv_hw want = {1024, -1, -1, -1};
-    struct hv_settings never = f->s;
-    never.power_cycle = HV_PC_NEVER;
-    struct hv_update_result r = hook_until_end(f->e, "eng-set", want, &never, 200);
-    assert_true(r.failure);
+    struct hv_settings never;
+    struct hv_update_result r = failed_under_never(f, "eng-set", want, &never);
     hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
     assert_false(r.failure);
     r = hook_until_end(f->e, "eng-set", want, &f->s, 400);
@@ -3443,6 +3481,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_call_failure_gives_way_to_a_later_look, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_can_again_for_the_same_hardware_looks_again, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_can_again_after_a_failure_looks_first, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_settings_change_is_not_answered_from_the_old_conclusion, setup, teardown),
