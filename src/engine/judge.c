@@ -73,12 +73,16 @@ bool hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, i
          * its plan says the field could be; one that stepped live and timed out shows the
          * step), so nothing of A is on its way into the guest (seed 915749: A, cold under
          * Off, planned with memory live:dimm, no step taken; B under IfAvailable kept A's
-         * blind base and answered "not verified" with the guest able to tell) */
-        bool now_mem = (unstepped && (strncmp(old->plan[HV_F_MEMORY], "live:", 5) ||
-                                      fresh->hv_memory_mib == old->base.hv_memory_mib)) ||
-                       untouched(old->plan[HV_F_MEMORY]),
-             now_cpus = (unstepped && (strncmp(old->plan[HV_F_CPUS], "live:", 5) ||
-                                       fresh->hv_cpus == old->base.hv_cpus)) ||
+         * blind base and answered "not verified" with the guest able to tell); the same
+         * after A's live step failed (a live Failure is never rolled back): a field the
+         * hypervisor still shows as A's base had it took no step of A (held-out seeds
+         * 2387411, 2438098: A's DIMM refused three times) */
+        bool as_base = unstepped || old->phase == HV_PH_FAILED;
+        bool now_mem = (unstepped && strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+                       (as_base && fresh->hv_memory_mib == old->base.hv_memory_mib) ||
+                       untouched(old->plan[HV_F_MEMORY]);
+        bool now_cpus = (unstepped && strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+                        (as_base && fresh->hv_cpus == old->base.hv_cpus) ||
                         untouched(old->plan[HV_F_CPUS]);
         b = old->base;
         if (b.guest_memory_mib < 0 && fresh->guest_memory_mib >= 0 && now_mem) {

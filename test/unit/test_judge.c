@@ -345,6 +345,44 @@ static void test_planned_base_takes_the_look_s_guest_view(void **state)
     assert_int_equal(b.guest_memory_mib, -1);
 }
 
+/* An operation begun over an older live one that failed (its DIMM refused: a live Failure is
+ * never rolled back) keeps its base; where that base has no guest view of a field the
+ * hypervisor still shows as the base had it, no step of the older one landed, and the look's
+ * view serves (held-out seeds 2387411, 2438098). A field the hypervisor shows changed keeps
+ * the base's blind view: the older one's step landed and may still be on its way into the
+ * guest. A cold Failure is no base to keep at all. */
+static void test_failed_live_base_takes_the_look_s_guest_view(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.deadline_s = 600};
+    struct hv_oprecord old = {
+        .has_base = true,
+        .base = {.hv_memory_mib = 2048, .hv_cpus = 2, .guest_memory_mib = -1, .guest_cpus = -1},
+        .desired = {.memory_mib = 3072, .cpus = 3, .cores_per_socket = -1, .disk_mib = -1},
+        .phase = HV_PH_FAILED,
+        .cold = false,
+        .started_at = NOW - 20,
+        .step_at = NOW - 10};
+    snprintf(old.plan[HV_F_MEMORY], sizeof(old.plan[0]), "live:dimm");
+    snprintf(old.plan[HV_F_CPUS], sizeof(old.plan[0]), "live:vcpu");
+    struct hv_guest_base fresh = {
+        .hv_memory_mib = 2048, .hv_cpus = 3, .guest_memory_mib = 1998, .guest_cpus = 3};
+    struct hv_guest_base b;
+    assert_true(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.hv_memory_mib, 2048);
+    assert_int_equal(b.guest_memory_mib, 1998); /* the DIMM never landed */
+    assert_int_equal(b.hv_cpus, 2);
+    assert_int_equal(b.guest_cpus, -1); /* the vCPU landed: the guest may online it yet */
+    old.phase = HV_PH_LIVE;             /* still stepping: its DIMM may be on its way */
+    assert_true(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.guest_memory_mib, -1);
+    old.phase = HV_PH_FAILED;
+    old.cold = true; /* a cold Failure may have rolled back: no base kept */
+    assert_false(hv_begin_base(&old, &s, NOW, &fresh, &b));
+    assert_int_equal(b.guest_memory_mib, 1998);
+    assert_int_equal(b.hv_cpus, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_required_refuses_what_the_done_checks),
         cmocka_unit_test(test_stopped_statistics_inherited_base),
         cmocka_unit_test(test_planned_base_takes_the_look_s_guest_view),
+        cmocka_unit_test(test_failed_live_base_takes_the_look_s_guest_view),
         cmocka_unit_test(test_guest_restarted_after_a_failure_boots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
