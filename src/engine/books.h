@@ -73,6 +73,11 @@ struct hv_books {
     /* True the first time this process handles the operation that started at op_started_at
      * on this VM (e.g. after a restart, or an operation another replica began). */
     bool (*first_sight)(void *ctx, const char *key, int64_t op_started_at);
+    /* Whether this process has noted that operation as seen (first_sight), noting nothing. */
+    bool (*seen)(void *ctx, const char *key, int64_t op_started_at);
+    /* This process began that operation (its record is not stored yet): the operation it
+     * handles, for unreachable_since and lost_race_since, not yet seen (first_sight). */
+    void (*began)(void *ctx, const char *key, int64_t op_started_at);
     /* The last time (unix seconds) a pass of this process saw the VM of the operation that
      * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
      * records that a pass saw it so at at. 0: never (or not by this process). */

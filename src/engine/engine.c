@@ -78,9 +78,30 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     if (x) {
         first = x->seen.op != op_started_at;
         memo_for(&x->seen, op_started_at);
+        x->handled_op = op_started_at;
     }
     pthread_mutex_unlock(&e->lock);
     return first;
+}
+
+static void began(void *ctx, const char *key, int64_t op_started_at)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    if (x)
+        x->handled_op = op_started_at;
+    pthread_mutex_unlock(&e->lock);
+}
+
+static bool seen(void *ctx, const char *key, int64_t op_started_at)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    bool was = x && x->seen.op == op_started_at;
+    pthread_mutex_unlock(&e->lock);
+    return was;
 }
 
 /* The latest time noted in x's memo *which for this operation: at, or a later one noted
@@ -177,8 +198,8 @@ static int64_t bound_since(struct hv_engine *e, const char *key, int64_t now, bo
         /* an operation in flight that this process handled: its own start is the bound's
          * start (the operation's deadline), when earlier */
         bool inflight = x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0;
-        if (failing && inflight && x->seen.op > 0 && x->seen.op < since)
-            since = x->seen.op;
+        if (failing && inflight && x->handled_op > 0 && x->handled_op < since)
+            since = x->handled_op;
     }
     pthread_mutex_unlock(&e->lock);
     return since;
@@ -221,6 +242,8 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .slot_release = eng_slot_release,
                                  .slot_held = eng_slot_held,
                                  .first_sight = first_sight,
+                                 .seen = seen,
+                                 .began = began,
                                  .paused_seen = paused_seen,
                                  .running_seen = running_seen,
                                  .unanswered_sent = unanswered_sent,

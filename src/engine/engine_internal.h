@@ -61,8 +61,11 @@ struct entry {
     int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
     int64_t used_ms;        /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on (first_sight;
-     * seen.v unused) */
+     * seen.v unused): its record is on the VM, stored or read */
     struct op_memo seen;
+    /* the operation this process handled last: the one of seen, or one it began whose record
+     * is not stored (yet); a bound on waiting for the hypervisor starts no later (bound_since) */
+    int64_t handled_op;
     /* when a pass last saw the VM of operation paused.op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
     struct op_memo paused;

@@ -50,6 +50,10 @@ struct pass {
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
+    /* the operation rc_begin() began (its start time; 0: none), noted as seen by this
+     * process (first_sight) once its record is stored: a begin whose record is never stored
+     * leaves the VM's record, and what this process knows of its steps, as they were */
+    int64_t sight_new;
     /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
     bool left_off;
     /* the VM's record is another hardware's sticky Failure, or its operation open before its
@@ -116,6 +120,11 @@ bool rc_wait_for_hypervisor(struct pass *p, enum hv_err_call k, const struct hv_
 /* pass_steps.c */
 /* Store p->rec on the VM; false (answered) when it could not be. */
 bool rc_store(struct pass *p);
+/* The pass's first_sight of operation op: false for the operation it began (sight_new). */
+bool rc_first_sight(struct pass *p, int64_t op);
+/* This process forgets its sight of the VM's operation (a step it knows it did not send):
+ * the next pass sends it again. */
+void rc_forget_sight(struct pass *p);
 /* A sticky Failure, recorded on the VM; why is its reason code. */
 void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg);
 /* Best-effort start of a VM an operation gives up on. */

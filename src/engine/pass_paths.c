@@ -159,7 +159,8 @@ bool rc_begin(struct pass *p)
     if (begin_cycle_refused(p, &j, p->down_at != 0))
         return false;
     hv_rec_set_phase(&p->rec, HV_PH_NONE, "begun");
-    p->b->first_sight(p->b->ctx, p->key, p->rec.started_at); /* ours: nothing to re-issue */
+    p->sight_new = p->rec.started_at; /* ours once stored: nothing to re-issue */
+    p->b->began(p->b->ctx, p->key, p->rec.started_at);
     hv_metrics_operation("started", p->rec.cold ? "cold" : "live");
     hv_log(HV_LOG_INFO, "operation-start", "vm", p->key, "desired", p->what, "path",
            p->rec.cold ? "cold" : "live", (char *)NULL);
@@ -194,7 +195,7 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
     bool again_unsent =
         p->rec.phase == HV_PH_POWER_OFF ? p->obs.busy : p->obs.busy || !p->obs.can_shutdown;
     if (first && again_unsent)
-        p->b->first_sight(p->b->ctx, p->key, 0);
+        rc_forget_sight(p);
     if (p->rec.phase == HV_PH_POWER_OFF) {
         if (elapsed < p->b->cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
             rc_going_off(p, HV_MSG("waiting for the VM to power off"));
@@ -301,7 +302,7 @@ void rc_cold_on_path(struct pass *p)
     const struct hv_engine_cfg *cfg = p->b->cfg;
     int64_t run_at = rc_step_run_at(p);
     int64_t elapsed = p->now - run_at;
-    bool first = p->b->first_sight(p->b->ctx, p->key, p->rec.started_at);
+    bool first = rc_first_sight(p, p->rec.started_at);
     bool may_land = p->now < rc_may_land_until(p->s, cfg->step_timeout_s, run_at);
     /* The shutdown or power-off in flight is an older operation's that this one, which needs
      * no power cycle itself, took over while it might still take the VM down (downAt): it
@@ -337,7 +338,7 @@ void rc_cold_on_path(struct pass *p)
          * by another replica, or one whose step is older): it goes on like a new one, when a
          * slot is free (not handled here yet: the pass that goes on sends its step again). */
         if (first)
-            p->b->first_sight(p->b->ctx, p->key, 0);
+            rc_forget_sight(p);
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return;
     }

@@ -38,6 +38,27 @@ static const char *step_name(enum hv_step_kind k)
 /* How far a rollback got. */
 enum rb_outcome { RB_STARTED = 0, RB_RESTORE_FAILED, RB_START_FAILED, RB_STARTED_AS_IS, RB_COUNT };
 
+bool rc_first_sight(struct pass *p, int64_t op)
+{
+    if (p->sight_new && p->sight_new == op)
+        return false;
+    return p->b->first_sight(p->b->ctx, p->key, op);
+}
+
+void rc_forget_sight(struct pass *p)
+{
+    p->sight_new = 0;
+    p->b->first_sight(p->b->ctx, p->key, 0);
+}
+
+/* The record of the operation this pass began is on the VM now: this process has seen it. */
+static void stored_sight(struct pass *p)
+{
+    if (p->sight_new)
+        p->b->first_sight(p->b->ctx, p->key, p->sight_new);
+    p->sight_new = 0;
+}
+
 bool rc_store(struct pass *p)
 {
     char buf[HV_RECORD_MAX];
@@ -67,6 +88,7 @@ bool rc_store(struct pass *p)
         return false;
     }
     hv_metrics_record_write();
+    stored_sight(p);
     memcpy(p->on_vm, buf, strlen(buf) + 1);
     p->on_vm_known = true;
     p->b->lost_race_since(p->b->ctx, p->key, p->now, false); /* a run of lost races ends */
@@ -287,7 +309,7 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
      * (errclass.h: a step that did not answer in time may have been taken). */
     if (rc_wait_for_hypervisor(p, HV_EK_STEP, err)) {
         if (!live)
-            p->b->first_sight(p->b->ctx, p->key, 0);
+            rc_forget_sight(p);
         return;
     }
     p->rec.attempts++;
@@ -352,7 +374,7 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
         /* The record still says the step was sent (stored before it, attempts 0): this
          * process forgets it has seen the operation, so its next pass sends the step again
          * as for a record of a process that is gone, instead of waiting for its effect. */
-        p->b->first_sight(p->b->ctx, p->key, 0);
+        rc_forget_sight(p);
     }
 }
 
@@ -385,7 +407,7 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
         /* Not sent, and the record on the VM may say it was (a step sent again, whose write
          * failed): this process forgets it has seen the operation, so its next pass sends
          * the step instead of waiting for its effect (as in step_failed). */
-        p->b->first_sight(p->b->ctx, p->key, 0);
+        rc_forget_sight(p);
         return false;
     }
     struct hv_step st = {
@@ -447,6 +469,7 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
             p->rec = waiting;
             if (stored) {
                 hv_metrics_record_write();
+                stored_sight(p);
                 memcpy(p->on_vm, carried, strlen(carried) + 1);
                 p->on_vm_known = true;
                 p->b->lost_race_since(p->b->ctx, p->key, p->now, false);

