@@ -289,6 +289,12 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
      * never sent until Soft's timeout). */
     bool own_step = k->takeover && k->hazard == HZ_STEP_SENT && k->owner == OWN_SELF;
     bool unsent = own_step && !p->b->seen(p->b->ctx, p->key, p->rec.started_at);
+    /* a try of that step that got no answer (it may have been taken, unanswered_sent): the
+     * step goes on with the new operation, so does what this process knows of it (held-out
+     * seed 2326676: A -> B -> A, A's takeover kept the try but not its note, took the step
+     * for one known unsent, gave the slot back and waited for one while it could land) */
+    int64_t unanswered =
+        k->takeover ? p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0) : 0;
     p->down_at = k->takeover ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
@@ -319,6 +325,8 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * given back while it may land; held-out seed 1706332) */
         if (!rc_store(p))
             return false;
+        if (unanswered)
+            p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, unanswered);
         /* Another replica's shutdown whose graceful window is spent already, taken over by
          * an operation under Soft, would fail it at once, "the guest did not shut down within
          * N s", on a window this operation never had, from a step no process may have sent
