@@ -152,6 +152,22 @@ static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct 
         v->foreign_boot_ms && v->foreign_boot_ms >= (old ? old->started_at - s->unix0 : 0) * 1000;
     bool inherits = timed && !cleared && old->has_base && (policy_off(old) || booting) &&
                     n->started_at - old->started_at <= deadline;
+    /* ... or old began while the guest could not report that field (the world's facts at
+     * old's begin: the VM not running, memory statistics absent or stale without a memory
+     * view, no guest agent): old's base has no view of it either, and the engine keeps it
+     * while old's live step of it, which the hypervisor took (the VM's hardware moved since
+     * old's begin), may still be on its way into the guest (hv_begin_base; held-out seed
+     * 2474745: A began with the statistics absent, its DIMM taken, its wait-live write failed,
+     * B began over A's live record and answered "not verified in the guest"). One whose step
+     * never landed leaves nothing on its way: the view now serves (scenario
+     * live_failure_unlanded_leaves_the_guest_view_to_the_next). */
+    bool at_old = old && v->begun_at == old->started_at;
+    bool in_time =
+        timed && !cleared && old->has_base && n->started_at - old->started_at <= deadline;
+    bool inherits_mem = inherits || (in_time && at_old && v->begun_mem_blind &&
+                                     v->live.memory_mib != v->begun_hw.memory_mib);
+    bool inherits_cpus =
+        inherits || (in_time && at_old && v->begun_cpus_blind && v->live.cpus != v->begun_hw.cpus);
     /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
      * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
      * deadlineSeconds the new operation has only the guest's view now), so a live step of it
@@ -179,10 +195,10 @@ static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct 
     inherits &= !cleared;
     v->off_blind_for = n->desired;
     v->off_blind_mem =
-        ((inherits || past || failed_mem) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+        ((inherits_mem || past || failed_mem) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
         (cleared && v->cleared_live_mem);
     v->off_blind_cpus =
-        ((inherits || past || failed_cpus) && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+        ((inherits_cpus || past || failed_cpus) && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
         (cleared && v->cleared_live_cpus);
 }
 
@@ -236,6 +252,9 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
         v->begun_hw = v->power == HV_POWER_OFF ? v->config : v->live;
         v->begun_for = n->desired;
         v->begun_at = n->started_at;
+        v->begun_mem_blind = v->power != HV_POWER_ON || v->stats == 2 ||
+                             (v->stats == 1 && v->stale.mem_view != HV_GV_SEEN);
+        v->begun_cpus_blind = v->power != HV_POWER_ON || !v->agent;
     }
     /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
      * pass concluded it after the rollout had changed): what the VM and its guest show now is
