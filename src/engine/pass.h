@@ -50,8 +50,6 @@ struct pass {
      * (for any hardware): its slot stays, whatever else failed in this pass */
     bool vm_cycle;
     bool ours; /* p->rec is this operation's record (for these desired hardware) */
-    /* the settings of the record's policy, when an uncalled pass runs under them (one_pass) */
-    struct hv_settings rec_settings;
     /* the operation rc_begin() began (its start time; 0: none), noted as seen by this
      * process (first_sight) once its record is stored: a begin whose record is never stored
      * leaves the VM's record, and what this process knows of its steps, as they were */
@@ -107,8 +105,6 @@ void rc_answer_sticky(struct hv_update_result *out, const char *msg);
 void rc_log_err(const struct pass *p, const char *what, const struct hv_err *err);
 /* The settings an operation's outcome depends on, as recorded with it. */
 void rc_policy_of(const struct hv_settings *s, char *out, size_t cap);
-/* ... and the settings a recorded policy names (defaults where it names none: false) */
-bool rc_settings_of(const char *policy, struct hv_settings *s);
 /* "in progress: <fmt>", CAPI asked back in retry seconds */
 void rc_progress(struct pass *p, int retry, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -123,31 +123,6 @@ void rc_policy_of(const struct hv_settings *s, char *out, size_t cap)
              s->deadline_s, hv_guest_check_name(s->guest_check));
 }
 
-/* The settings a record's policy names ("IfNeeded/TrySoft/120/300/1800/IfAvailable", rc_policy_of);
- * false when it names none. */
-bool rc_settings_of(const char *policy, struct hv_settings *s)
-{
-    char pc[32], pom[32], gc[32];
-    int live, shut, dl;
-    hv_settings_default(s);
-    if (sscanf(policy, "%31[^/]/%31[^/]/%d/%d/%d/%31s", pc, pom, &live, &shut, &dl, gc) != 6)
-        return false;
-    bool ok = false;
-    for (int k = HV_PC_IF_NEEDED; k <= HV_PC_NEVER; k++)
-        if (!strcmp(pc, hv_power_cycle_name((enum hv_power_cycle)k)))
-            s->power_cycle = (enum hv_power_cycle)k, ok = true;
-    for (int k = HV_POM_TRY_SOFT; k <= HV_POM_HARD; k++)
-        if (!strcmp(pom, hv_power_off_mode_name((enum hv_power_off_mode)k)))
-            s->power_off_mode = (enum hv_power_off_mode)k;
-    for (int k = HV_GC_IF_AVAILABLE; k <= HV_GC_OFF; k++)
-        if (!strcmp(gc, hv_guest_check_name((enum hv_guest_check)k)))
-            s->guest_check = (enum hv_guest_check)k;
-    s->live_timeout_s = live;
-    s->shutdown_timeout_s = shut;
-    s->deadline_s = dl;
-    return ok;
-}
-
 static void vprogress(struct pass *p, int retry, bool settling, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 static void vprogress(struct pass *p, int retry, bool settling, const char *fmt, va_list ap)

@@ -407,19 +407,6 @@ static bool one_pass(struct pass *p)
                         .on = p->obs.power == HV_POWER_ON,
                         .called_at = p->called_at};
     rc_policy_of(p->s, c.policy, sizeof(c.policy));
-    /* The engine's own pass (no call behind it) goes on under the settings of the latest call
-     * any process stored for this operation, its record's, not older ones this process kept
-     * (docs/settings.md: each pass uses the settings of the latest call; held-out seed
-     * 2635665: a restarted process's scan resumed A under its record's IfAvailable; CAPI
-     * asked A again under Required at the other replica, which stored Required with its
-     * power-on; this process's own pass concluded that record done "not verified in the
-     * guest" under IfAvailable and answered it to the Required call) */
-    if (!p->called_at && had && hv_hw_equal(&p->rec.desired, p->desired) &&
-        strcmp(p->rec.policy, c.policy) && rc_settings_of(p->rec.policy, &p->rec_settings)) {
-        p->s = &p->rec_settings;
-        c.s = p->s;
-        rc_policy_of(p->s, c.policy, sizeof(c.policy));
-    }
     struct rc_class k;
     rc_classify(&p->rec, had, &c, &k);
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
