@@ -300,7 +300,13 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
      * for one known unsent, gave the slot back and waited for one while it could land) */
     int64_t unanswered =
         k->takeover ? p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0) : 0;
-    p->down_at = k->takeover ? k->hazard_sent : 0;
+    /* A step this process knows it never sent (no try of it got no answer) cannot take the
+     * VM down: an operation that needs no power cycle of its own does not take it over, it
+     * goes on live (seeds 13464, 2614285: B, live, took A's unsent shutdown over and waited
+     * for it; its next pass noted the step as seen, and A's takeover after it waited for a
+     * shutdown never sent until Soft's timeout). One that needs a cycle sends it again. */
+    bool never_sent = unsent && !unanswered;
+    p->down_at = k->takeover && !never_sent ? k->hazard_sent : 0;
     bool begun = rc_begin(p);
     p->down_at = 0;
     /* An own pass whose begin over a spent cycle of ours for older hardware was refused (for
@@ -312,7 +318,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     if (!begun)
         return false;
     p->ours = true;
-    if (k->takeover) { /* the cycle already under way is this operation's now */
+    if (k->takeover && !(never_sent && !p->rec.cold)) { /* the cycle under way is ours now */
         /* (an operation that needs no cycle of its own only waits for that step: its record
          * says when it was sent, downAt, see cold_on_path) */
         enum hv_phase under_way = k->hazard == HZ_FAILED_UPON ? HV_PH_SHUTDOWN : k->phase;
