@@ -225,11 +225,23 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
         const struct hv_guest_base *cb = old.has_base ? &old.base : NULL;
         bool stepped = old.phase == HV_PH_LIVE || old.phase == HV_PH_WAIT_LIVE ||
                        (old.phase == HV_PH_FAILED && !old.cold);
+        /* ... or one whose live step the hypervisor took (the field differs from what the VM
+         * had at its begin) and which then went over to a power cycle that has not taken the
+         * VM down (the live timeout's fallback: planned, or its shutdown or power-off with
+         * the VM still on): the guest has not booted since that step (held-out seed 2759453:
+         * A's DIMM never onlined, A planned for a cycle, its record cleared; A again found
+         * the hypervisor at its memory and answered done "not verified in the guest") */
+        bool fallback = old.phase == HV_PH_PLANNED ||
+                        ((old.phase == HV_PH_SHUTDOWN || old.phase == HV_PH_POWER_OFF) &&
+                         v->power == HV_POWER_ON);
+        bool took_mem = fallback && v->live.memory_mib != v->begun_hw.memory_mib;
+        bool took_cpus = fallback && v->live.cpus != v->begun_hw.cpus;
         v->cleared_live_mem =
-            (stepped && !strncmp(old.plan[HV_F_MEMORY], "live:", 5)) ||
+            ((stepped || took_mem) && !strncmp(old.plan[HV_F_MEMORY], "live:", 5)) ||
             (cb && cb->hv_memory_mib >= 0 && cb->hv_memory_mib != v->begun_hw.memory_mib);
-        v->cleared_live_cpus = (stepped && !strncmp(old.plan[HV_F_CPUS], "live:", 5)) ||
-                               (cb && cb->hv_cpus >= 0 && cb->hv_cpus != v->begun_hw.cpus);
+        v->cleared_live_cpus =
+            ((stepped || took_cpus) && !strncmp(old.plan[HV_F_CPUS], "live:", 5)) ||
+            (cb && cb->hv_cpus >= 0 && cb->hv_cpus != v->begun_hw.cpus);
     }
     if (had && n && old.phase == HV_PH_FAILED && !hv_hw_equal(&old.desired, &n->desired)) {
         v->replaced_failed = old;
