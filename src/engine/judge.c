@@ -161,6 +161,17 @@ bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struc
     return false;
 }
 
+bool hv_never_refused(const struct hv_settings *s, int field, const char *reason, char *m,
+                      size_t cap)
+{
+    if (s->power_cycle != HV_PC_NEVER)
+        return false;
+    snprintf(m, cap, HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
+             field >= 0 && field < HV_F_COUNT ? fnames[field] : HV_MSG("the change"),
+             reason && reason[0] ? reason : HV_MSG("not possible live"));
+    return true;
+}
+
 /* The base: the look's (the guest's views of a running VM only), or an operation in flight's
  * (hv_begin_base); an operation of other hardware whose record the look did not find yet
  * stores one first, which the judged operation inherits: without a guest view of a field it
@@ -296,12 +307,9 @@ static void judge_cycle(const struct hv_begin_in *in, struct hv_begin_judgement 
     bool any_cold = j->cold_field >= 0;
     if (!any_cold || !f->on)
         return;
-    if (in->s->power_cycle == HV_PC_NEVER) {
-        const char *reason = f->plan[j->cold_field].reason;
+    if (hv_never_refused(in->s, j->cold_field, f->plan[j->cold_field].reason, j->never_msg,
+                         sizeof(j->never_msg))) {
         j->never = true;
-        snprintf(j->never_msg, sizeof(j->never_msg),
-                 HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
-                 fnames[j->cold_field], reason[0] ? reason : HV_MSG("not possible live"));
         return;
     }
     if (!hv_cycle_refused(f->no_power_cycle, f->can_shutdown, in->s, j->cycle_msg,

@@ -102,6 +102,12 @@ void hv_guest_fields(const struct hv_oprecord *r, const struct hv_hw *want, bool
 bool hv_cycle_refused(const char *no_power_cycle, bool can_shutdown, const struct hv_settings *s,
                       char *m, size_t cap, enum hv_failure_reason *why);
 
+/* Whether a power cycle that field (HV_F_*; -1: the change as a whole) needs, for reason (NULL
+ * or "": not possible live), is refused under s: powerCycle Never, with its stable message (m).
+ * The one Never rule of the begin judgement and of a cycle an operation begins later. */
+bool hv_never_refused(const struct hv_settings *s, int field, const char *reason, char *m,
+                      size_t cap);
+
 /* Whether the guest's memory view g, looked at unix second now, is a report it still makes:
  * seen, and read just now (mem_at 0) or stamped within a few of its periods. An older one
  * (its statistics stopped) tells what it had then, not now: no base to compare a change

@@ -254,21 +254,26 @@ static bool on_again(struct pass *p)
 }
 
 /* A power cycle begins: refused when this VM may not take one, else a slot (or waiting for
- * one, the record planned), then a shutdown or a power-off as powerOffMode says. */
-static void new_cycle(struct pass *p)
+ * one, the record planned), then a shutdown or a power-off as powerOffMode says. again: the VM
+ * was started by someone else before this operation reconfigured it (on_again). */
+static void new_cycle(struct pass *p, bool again)
 {
     char refused[HV_MSG_MAX + 64];
     enum hv_failure_reason why = HV_FAIL_POWER_CYCLE_NOT_ALLOWED;
-    /* Under powerCycle Never a running VM is never shut down or powered off, also when the
-     * operation went cold only because it found the VM off and someone started it again
-     * before it was reconfigured (on_again; held-out seed 2497107: the operator's power-off
-     * made a vCPU hot-plug cold, and after the operator's power-on the engine shut the VM
-     * down). The begin judgement refuses the other cycles under Never (judge_cycle). */
-    bool never = p->s->power_cycle == HV_PC_NEVER;
-    if (never)
-        snprintf(
-            refused, sizeof(refused), HV_MSG("%s needs a power cycle (%s) and powerCycle is Never"),
-            HV_MSG("the change"), HV_MSG("the VM was started again before it was reconfigured"));
+    /* Under powerCycle Never a running VM is never shut down or powered off (hv_never_refused,
+     * the begin judgement's rule), also when the operation went cold only because it found the
+     * VM off and someone started it again before it was reconfigured (held-out seed 2497107:
+     * the operator's power-off made a vCPU hot-plug cold, and after the operator's power-on
+     * the engine shut the VM down), or when CAPI asks again under Never for a cycle planned
+     * under another powerCycle. The reason is the cycle's: the start before the
+     * reconfiguration (again), else the first field its plan needs a cycle for. */
+    int field = -1;
+    for (int k = HV_F_COUNT - 1; k >= 0 && !again; k--)
+        if (!strcmp(p->rec.plan[k], "cold"))
+            field = k;
+    bool never = hv_never_refused(
+        p->s, field, again ? HV_MSG("the VM was started again before it was reconfigured") : NULL,
+        refused, sizeof(refused));
     if (never || hv_cycle_refused(p->obs.no_power_cycle, p->obs.can_shutdown, p->s, refused,
                                   sizeof(refused), &why)) {
         /* A cycle refused before it began (no step of it sent, none going down, the VM never
@@ -367,10 +372,10 @@ void rc_cold_on_path(struct pass *p)
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:
         if (on_again(p))
-            new_cycle(p); /* shut it down again */
+            new_cycle(p, true); /* shut it down again */
         return;
     default:
-        new_cycle(p);
+        new_cycle(p, false);
         return;
     }
 }

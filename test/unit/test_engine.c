@@ -1553,6 +1553,41 @@ static void test_shrink_goes_through_power_cycle(void **state)
     assert_int_equal(o.config.memory_mib, 1024);
 }
 
+/* A cycle planned under IfNeeded (waiting for a slot) that CAPI asks for again under Never
+ * is refused with the cycle's own reason, the first field its plan needs a cycle for: not
+ * "the VM was started again before it was reconfigured", which names another cause (that one
+ * is said only when the VM was started before the operation reconfigured it). The VM is not
+ * cycled. */
+static void test_never_names_the_planned_cycle_s_field(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-never-planned", 2048, 2048, 2, 2);
+    int id = dom_id(f, "eng-never-planned");
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){1024, -1, -1, -1};
+    rec.prev = (struct hv_hw){2048, -1, -1, -1};
+    rec.phase = HV_PH_PLANNED;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    snprintf(rec.plan[HV_F_CPUS], sizeof(rec.plan[HV_F_CPUS]), "none");
+    snprintf(rec.plan[HV_F_CORES], sizeof(rec.plan[HV_F_CORES]), "none");
+    rec.started_at = rec.step_at = (int64_t)time(NULL) - 5;
+    snprintf(rec.owner, sizeof(rec.owner), "gone:1");
+    snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/Soft/60/60/600/IfAvailable");
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of("eng-never-planned");
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
+    f->s.power_cycle = HV_PC_NEVER;
+    struct hv_update_result r = pass(f, "eng-never-planned", (struct hv_hw){1024, -1, -1, -1});
+    assert_true(r.failure);
+    assert_string_equal(r.message,
+                        "memory needs a power cycle (not possible live) and powerCycle is Never");
+    assert_int_equal(dom_id(f, "eng-never-planned"), id);
+}
+
 static void test_power_cycle_never_is_a_sticky_failure(void **state)
 {
     struct fx *f = *state;
@@ -3438,6 +3473,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_paused_own_cycle_for_other_hardware_is_followed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_names_the_planned_cycle_s_field, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_power_cycle_never_is_a_sticky_failure, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_missing_disk_is_a_sticky_failure, setup, teardown),
