@@ -78,6 +78,11 @@ struct hv_books {
     /* This process began that operation (its record is not stored yet): the operation it
      * handles, for unreachable_since and lost_race_since, not yet seen (first_sight). */
     void (*began)(void *ctx, const char *key, int64_t op_started_at);
+    /* A record of that operation taking over a step already sent, whose write got no answer
+     * (it may be on the VM): the next first_sight of it notes it as seen (not first), as if
+     * stored; a first_sight of another operation, or forgetting (0), drops it. seen() counts
+     * it as noted meanwhile. */
+    void (*landing)(void *ctx, const char *key, int64_t op_started_at);
     /* The last time (unix seconds) a pass of this process saw the VM of the operation that
      * started at op_started_at paused or suspended in the middle of its power cycle; at > 0
      * records that a pass saw it so at at. 0: never (or not by this process). */

@@ -76,12 +76,24 @@ static bool first_sight(void *ctx, const char *key, int64_t op_started_at)
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        first = x->seen.op != op_started_at;
+        bool landed = x->landing_op && x->landing_op == op_started_at;
+        x->landing_op = 0;
+        first = x->seen.op != op_started_at && !landed;
         memo_for(&x->seen, op_started_at);
         x->handled_op = op_started_at;
     }
     pthread_mutex_unlock(&e->lock);
     return first;
+}
+
+static void landing(void *ctx, const char *key, int64_t op_started_at)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    if (x)
+        x->landing_op = op_started_at;
+    pthread_mutex_unlock(&e->lock);
 }
 
 static void began(void *ctx, const char *key, int64_t op_started_at)
@@ -99,7 +111,8 @@ static bool seen(void *ctx, const char *key, int64_t op_started_at)
     struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
-    bool was = x && x->seen.op == op_started_at;
+    bool was =
+        x && (x->seen.op == op_started_at || (x->landing_op && x->landing_op == op_started_at));
     pthread_mutex_unlock(&e->lock);
     return was;
 }
@@ -244,6 +257,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .first_sight = first_sight,
                                  .seen = seen,
                                  .began = began,
+                                 .landing = landing,
                                  .paused_seen = paused_seen,
                                  .running_seen = running_seen,
                                  .unanswered_sent = unanswered_sent,

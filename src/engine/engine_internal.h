@@ -66,6 +66,9 @@ struct entry {
     /* the operation this process handled last: the one of seen, or one it began whose record
      * is not stored (yet); a bound on waiting for the hypervisor starts no later (bound_since) */
     int64_t handled_op;
+    /* an operation whose record (a takeover of a step sent) may have landed though its write
+     * got no answer: noted as seen once a look finds it (landing) */
+    int64_t landing_op;
     /* when a pass last saw the VM of operation paused.op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
     struct op_memo paused;

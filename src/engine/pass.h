@@ -54,6 +54,7 @@ struct pass {
      * process (first_sight) once its record is stored: a begin whose record is never stored
      * leaves the VM's record, and what this process knows of its steps, as they were */
     int64_t sight_new;
+    bool store_no_answer; /* the last failed rc_store got no answer: it may have landed */
     /* a failed operation's start of the VM (as it is, or rolled back) failed: it is off */
     bool left_off;
     /* the VM's record is another hardware's sticky Failure, or its operation open before its

@@ -75,6 +75,7 @@ bool rc_store(struct pass *p)
         p->be->ops->write_record(p->be, p->ref, p->on_vm_known ? p->on_vm : NULL, buf, &err) !=
             HV_OK) {
         rc_log_err(p, "write-record", &err);
+        p->store_no_answer = hv_err_classify(err.code) == HV_EC_NO_ANSWER;
         /* an outage (item 10), or a lost race: another writer changed the record since this
          * pass read it (e.g. another replica began the same operation at the same moment:
          * the step that would follow is not sent, the next look sees that writer's record),

@@ -330,12 +330,21 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * and waited for it until Soft's timeout) */
         p->rec.attempts = k->hazard_tries;
         rc_slot_gate(p, true);
+        bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
+                      p->s->power_off_mode == HV_POM_SOFT &&
+                      p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
         /* (nothing stored: the VM's record is still the older operation's, and what this
          * process knows of its step stays as it was, rc_begin's sight noted only with the
          * record: the next takeover carries a step it sent, not sends it again with its slot
-         * given back while it may land; held-out seed 1706332) */
-        if (!rc_store(p))
+         * given back while it may land; held-out seed 1706332). A write that got no answer
+         * may have landed: the next look that finds this record notes it as seen then, so the
+         * step it carries is not taken for one never sent (review of c2bdfd5), unless this
+         * takeover sends the step again anyway (below). */
+        if (!rc_store(p)) {
+            if (p->store_no_answer && !unsent && !theirs)
+                p->b->landing(p->b->ctx, p->key, p->rec.started_at);
             return false;
+        }
         if (unanswered)
             p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, unanswered);
         /* Another replica's shutdown whose graceful window is spent already, taken over by
@@ -345,9 +354,6 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
          * shutdown again once, so the guest gets its whole window from a shutdown this
          * process knows it sent. (TrySoft powers off instead, as its policy says; a step of
          * this process's previous life is carried on over the caps: seed 217798.) */
-        bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
-                      p->s->power_off_mode == HV_POM_SOFT &&
-                      p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
         if (unsent || theirs)
             rc_forget_sight(p);
     }

@@ -1500,8 +1500,9 @@ static void on_abort(int sig)
  *                                             the hypervisor: an outage, as a look's; after:
  *                                             once M more have gone through)
  *   at SECONDS writes K LETTERS              (the outcomes of K's next record writes, in
- *                                             order: f the call fails (an outage), o as the
- *                                             world has it)
+ *                                             order: f the call fails (an outage), l the
+ *                                             record is written and the call times out (its
+ *                                             answer lost), o as the world has it)
  *   at SECONDS restart R
  *   at SECONDS expect K done                 (CAPI has been answered done for K by now, or
  *                                             the run breaks 3-operations-end)
@@ -1681,8 +1682,9 @@ static int script_events(struct sim *s, FILE *f)
                 return -1;
             sim_note(s, "script: the next acts on %s: %s", s->vms[k].name, s->vms[k].acts_next);
         } else if (!strcmp(what, "writes") && vm_ok) {
-            /* script only: the outcomes of K's next record writes (f fails, o as drawn) */
-            if (script_outcomes(line, "fo", "write", s->vms[k].writes_next) < 0)
+            /* script only: the outcomes of K's next record writes (f fails, l lands with its
+             * answer lost, o as drawn) */
+            if (script_outcomes(line, "flo", "write", s->vms[k].writes_next) < 0)
                 return -1;
             sim_note(s, "script: the next record writes on %s: %s", s->vms[k].name,
                      s->vms[k].writes_next);

@@ -1324,6 +1324,12 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     sim_set_record(s, &s->vms[k], record);
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);
+    if (scripted == 'l') { /* the write landed, its answer lost (the call timed out) */
+        call_failed(s, k, SIM_CALL_WRITE);
+        sim_note(s, "  record %s by r%d: answer lost", s->vms[k].name, rep_of(b)->idx);
+        err_set(err, HV_E_TIMEOUT, "scripted timeout, taken");
+        return HV_E_TIMEOUT;
+    }
     return HV_OK;
 }
 
