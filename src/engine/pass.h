@@ -172,6 +172,9 @@ struct rc_call {
     bool on; /* the VM runs (else it is off) */
     /* unix seconds of the hook call this round's pass follows (0: the engine's own pass) */
     int64_t called_at;
+    /* when the VM of the record's operation ran again after this process saw it paused in the
+     * middle of its shutdown or power-off (rc_step_run_at's pause end; 0: none) */
+    int64_t run_at;
 };
 /* How the VM's record relates to this call. */
 enum rc_rel {

@@ -327,6 +327,10 @@ void rc_cold_on_path(struct pass *p)
     bool inherited = hv_rec_taken_over_at(&p->rec) != 0;
     if (inherited && !may_land) {
         hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "a taken-over step did not take the VM down");
+        /* (the tries it carried were that step's: the live steps have their own; review of
+         * b4e0d83: the record before the first live step kept them, and a live step refused
+         * twice failed "3 times") */
+        p->rec.attempts = 0;
         rc_live_path(p);
         return;
     }
@@ -488,6 +492,11 @@ void rc_neither_on_nor_off(struct pass *p)
             deadline_s = p->s->deadline_s;
         p->vm_cycle = p->stalled =
             cycle && !strcmp(p->rec.owner, p->b->owner) && p->now - p->rec.started_at <= deadline_s;
+        /* (its shutdown or power-off has its time from when the VM runs again, as for this
+         * operation's below: the pass that finds it running takes the older cycle's step as
+         * one that may land yet; held-out seed 5273493) */
+        if (p->stalled)
+            p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
         rc_answer(p->out, true, 0,
                   HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
                          "it runs or is off"));

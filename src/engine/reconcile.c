@@ -90,10 +90,16 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
      * within the time such a step can take (else the VM stayed on), by an operation in its
      * cycle, or one whose Failure came upon it (downAt) */
     bool stepping = r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF;
+    /* (timed from when the VM ran again after a pause this process saw, as the operation's
+     * own pass times it, rc_step_run_at: a step sent before the pause may land once it runs;
+     * held-out seed 5273493: A's shutdown sent, the VM paused for 287 s; back, B began over
+     * A as over a spent cycle, waited for a slot, and A's shutdown landed beside another
+     * VM's cycle of the host) */
+    int64_t sent_at = c->run_at > r->step_at ? c->run_at : r->step_at;
     if (c->on && r->cold && stepping &&
-        c->now < rc_may_land_until(c->s, c->step_timeout_s, r->step_at)) {
+        c->now < rc_may_land_until(c->s, c->step_timeout_s, sent_at)) {
         k->hazard = HZ_STEP_SENT;
-        k->hazard_sent = r->step_at;
+        k->hazard_sent = sent_at;
         k->hazard_tries = r->attempts;
     } else if (c->on && r->cold && hv_rec_failed_upon_at(r) &&
                c->now < rc_may_land_until(c->s, c->step_timeout_s, hv_rec_failed_upon_at(r))) {
@@ -419,6 +425,9 @@ static bool one_pass(struct pass *p)
                         .on = p->obs.power == HV_POWER_ON,
                         .called_at = p->called_at};
     rc_policy_of(p->s, c.policy, sizeof(c.policy));
+    if (had && c.on && p->rec.cold &&
+        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF))
+        c.run_at = rc_step_run_at(p) > p->rec.step_at ? rc_step_run_at(p) : 0;
     struct rc_class k;
     rc_classify(&p->rec, had, &c, &k);
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
