@@ -426,8 +426,10 @@ static bool one_pass(struct pass *p)
                         .called_at = p->called_at};
     rc_policy_of(p->s, c.policy, sizeof(c.policy));
     if (had && c.on && p->rec.cold &&
-        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF))
-        c.run_at = rc_step_run_at(p) > p->rec.step_at ? rc_step_run_at(p) : 0;
+        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF)) {
+        int64_t run_at = rc_step_run_at(p); /* (once: it closes the pause it finds open) */
+        c.run_at = run_at > p->rec.step_at ? run_at : 0;
+    }
     struct rc_class k;
     rc_classify(&p->rec, had, &c, &k);
     p->vm_cycle = k.cycle && k.owner == OWN_SELF;
