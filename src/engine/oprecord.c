@@ -157,6 +157,8 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
         hj_obj_set_take(o, "downAt", hj_new_int(r->down_at));
     if (r->boot_at)
         hj_obj_set_take(o, "bootAt", hj_new_int(r->boot_at));
+    if (r->off_first && r->phase == HV_PH_POWER_OFF)
+        hj_obj_set_take(o, "offFirst", hj_new_bool(true));
     hj_obj_set_take(o, "owner", hj_new_string(r->owner));
     hj_obj_set_take(o, "policy", hj_new_string(r->policy));
     if (r->message[0])
@@ -236,6 +238,8 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->step_at = int_at(o, "stepAt", 0);
         r->down_at = int_at(o, "downAt", 0);
         r->boot_at = int_at(o, "bootAt", 0);
+        const hj *of = hj_get(o, "offFirst");
+        r->off_first = r->phase == HV_PH_POWER_OFF && of && of->type == HJ_BOOL && of->b;
         const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");
         const char *pol = hj_get_str(o, "policy");
         snprintf(r->policy, sizeof(r->policy), "%s", pol ? pol : "");

@@ -63,6 +63,11 @@ struct hv_oprecord {
      * operation began, carried on from the record it began over ("bootAt"; 0: none): a later
      * operation waits for that guest's first report as it would right after the power-on */
     int64_t boot_at;
+    /* phase power-off under powerOffMode TrySoft: the cycle's first step, no shutdown of it
+     * sent before (the guest could not be asked), "offFirst" (false in records of older
+     * versions: a TrySoft power-off is taken to follow a shutdown that may still land). Kept
+     * while the phase stays power-off; hv_rec_move clears it on any other phase */
+    bool off_first;
     char owner[96];    /* host:pid of the process that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */
     char message[512]; /* Failure message (phase FAILED) */

@@ -206,6 +206,7 @@ struct rc_class {
     int hazard_tries;    /* its failed tries (the record's attempts): the last one not sent */
     bool on;             /* power: the VM runs (else off) */
     enum hv_phase phase; /* the record's phase */
+    bool off_first;      /* ... power-off, TrySoft's with no shutdown before it (offFirst) */
     bool cycle; /* the record shows a cycle in flight (shutdown to power-on), any hardware */
     /* ... of other hardware, while the VM runs and no step of it may still take it down (its
      * shutdown or power-off past the time it could land, or its power-on done): it holds the

@@ -303,6 +303,9 @@ static void new_cycle(struct pass *p, bool again)
         return;
     }
     if (p->s->power_off_mode == HV_POM_HARD || !p->obs.can_shutdown) {
+        /* (under TrySoft the record says that no shutdown came before this power-off: a
+         * TrySoft power-off otherwise follows one, which may still land; rc_cold_on_path) */
+        p->rec.off_first = p->s->power_off_mode == HV_POM_TRY_SOFT;
         if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
             rc_going_off(p, HV_MSG("powering off to apply %s"), p->what);
     } else if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL)) {
@@ -340,13 +343,17 @@ void rc_cold_on_path(struct pass *p)
      * over them), before a new cycle of its host begins. */
     bool sent = p->vm_cycle && !first && !p->rec.attempts && may_land;
     /* This process's own first step of the cycle (its shutdown, or a power-off no shutdown
-     * came before: powerOffMode Hard or Soft; only TrySoft turns a shutdown into a power-off),
+     * came before: powerOffMode Hard or Soft, or TrySoft's when its record says so, offFirst:
+     * the guest could not be asked; TrySoft otherwise turns a shutdown into a power-off),
      * that it knows it did not send (its last try did not reach the hypervisor, which forgot
      * the sight, or was refused; none got no answer): sending it again begins the cycle, which
      * fits the caps as they are now, as a new one: the slot held for it is no claim on them,
      * since a cycle resumed over the caps may have come beside it (seeds 818577, 5103891). */
+    /* (held-out seed 2816971: a TrySoft power-off of a guest with no tools, refused, its slot
+     * kept; the retry went down under it beside a paused VM's cycle resumed over the caps) */
     bool first_step = p->rec.phase == HV_PH_SHUTDOWN ||
-                      (p->rec.phase == HV_PH_POWER_OFF && p->s->power_off_mode != HV_POM_TRY_SOFT);
+                      (p->rec.phase == HV_PH_POWER_OFF &&
+                       (p->s->power_off_mode != HV_POM_TRY_SOFT || p->rec.off_first));
     bool resend = p->vm_cycle && !inherited && first_step && (first || p->rec.attempts) &&
                   !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
     if (resend)

@@ -69,6 +69,8 @@ void hv_rec_move_at(struct hv_oprecord *r, enum hv_phase to, bool cold, int64_t 
     r->phase = to;
     r->cold = cold;
     r->down_at = down_at;
+    if (to != HV_PH_POWER_OFF)
+        r->off_first = false; /* (a power-off's own mark: new_cycle sets it with the step) */
 }
 
 void hv_engine_check_at(bool ok, const char *what, const char *file, int line)

@@ -68,6 +68,7 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
     memset(k, 0, sizeof(*k));
     k->on = c->on;
     k->phase = r->phase;
+    k->off_first = r->off_first;
     if (!had) {
         k->rel = REL_NONE;
         return;
@@ -331,6 +332,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
         hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
                     "takes the cycle under way over");
         p->rec.step_at = k->hazard_sent;
+        p->rec.off_first = under_way == HV_PH_POWER_OFF && k->off_first; /* (no shutdown before) */
         /* its failed tries with it: a step whose last try was refused was not sent, and is
          * sent again rather than waited for (seed 16617: B took over A's refused shutdown
          * and waited for it until Soft's timeout) */

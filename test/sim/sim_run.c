@@ -1474,7 +1474,10 @@ static void on_abort(int sig)
  * A regression test that pins its schedule (`sim_main --script FILE`), one line each:
  *   world [hosts=N] [replicas=N] [cap=N] [cap_host=N] [record_in_step=0|1]
  *   vm K [host=H] [power=on|off] [mem=MiB] [cpus=N] [maxmem=MiB] [maxcpus=N] [agent=0|1]
- *        [stats=0|1|2] [acpi=0|1] [transient=0|1] [online_block=MiB online_pace_ms=MS]
+ *        [stats=0|1|2] [acpi=0|1] [button=0|1] [transient=0|1]
+ *        [online_block=MiB online_pace_ms=MS]
+ *        (acpi=0: the guest ignores the ACPI button; button=0: there is none, nothing can
+ *        ask the guest to shut down)
  *        (online_block: the guest onlines hot-plugged memory one block of that size every
  *        online_pace_ms, not all at once)
  *   at SECONDS can K mem=MiB cpus=N [disk=MiB] settings=POWERCYCLE/POWEROFFMODE/
@@ -1594,6 +1597,9 @@ static int script_world(struct sim *s, FILE *f)
             v->online_block = kvl(line, "online_block", 0);
             v->online_pace_ms = kvl(line, "online_pace_ms", 1000);
             v->ignores_acpi = kvl(line, "acpi", 1) == 0;
+            /* (button=0: no ACPI button at all, nothing can ask the guest to shut down) */
+            v->no_acpi = kvl(line, "button", 1) == 0;
+            v->ignores_acpi = v->ignores_acpi || v->no_acpi;
             v->transient = kvl(line, "transient", 0) != 0;
             v->power0 = v->power;
             v->config0 = v->config;

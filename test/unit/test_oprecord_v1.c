@@ -401,6 +401,37 @@ static void test_boot_at_round_trip(void **state)
     assert_int_equal(back.boot_at, 0);
 }
 
+/* "offFirst" (added after v1): a TrySoft power-off that no shutdown came before, written only
+ * in phase power-off, read back as written; a v1 record without it reads as not marked (a
+ * TrySoft power-off taken to follow a shutdown that may still land: pass_paths.c
+ * rc_cold_on_path), and a mark on another phase is neither written nor read. */
+static void test_off_first_round_trip(void **state)
+{
+    (void)state;
+    struct hv_oprecord r = record_in(HV_PH_POWER_OFF, (struct hv_hw){4096, 2, -1, 12288}), back;
+    r.cold = true;
+    r.off_first = true;
+    char buf[HV_RECORD_MAX];
+    assert_true(round_trip(&r, buf, &back, "\"offFirst\":true"));
+    assert_true(back.off_first);
+    r.off_first = false;
+    assert_false(round_trip(&r, buf, &back, "offFirst"));
+    assert_false(back.off_first);
+    r = record_in(HV_PH_SHUTDOWN, (struct hv_hw){4096, 2, -1, 12288});
+    r.cold = r.off_first = true;
+    assert_false(round_trip(&r, buf, &back, "offFirst"));
+    assert_false(back.off_first);
+    /* a record that says it in another phase (hand-edited) is not read as marked */
+    struct hv_oprecord odd;
+    assert_true(hv_oprecord_write(&r, buf, sizeof(buf)));
+    char *end = strrchr(buf, '}');
+    assert_non_null(end);
+    snprintf(end, sizeof(buf) - (size_t)(end - buf), ",\"offFirst\":true}");
+    assert_true(hv_oprecord_read(&odd, buf));
+    assert_int_equal(odd.phase, HV_PH_SHUTDOWN);
+    assert_false(odd.off_first);
+}
+
 int main(void)
 {
     hv_log_set_level(getenv("HV_TEST_LOG") ? HV_LOG_DEBUG : HV_LOG_ERROR);
@@ -409,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_finished_by_todays_engine),
         cmocka_unit_test(test_tries_of_live_step_round_trip),
         cmocka_unit_test(test_boot_at_round_trip),
+        cmocka_unit_test(test_off_first_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

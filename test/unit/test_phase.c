@@ -74,6 +74,29 @@ static void test_legal_move(void **state)
     assert_int_equal(r.down_at, 1234);
 }
 
+/* offFirst is a power-off's own mark (TrySoft's first step, no shutdown before it): kept while
+ * the phase stays power-off (a try sent again), gone with any other phase, so a power-off
+ * that a later shutdown escalates to is never taken for a first step. */
+static void test_off_first_is_the_power_off_s_own(void **state)
+{
+    (void)state;
+    struct hv_oprecord r;
+    hv_rec_clear(&r);
+    r.off_first = true;
+    hv_rec_move(&r, HV_PH_POWER_OFF, true, 0, "test: first step");
+    assert_true(r.off_first);
+    hv_rec_move(&r, HV_PH_POWER_OFF, true, 0, "test: sent again");
+    assert_true(r.off_first);
+    hv_rec_move(&r, HV_PH_RECONFIGURE, true, 0, "test: off");
+    assert_false(r.off_first);
+    hv_rec_clear(&r);
+    r.off_first = true; /* (a stale mark is not carried into a shutdown and past it) */
+    hv_rec_move(&r, HV_PH_SHUTDOWN, true, 0, "test: a shutdown");
+    assert_false(r.off_first);
+    hv_rec_move(&r, HV_PH_POWER_OFF, true, 0, "test: TrySoft escalates");
+    assert_false(r.off_first);
+}
+
 static void test_illegal_move_strict_aborts(void **state)
 {
     (void)state;
@@ -118,6 +141,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_legal_move),
+        cmocka_unit_test(test_off_first_is_the_power_off_s_own),
         cmocka_unit_test(test_illegal_move_strict_aborts),
         cmocka_unit_test(test_illegal_move_lenient_counts),
     };
