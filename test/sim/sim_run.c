@@ -868,8 +868,16 @@ static void call_update(struct sim *s, int m)
         c->rep_fail_msg[r][0] = '\0';
     /* "in progress: observing the VM" answers a call the engine holds no conclusion for yet
      * (its entry was evicted while idle, entries.c): no progress, so a Failure stays the
-     * operation's end through a few of those in a row (not through more: invariant 3) */
-    if (!(c->op.failed && strstr(res.message, "in progress: observing the VM") &&
+     * operation's end through a few of those in a row (not through more: invariant 3). So
+     * does the answer of a pass whose look or record write the world failed since this
+     * replica's previous call ("the hypervisor cannot be reached; trying again"): it read no
+     * record, so it concluded nothing either (held-out seed 5290309: B's sticky Failure
+     * answered, the entry evicted, CAPI's call 320 s later answered "observing the VM", the
+     * next one met an outage of its look) */
+    bool unread = strstr(res.message, "in progress: the hypervisor cannot be reached") &&
+                  (v->call_fail_ms[SIM_CALL_OBSERVE] >= prev_rep ||
+                   v->call_fail_ms[SIM_CALL_WRITE] >= prev_rep);
+    if (!(c->op.failed && (strstr(res.message, "in progress: observing the VM") || unread) &&
           ++c->op.observing <= OBSERVING_MAX))
         c->op.failed = false;
     if (res.retry_after_s > 0) {
