@@ -234,18 +234,19 @@ struct sim_vm {
     int64_t begun_at;
     bool begun_mem_blind, begun_cpus_blind; /* no guest view of that field at begun_at */
     int64_t call_fail_ms[SIM_CALL_KINDS];   /* last failed call of each kind (SIM_CALL_*) */
-    int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
-                             paused, busy, a failed or lost call, a halt, a refused start) */
-    int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
-    int64_t paused_ms;    /* last time it was paused or suspended */
-    int64_t op_change_ms; /* last operator change of its configuration or power */
-    int64_t op_on_ms;     /* last operator power-on */
-    int64_t op_off_ms;    /* last operator power-off of a running VM */
-    int64_t power_on_ms;  /* last power-on (anyone's) */
-    int64_t went_off_ms;  /* last time it went off (any cause) */
-    int64_t halt_seen_ms; /* last halt or pause right after a power-on */
-    int64_t paused_on_ms; /* last pause right after a power-on (fault 6's pausing kind) */
-    int64_t gone_ms;      /* when a transient domain stopped and was gone */
+    int64_t delay_ms;      /* last fault that can hold an operation back (host died or stalled,
+                              paused, busy, a failed or lost call, a halt, a refused start) */
+    int64_t host_down_ms;  /* last time its host died or stalled ("is back" is none) */
+    int64_t paused_ms;     /* last time it was paused or suspended */
+    int64_t op_change_ms;  /* last operator change of its configuration or power */
+    int64_t op_on_ms;      /* last operator power-on */
+    int64_t op_off_ms;     /* last operator power-off of a running VM */
+    int64_t power_on_ms;   /* last power-on (anyone's) */
+    uint64_t power_on_seq; /* ... in the order of the world's events (sim.world_seq) */
+    int64_t went_off_ms;   /* last time it went off (any cause) */
+    int64_t halt_seen_ms;  /* last halt or pause right after a power-on */
+    int64_t paused_on_ms;  /* last pause right after a power-on (fault 6's pausing kind) */
+    int64_t gone_ms;       /* when a transient domain stopped and was gone */
     /* fault 6, second form: every power-on with a configuration other than good halts right
      * after (the new configuration does not boot; the old one does) */
     bool halts_new;

@@ -819,8 +819,10 @@ static void call_update(struct sim *s, int m)
             /* (a start by a pass whose record write after it failed, the note it would have
              * stored lost, answered by a replica whose last look is from before that start:
              * no record and no look told it of the start; held-out seed 2136646) */
-            lost_on |=
-                v->call_fail_ms[SIM_CALL_WRITE] >= v->power_on_ms && v->look_ms[r] < v->power_on_ms;
+            /* (the look and the start told apart in the world's order: one millisecond may
+             * hold both, held-out seeds 2536643, 5284721) */
+            lost_on |= v->call_fail_ms[SIM_CALL_WRITE] >= v->power_on_ms &&
+                       v->look_seq[r] < v->power_on_seq;
             /* (... and a restore the hypervisor took since the Failure's step whose record
              * write after it failed: the record on the VM keeps the note of the try before,
              * which every pass answers until one that sees the VM running stores the new one,

@@ -687,6 +687,7 @@ static void power_on(struct sim *s, int k)
     if (v->stats == 1)
         v->stats = 0;
     v->power_on_ms = s->now_ms;
+    v->power_on_seq = ++s->world_seq;
     boot_reserve(s, v);
     if (v->reserve > 100)
         v->touched_ms = s->now_ms; /* a guest that reserves memory at boot: shows now */
