@@ -963,14 +963,16 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
             w->cycle_owner < s->n_reps && s->reps[w->cycle_owner].gen == w->cycle_gen &&
             sent_before_resume(w, w->cycle_owner, w->cycle_gen))
             continue;
-        /* ... or a VM off mid-cycle that a process other than the one that began the cycle
+        /* ... or a VM off mid-cycle that another replica than the one that began the cycle
          * took over (the world saw it write the record while the VM was off, off_taker):
-         * carried on over that process's caps to start it again, as each process's count
+         * carried on over that replica's caps to start it again, as each process's count
          * below and sim_check_carried have it, and no longer carried by the one that began it,
          * whose slot went back (held-out seed 2851052: r1's power-on of vm1 refused, r0's
-         * operation for the next state took the off VM over, r1 began vm6's cycle) */
+         * operation for the next state took the off VM over, r1 began vm6's cycle). Not a
+         * later life of the replica that began it: that one has no other live process to
+         * share the sum with (mutation scan_leaves_a_failed_cycle_off, seed 114355) */
         if (w != v && w->power == HV_POWER_OFF && w->off_taker_gen &&
-            !(w->off_taker == w->cycle_owner && w->off_taker_gen == w->cycle_gen))
+            w->off_taker != w->cycle_owner)
             continue;
         if (w->exists && w->cycling && (w == v || w->power != HV_POWER_PAUSED)) {
             all++;
