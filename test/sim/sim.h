@@ -157,6 +157,9 @@ struct sim_vm {
      * absent or fresh (0: never) */
     int64_t record_cleared_ms;
     int64_t stats_changed_ms;
+    /* ... when they last stopped (went stale or absent), in the order of the world's events
+     * (sim.world_seq): told apart from a look in the same millisecond */
+    uint64_t stats_stopped_seq;
     /* when its fresh statistics last stopped (went stale or absent), and when its guest last
      * finished booting (0: never, or booted from the start) */
     int64_t fresh_until_ms;

@@ -1653,6 +1653,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             v->fresh_until_ms = s->now_ms;
         v->stats = 1;
         v->stats_changed_ms = s->now_ms;
+        v->stats_stopped_seq = ++s->world_seq;
         sim_note(s, "fault: %s's statistics stale", v->name);
         return;
     }
@@ -1662,6 +1663,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             v->fresh_until_ms = s->now_ms;
         v->stats = 2;
         v->stats_changed_ms = s->now_ms;
+        v->stats_stopped_seq = ++s->world_seq;
         sim_note(s, "fault: %s's statistics absent", v->name);
         return;
     case 14:
