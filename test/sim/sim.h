@@ -142,6 +142,8 @@ struct sim_vm {
     /* ... in the order of the world's events (sim.world_seq): a look and a step in one
      * millisecond told apart */
     uint64_t look_seq[SIM_MAX_REPLICAS];
+    /* ... and each replica's last pass look that found it running */
+    int64_t look_on_ms[SIM_MAX_REPLICAS];
     /* ... and each replica's last look outside a pass (a CanUpdateMachine probe) */
     uint64_t probe_seq[SIM_MAX_REPLICAS];
     /* when the hypervisor's change reports (ops->watch) last told the replicas of it */

@@ -834,10 +834,13 @@ static void call_update(struct sim *s, int m)
             /* (... and a restore the hypervisor took since the Failure's step whose record
              * write after it failed: the record on the VM keeps the note of the try before,
              * which every pass answers until one that sees the VM running stores the new one,
-             * reconcile.c rc_rollback_note_follows_vm; held-out seed 5302194: the restore and
-             * start taken at 337.2 s, the write failed, the VM paused right after its boot) */
-            lost_restore |=
-                v->reconf_ms >= step_ms && v->call_fail_ms[SIM_CALL_WRITE] >= v->reconf_ms;
+             * reconcile.c rc_rollback_note_follows_vm, so only while no pass of the answering
+             * replica has looked at it running since; held-out seed 5302194: the restore and
+             * start taken at 337.2 s, the write failed, the VM paused right after its boot;
+             * seed 212186 guards the rule: a pass saw it running and kept the old note) */
+            lost_restore |= v->reconf_ms >= step_ms &&
+                            v->call_fail_ms[SIM_CALL_WRITE] >= v->reconf_ms &&
+                            v->look_on_ms[r] < v->reconf_ms;
             if (says_started && !started && v->power != HV_POWER_ON && v->op_change_ms < step_ms)
                 sim_break(s, INV_NO_LOSS,
                           "%s: the Failure says the VM was started, but it is off and was not "

@@ -545,6 +545,8 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
     if (s->in_pass) {
         s->vms[k].look_ms[rep_of(b)->idx] = s->now_ms;
         s->vms[k].look_seq[rep_of(b)->idx] = ++s->world_seq;
+        if (s->vms[k].power == HV_POWER_ON)
+            s->vms[k].look_on_ms[rep_of(b)->idx] = s->now_ms;
     } else {
         s->vms[k].probe_seq[rep_of(b)->idx] = ++s->world_seq;
     }
