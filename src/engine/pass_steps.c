@@ -102,7 +102,7 @@ bool rc_store(struct pass *p)
 /* Sticky failure: recorded on the VM so every later call for this desired spec answers the
  * same message and takes no step. why is its reason code (what metrics count; the message is
  * for people and never parsed). */
-void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
+bool rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
 {
     p->rec.step_at = p->now;
     if (p->down_at) { /* the VM is still going down: started again once it is off */
@@ -118,9 +118,11 @@ void rc_fail_sticky(struct pass *p, enum hv_failure_reason why, const char *msg)
      * failed write (vm_cycle), until a later pass stores the Failure. */
     hv_metrics_operation("failed", "failure");
     hv_metrics_failure(why);
-    if (rc_store(p))
+    bool stored = rc_store(p);
+    if (stored)
         rc_answer_sticky(p->out, msg);
     hv_log(HV_LOG_WARN, "operation-failed", "vm", p->key, "message", msg, (char *)NULL);
+    return stored;
 }
 
 /* Best-effort start of a VM an operation is giving up on (failed steps, failure after a

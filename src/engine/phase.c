@@ -5,6 +5,8 @@
 #include "phase.h"
 #include "log.h"
 #include "metrics.h"
+#include "pass.h"
+#include "settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +100,32 @@ int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r)
     return r->phase == HV_PH_FAILED ? r->down_at : 0;
 }
 
-bool hv_rec_in_power_cycle(const struct hv_oprecord *r)
+bool hv_policy_settings(const char *policy, struct hv_settings *s)
 {
+    char pc[32], pom[32], gc[32];
+    int live, shut, dl;
+    hv_settings_default(s);
+    if (sscanf(policy, "%31[^/]/%31[^/]/%d/%d/%d/%31s", pc, pom, &live, &shut, &dl, gc) != 6)
+        return false;
+    bool ok = false;
+    for (int k = HV_PC_IF_NEEDED; k <= HV_PC_NEVER; k++)
+        if (!strcmp(pc, hv_power_cycle_name((enum hv_power_cycle)k)))
+            s->power_cycle = (enum hv_power_cycle)k, ok = true;
+    for (int k = HV_POM_TRY_SOFT; k <= HV_POM_HARD; k++)
+        if (!strcmp(pom, hv_power_off_mode_name((enum hv_power_off_mode)k)))
+            s->power_off_mode = (enum hv_power_off_mode)k;
+    for (int k = HV_GC_IF_AVAILABLE; k <= HV_GC_OFF; k++)
+        if (!strcmp(gc, hv_guest_check_name((enum hv_guest_check)k)))
+            s->guest_check = (enum hv_guest_check)k;
+    s->live_timeout_s = live;
+    s->shutdown_timeout_s = shut;
+    s->deadline_s = dl;
+    return ok;
+}
+
+bool hv_rec_in_power_cycle(const struct hv_oprecord *r, int step_timeout_s, int64_t now)
+{
+    struct hv_settings s;
     switch (r->phase) {
     case HV_PH_SHUTDOWN:
     case HV_PH_POWER_OFF:
@@ -107,7 +133,9 @@ bool hv_rec_in_power_cycle(const struct hv_oprecord *r)
     case HV_PH_POWER_ON:
         return true;
     case HV_PH_FAILED:
-        return hv_rec_failed_upon_at(r) != 0;
+        hv_policy_settings(r->policy, &s); /* (the defaults when it names none) */
+        return hv_rec_failed_upon_at(r) != 0 &&
+               now < rc_may_land_until(&s, step_timeout_s, hv_rec_failed_upon_at(r));
     default:
         return false;
     }

@@ -45,10 +45,17 @@ int64_t hv_rec_taken_over_at(const struct hv_oprecord *r);
  * was sent: the VM may still go down, and is started again once it is off (0: none). */
 int64_t hv_rec_failed_upon_at(const struct hv_oprecord *r);
 
-/* Whether the VM of a record in this state is in, or may still go into, a power cycle: a
- * shutdown, power-off, reconfigure or power-on step, or a Failure that came upon a shutdown
- * or power-off in flight (the MachineHealthCheck hold reads it). */
-bool hv_rec_in_power_cycle(const struct hv_oprecord *r);
+/* Whether the VM of a record in this state is in, or may still go into, a power cycle at
+ * now (unix seconds): a shutdown, power-off, reconfigure or power-on step, or a Failure that
+ * came upon a shutdown or power-off in flight, within the time that step may still land
+ * (rc_may_land_until under the record's policy and step_timeout_s: a VM left paused under it
+ * is not held for ever). The MachineHealthCheck hold reads it. */
+bool hv_rec_in_power_cycle(const struct hv_oprecord *r, int step_timeout_s, int64_t now);
+
+/* The settings a record's policy names ("IfNeeded/TrySoft/120/300/1800/IfAvailable", see
+ * reconcile.c's rc_policy_of), the defaults for any it does not; false when it names none. */
+struct hv_settings;
+bool hv_policy_settings(const char *policy, struct hv_settings *s);
 
 /* A new record (all zero: phase none, not cold, no downAt): a new operation begins. */
 void hv_rec_clear(struct hv_oprecord *r);

@@ -52,6 +52,7 @@ static bool look(struct pass *p)
                  p->ref->uuid[0] ? p->ref->uuid : p->ref->name, p->be->ops->name);
         rc_answer(p->out, true, 0, m);
         rc_slot(p, SLOT_FREE);
+        p->gone = true; /* (a parking ends: no resume will come, HV_FOLLOW_GONE) */
         return false;
     }
     snprintf(p->on_vm, sizeof(p->on_vm), "%s", p->obs.record); /* what a store expects */
@@ -103,9 +104,15 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
         k->hazard_sent = sent_at;
         k->hazard_tries = r->attempts;
     } else if (c->on && r->cold && hv_rec_failed_upon_at(r) &&
-               c->now < rc_may_land_until(c->s, c->step_timeout_s, hv_rec_failed_upon_at(r))) {
+               c->now < rc_may_land_until(c->s, c->step_timeout_s,
+                                          hv_rec_failed_upon_at(r) > c->run_at
+                                              ? hv_rec_failed_upon_at(r)
+                                              : c->run_at)) {
+        /* (its time from when the VM ran again, when this process saw it paused since: a
+         * Failure at the deadline of a cycle paused in its shutdown, rc_neither_on_nor_off) */
         k->hazard = HZ_FAILED_UPON;
-        k->hazard_sent = hv_rec_failed_upon_at(r);
+        k->hazard_sent =
+            hv_rec_failed_upon_at(r) > c->run_at ? hv_rec_failed_upon_at(r) : c->run_at;
         /* a Failure after failed tries of that step (its last one got no answer in time): a
          * failed last try, sent again by the operation that takes it over, with its slot
          * (held-out seed 2415192: B waited under Soft for a shutdown that never reached the
@@ -427,8 +434,11 @@ static bool one_pass(struct pass *p)
                         .on = p->obs.power == HV_POWER_ON,
                         .called_at = p->called_at};
     rc_policy_of(p->s, c.policy, sizeof(c.policy));
+    /* (also of a Failure that came upon such a step: a deadline Failure of a cycle paused in
+     * its shutdown, rc_neither_on_nor_off, whose step has its time from the resume) */
     if (had && c.on && p->rec.cold &&
-        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF)) {
+        (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF ||
+         hv_rec_failed_upon_at(&p->rec))) {
         int64_t run_at = rc_step_run_at(p); /* (once: it closes the pause it finds open) */
         c.run_at = run_at > p->rec.step_at ? run_at : 0;
     }
@@ -562,8 +572,9 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     /* (a step of this process's previous life that may still land is this process's cycle to
      * carry: followed through blind passes as its own, seed 109359) */
     bool own = (p->ours && !strcmp(p->rec.owner, b->owner)) || previous || stalled_own;
-    enum hv_follow follow = !p->seen            ? HV_FOLLOW_UNSEEN
-                            : !cycling          ? HV_FOLLOW_NONE
+    enum hv_follow follow = !p->seen && p->gone ? HV_FOLLOW_GONE
+                            : !p->seen          ? HV_FOLLOW_UNSEEN
+                            : !cycling          ? (p->parked ? HV_FOLLOW_RESUME : HV_FOLLOW_NONE)
                             : own && p->stalled ? HV_FOLLOW_PAUSED
                             : own               ? HV_FOLLOW_OWN
                                                 : HV_FOLLOW_CYCLE;

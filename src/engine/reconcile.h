@@ -22,6 +22,11 @@ enum hv_follow {
     HV_FOLLOW_OWN,    /* ... and the VM's record says this process carries it */
     HV_FOLLOW_PAUSED, /* ... its VM paused or suspended mid-cycle: the slot went back, and
                        * the shutdown or power-off it got may land once it runs again */
+    HV_FOLLOW_RESUME, /* no cycle followed: the VM is paused under a step of this process that
+                       * may land once it runs (pass.h parked); the backend's change report
+                       * of its resume wakes a pass, no timer does */
+    HV_FOLLOW_GONE,   /* the look found no such VM (deleted): as HV_FOLLOW_UNSEEN, but a
+                       * parking (HV_FOLLOW_RESUME) ends, no resume will come */
     HV_FOLLOW_UNSEEN, /* the pass could not read the VM's record (the hypervisor did not
                        * answer): the caller keeps following a cycle the last pass that read
                        * it found this process carrying (HV_FOLLOW_OWN) */

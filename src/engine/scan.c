@@ -7,6 +7,7 @@
 #include "log.h"
 #include "msg.h"
 #include "oprecord.h"
+#include "phase.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,31 +52,6 @@ struct scan {
     char (*bad)[HV_NAME_MAX]; /* hosts that could not be listed */
     size_t n_bad;
 };
-
-/* The settings a record's policy names ("IfNeeded/TrySoft/120/300/1800/IfAvailable", see
- * reconcile.c's policy_of); false when it names none. */
-static bool settings_of(const char *policy, struct hv_settings *s)
-{
-    char pc[32], pom[32], gc[32];
-    int live, shut, dl;
-    hv_settings_default(s);
-    if (sscanf(policy, "%31[^/]/%31[^/]/%d/%d/%d/%31s", pc, pom, &live, &shut, &dl, gc) != 6)
-        return false;
-    bool ok = false;
-    for (int k = HV_PC_IF_NEEDED; k <= HV_PC_NEVER; k++)
-        if (!strcmp(pc, hv_power_cycle_name((enum hv_power_cycle)k)))
-            s->power_cycle = (enum hv_power_cycle)k, ok = true;
-    for (int k = HV_POM_TRY_SOFT; k <= HV_POM_HARD; k++)
-        if (!strcmp(pom, hv_power_off_mode_name((enum hv_power_off_mode)k)))
-            s->power_off_mode = (enum hv_power_off_mode)k;
-    for (int k = HV_GC_IF_AVAILABLE; k <= HV_GC_OFF; k++)
-        if (!strcmp(gc, hv_guest_check_name((enum hv_guest_check)k)))
-            s->guest_check = (enum hv_guest_check)k;
-    s->live_timeout_s = live;
-    s->shutdown_timeout_s = shut;
-    s->deadline_s = dl;
-    return ok;
-}
 
 /* Why a record found on vm may not be carried on here, or NULL. The record is data anyone who
  * can edit the VM's settings could have written, and no call stands behind it: before any
@@ -135,7 +111,7 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
      * VM runs or is off; another process's is left to the scan after that, or a call) */
     bool paused = vm->power == HV_POWER_PAUSED;
     bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF || paused) &&
-                hv_oprecord_read(r, vm->record) && r->cold && settings_of(r->policy, &f.s);
+                hv_oprecord_read(r, vm->record) && r->cold && hv_policy_settings(r->policy, &f.s);
     /* (and a failed cycle that left the VM off, in the window after its Failure in which the
      * engine keeps its slot and tries to start it by itself: reconcile.c left_off) */
     bool left_off = keep && r->phase == HV_PH_FAILED && vm->power == HV_POWER_OFF &&

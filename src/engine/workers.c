@@ -96,6 +96,7 @@ static void run_head(struct hv_engine *e)
     struct hv_settings s = x->s;
     struct hv_vm_ref ref = x->ref;
     uint64_t seq = x->call_seq;
+    uint64_t changes = x->change_seq; /* (a resume reported during the pass, below) */
     /* A pass that runs after CAPI's next call was due, with no call since, follows a call CAPI
      * may have left behind (the rollout changed or went back and another replica serves it,
      * the Machine went): it begins nothing. A call that comes queues a pass that may. */
@@ -117,16 +118,26 @@ static void run_head(struct hv_engine *e)
      * nothing new of its cycle: a cycle this process carries stays followed (its VM may be
      * paused or its host down for a while; seed 11852), else CAPI stopping its calls would
      * leave it half done, its sent shutdown landing later outside any slot. */
+    /* (so does one this process parked paused under a step of its own that may land, whose
+     * pass, woken by a change report of the VM, could not read it: it may run again now; not
+     * one whose VM the look found gone: no resume will come, HV_FOLLOW_GONE) */
+    bool blind = follow == HV_FOLLOW_UNSEEN || follow == HV_FOLLOW_GONE;
+    bool blind_own = blind && (x->following || (follow == HV_FOLLOW_UNSEEN && x->on_resume));
     bool cycling = follow == HV_FOLLOW_CYCLE || follow == HV_FOLLOW_OWN ||
-                   follow == HV_FOLLOW_PAUSED || (follow == HV_FOLLOW_UNSEEN && x->following);
-    if (follow != HV_FOLLOW_UNSEEN) {
+                   follow == HV_FOLLOW_PAUSED || blind_own;
+    if (!blind) {
         x->following = follow == HV_FOLLOW_OWN || follow == HV_FOLLOW_PAUSED;
-        x->paused_cycle = follow == HV_FOLLOW_PAUSED;
+        x->paused_cycle = follow == HV_FOLLOW_PAUSED || follow == HV_FOLLOW_RESUME;
+        /* (a backend that reports no changes could never wake it: the entry goes as any) */
+        x->on_resume = follow == HV_FOLLOW_RESUME && x->be->ops->watch;
+    } else if (follow == HV_FOLLOW_GONE && x->on_resume) {
+        x->on_resume = false;
+        x->paused_cycle = x->paused_cycle && x->following;
     }
     /* ... and, blind to it, the cycle counts against the caps again: its shutdown may land at
      * any time (a VM paused mid-cycle gave its slot back, and may have been resumed since;
      * seed 12023), so no new cycle of its host begins until a pass sees the VM again. */
-    if (follow == HV_FOLLOW_UNSEEN && x->following && !x->slot && x->slot_host[0])
+    if (blind_own && !x->slot && x->slot_host[0])
         eng_slot_take(e, x, x->slot_host, true);
     x->running = false;
     x->used_ms = eng_now_ms(e);
@@ -148,6 +159,13 @@ static void run_head(struct hv_engine *e)
         x->running = false;
     } else {
         hv_metrics_passes_pending(-1);
+    }
+    /* A change report of the VM (its resume, say) that came while this pass ran, before it
+     * parked the entry (eng_vm_changed wakes parked entries only): a pass looks again. */
+    if (x->on_resume && x->change_seq != changes && !x->queued) {
+        x->look_due = true;
+        x->woken++;
+        eng_enqueue(e, x);
     }
     pthread_cond_broadcast(&e->pass_cond);
     /* A look timed for a settling wait that this pass ended (done, failed, or a step to
@@ -279,13 +297,20 @@ void eng_vm_changed(void *ctx, struct hv_backend *b, const char *server, const c
                                : strcmp(x->ref.name, name) != 0)
                 continue;
             eng_probe_expire(e, x);
+            x->change_seq++;
             if (!x->have_desired)
                 continue;
             /* only a wait for a change already made (never a step to retry: retries keep
-             * their pace, whatever events a failed step causes) */
-            if (!x->have_answer || x->answer.failure || x->answer.retry_after_s <= 0 ||
-                !x->answer.settling)
+             * their pace, whatever events a failed step causes), or a VM paused under a step
+             * of this process that may land once it runs (HV_FOLLOW_RESUME): no timer looks
+             * at it, the report of its resume does; from the report until that look it counts
+             * against the caps (slots.c paused_due), as a paused cycle's due look does */
+            bool settle = x->have_answer && !x->answer.failure && x->answer.retry_after_s > 0 &&
+                          x->answer.settling;
+            if (!settle && !x->on_resume)
                 continue;
+            if (x->on_resume)
+                x->look_due = true;
             x->woken++;
             if (x->running)
                 x->again = true;

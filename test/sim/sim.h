@@ -128,6 +128,10 @@ struct sim_vm {
      * VM again brings no VM down */
     int off_taker, off_taker_gen;
     int64_t off_taken_ms; /* ... when (its record written over the other's) */
+    /* the process (replica, life) whose record write the world took last, and when: the
+     * world's own log of who carries the VM's operation, never the record's owner field */
+    int writer_rep, writer_gen;
+    int64_t writer_ms;
     /* this VM's last shutdown or power-off whose call got no answer (HV_E_TIMEOUT) and that
      * the hypervisor did not take: the process (replica, life) that sent it, when, and the
      * operation (its record's startedAt) it was for; the engine cannot tell it from one

@@ -1348,6 +1348,9 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->off_taken_ms = s->now_ms;
     }
     sim_set_record(s, &s->vms[k], record);
+    v->writer_rep = rep_of(b)->idx;
+    v->writer_gen = rep_of(b)->gen;
+    v->writer_ms = s->now_ms;
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);
     if (scripted == 'l') { /* the write landed, its answer lost (the call timed out) */

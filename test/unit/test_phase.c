@@ -97,6 +97,28 @@ static void test_off_first_is_the_power_off_s_own(void **state)
     assert_false(r.off_first);
 }
 
+/* The MachineHealthCheck hold's question: a cycle's steps hold it; a Failure only while the
+ * shutdown or power-off it came upon (downAt) may still land, shutdownTimeoutSeconds of the
+ * record's policy plus the step timeout after it (a VM left paused under it is not held for
+ * ever); the defaults when the policy names no settings. */
+static void test_in_power_cycle_bounded_for_a_failure(void **state)
+{
+    (void)state;
+    struct hv_oprecord r;
+    hv_rec_clear(&r);
+    hv_rec_move(&r, HV_PH_SHUTDOWN, true, 0, "test");
+    assert_true(hv_rec_in_power_cycle(&r, 30, 1800009999));
+    hv_rec_move(&r, HV_PH_FAILED, true, 1800000000, "test: upon the shutdown");
+    snprintf(r.policy, sizeof(r.policy), "IfNeeded/Soft/120/60/1800/Off");
+    assert_true(hv_rec_in_power_cycle(&r, 30, 1800000089));
+    assert_false(hv_rec_in_power_cycle(&r, 30, 1800000090));
+    r.policy[0] = '\0'; /* (no settings named: shutdownTimeoutSeconds 300) */
+    assert_true(hv_rec_in_power_cycle(&r, 30, 1800000329));
+    assert_false(hv_rec_in_power_cycle(&r, 30, 1800000330));
+    hv_rec_move(&r, HV_PH_FAILED, true, 0, "test: no step may land");
+    assert_false(hv_rec_in_power_cycle(&r, 30, 1800000001));
+}
+
 static void test_illegal_move_strict_aborts(void **state)
 {
     (void)state;
@@ -142,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_legal_move),
         cmocka_unit_test(test_off_first_is_the_power_off_s_own),
+        cmocka_unit_test(test_in_power_cycle_bounded_for_a_failure),
         cmocka_unit_test(test_illegal_move_strict_aborts),
         cmocka_unit_test(test_illegal_move_lenient_counts),
     };
