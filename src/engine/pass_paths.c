@@ -521,8 +521,7 @@ void rc_neither_on_nor_off(struct pass *p)
         int deadline_s = p->s->deadline_s;
         if (sscanf(p->rec.policy, "%*[^/]/%*[^/]/%*d/%*d/%d", &deadline_s) != 1)
             deadline_s = p->s->deadline_s;
-        p->vm_cycle = p->stalled =
-            cycle && !strcmp(p->rec.owner, p->b->owner) && p->now - p->rec.started_at <= deadline_s;
+        p->vm_cycle = p->stalled = cycle && own && p->now - p->rec.started_at <= deadline_s;
         /* (its shutdown or power-off has its time from when the VM runs again, as for this
          * operation's below: the pass that finds it running takes the older cycle's step as
          * one that may land yet; held-out seed 5273493) */
