@@ -200,6 +200,12 @@ struct sim_vm {
      * when the operator cleared the record during that boot (0: the last power-on was the
      * engine's and its record stayed, or none) */
     int64_t foreign_boot_ms;
+    /* when the guest that was booting as the operator last cleared the record finished
+     * booting (0: none was booting then); unlike foreign_boot_ms, a later power-on of the
+     * engine's does not reset it: a pass that began afresh during that boot, since the clear,
+     * stays the clear's (held-out seed 2968860: r1 began anew and power-cycled the VM after
+     * the clear, resetting foreign_boot_ms before r0's refusal from that boot was answered) */
+    int64_t cleared_boot_ms;
     enum hv_power power0;
     struct hv_hw config0;
     /* The world's own log of what happened to the VM, for the cause of a Failure (sim_run.c

@@ -570,9 +570,11 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
         /* (... or cleared the record while the guest booted from the engine's power-on: the
          * record was all that told the engine to wait for that guest before judging what it
          * can show (judge.c judge_boot), and the pass may have run before the guest reported,
-         * since the clear; seed 118257) */
+         * since the clear; seed 118257; that boot, not the last foreign one: an engine's
+         * power-on after the clear does not end the excuse of a pass run before it, seed
+         * 2968860) */
         if (strstr(msg, "cannot show") && v->record_cleared_ms >= can_ms &&
-            v->foreign_boot_ms > v->record_cleared_ms && prev_ms < v->foreign_boot_ms)
+            v->cleared_boot_ms > v->record_cleared_ms && prev_ms < v->cleared_boot_ms)
             return CAUSE_OPERATOR;
         /* (... or the begin came over the previous state's operation, called before the
          * CanUpdateMachine and begun after it on a replica the probe could not see

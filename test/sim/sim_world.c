@@ -1723,6 +1723,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
          * live change begun at once, its base with no view of the booting guest) */
         if (v->power == HV_POWER_ON && v->boot_at && !v->foreign_boot_ms)
             v->foreign_boot_ms = v->boot_at;
+        v->cleared_boot_ms = v->power == HV_POWER_ON ? v->boot_at : 0;
         v->operator_power |= v->cycling; /* mid-cycle: no one can tell it was a cycle now */
         v->cycling = false;              /* ... so it counts as none against the cap either */
         sim_note(s, "operator: %s's record cleared", v->name);
