@@ -274,6 +274,14 @@ static int event_mark_seen;
 static int n_observes_identity, n_observes_watched;
 static const char *watch_name;
 
+/* A driven engine that still takes change reports (use_driven_watched): the report
+ * callback it registered, and a VM whose next look through the wrapper reports a change of it
+ * first, as a backend's event thread may while a pass runs */
+static hv_vm_changed_fn park_fn;
+static void *park_ctx;
+static struct hv_backend *park_be;
+static const char *report_in_look;
+
 static bool w_serves(struct hv_backend *b, const struct hv_vm_ref *r)
 {
     return inner_be->ops->serves(inner_be, r);
@@ -297,6 +305,11 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
         __atomic_add_fetch(&n_observes_identity, 1, __ATOMIC_SEQ_CST);
     if (watch_name && !strcmp(r->name, watch_name))
         __atomic_add_fetch(&n_observes_watched, 1, __ATOMIC_SEQ_CST);
+    if (report_in_look && !strcmp(r->name, report_in_look)) {
+        report_in_look = NULL; /* once: the VM changes while a pass looks at it */
+        if (park_fn)
+            park_fn(park_ctx, park_be, "", "", r->name);
+    }
     int rc = inner_be->ops->observe(inner_be, r, o, e);
     if (rc == HV_OK && o->found && fake_disk_mib > 0)
         o->hw.disk_mib = o->config.disk_mib = fake_disk_mib;
@@ -525,6 +538,8 @@ static void unwrap(struct fx *f)
     offline_cpus = 0;
     noonline_boot = -1;
     watch_name = NULL;
+    report_in_look = NULL;
+    park_fn = NULL;
     observe_times_out = false;
     guest_drv_clock = false;
     event_mark = NULL;
@@ -590,6 +605,38 @@ static void use_wrapper_driven(struct fx *f, enum hv_step_kind kind, bool record
     c.workers = 1;
     c.scan_interval_s = -1;
     driven_new(&fx_drv, &wrapped, &c);
+    f->e = fx_drv.e;
+    f->be = &fx_drv.be;
+    fx_driven = true;
+}
+
+/* use_wrapper_driven, but the engine takes change reports, which the test makes
+ * (park_fn, report_in_look) instead of libvirt's event thread, at the moments it chooses */
+static void park_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
+{
+    park_be = b;
+    park_fn = fn;
+    park_ctx = ctx;
+}
+static void use_driven_watched(struct fx *f)
+{
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.scan_interval_s = -1;
+    fx_drv.ops = wrap_ops;
+    fx_drv.ops.watch = park_watch;
+    fx_drv.be = (struct hv_backend){&fx_drv.ops, NULL};
+    drv_ms = 0;
+    drv_base_s = (int64_t)time(NULL);
+    fx_drv.drive = (struct hv_engine_drive){drv_mono, drv_unix, NULL, NULL};
+    c.drive = &fx_drv.drive;
+    struct hv_backend *b = &fx_drv.be;
+    fx_drv.e = hv_engine_new(&c, &b, 1);
+    assert_non_null(fx_drv.e);
+    assert_true(park_fn != NULL);
     f->e = fx_drv.e;
     f->be = &fx_drv.be;
     fx_driven = true;
@@ -2964,6 +3011,120 @@ static void test_paused_own_cycle_for_other_hardware_is_followed(void **state)
         hv_engine_free(rs.r[k]);
 }
 
+static struct hv_update_result park_call(struct fx *f, const char *name, struct hv_hw want);
+
+/* This process's Soft cycle of a VM whose guest ignores the shutdown; the VM is paused with
+ * that shutdown sent (it may land once the VM runs again) and stays so past deadlineSeconds:
+ * the calls until the Failure, a second apart. With woke, the VM changes again during each
+ * pass from the pause on, and *woke says how many passes the engine's change reports woke
+ * after the last call's (the pass that failed and parked the entry). */
+static struct hv_update_result park_paused_cycle(struct fx *f, const char *name, struct hv_hw want,
+                                                 uint64_t *woke)
+{
+    deaf_guest = name;
+    f->s.power_off_mode = HV_POM_SOFT;
+    f->s.shutdown_timeout_s = 300;
+    f->s.deadline_s = 60;
+    struct hv_update_result r = park_call(f, name, want);
+    assert_false(r.failure);
+    struct hv_oprecord got;
+    assert_true(hv_oprecord_read(&got, observe(f, name).record));
+    assert_int_equal(got.phase, HV_PH_SHUTDOWN);
+    virDomainPtr d = virDomainLookupByName(f->conn, name);
+    assert_int_equal(virDomainSuspend(d), 0);
+    virDomainFree(d);
+    for (int k = 0; k < 120 && !r.failure; k++) {
+        drv_wait(f->e, 1000);
+        uint64_t woken = hv_engine_woken(f->e);
+        report_in_look = woke ? name : NULL;
+        r = park_call(f, name, want);
+        if (woke)
+            *woke = hv_engine_woken(f->e) - woken;
+    }
+    assert_true(r.failure);
+    assert_true(hv_oprecord_read(&got, observe(f, name).record));
+    assert_int_equal(got.phase, HV_PH_FAILED);
+    assert_true(got.down_at > 0); /* upon the sent shutdown */
+    return r;
+}
+
+static struct hv_update_result park_call(struct fx *f, const char *name, struct hv_hw want)
+{
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    drv_wait(f->e, 0); /* the pass it queued */
+    hv_engine_update(f->e, &p, &ref, &want, &f->s, &r);
+    return r;
+}
+
+static const char *park_msg = "the VM is paused in the middle of its power cycle (last step: "
+                              "shutdown) and the change did not complete within 60 s";
+
+/* The paused-cycle deadline Failure parks the entry (no timer) until the backend reports the
+ * VM changed (its resume). A report that comes while the parking pass runs, before it parked
+ * the entry, is not lost (workers.c: the entry's change_seq): a pass looks again. */
+static void test_report_during_the_parking_pass_is_not_lost(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-park", 2048, 2048, 1, 1);
+    use_driven_watched(f);
+    struct hv_hw want = {1024, -1, -1, -1};
+    uint64_t woke = 0;
+    struct hv_update_result r = park_paused_cycle(f, "eng-park", want, &woke);
+    assert_string_equal(r.message, park_msg);
+    /* the pass that parked the entry had a report come while it ran (the passes before it
+     * waited for no report: it woke none of them): one more pass looked */
+    assert_int_equal(woke, 1);
+    /* parked: no timer looks at it, however long */
+    drv_wait(f->e, 0); /* (the pass the last call queued) */
+    int before = observes_now();
+    drv_wait(f->e, 600000);
+    assert_int_equal(observes_now(), before);
+    /* a report while no pass runs wakes it: one look */
+    uint64_t woken = hv_engine_woken(f->e);
+    park_fn(park_ctx, park_be, "", "", "eng-park");
+    assert_true(hv_engine_woken(f->e) > woken);
+    before = observes_now();
+    drv_wait(f->e, 0);
+    assert_true(observes_now() > before); /* its look */
+    /* still paused: that pass parks it again */
+    before = observes_now();
+    drv_wait(f->e, 600000);
+    assert_int_equal(observes_now(), before);
+    unwrap(f);
+}
+
+/* A parked entry whose VM a look finds gone (deleted while paused) ends its parking: no resume
+ * will come (HV_FOLLOW_GONE), so a later report of a VM of that name wakes nothing. */
+static void test_parking_ends_when_the_vm_is_gone(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-parkgone", 2048, 2048, 1, 1);
+    use_driven_watched(f);
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = park_paused_cycle(f, "eng-parkgone", want, NULL);
+    assert_string_equal(r.message, park_msg);
+    uint64_t woken = hv_engine_woken(f->e);
+    park_fn(park_ctx, park_be, "", "", "eng-parkgone");
+    assert_int_equal(hv_engine_woken(f->e), woken + 1); /* parked: a report wakes it */
+    drv_wait(f->e, 0);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-parkgone");
+    assert_int_equal(virDomainDestroy(d), 0);
+    assert_int_equal(virDomainUndefine(d), 0);
+    virDomainFree(d);
+    park_fn(park_ctx, park_be, "", "", "eng-parkgone"); /* deleted: reported */
+    assert_int_equal(hv_engine_woken(f->e), woken + 2);
+    int before = observes_now();
+    drv_wait(f->e, 0);
+    assert_true(observes_now() > before);        /* the look that finds it gone */
+    define(f, "eng-parkgone", 2048, 2048, 1, 1); /* a VM of that name again */
+    park_fn(park_ctx, park_be, "", "", "eng-parkgone");
+    assert_int_equal(hv_engine_woken(f->e), woken + 2); /* no parking to wake */
+    unwrap(f);
+}
+
 /* A worker that cannot be started fails the engine's start (with none, every UpdateMachine
  * would answer "in progress" forever), whichever of them it is. */
 static void test_engine_fails_to_start_without_its_workers(void **state)
@@ -3462,6 +3623,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_table_is_capped_and_never_drops_work_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_live_balloon_growth_then_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_during_the_parking_pass_is_not_lost, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_parking_ends_when_the_vm_is_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
