@@ -106,11 +106,12 @@ struct sim_vm {
     int plans_pass;       /* ... after this many let through (script only: `plans K N after=M`) */
     char writes_next[16]; /* the outcomes of its next record writes (script only: `writes`) */
     /* bookkeeping for the invariants (not visible to the engine) */
-    bool cycling;     /* off (or going off) because of the engine's shutdown/power-off */
-    int cycle_owner;  /* replica that issued it */
-    int cycle_gen;    /* ... in its life (restarts count up) */
-    int64_t cycle_ms; /* ... when (its shutdown or power-off was accepted) */
-    int64_t cycle_op; /* ... for the operation its record then began (startedAt; 0: none) */
+    bool cycling;       /* off (or going off) because of the engine's shutdown/power-off */
+    int cycle_owner;    /* replica that issued it */
+    int cycle_gen;      /* ... in its life (restarts count up) */
+    int64_t cycle_ms;   /* ... when (its shutdown or power-off was accepted) */
+    uint64_t cycle_seq; /* ... in the order of the world's events (world_seq) */
+    int64_t cycle_op;   /* ... for the operation its record then began (startedAt; 0: none) */
     /* a process other than cycle_owner's life that sent the cycle's shutdown or power-off
      * again (replica, life; life 0: none), and when (its latest such step), e.g. a restarted
      * process carrying its cycle on, or another replica that took the cycle over and sent

@@ -1446,8 +1446,10 @@ static void check_end(struct sim *s)
             /* (no power-on of the engine since: none at all, or the last one the operator's,
              * after the step landed before any look of the engine saw the VM off; held-out
              * seed 1061, no engine can tell that from a step not landed yet. Whatever became
-             * of the record since: seed 12010, cleared by the operator) */
-            bool open = w->power_on_ms < w->cycle_ms || w->op_on_ms >= w->power_on_ms;
+             * of the record since: seed 12010, cleared by the operator. Ordered by the world's
+             * events, not its milliseconds: held-out seed 3009423, another life's give-up
+             * power-on and this replica's shutdown in one millisecond) */
+            bool open = w->power_on_seq < w->cycle_seq || w->op_on_ms >= w->power_on_ms;
             /* (sent by this life, or by another process and carried by this one since: the
              * last record write the world took, after the step, is this life's; held-out seeds
              * 2975479, 2934946: r1's shutdown taken, r0 wrote the record over it for the next

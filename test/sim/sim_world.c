@@ -914,6 +914,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     v->cycle_owner = me;
     v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
+    v->cycle_seq = ++s->world_seq;
     v->resent_gen = 0;
     v->resent_ms = 0;
     v->cycle_op = rp ? rp->started_at : 0;
