@@ -43,6 +43,15 @@ struct found {
     bool carried; /* a pass of this process holds its slot already (confirm_found) */
 };
 
+/* A VM listed running or off under a Failure upon a step that may land (downAt): an entry
+ * parked for the report of its resume (workers.c HV_FOLLOW_RESUME) is woken by the scan too,
+ * the backstop for a report that never came (an event connection that died, a driver that took
+ * the registration and reports nothing) */
+struct wake {
+    struct hv_backend *be;
+    struct hv_vm_ref ref[2]; /* the calls' name (the record's) and the backend's */
+};
+
 struct scan {
     struct hv_engine *e;
     struct hv_backend *be;
@@ -51,6 +60,8 @@ struct scan {
     size_t n, cap;
     char (*bad)[HV_NAME_MAX]; /* hosts that could not be listed */
     size_t n_bad;
+    struct wake *wake; /* (below) */
+    size_t n_wake, cap_wake;
 };
 
 /* Why a record found on vm may not be carried on here, or NULL. The record is data anyone who
@@ -110,8 +121,21 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
      * below, when it is this process's or its previous life's, and a pass takes one once the
      * VM runs or is off; another process's is left to the scan after that, or a call) */
     bool paused = vm->power == HV_POWER_PAUSED;
-    bool keep = (vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF || paused) &&
-                hv_oprecord_read(r, vm->record) && r->cold && hv_policy_settings(r->policy, &f.s);
+    bool runs_or_off = vm->power == HV_POWER_ON || vm->power == HV_POWER_OFF;
+    bool readable = (runs_or_off || paused) && hv_oprecord_read(r, vm->record);
+    if (readable && runs_or_off && r->phase == HV_PH_FAILED && hv_rec_failed_upon_at(r)) {
+        if (sc->n_wake == sc->cap_wake) {
+            sc->cap_wake = sc->cap_wake ? sc->cap_wake * 2 : 8;
+            sc->wake = realloc(sc->wake, sc->cap_wake * sizeof(*sc->wake));
+            if (!sc->wake)
+                abort();
+        }
+        struct wake *w = &sc->wake[sc->n_wake++];
+        w->be = sc->be;
+        w->ref[0] = r->ref.name[0] || r->ref.uuid[0] ? r->ref : vm->ref;
+        w->ref[1] = vm->ref;
+    }
+    bool keep = readable && r->cold && hv_policy_settings(r->policy, &f.s);
     /* (and a failed cycle that left the VM off, in the window after its Failure in which the
      * engine keeps its slot and tries to start it by itself: reconcile.c left_off) */
     bool left_off = keep && r->phase == HV_PH_FAILED && vm->power == HV_POWER_OFF &&
@@ -262,6 +286,24 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     }
 }
 
+/* Wake the entry parked for the report of w's resume, if any (the VM runs or is off now, and
+ * no report said so: its pass looks, as eng_vm_changed's would); caller holds the lock. */
+static void wake_parked(struct hv_engine *e, const struct wake *w)
+{
+    for (int k = 0; k < 2; k++) {
+        char key[HV_KEY_MAX];
+        eng_make_key(key, sizeof(key), w->be, &w->ref[k]);
+        struct entry *x = eng_find(e, key);
+        if (!x || !x->on_resume || x->queued || x->running)
+            continue;
+        hv_log(HV_LOG_INFO, "resume-unreported", "vm", key, (char *)NULL);
+        x->look_due = true;
+        x->woken++;
+        eng_enqueue(e, x);
+        return;
+    }
+}
+
 /* Whether a scan is due now; caller holds the lock. */
 bool eng_scan_due(const struct hv_engine *e)
 {
@@ -315,6 +357,9 @@ void eng_run_scan(struct hv_engine *e)
             if ((sc.v[k].off || (sc.v[k].going_down && !sc.v[k].tried)) == (sure == 1))
                 resume_found(e, &sc.v[k]);
     free(sc.v);
+    for (size_t k = 0; k < sc.n_wake; k++)
+        wake_parked(e, &sc.wake[k]);
+    free(sc.wake);
     e->scanning = false;
     int64_t now = eng_now_ms(e);
     e->scan_end_ms = now;

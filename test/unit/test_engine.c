@@ -618,14 +618,14 @@ static void park_watch(struct hv_backend *b, hv_vm_changed_fn fn, void *ctx)
     park_fn = fn;
     park_ctx = ctx;
 }
-static void use_driven_watched(struct fx *f)
+static void use_driven_watched(struct fx *f, int scan_interval_s)
 {
     use_wrapper(f, 0, false);
     hv_engine_free(f->e);
     struct hv_engine_cfg c;
     hv_engine_cfg_default(&c);
     c.workers = 1;
-    c.scan_interval_s = -1;
+    c.scan_interval_s = scan_interval_s;
     fx_drv.ops = wrap_ops;
     fx_drv.ops.watch = park_watch;
     fx_drv.be = (struct hv_backend){&fx_drv.ops, NULL};
@@ -3069,7 +3069,7 @@ static void test_report_during_the_parking_pass_is_not_lost(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-park", 2048, 2048, 1, 1);
-    use_driven_watched(f);
+    use_driven_watched(f, -1);
     struct hv_hw want = {1024, -1, -1, -1};
     uint64_t woke = 0;
     struct hv_update_result r = park_paused_cycle(f, "eng-park", want, &woke);
@@ -3102,7 +3102,7 @@ static void test_parking_ends_when_the_vm_is_gone(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-parkgone", 2048, 2048, 1, 1);
-    use_driven_watched(f);
+    use_driven_watched(f, -1);
     struct hv_hw want = {1024, -1, -1, -1};
     struct hv_update_result r = park_paused_cycle(f, "eng-parkgone", want, NULL);
     assert_string_equal(r.message, park_msg);
@@ -3122,6 +3122,36 @@ static void test_parking_ends_when_the_vm_is_gone(void **state)
     define(f, "eng-parkgone", 2048, 2048, 1, 1); /* a VM of that name again */
     park_fn(park_ctx, park_be, "", "", "eng-parkgone");
     assert_int_equal(hv_engine_woken(f->e), woken + 2); /* no parking to wake */
+    unwrap(f);
+}
+
+/* A parked entry whose resume is never reported (the event connection died, or the driver
+ * took the registration and reports nothing) is woken by the scan that lists its VM running:
+ * the backstop, within scan_interval_s of the resume. */
+static void test_scan_wakes_a_parking_whose_resume_went_unreported(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-parkscan", 2048, 2048, 1, 1);
+    use_driven_watched(f, 300);
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = park_paused_cycle(f, "eng-parkscan", want, NULL);
+    assert_string_equal(r.message, park_msg);
+    drv_wait(f->e, 0);
+    /* scans while it stays paused leave it parked */
+    int before = observes_now();
+    drv_wait(f->e, 700000);
+    assert_int_equal(observes_now(), before);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-parkscan");
+    assert_int_equal(virDomainResume(d), 0); /* resumed, unreported */
+    virDomainFree(d);
+    uint64_t woken = hv_engine_woken(f->e);
+    int waited = 0; /* (seconds, until the first scan after the resume) */
+    while (waited <= 300 && hv_engine_woken(f->e) == woken) {
+        drv_wait(f->e, 1000);
+        waited++;
+    }
+    assert_int_equal(hv_engine_woken(f->e), woken + 1);
+    assert_true(observes_now() > before); /* its pass looked */
     unwrap(f);
 }
 
@@ -3626,6 +3656,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_report_during_the_parking_pass_is_not_lost, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_parking_ends_when_the_vm_is_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scan_wakes_a_parking_whose_resume_went_unreported,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fails_to_start_without_its_workers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
