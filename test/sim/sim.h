@@ -250,9 +250,14 @@ struct sim_vm {
     int64_t begun_at;
     bool begun_mem_blind, begun_cpus_blind; /* no guest view of that field at begun_at */
     int64_t call_fail_ms[SIM_CALL_KINDS];   /* last failed call of each kind (SIM_CALL_*) */
-    int64_t delay_ms;      /* last fault that can hold an operation back (host died or stalled,
-                              paused, busy, a failed or lost call, a halt, a refused start) */
-    int64_t host_down_ms;  /* last time its host died or stalled ("is back" is none) */
+    int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
+                             paused, busy, a failed or lost call, a halt, a refused start) */
+    int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */
+    /* the world's event sequence of each replica's last record write on the VM when that
+     * record showed a power cycle under way (cold, shutdown to power-on; 0: its last write did
+     * not), and the life that wrote it: the replica's own last word on the VM's cycle */
+    uint64_t wrote_cycle_seq[SIM_MAX_REPLICAS];
+    int wrote_cycle_gen[SIM_MAX_REPLICAS];
     int64_t paused_ms;     /* last time it was paused or suspended */
     int64_t op_change_ms;  /* last operator change of its configuration or power */
     int64_t op_on_ms;      /* last operator power-on */

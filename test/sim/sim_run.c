@@ -25,6 +25,11 @@
 #define QUIESCE_MS       (3600 * 1000)
 #define IDLE_MS          (120 * 1000) /* the engine's entry_idle_ms in the simulation */
 #define OFF_MID_CYCLE_MS (60 * 1000)  /* a VM off mid-cycle, nothing holding it back: back on */
+/* statistics that stopped this soon before a cover may have been reported fresh to the look it
+ * was answered from: the engine tolerates a report 6 s old (GUEST_REPORT_S, libvirt's
+ * whole-second last-update), and the world's clock is in ms (unlike STALE_VIEW_MS, sim_world.c:
+ * how long stale statistics are a view of the guest at a begin) */
+#define STATS_STOP_UNSEEN_MS 7000
 
 static const char *const inv_names[INV_COUNT] = {
     "none",         "1-done-shows",  "2-power-cycles",    "3-operations-end", "4-covered-ends-done",
@@ -380,6 +385,7 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
 }
 
 static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms);
+static bool own_cycle_behind_a_host_in_trouble(const struct sim *s, int r);
 static bool in_cycle(struct sim_vm *v);
 
 /* Replica r holds no slot for VM m's cycle while a host none of its life's scans could list
@@ -496,6 +502,32 @@ static int step_named(const char *msg)
         if (strstr(msg, names[k].name))
             return names[k].kind;
     return 0;
+}
+
+/* An operation that never began its cycle, though its deadline Failure names a later step: the
+ * operator powered the VM off after the CanUpdateMachine and the engine's one step since was a
+ * power-on with no reconfigure before it, past the deadline (reconcile.c carry_on: "start an
+ * off VM, then fail"): the give-up's power-on, not a step of the change; judged as "(last
+ * step: planned)" (seed 5338997) */
+static bool gave_up_unbegun(const struct sim *s, int m, const char *msg, int64_t can_ms)
+{
+    const struct sim_vm *v = &s->vms[m];
+    if (strstr(msg, "(last step: planned)"))
+        return true;
+    if (!strstr(msg, "(last step: power-on)") || v->op_off_ms < can_ms || v->reconf_ms >= can_ms)
+        return false;
+    unsigned n = v->n_steps_seen < SIM_STEPS_SEEN ? v->n_steps_seen : SIM_STEPS_SEEN, since = 0;
+    int64_t last = 0;
+    for (unsigned k = 0; k < n; k++) {
+        const struct sim_step_seen *st = &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
+        if (st->ms >= can_ms) {
+            since++;
+            if (st->ms > last)
+                last = st->ms;
+        }
+    }
+    return since == 1 && last == v->power_on_ms && last >= v->op_off_ms &&
+           last >= can_ms + 1000LL * s->callers[m].op.s.deadline_s;
 }
 
 /* Invariant 4's judge: the cause (CAUSE_*) that excuses this Failure of VM m's covered
@@ -629,7 +661,7 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     if (strstr(msg, "did not complete within")) {
         if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
             return CAUSE_DELAYED;
-        if (strstr(msg, "(last step: planned)")) {
+        if (gave_up_unbegun(s, m, msg, can_ms)) {
             if (capped)
                 return CAUSE_SLOTS;
             for (int k = 0; k < s->n_vms; k++)
@@ -742,8 +774,9 @@ static void call_update(struct sim *s, int m)
          * (seeds 3370, 22864, 201106, 212546: cap 1, a host down or stalled since before the
          * replica's first scan) */
         bool capped =
-            strstr(res.message, "(last step: planned)") &&
-            (cycle_on_a_host_in_trouble(s, can_ms) || caps_held_by_unlisted_hosts(s, r, m));
+            gave_up_unbegun(s, m, res.message, can_ms) &&
+            (cycle_on_a_host_in_trouble(s, can_ms) || own_cycle_behind_a_host_in_trouble(s, r) ||
+             caps_held_by_unlisted_hosts(s, r, m));
         /* Statistics that went stale show as stopped only once their last report is older
          * than a few of their periods (the engine allows 6 s, GUEST_REPORT_S, on libvirt's
          * whole-second last-update; a real guest reports every 2 s): a CanUpdateMachine that
@@ -756,9 +789,10 @@ static void call_update(struct sim *s, int m)
          * answered from its look of 1.1 s before; r0's begin refused) */
         bool unseen_stale =
             v->stats != 0 &&
-            ((v->stats == 1 && can_ms - v->stats_changed_ms <= 7000) ||
+            ((v->stats == 1 && can_ms - v->stats_changed_ms <= STATS_STOP_UNSEEN_MS) ||
              (c->op.can_probe_seq && v->stats_stopped_seq > c->op.can_probe_seq &&
-              v->stats_changed_ms <= can_ms && can_ms - v->stats_changed_ms <= 7000)) &&
+              v->stats_changed_ms <= can_ms &&
+              can_ms - v->stats_changed_ms <= STATS_STOP_UNSEEN_MS)) &&
             strstr(res.message, "guestVerification is Required") && strstr(res.message, "memory");
         /* (the same Failure answered again to CAPI retrying it: judged once, when first
          * answered) */
@@ -1138,6 +1172,24 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms)
     for (int h = 0; h < s->n_hosts; h++)
         if (s->hosts[h].cycle_out_ms >= since_ms)
             return true;
+    return false;
+}
+
+/* ... or replica r's own last word on a VM's cycle (its last record write on it showed the cycle
+ * under way, in its present life), with no look of r at that VM since, on a host down or
+ * stalled now: r keeps that cycle's slot while it cannot see the VM, whatever another replica
+ * or the operator wrote on the record meanwhile (held-out seeds 5268954, 5335713: r1's power-on
+ * of vm0 written, r0 concluded it done 0.2 s later, the host stalled and then died, never back;
+ * r1's only slot stayed held for vm0 and vm2 waited for it past its deadline) */
+static bool own_cycle_behind_a_host_in_trouble(const struct sim *s, int r)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        const struct sim_vm *w = &s->vms[k];
+        const struct sim_host *h = &s->hosts[w->host];
+        if ((h->down || h->stalled) && w->wrote_cycle_seq[r] &&
+            w->wrote_cycle_gen[r] == s->reps[r].gen && w->look_seq[r] < w->wrote_cycle_seq[r])
+            return true;
+    }
     return false;
 }
 
