@@ -60,6 +60,7 @@ static const struct {
     {"resume", "Resuming an update operation", NULL},
     {"resume-refused", "Update record found on a VM not carried on", "message"},
     {"resume-unconfirmed", "Update record found on a VM waits for the API server", "message"},
+    {"resume-unreported", "Paused VM found running again with no report of it", NULL},
     {"rolled-back", "VM powered on again after a failed update", NULL},
     {"scan-error", "Scanning a hypervisor for update records failed", "detail"},
     {"self-signed", "Serving certificate made here", NULL},
