@@ -105,7 +105,8 @@ struct entry {
      * timed to end just before CAPI's next call while a change settles) */
     bool timed;
     int64_t wake_ms;
-    uint64_t woken; /* passes queued because the backend reported a change of this VM */
+    uint64_t woken; /* passes queued because the backend reported a change of this VM, or the
+                     * scan found a parked one running or off (scan.c wake_parked) */
     /* the last pass that read the VM's record found a power cycle in flight (hv_follow) */
     bool following;
     /* ... this process's, its VM paused mid-cycle (HV_FOLLOW_PAUSED: its slot went back), or

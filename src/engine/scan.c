@@ -287,19 +287,26 @@ static void resume_found(struct hv_engine *e, const struct found *f)
 }
 
 /* Wake the entry parked for the report of w's resume, if any (the VM runs or is off now, and
- * no report said so: its pass looks, as eng_vm_changed's would); caller holds the lock. */
+ * no report said so: its pass looks, as eng_vm_changed's would); caller holds the lock. A pass
+ * running now may be the one that parks it, having looked before the resume: the change is
+ * counted, and run_head queues a look once that pass has parked the entry (change_seq). */
 static void wake_parked(struct hv_engine *e, const struct wake *w)
 {
     for (int k = 0; k < 2; k++) {
         char key[HV_KEY_MAX];
         eng_make_key(key, sizeof(key), w->be, &w->ref[k]);
         struct entry *x = eng_find(e, key);
-        if (!x || !x->on_resume || x->queued || x->running)
+        if (x && x->running) {
+            x->change_seq++;
+            return;
+        }
+        if (!x || !x->on_resume)
             continue;
         hv_log(HV_LOG_INFO, "resume-unreported", "vm", key, (char *)NULL);
-        x->look_due = true;
+        x->look_due = true; /* (counts against the caps until it looks: slots.c paused_due) */
         x->woken++;
-        eng_enqueue(e, x);
+        if (!x->queued)
+            eng_enqueue(e, x);
         return;
     }
 }
