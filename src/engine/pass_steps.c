@@ -390,6 +390,26 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
     }
 }
 
+/* The step sent to the hypervisor (the failpoints around it, its time in the metrics, its
+ * log line): the backend's answer. */
+static int send_step(struct pass *p, const struct hv_step *st, struct hv_err *err)
+{
+    char fp[64];
+    struct timespec t0, t1;
+    snprintf(fp, sizeof(fp), "before:%s", step_name(st->kind));
+    hv_failpoint(fp);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = p->be->ops->act(p->be, p->ref, st, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    snprintf(fp, sizeof(fp), "after:%s", step_name(st->kind));
+    hv_failpoint(fp);
+    hv_metrics_step(step_name(st->kind),
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(st->kind), "result",
+           rc == HV_OK ? "accepted" : "error", (char *)NULL);
+    return rc;
+}
+
 /* Record the phase, then act. Returns true when the step was accepted. */
 bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const char *method)
 {
@@ -443,19 +463,7 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
     memset(&p->after, 0, sizeof(p->after));
     st.seen_after = &p->after;
     struct hv_err err = {0};
-    struct timespec t0, t1;
-    char fp[64];
-    snprintf(fp, sizeof(fp), "before:%s", step_name(kind));
-    hv_failpoint(fp);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = p->be->ops->act(p->be, p->ref, &st, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    snprintf(fp, sizeof(fp), "after:%s", step_name(kind));
-    hv_failpoint(fp);
-    hv_metrics_step(step_name(kind),
-                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    hv_log(HV_LOG_INFO, "step", "vm", p->key, "step", step_name(kind), "result",
-           rc == HV_OK ? "accepted" : "error", (char *)NULL);
+    int rc = send_step(p, &st, &err);
     if (rc == HV_OK) {
         if (p->rec.attempts) {
             /* a retry got through: the next step of this phase (live memory, then live disk)

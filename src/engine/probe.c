@@ -90,6 +90,28 @@ struct probe_job {
     bool guest; /* look into the guest too (guestVerification Required) */
 };
 
+/* The probe's look r for want is the entry's now (the engine's lock taken here). */
+static void probe_done(struct hv_engine *e, struct entry *x, struct probe *r,
+                       const struct hv_hw *want)
+{
+    pthread_mutex_lock(&e->lock);
+    r->at_ms = eng_now_ms(e);
+    r->for_hw = *want;
+    free(x->probe);
+    x->probe = r;
+    x->probe_running = false;
+    x->used_ms = r->at_ms;
+    /* A Failure for one call (the VM could not be read or planned) that a pass concluded
+     * before this look, which read and planned it, is not true any more: the next call asks
+     * for a new pass instead of answering it (after A -> B -> A, CAPI's CanUpdateMachine for
+     * A covered the change on this look; the old Failure would fail it for nothing). */
+    if (r->rc == 0 && !r->guest_why[0] && x->have_answer && x->answer.failure && x->answer.once)
+        x->have_answer = false;
+    e->probes_running--;
+    pthread_cond_broadcast(&e->probe_cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
 /* Observe and plan one VM for the live probe, off the hook's thread. */
 static void *probe_thread(void *arg)
 {
@@ -177,22 +199,7 @@ static void *probe_thread(void *arg)
     if (r->rc < 0 && !r->gone)
         hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
-    pthread_mutex_lock(&e->lock);
-    r->at_ms = eng_now_ms(e);
-    r->for_hw = want;
-    free(x->probe);
-    x->probe = r;
-    x->probe_running = false;
-    x->used_ms = r->at_ms;
-    /* A Failure for one call (the VM could not be read or planned) that a pass concluded
-     * before this look, which read and planned it, is not true any more: the next call asks
-     * for a new pass instead of answering it (after A -> B -> A, CAPI's CanUpdateMachine for
-     * A covered the change on this look; the old Failure would fail it for nothing). */
-    if (r->rc == 0 && !r->guest_why[0] && x->have_answer && x->answer.failure && x->answer.once)
-        x->have_answer = false;
-    e->probes_running--;
-    pthread_cond_broadcast(&e->probe_cond);
-    pthread_mutex_unlock(&e->lock);
+    probe_done(e, x, r, &want);
     return NULL;
 }
 

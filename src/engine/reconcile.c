@@ -236,6 +236,86 @@ static bool answer_shown(struct pass *p, const struct rc_class *k)
     return !rc_look_into_guest(p, had) || rc_done_in_guest(p, had, inflight);
 }
 
+/* The cycle under way (another process's, or a step of this process's taken by the new
+ * operation) becomes this operation's: its step, its time and tries, a slot; false when its
+ * record could not be stored. unsent: a step of this process it knows it did not send;
+ * unanswered: a try of it that got no answer (unanswered_sent). */
+static bool take_cycle_over(struct pass *p, const struct rc_class *k, bool unsent,
+                            int64_t unanswered)
+{
+    /* (an operation that needs no cycle of its own only waits for that step: its record
+     * says when it was sent, downAt, see cold_on_path) */
+    enum hv_phase under_way = k->hazard == HZ_FAILED_UPON ? HV_PH_SHUTDOWN : k->phase;
+    hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
+                "takes the cycle under way over");
+    p->rec.step_at = k->hazard_sent;
+    p->rec.off_first = under_way == HV_PH_POWER_OFF && k->off_first; /* (no shutdown before) */
+    /* its failed tries with it: a step whose last try was refused was not sent, and is
+     * sent again rather than waited for (seed 16617: B took over A's refused shutdown
+     * and waited for it until Soft's timeout) */
+    p->rec.attempts = k->hazard_tries;
+    rc_slot_gate(p, true);
+    bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
+                  p->s->power_off_mode == HV_POM_SOFT &&
+                  p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
+    /* (nothing stored: the VM's record is still the older operation's, and what this
+     * process knows of its step stays as it was, rc_begin's sight noted only with the
+     * record: the next takeover carries a step it sent, not sends it again with its slot
+     * given back while it may land; held-out seed 1706332). A write that got no answer
+     * may have landed: the next look that finds this record notes it as seen then, so the
+     * step it carries is not taken for one never sent (review of c2bdfd5), unless this
+     * takeover sends the step again anyway (below). */
+    if (!rc_store(p)) {
+        if (p->store_no_answer && !unsent && !theirs)
+            p->b->landing(p->b->ctx, p->key, p->rec.started_at);
+        return false;
+    }
+    if (unanswered)
+        p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, unanswered);
+    /* Another replica's shutdown whose graceful window is spent already, taken over by
+     * an operation under Soft, would fail it at once, "the guest did not shut down within
+     * N s", on a window this operation never had, from a step no process may have sent
+     * (its try failed, its record stored before it; held-out seed 1495300): it sends the
+     * shutdown again once, so the guest gets its whole window from a shutdown this
+     * process knows it sent. (TrySoft powers off instead, as its policy says; a step of
+     * this process's previous life is carried on over the caps: seed 217798.) */
+    if (unsent || theirs)
+        rc_forget_sight(p);
+    return true;
+}
+
+/* The engine's own pass (no call behind it) for a VM whose record shows no cycle of this
+ * process to finish: it begins nothing. */
+static void own_pass_begins_nothing(struct pass *p, const struct rc_class *k)
+{
+    /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
+     * shows it (done, or replaced by another replica's operation). Nothing of ours is in
+     * flight; only a call begins an operation. (A VM off mid-cycle of this process or its
+     * previous life, or a cycle of ours for older hardware going on, becomes the new
+     * operation: the VM comes back on. Another process's cycle that left it off is that
+     * process's to bring back: two replicas' own passes would each begin their own
+     * hardware over the other's for ever, seed 9879.) */
+    /* A cold operation of this process (or its previous life) that failed and left the VM
+     * off is still this process's to start again: its own passes do, as that Failure's
+     * pass would (its hardware; its record keeps its settings, rc_store), for whatever
+     * hardware CAPI asked since. Seed 209529: A's rollback could not start the VM (the
+     * host refused), the rollout changed A -> B and back at once, B's pass ran late
+     * (uncalled), began nothing and gave the Failure's slot back; CAPI never called again
+     * (A not covered with the VM off) and the VM, which would start now, stayed off.
+     * Only within step_timeout_s after the Failure, while its slot keeps these passes
+     * going: a VM off later (the operator's) is the next operation's to start, with the
+     * hardware CAPI asks for (seed 109330: an old Failure's VM started as it was, B's
+     * begin then found its guest booting, not yet shown). */
+    if (k->left_off && k->owner != OWN_OTHER &&
+        p->now - p->rec.step_at < p->b->cfg->step_timeout_s) {
+        const struct hv_hw *asked = p->desired;
+        p->desired = &p->rec.desired;
+        restart_failed_off(p);
+        p->desired = asked;
+    }
+    rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
+}
+
 /* 4. No operation of this call's in flight: begin one, unless the engine's own pass has
  * nothing of this process's to carry on, or another process's operation is in flight; a
  * shutdown or power-off still under way is taken over (within this process's caps when
@@ -244,32 +324,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
 {
     if (!p->called_at &&
         !(k->cycle && (k->owner == OWN_SELF || (!k->on && k->owner != OWN_OTHER)))) {
-        /* The engine's own pass, to finish a cycle of this process: the VM's record no longer
-         * shows it (done, or replaced by another replica's operation). Nothing of ours is in
-         * flight; only a call begins an operation. (A VM off mid-cycle of this process or its
-         * previous life, or a cycle of ours for older hardware going on, becomes the new
-         * operation: the VM comes back on. Another process's cycle that left it off is that
-         * process's to bring back: two replicas' own passes would each begin their own
-         * hardware over the other's for ever, seed 9879.) */
-        /* A cold operation of this process (or its previous life) that failed and left the VM
-         * off is still this process's to start again: its own passes do, as that Failure's
-         * pass would (its hardware; its record keeps its settings, rc_store), for whatever
-         * hardware CAPI asked since. Seed 209529: A's rollback could not start the VM (the
-         * host refused), the rollout changed A -> B and back at once, B's pass ran late
-         * (uncalled), began nothing and gave the Failure's slot back; CAPI never called again
-         * (A not covered with the VM off) and the VM, which would start now, stayed off.
-         * Only within step_timeout_s after the Failure, while its slot keeps these passes
-         * going: a VM off later (the operator's) is the next operation's to start, with the
-         * hardware CAPI asks for (seed 109330: an old Failure's VM started as it was, B's
-         * begin then found its guest booting, not yet shown). */
-        if (k->left_off && k->owner != OWN_OTHER &&
-            p->now - p->rec.step_at < p->b->cfg->step_timeout_s) {
-            const struct hv_hw *asked = p->desired;
-            p->desired = &p->rec.desired;
-            restart_failed_off(p);
-            p->desired = asked;
-        }
-        rc_progress(p, RETRY_COLD, HV_MSG("observing the VM"));
+        own_pass_begins_nothing(p, k);
         return false;
     }
     /* Nor a pass whose call another process's operation for other hardware began after: CAPI
@@ -332,46 +387,8 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
     if (!begun)
         return false;
     p->ours = true;
-    if (k->takeover && !(never_sent && !p->rec.cold)) { /* the cycle under way is ours now */
-        /* (an operation that needs no cycle of its own only waits for that step: its record
-         * says when it was sent, downAt, see cold_on_path) */
-        enum hv_phase under_way = k->hazard == HZ_FAILED_UPON ? HV_PH_SHUTDOWN : k->phase;
-        hv_rec_move(&p->rec, under_way, true, p->rec.cold ? p->rec.down_at : k->hazard_sent,
-                    "takes the cycle under way over");
-        p->rec.step_at = k->hazard_sent;
-        p->rec.off_first = under_way == HV_PH_POWER_OFF && k->off_first; /* (no shutdown before) */
-        /* its failed tries with it: a step whose last try was refused was not sent, and is
-         * sent again rather than waited for (seed 16617: B took over A's refused shutdown
-         * and waited for it until Soft's timeout) */
-        p->rec.attempts = k->hazard_tries;
-        rc_slot_gate(p, true);
-        bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
-                      p->s->power_off_mode == HV_POM_SOFT &&
-                      p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
-        /* (nothing stored: the VM's record is still the older operation's, and what this
-         * process knows of its step stays as it was, rc_begin's sight noted only with the
-         * record: the next takeover carries a step it sent, not sends it again with its slot
-         * given back while it may land; held-out seed 1706332). A write that got no answer
-         * may have landed: the next look that finds this record notes it as seen then, so the
-         * step it carries is not taken for one never sent (review of c2bdfd5), unless this
-         * takeover sends the step again anyway (below). */
-        if (!rc_store(p)) {
-            if (p->store_no_answer && !unsent && !theirs)
-                p->b->landing(p->b->ctx, p->key, p->rec.started_at);
-            return false;
-        }
-        if (unanswered)
-            p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, unanswered);
-        /* Another replica's shutdown whose graceful window is spent already, taken over by
-         * an operation under Soft, would fail it at once, "the guest did not shut down within
-         * N s", on a window this operation never had, from a step no process may have sent
-         * (its try failed, its record stored before it; held-out seed 1495300): it sends the
-         * shutdown again once, so the guest gets its whole window from a shutdown this
-         * process knows it sent. (TrySoft powers off instead, as its policy says; a step of
-         * this process's previous life is carried on over the caps: seed 217798.) */
-        if (unsent || theirs)
-            rc_forget_sight(p);
-    }
+    if (k->takeover && !(never_sent && !p->rec.cold)) /* the cycle under way is ours now */
+        return take_cycle_over(p, k, unsent, unanswered);
     return true;
 }
 
