@@ -1352,10 +1352,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
-    const struct hv_oprecord *now_rec = sim_record(v);
-    bool cycle = now_rec && now_rec->cold && now_rec->phase >= HV_PH_SHUTDOWN &&
-                 now_rec->phase <= HV_PH_POWER_ON;
-    v->wrote_cycle_seq[rep_of(b)->idx] = cycle ? ++s->world_seq : 0;
+    v->wrote_cycle_seq[rep_of(b)->idx] = record_in_cycle(v) ? ++s->world_seq : 0;
     v->wrote_cycle_gen[rep_of(b)->idx] = rep_of(b)->gen;
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);

@@ -568,10 +568,12 @@ struct driven {
     struct hv_engine *e;
 };
 
-static void driven_new(struct driven *d, struct hv_backend *over, struct hv_engine_cfg *c)
+/* (watch: NULL, the engine gets no change reports; else the test's own, use_driven_watched) */
+static void driven_new_watching(struct driven *d, struct hv_backend *over, struct hv_engine_cfg *c,
+                                void (*watch)(struct hv_backend *, hv_vm_changed_fn, void *))
 {
     d->ops = *over->ops;
-    d->ops.watch = NULL;
+    d->ops.watch = watch;
     d->be = (struct hv_backend){&d->ops, over->priv};
     drv_ms = 0;
     drv_base_s = (int64_t)time(NULL);
@@ -580,6 +582,11 @@ static void driven_new(struct driven *d, struct hv_backend *over, struct hv_engi
     struct hv_backend *b = &d->be;
     d->e = hv_engine_new(c, &b, 1);
     assert_non_null(d->e);
+}
+
+static void driven_new(struct driven *d, struct hv_backend *over, struct hv_engine_cfg *c)
+{
+    driven_new_watching(d, over, c, NULL);
 }
 
 /* The clock moves on by ms in steps of 10 ms; the passes that come due run at once. */
@@ -626,16 +633,7 @@ static void use_driven_watched(struct fx *f, int scan_interval_s)
     hv_engine_cfg_default(&c);
     c.workers = 1;
     c.scan_interval_s = scan_interval_s;
-    fx_drv.ops = wrap_ops;
-    fx_drv.ops.watch = park_watch;
-    fx_drv.be = (struct hv_backend){&fx_drv.ops, NULL};
-    drv_ms = 0;
-    drv_base_s = (int64_t)time(NULL);
-    fx_drv.drive = (struct hv_engine_drive){drv_mono, drv_unix, NULL, NULL};
-    c.drive = &fx_drv.drive;
-    struct hv_backend *b = &fx_drv.be;
-    fx_drv.e = hv_engine_new(&c, &b, 1);
-    assert_non_null(fx_drv.e);
+    driven_new_watching(&fx_drv, &wrapped, &c, park_watch);
     assert_true(park_fn != NULL);
     f->e = fx_drv.e;
     f->be = &fx_drv.be;
