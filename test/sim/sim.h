@@ -133,6 +133,10 @@ struct sim_vm {
      * world's own log of who carries the VM's operation, never the record's owner field */
     int writer_rep, writer_gen;
     int64_t writer_ms;
+    /* the process (replica, life; life 0: none) that last wrote a record in phase shutdown or
+     * power-off (stored before its step is sent), and when */
+    int step_rec_rep, step_rec_gen;
+    int64_t step_rec_ms;
     /* this VM's last shutdown or power-off whose call got no answer (HV_E_TIMEOUT) and that
      * the hypervisor did not take: the process (replica, life) that sent it, when, and the
      * operation (its record's startedAt) it was for; the engine cannot tell it from one

@@ -1514,7 +1514,13 @@ static void check_end(struct sim *s)
                  (w->resent_rep == r && w->resent_gen == gen && since >= w->resent_ms) || carried);
             bool unanswered = w->unans_ms && w->unans_rep == r && w->unans_gen == gen &&
                               since >= w->unans_ms && w->went_off_ms < w->unans_ms;
-            kept += took || unanswered;
+            /* (or stored by a previous life of this replica, no power-on since and the VM
+             * paused since: the new life cannot tell whether that life sent it and counts it
+             * as sent, pass_paths.c paused_step_sent_at; held-out seed 5376039: the step's call
+             * never reached the hypervisor, and that life restarted with the VM paused) */
+            bool stored_before = w->step_rec_gen && w->step_rec_rep == r && w->step_rec_gen < gen &&
+                                 since >= w->step_rec_ms && w->power_on_ms < w->step_rec_ms;
+            kept += took || unanswered || stored_before;
         }
         if (!ops && !pcs && !next && n <= kept)
             n = 0;

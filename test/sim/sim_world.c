@@ -1352,6 +1352,12 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
+    const struct hv_oprecord *nr = sim_record(v);
+    if (nr && (nr->phase == HV_PH_SHUTDOWN || nr->phase == HV_PH_POWER_OFF)) {
+        v->step_rec_rep = rep_of(b)->idx;
+        v->step_rec_gen = rep_of(b)->gen;
+        v->step_rec_ms = s->now_ms;
+    }
     v->wrote_cycle_seq[rep_of(b)->idx] = record_in_cycle(v) ? ++s->world_seq : 0;
     v->wrote_cycle_gen[rep_of(b)->idx] = rep_of(b)->gen;
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
