@@ -473,7 +473,7 @@ void rc_live_path(struct pass *p)
  * one), or its last try got no answer (unanswered_sent); or, *previous, stored by this
  * process's previous life, which this life never saw: stored before it was sent, so it may
  * have been, and, the VM paused, it has not landed yet (held-out seeds 5217236, 5304196,
- * 5305957, 5249218: the new life failed the cycle at its deadline upon nothing, and the
+ * 5305957, 5367643: the new life failed the cycle at its deadline upon nothing, and the
  * resumed guest's shutdown landed beside another cycle of its host). */
 static int64_t paused_step_sent_at(struct pass *p, bool had, bool *previous)
 {

@@ -133,8 +133,10 @@ struct sim_vm {
      * world's own log of who carries the VM's operation, never the record's owner field */
     int writer_rep, writer_gen;
     int64_t writer_ms;
-    /* the process (replica, life; life 0: none) that last wrote a record in phase shutdown or
-     * power-off (stored before its step is sent), and when */
+    /* the process (replica, life; life 0: none) that wrote the VM's current record in phase
+     * shutdown or power-off with no failed try (stored before its step is sent), and when; kept
+     * through a Failure a later life of the same replica writes over it, reset by any other
+     * write or a clear */
     int step_rec_rep, step_rec_gen;
     int64_t step_rec_ms;
     /* this VM's last shutdown or power-off whose call got no answer (HV_E_TIMEOUT) and that

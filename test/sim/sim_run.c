@@ -360,7 +360,10 @@ static void start_op(struct sim *s, int m, struct hv_hw want, bool same_settings
     /* (also through an operation begun over one in flight that kept it: held-out seed
      * 5366788, B done with memory not verified, C covered and in flight keeping B's memory,
      * D begun over C keeping it too; C's CanUpdateMachine had used up done_last) */
-    bool flight = c->st == C_UPDATING;
+    const struct sim_step_seen *last_step =
+        v->n_steps_seen ? &v->steps_seen[(v->n_steps_seen - 1) % SIM_STEPS_SEEN] : NULL;
+    bool flight = c->st == C_UPDATING && v->op_change_ms < c->op.can_ms &&
+                  (!last_step || last_step->ms < c->op.can_ms); /* (nothing changed it since) */
     op.kept_mem =
         (c->done_last || (flight && c->op.kept_mem)) && c->op.want.memory_mib == want.memory_mib &&
         v->config.memory_mib == want.memory_mib && (!on || v->live.memory_mib == want.memory_mib);

@@ -1352,11 +1352,16 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
+    /* (the step record stays the VM's current one only until a write of another phase, but
+     * for the deadline Failure a later life of that replica writes over it; review of 72b113a) */
     const struct hv_oprecord *nr = sim_record(v);
-    if (nr && (nr->phase == HV_PH_SHUTDOWN || nr->phase == HV_PH_POWER_OFF)) {
+    if (nr && (nr->phase == HV_PH_SHUTDOWN || nr->phase == HV_PH_POWER_OFF) && !nr->attempts) {
         v->step_rec_rep = rep_of(b)->idx;
         v->step_rec_gen = rep_of(b)->gen;
         v->step_rec_ms = s->now_ms;
+    } else if (!nr || nr->phase != HV_PH_FAILED || v->step_rec_rep != rep_of(b)->idx ||
+               v->step_rec_gen >= rep_of(b)->gen) {
+        v->step_rec_gen = 0;
     }
     v->wrote_cycle_seq[rep_of(b)->idx] = record_in_cycle(v) ? ++s->world_seq : 0;
     v->wrote_cycle_gen[rep_of(b)->idx] = rep_of(b)->gen;
@@ -1726,6 +1731,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     case 19: {
         sim_set_record(s, v, "");
         v->record_cleared_ms = s->now_ms;
+        v->step_rec_gen = 0; /* (no step record on the VM now) */
         /* a guest still booting from the engine's power-on: the record that told the engine
          * it started the VM (its power-on or done with starts, judge.c judge_boot) is gone, so
          * to the engine this boot is as foreign as the operator's power-on (seed 218326: a
