@@ -246,8 +246,16 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     gethostname(host, sizeof(host) - 1);
     if (cfg->drive && cfg->drive->owner)
         snprintf(e->owner, sizeof(e->owner), "%s", cfg->drive->owner);
-    else
-        snprintf(e->owner, sizeof(e->owner), "%s:%d", host, (int)getpid());
+    else {
+        /* host:pid.start: one life of this process. The start (realtime, ns) tells a restart
+         * in place from the life before it: in a container the process is PID 1 in every life
+         * and a restarted container keeps its pod's host name, so host:pid alone named both
+         * lives the same, and the new life took its previous life's records for its own */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        snprintf(e->owner, sizeof(e->owner), "%s:%d.%llx", host, (int)getpid(),
+                 (unsigned long long)t.tv_sec * 1000000000ULL + (unsigned long long)t.tv_nsec);
+    }
     e->books = (struct hv_books){.ctx = e,
                                  .cfg = &e->cfg,
                                  .owner = e->owner,

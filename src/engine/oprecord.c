@@ -255,7 +255,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
     return ok;
 }
 
-/* "host" of an owner "host:pid". */
+/* "host" of an owner "host:pid.start" (or "host:pid", written before 2026-12-06). */
 static size_t owner_host_len(const char *owner)
 {
     const char *c = strrchr(owner, ':');

@@ -68,7 +68,7 @@ struct hv_oprecord {
      * versions: a TrySoft power-off is taken to follow a shutdown that may still land). Kept
      * while the phase stays power-off; hv_rec_move clears it on any other phase */
     bool off_first;
-    char owner[96];    /* host:pid of the process that wrote it */
+    char owner[96];    /* host:pid.start of the process life that wrote it */
     char policy[96];   /* settings the outcome depends on (see reconcile.c) */
     char message[512]; /* Failure message (phase FAILED) */
     /* How the calls name the VM (server, uuid, name, disk, cluster, thumbprint as the
@@ -90,8 +90,8 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap);
 /* Parse; false (and *r zeroed) when text is empty or not a record of ours. */
 bool hv_oprecord_read(struct hv_oprecord *r, const char *text);
 bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b);
-/* owner (host:pid) is a previous life of the process mine: the same host, another pid (that
- * process is gone: its power-cycle slots went with it) */
+/* owner (host:pid.start) is a previous life of the process mine: the same host, another pid
+ * or start (that process is gone: its power-cycle slots went with it) */
 bool hv_owner_previous(const char *owner, const char *mine);
 
 #endif

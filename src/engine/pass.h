@@ -172,7 +172,7 @@ struct rc_call {
     const struct hv_hw *desired;
     const struct hv_settings *s;
     char policy[96];   /* rc_policy_of(s) */
-    const char *owner; /* this process, host:pid */
+    const char *owner; /* this process life, host:pid.start */
     int64_t now;
     int step_timeout_s;
     bool on; /* the VM runs (else it is off) */

@@ -2906,6 +2906,63 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     assert_string_equal(peer.record, peer0.record);
 }
 
+/* Restarted in place: a container's process is PID 1 in every life and keeps its pod's host
+ * name, so two lives of it share host and pid. The new life must still tell its previous
+ * life's cycle from its own, and finish it: a record stamped host:pid (as every life wrote
+ * before the owner carried its start), then one stamped by a life of this very process
+ * (same pid) that ended. Before, the first was this process's own to the new life, which
+ * left the VM off. */
+static void test_restart_in_place_finishes_the_previous_lifes_cycle(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-inplace", 2048, 2048, 1, 1);
+    define(f, "eng-inplace2", 2048, 2048, 1, 1);
+    power_off(f, "eng-inplace");
+    power_off(f, "eng-inplace2");
+    char host[64] = "unknown", same[96];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(same, sizeof(same), "%s:%d", host, (int)getpid()); /* the same pid */
+    put_cycle_record(f, "eng-inplace", 1024, 2048, HV_PH_POWER_OFF, same);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    hv_engine_free(f->e); /* the restart, no call */
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    struct hv_vm_obs o;
+    for (int k = 0; k < 150; k++) { /* at most 30 s */
+        o = observe(f, "eng-inplace");
+        if (o.power == HV_POWER_ON)
+            break;
+        sleep_ms(200);
+    }
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.config.memory_mib, 1024);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    /* this life's owner: the same host and pid, and its start */
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%s.", same);
+    assert_memory_equal(rec.owner, prefix, strlen(prefix));
+    assert_true(strlen(rec.owner) > strlen(prefix));
+    /* that life ends and the next one, in the same process, finds a cycle it left */
+    put_cycle_record(f, "eng-inplace2", 1024, 2048, HV_PH_POWER_OFF, rec.owner);
+    hv_engine_free(f->e);
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    for (int k = 0; k < 150; k++) {
+        o = observe(f, "eng-inplace2");
+        if (o.power == HV_POWER_ON)
+            break;
+        sleep_ms(200);
+    }
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.config.memory_mib, 1024);
+    struct hv_oprecord rec2;
+    assert_true(hv_oprecord_read(&rec2, o.record));
+    assert_string_not_equal(rec2.owner, rec.owner);
+}
+
 /* Seed 301935 of the simulation: this process's previous life sent a shutdown that may still
  * land (taken, its answer lost: its record shows it sent, 2 tries counted); the new life sends
  * it again and that last try is refused. The Failure comes upon the previous life's shutdown
@@ -3663,6 +3720,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timed_out_call_is_in_progress_until_the_deadline,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_restarted_process_finishes_a_cycle_left_in_flight,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_in_place_finishes_the_previous_lifes_cycle,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_own_cycle_for_other_hardware_is_followed, setup,
                                         teardown),
