@@ -2864,6 +2864,28 @@ static void power_off(struct fx *f, const char *name)
     virDomainFree(d);
 }
 
+/* The process restarts (a new engine, its default workers and scan, no call) and its scan
+ * finishes the cycle left on name within 30 s: the VM runs with memory mib; what it shows. */
+static struct hv_vm_obs restart_until_on(struct fx *f, const char *name, int64_t mib)
+{
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    f->e = hv_engine_new(&c, &f->be, 1);
+    assert_non_null(f->e);
+    struct hv_vm_obs o;
+    for (int k = 0; k < 150; k++) { /* at most 30 s */
+        o = observe(f, name);
+        if (o.power == HV_POWER_ON)
+            break;
+        sleep_ms(200);
+    }
+    assert_int_equal(o.power, HV_POWER_ON);
+    assert_int_equal(o.config.memory_mib, mib);
+    return o;
+}
+
 /* Issue 17 item 5: a process restarts while a VM is off in the middle of its power cycle, and
  * no call ever comes for it again (CAPI stopped calling). The restarted process finds the
  * cycle its previous life (same host, another pid) left by itself, and finishes it: the VM
@@ -2882,22 +2904,7 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     put_cycle_record(f, "eng-left", 1024, 2048, HV_PH_POWER_OFF, prev);
     put_cycle_record(f, "eng-peer", 1024, 2048, HV_PH_POWER_OFF, "replica-elsewhere:1");
     struct hv_vm_obs peer0 = observe(f, "eng-peer");
-    /* the restart: a new engine, and no call */
-    hv_engine_free(f->e);
-    struct hv_engine_cfg c;
-    hv_engine_cfg_default(&c);
-    c.workers = 1;
-    f->e = hv_engine_new(&c, &f->be, 1);
-    assert_non_null(f->e);
-    struct hv_vm_obs o;
-    for (int k = 0; k < 150; k++) { /* at most 30 s */
-        o = observe(f, "eng-left");
-        if (o.power == HV_POWER_ON)
-            break;
-        sleep_ms(200);
-    }
-    assert_int_equal(o.power, HV_POWER_ON);
-    assert_int_equal(o.config.memory_mib, 1024);
+    struct hv_vm_obs o = restart_until_on(f, "eng-left", 1024); /* the restart, no call */
     struct hv_oprecord rec;
     assert_true(hv_oprecord_read(&rec, o.record));
     assert_int_equal(rec.phase, HV_PH_POWER_ON);
@@ -2910,8 +2917,9 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
  * name, so two lives of it share host and pid. The new life must still tell its previous
  * life's cycle from its own, and finish it: a record stamped host:pid (as every life wrote
  * before the owner carried its start), then one stamped by a life of this very process
- * (same pid) that ended. Before, the first was this process's own to the new life, which
- * left the VM off. */
+ * (same pid) that ended. Before, both lives were host:pid: the new life took the first
+ * for its own (the scan finished it as such), and no rule for a previous life's record
+ * applied to it. */
 static void test_restart_in_place_finishes_the_previous_lifes_cycle(void **state)
 {
     struct fx *f = *state;
@@ -2923,21 +2931,7 @@ static void test_restart_in_place_finishes_the_previous_lifes_cycle(void **state
     gethostname(host, sizeof(host) - 1);
     snprintf(same, sizeof(same), "%s:%d", host, (int)getpid()); /* the same pid */
     put_cycle_record(f, "eng-inplace", 1024, 2048, HV_PH_POWER_OFF, same);
-    struct hv_engine_cfg c;
-    hv_engine_cfg_default(&c);
-    c.workers = 1;
-    hv_engine_free(f->e); /* the restart, no call */
-    f->e = hv_engine_new(&c, &f->be, 1);
-    assert_non_null(f->e);
-    struct hv_vm_obs o;
-    for (int k = 0; k < 150; k++) { /* at most 30 s */
-        o = observe(f, "eng-inplace");
-        if (o.power == HV_POWER_ON)
-            break;
-        sleep_ms(200);
-    }
-    assert_int_equal(o.power, HV_POWER_ON);
-    assert_int_equal(o.config.memory_mib, 1024);
+    struct hv_vm_obs o = restart_until_on(f, "eng-inplace", 1024);
     struct hv_oprecord rec;
     assert_true(hv_oprecord_read(&rec, o.record));
     /* this life's owner: the same host and pid, and its start */
@@ -2947,17 +2941,7 @@ static void test_restart_in_place_finishes_the_previous_lifes_cycle(void **state
     assert_true(strlen(rec.owner) > strlen(prefix));
     /* that life ends and the next one, in the same process, finds a cycle it left */
     put_cycle_record(f, "eng-inplace2", 1024, 2048, HV_PH_POWER_OFF, rec.owner);
-    hv_engine_free(f->e);
-    f->e = hv_engine_new(&c, &f->be, 1);
-    assert_non_null(f->e);
-    for (int k = 0; k < 150; k++) {
-        o = observe(f, "eng-inplace2");
-        if (o.power == HV_POWER_ON)
-            break;
-        sleep_ms(200);
-    }
-    assert_int_equal(o.power, HV_POWER_ON);
-    assert_int_equal(o.config.memory_mib, 1024);
+    o = restart_until_on(f, "eng-inplace2", 1024);
     struct hv_oprecord rec2;
     assert_true(hv_oprecord_read(&rec2, o.record));
     assert_string_not_equal(rec2.owner, rec.owner);
