@@ -308,6 +308,65 @@ static void test_required_refuses_what_the_done_checks(void **state)
     assert_true(refused > 0);
 }
 
+/* This hardware's own operation past its power-off (the record in reconfigure or power-on) is
+ * what UpdateMachine carries on, verifying the guest against the record's base, not a new one
+ * beginning on the look: under guestVerification Required, a field the record changed that
+ * the guest has no way to report (no agent) is refused, though the VM shows the desired
+ * vCPUs already. Held-out seed 5382197: B's cycle, begun under IfAvailable, sat in power-on
+ * (A -> B -> A); B covered again under Required on a fresh base (nothing to change), and the
+ * pass carried B on and failed it ("the guest did not report its vCPUs"). A guest that can
+ * report (an agent, booting) is waited for: not refused. */
+static void test_own_cycle_in_flight_is_judged_on_its_base(void **state)
+{
+    (void)state;
+    struct hv_settings s = {.guest_check = HV_GC_REQUIRED, .deadline_s = 600};
+    struct hv_hw want = {.memory_mib = 4096, .cpus = 8, .cores_per_socket = -1, .disk_mib = -1};
+    struct hv_oprecord old = {
+        .has_base = true,
+        .base = {.hv_memory_mib = 4096, .hv_cpus = 5, .guest_memory_mib = 3990, .guest_cpus = 5},
+        .desired = want,
+        .phase = HV_PH_POWER_ON,
+        .cold = true,
+        .started_at = NOW - 90,
+        .step_at = NOW - 80};
+    snprintf(old.plan[HV_F_MEMORY], sizeof(old.plan[0]), "none");
+    snprintf(old.plan[HV_F_CPUS], sizeof(old.plan[0]), "cold");
+    struct hv_begin_facts f = {
+        .on = true,
+        .hw = want,
+        .guest = {.mem_view = HV_GV_SEEN, .memory_mib = 3990, .cpu_view = HV_GV_NONE},
+        .guest_mem_current = true,
+        .no_cpu_report = true,
+        .can_shutdown = true,
+        .no_power_cycle = ""};
+    struct hv_begin_in in = {.facts = &f, .old = &old, .desired = &want, .s = &s, .now = NOW};
+    struct hv_begin_judgement j;
+    for (int ph = HV_PH_RECONFIGURE; ph <= HV_PH_POWER_ON; ph++) {
+        old.phase = (enum hv_phase)ph;
+        f.on = ph == HV_PH_POWER_ON;
+        hv_begin_judge(&in, &j);
+        assert_int_equal(j.plan[HV_F_CPUS].how, HV_HOW_IMPOSSIBLE);
+        assert_true(j.unshown);
+        assert_non_null(strstr(j.unshown_msg, "vCPUs"));
+        assert_int_not_equal(j.plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE); /* not changed */
+    }
+    /* with an agent (it reports once booted): waited for, not refused */
+    f.no_cpu_report = false;
+    f.guest.cpu_view = HV_GV_PENDING;
+    hv_begin_judge(&in, &j);
+    assert_false(j.unshown);
+    /* another hardware's cycle: the judged operation is a new one, on the look */
+    f.no_cpu_report = true;
+    old.desired.cpus = 6;
+    hv_begin_judge(&in, &j);
+    assert_false(j.unshown);
+    /* IfAvailable: nothing refused */
+    old.desired = want;
+    s.guest_check = HV_GC_IF_AVAILABLE;
+    hv_begin_judge(&in, &j);
+    assert_false(j.unshown);
+}
+
 /* An operation begun over an older one planned for a power cycle (no step taken) keeps its
  * base, and where that base has no guest view of a field, the look's view serves when the
  * hypervisor still shows the field as the base had it, even if the older plan reads live for
@@ -394,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_planned_base_takes_the_look_s_guest_view),
         cmocka_unit_test(test_failed_live_base_takes_the_look_s_guest_view),
         cmocka_unit_test(test_guest_restarted_after_a_failure_boots),
+        cmocka_unit_test(test_own_cycle_in_flight_is_judged_on_its_base),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
