@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RETRY_LIVE        2
 #define RETRY_LIVE_SOON   1  /* within LIVE_SOON_S of a live step: the change shows soon */
@@ -197,6 +198,14 @@ enum rc_owner {
     OWN_PREVIOUS, /* a previous life of it (same host, another pid: its slots went with it) */
     OWN_OTHER,    /* another process (another replica) */
 };
+/* Who wrote the record whose owner is owner, as this process (mine) tells it: the one test
+ * of "this process's previous life" the passes and their classification share. */
+static inline enum rc_owner rc_owner_of(const char *owner, const char *mine)
+{
+    return !strcmp(owner, mine)             ? OWN_SELF
+           : hv_owner_previous(owner, mine) ? OWN_PREVIOUS
+                                            : OWN_OTHER;
+}
 /* Whether the running VM may still go down from a shutdown or power-off already sent (until
  * rc_may_land_until of hazard_sent). */
 enum rc_hazard {

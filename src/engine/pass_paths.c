@@ -489,7 +489,7 @@ void rc_live_path(struct pass *p)
  * have been, and, the VM paused, it has not landed yet (held-out seeds 5217236, 5304196,
  * 5305957, 5367643: the new life failed the cycle at its deadline upon nothing, and the
  * resumed guest's shutdown landed beside another cycle of its host). */
-static int64_t paused_step_sent_at(struct pass *p, bool had, bool *previous)
+static int64_t paused_step_sent_at(struct pass *p, bool had, enum rc_owner who, bool *previous)
 {
     *previous = false;
     if (!had || (p->rec.phase != HV_PH_SHUTDOWN && p->rec.phase != HV_PH_POWER_OFF))
@@ -500,7 +500,7 @@ static int64_t paused_step_sent_at(struct pass *p, bool had, bool *previous)
         return 0;
     if (p->b->seen(p->b->ctx, p->key, p->rec.started_at))
         return p->rec.step_at;
-    *previous = hv_owner_previous(p->rec.owner, p->b->owner);
+    *previous = who == OWN_PREVIOUS;
     return *previous ? p->rec.step_at : 0;
 }
 
@@ -519,9 +519,10 @@ void rc_neither_on_nor_off(struct pass *p)
         had && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN && p->rec.phase <= HV_PH_POWER_ON;
     p->seen = true;
     p->ours = mine;
-    bool own = had && !strcmp(p->rec.owner, p->b->owner);
+    enum rc_owner who = had ? rc_owner_of(p->rec.owner, p->b->owner) : OWN_OTHER;
+    bool own = who == OWN_SELF;
     bool previous;
-    int64_t sent = paused_step_sent_at(p, had, &previous);
+    int64_t sent = paused_step_sent_at(p, had, who, &previous);
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
         /* (this process's Failure upon a step sent before the pause, within the time that
          * step may still land, or paused since this process saw it so: the step has its time

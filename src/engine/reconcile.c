@@ -85,9 +85,7 @@ void rc_classify(const struct hv_oprecord *r, bool had, const struct rc_call *c,
         k->rel = REL_THIS_DONE;
     else
         k->rel = REL_THIS;
-    k->owner = !strcmp(r->owner, c->owner)             ? OWN_SELF
-               : hv_owner_previous(r->owner, c->owner) ? OWN_PREVIOUS
-                                                       : OWN_OTHER;
+    k->owner = rc_owner_of(r->owner, c->owner);
     /* the VM may still go down from a shutdown or power-off already sent, until when: sent
      * within the time such a step can take (else the VM stayed on), by an operation in its
      * cycle, or one whose Failure came upon it (downAt) */
@@ -583,7 +581,8 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
     /* (a cycle of this process for other hardware that a pause stalled: rc_neither_on_nor_off;
      * or one of its previous life, whose shutdown sent before the pause may land once the VM
      * runs again: seed 908970, the host then stalled, no call came, and the passes stopped) */
-    bool stalled_own = p->stalled && (p->vm_cycle || hv_owner_previous(p->rec.owner, b->owner));
+    bool stalled_own =
+        p->stalled && (p->vm_cycle || rc_owner_of(p->rec.owner, b->owner) == OWN_PREVIOUS);
     bool previous = p->record_down || p->previous_off;
     bool cycling = f.cycling || p->going_down || previous || stalled_own; /* looks again */
     /* (a step of this process's previous life that may still land is this process's cycle to
