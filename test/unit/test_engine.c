@@ -2835,6 +2835,14 @@ static void test_timed_out_call_is_in_progress_until_the_deadline(void **state)
 
 /* A record a process left on an off domain in the middle of a power cycle, as written by
  * owner (policy: the defaults, deadline 1800 s), for desired memory `mib`. */
+/* The owner this process's previous life wrote (same host, another pid). */
+static void previous_owner(char *buf, size_t cap)
+{
+    char host[64] = "unknown";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(buf, cap, "%s:%d", host, (int)getpid() + 1);
+}
+
 static void put_cycle_record(struct fx *f, const char *name, int64_t mib, int64_t prev_mib,
                              enum hv_phase phase, const char *owner)
 {
@@ -2898,9 +2906,8 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     define(f, "eng-peer", 2048, 2048, 1, 1);
     power_off(f, "eng-left");
     power_off(f, "eng-peer");
-    char host[64] = "unknown", prev[96];
-    gethostname(host, sizeof(host) - 1);
-    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
     put_cycle_record(f, "eng-left", 1024, 2048, HV_PH_POWER_OFF, prev);
     put_cycle_record(f, "eng-peer", 1024, 2048, HV_PH_POWER_OFF, "replica-elsewhere:1");
     struct hv_vm_obs peer0 = observe(f, "eng-peer");
@@ -2911,6 +2918,87 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     struct hv_vm_obs peer = observe(f, "eng-peer");
     assert_int_equal(peer.power, HV_POWER_OFF);
     assert_string_equal(peer.record, peer0.record);
+}
+
+/* A Failure of the cold cycle 1024 MiB (from 2048) on name, written by owner, failed 300 s
+ * ago (past the step timeout), upon its shutdown (downAt) when upon. */
+static void put_failed_upon_record(struct fx *f, const char *name, const char *owner, bool upon)
+{
+    struct hv_oprecord rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.desired = (struct hv_hw){1024, -1, -1, -1};
+    rec.prev = (struct hv_hw){2048, -1, -1, -1};
+    rec.phase = HV_PH_FAILED;
+    rec.cold = true;
+    snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
+    rec.started_at = (int64_t)time(NULL) - 900;
+    rec.step_at = rec.started_at + 600;
+    rec.down_at = upon ? rec.started_at + 10 : 0;
+    snprintf(rec.message, sizeof(rec.message), "the change did not complete");
+    snprintf(rec.owner, sizeof(rec.owner), "%s", owner);
+    snprintf(rec.policy, sizeof(rec.policy), "IfNeeded/TrySoft/120/300/1800/IfAvailable");
+    rec.ref = ref_of(name);
+    char buf[HV_RECORD_MAX];
+    assert_true(hv_oprecord_write(&rec, buf, sizeof(buf)));
+    struct hv_vm_ref ref = ref_of(name);
+    struct hv_err err = {0};
+    assert_int_equal(f->be->ops->write_record(f->be, &ref, NULL, buf, &err), HV_OK);
+}
+
+/* The previous life failed a cycle upon its shutdown (downAt: the VM was paused with the
+ * shutdown sent, past the deadline) and parked it for the resume's report; the process
+ * restarted, and the shutdown landed with no life looking (resumed before or after the
+ * restart). No call comes. The new life's scan takes that Failure up and its pass starts the
+ * VM again, as the parked entry's woken pass would have (held-out seeds 5430428, 1754841 of
+ * the simulation). Before, the scan kept only cycles in flight and the VM stayed off. A
+ * Failure with no downAt (its step known not to land) is left as it is. */
+static void test_restarted_process_starts_a_vm_its_previous_lifes_failure_left_off(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-upon", 2048, 2048, 1, 1);
+    define(f, "eng-noupon", 2048, 2048, 1, 1);
+    power_off(f, "eng-upon");
+    power_off(f, "eng-noupon");
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
+    put_failed_upon_record(f, "eng-upon", prev, true);
+    put_failed_upon_record(f, "eng-noupon", prev, false);
+    struct hv_vm_obs o = restart_until_on(f, "eng-upon", 2048); /* as it is: not reconfigured */
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.phase, HV_PH_FAILED); /* still the Failure, its shutdown landed */
+    assert_int_equal(rec.down_at, 0);
+    assert_int_equal(observe(f, "eng-noupon").power, HV_POWER_OFF);
+}
+
+/* The same Failure found with the VM still paused: the new life's pass parks the entry for the
+ * resume's report, as the life that failed it did. The VM resumes and its shutdown lands: the
+ * report wakes a pass, which starts the VM again at once, not at the next scan 300 s later
+ * (held-out seed 5378229 of the simulation, mutation previous_lifes_paused_failure_not_parked:
+ * before, only this life's own Failure was parked). */
+static void test_restarted_process_parks_its_previous_lifes_paused_failure(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-prevpark", 2048, 2048, 1, 1);
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-prevpark");
+    assert_int_equal(virDomainSuspend(d), 0);
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
+    put_failed_upon_record(f, "eng-prevpark", prev, true);
+    use_driven_watched(f, 300); /* the new life: its first scan, then one every 300 s */
+    drv_wait(f->e, 1000);
+    assert_int_equal(observe(f, "eng-prevpark").power, HV_POWER_PAUSED);
+    assert_int_equal(virDomainResume(d), 0);
+    assert_int_equal(virDomainDestroy(d), 0); /* its shutdown lands */
+    virDomainFree(d);
+    park_fn(park_ctx, park_be, "", "", "eng-prevpark");
+    drv_wait(f->e, 5000);
+    struct hv_vm_obs o = observe(f, "eng-prevpark");
+    assert_int_equal(o.power, HV_POWER_ON);
+    struct hv_oprecord rec;
+    assert_true(hv_oprecord_read(&rec, o.record));
+    assert_int_equal(rec.down_at, 0); /* the landing seen */
+    unwrap(f);
 }
 
 /* Restarted in place: a container's process is PID 1 in every life and keeps its pod's host
@@ -2957,9 +3045,8 @@ static void test_refused_retry_keeps_a_previous_lifes_shutdown(void **state)
     struct fx *f = *state;
     define(f, "eng-prevdown", 2048, 2048, 1, 1);
     use_wrapper(f, HV_STEP_SHUTDOWN, false); /* every shutdown refused: busy */
-    char host[64] = "unknown", prev[96];
-    gethostname(host, sizeof(host) - 1);
-    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
     struct hv_oprecord rec;
     memset(&rec, 0, sizeof(rec));
     rec.desired = (struct hv_hw){1024, -1, -1, -1};
@@ -3645,9 +3732,8 @@ static void test_forged_records_are_revalidated_before_any_step(void **state)
     power_off(f, "eng-fg-d");
     int id_b = dom_id(f, "eng-fg-b");
     use_wrapper(f, 0, false);
-    char host[64] = "unknown", prev[96];
-    gethostname(host, sizeof(host) - 1);
-    snprintf(prev, sizeof(prev), "%s:%d", host, (int)getpid() + 1); /* its previous life */
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
     put_forged(f, "eng-fg-a", ref_of("eng-fg-b"), 1024, prev);
     put_forged(f, "eng-fg-c", ref_of("eng-fg-c"), 0, prev);
     struct hv_vm_ref d = ref_of("eng-fg-d");
@@ -3707,6 +3793,11 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_in_place_finishes_the_previous_lifes_cycle,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restarted_process_starts_a_vm_its_previous_lifes_failure_left_off, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restarted_process_parks_its_previous_lifes_paused_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_own_cycle_for_other_hardware_is_followed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
