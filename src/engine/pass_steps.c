@@ -287,6 +287,18 @@ void rc_rollback_note_follows_vm(struct pass *p)
         rc_store(p); /* best effort: the next pass tries again */
 }
 
+/* A start not taken is not counted: the record stored with the step counts it, until a later
+ * write of this process stores the count taken back (step_failed's may fail, or not come: an
+ * outage waits). Until then a pass that reads the record takes it back (starts_untaken): a VM
+ * whose starts never reached it did not "not stay on" (seeds 39323, 219558). One that did not
+ * answer in time may have been started: counted. */
+static void start_not_taken(struct pass *p, const struct hv_err *err)
+{
+    p->rec.starts--;
+    if (hv_err_classify(err->code) != HV_EC_NO_ANSWER)
+        p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 1);
+}
+
 /* A step was refused: counted (attempts), retried on the next pass, or after
  * max_step_attempts a sticky Failure (a start with the new configuration rolled back first; a
  * VM off started as it is). */
@@ -294,16 +306,8 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
 {
     memset(&p->after, 0, sizeof(p->after));
     rc_log_err(p, step_name(kind), err);
-    /* A start not taken is not counted: the record stored with the step counts it, until a
-     * later write of this process stores the count taken back (the one below may fail, or
-     * not come: an outage waits). Until then a pass that reads the record takes it back
-     * (starts_untaken): a VM whose starts never reached it did not "not stay on" (seeds
-     * 39323, 219558). One that did not answer in time may have been started: counted. */
-    if (kind == HV_STEP_POWER_ON) {
-        p->rec.starts--;
-        if (hv_err_classify(err->code) != HV_EC_NO_ANSWER)
-            p->b->starts_untaken(p->b->ctx, p->key, p->rec.started_at, 1);
-    }
+    if (kind == HV_STEP_POWER_ON)
+        start_not_taken(p, err);
     /* The hypervisor (or what stands before it: KubeVirt's admission webhook, an API server
      * answering 5xx) could not be reached: not a refusal of the step. In progress within the
      * outage bound (rc_wait_for_hypervisor, as for a look), and not counted against the
@@ -321,6 +325,15 @@ static void step_failed(struct pass *p, enum hv_step_kind kind, bool live, const
     if (down_step && p->other_down_at)
         p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->other_down_at);
     if (rc_wait_for_hypervisor(p, HV_EK_STEP, err)) {
+        /* This try did not reach the hypervisor, but the previous life's send of the step
+         * this pass found (record_down) may have: the record this try rewrote no longer shows
+         * it and the sight is forgotten below, so it is remembered as a try that may have been
+         * taken, as after a refused try (previous_step_outlives_refused_try; held-out seed
+         * 3178431: the next pass, for the rollout's next state, took it for a step never
+         * sent, went on live and gave the slot back, and another VM's cycle began as it
+         * landed) */
+        if (down_step && p->record_down_at)
+            p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, p->record_down_at);
         if (!live)
             rc_forget_sight(p);
         return;
