@@ -101,6 +101,19 @@ static const char *resume_refusal(struct hv_backend *be, const struct hv_vm_foun
     return NULL;
 }
 
+/* Whether this scan is the first of this life to list host: no scan has yet, or the last
+ * ones could not list it (a gate). A Failure of the previous life upon a step is taken up then
+ * only: taken up at every scan, its window would start again with each and hold a slot for
+ * ever on a VM whose step never lands (a guest that ignores ACPI), and a VM its operator
+ * powered off since would be started at every restart. (review of 8ad4812) */
+static bool listed_first(const struct hv_engine *e, const char *host)
+{
+    bool first = !e->scanned;
+    for (size_t k = 0; k < e->n_gates && !first; k++)
+        first = !strcmp(e->gates[k], host);
+    return first;
+}
+
 /* hv_vm_found_fn: keep the VMs whose record shows a power cycle no live process carries. */
 static void scan_found(void *ctx, const struct hv_vm_found *vm)
 {
@@ -150,9 +163,9 @@ static void scan_found(void *ctx, const struct hv_vm_found *vm)
      * unseen (the VM off: its pass starts it, reconcile.c restart_failed_off); paused, its
      * pass parks it for the resume's report. Held-out seeds 1754841, 5305661, 2615752,
      * 5272038, 5378229, 5430428: a new cycle of the host began as it landed, or the VM stayed
-     * off.) */
+     * off. Only at this life's first listing of its host: listed_first.) */
     bool upon = keep && r->phase == HV_PH_FAILED && hv_rec_failed_upon_at(r) &&
-                hv_owner_previous(r->owner, e->owner);
+                hv_owner_previous(r->owner, e->owner) && listed_first(e, vm->host);
     keep = keep && ((r->phase >= HV_PH_SHUTDOWN && r->phase <= HV_PH_POWER_ON) || left_off || upon);
     if (keep) {
         f.own = !strcmp(r->owner, e->owner);
@@ -292,10 +305,10 @@ static void resume_found(struct hv_engine *e, const struct found *f)
      * a new cycle of its host began as its shutdown landed). */
     if (!f->paused)
         eng_slot_take(e, x, f->host, f->off || f->going_down);
-    if (f->upon_op) /* as if a pass had seen it paused: its first pass times the step anew */
-        *memo_for(&x->paused_open, f->upon_op) = 1;
     else /* (the host a blind pass takes one on again: workers.c; seed 908970) */
         snprintf(x->slot_host, sizeof(x->slot_host), "%s", f->host);
+    if (f->upon_op) /* as if a pass had seen it paused: its first pass times the step anew */
+        *memo_for(&x->paused_open, f->upon_op) = 1;
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
     if (!x->queued && !x->running) {
         x->called = false; /* the engine's own pass: it carries this cycle on, begins none */

@@ -2920,7 +2920,7 @@ static void test_restarted_process_finishes_a_cycle_left_in_flight(void **state)
     assert_string_equal(peer.record, peer0.record);
 }
 
-/* A Failure of the cold cycle 1024 MiB (from 2048) on name, written by owner, failed 300 s
+/* A Failure of the cold cycle 1024 MiB (from 2048) on name, written by owner, failed 600 s
  * ago (past the step timeout), upon its shutdown (downAt) when upon. */
 static void put_failed_upon_record(struct fx *f, const char *name, const char *owner, bool upon)
 {
@@ -2932,7 +2932,7 @@ static void put_failed_upon_record(struct fx *f, const char *name, const char *o
     rec.cold = true;
     snprintf(rec.plan[HV_F_MEMORY], sizeof(rec.plan[HV_F_MEMORY]), "cold");
     rec.started_at = (int64_t)time(NULL) - 900;
-    rec.step_at = rec.started_at + 600;
+    rec.step_at = rec.started_at + 300; /* (600 s ago: far from the step timeout's bound) */
     rec.down_at = upon ? rec.started_at + 10 : 0;
     snprintf(rec.message, sizeof(rec.message), "the change did not complete");
     snprintf(rec.owner, sizeof(rec.owner), "%s", owner);
