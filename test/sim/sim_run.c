@@ -1526,11 +1526,11 @@ static void check_end(struct sim *s)
              * 5378229, the VM still paused at the end) */
             bool took =
                 open && since >= w->cycle_ms &&
-                ((w->cycle_owner == r && w->cycle_gen <= gen) ||
+                (w->cycle_owner == r || /* (any life of r: its gen is never past this one) */
                  (w->resent_rep == r && w->resent_gen == gen && since >= w->resent_ms) || carried);
             /* (a try of this life's, or of a previous life of this replica, whose Failure the
              * restarted process's scan takes up and parks, scan.c; held-out seed 3234321) */
-            bool unanswered = w->unans_ms && w->unans_rep == r && w->unans_gen <= gen &&
+            bool unanswered = w->unans_ms && w->unans_rep == r && /* (any life of r) */
                               since >= w->unans_ms && w->went_off_ms < w->unans_ms;
             /* (or stored by a previous life of this replica, no power-on since and the VM
              * paused since: the new life cannot tell whether that life sent it and counts it
