@@ -708,7 +708,7 @@ static size_t failure_cause_len(const char *m)
  * write fails (held-out seed 3323154: the note "... was restored and it was started" answered,
  * the record still "... but starting it failed too, so the VM is off"). Only this dating
  * reads it: invariant 5's note checks still compare whole messages, so a rewritten note whose
- * write failed is not checked against the VM (the review of c275662; widened to the same
+ * write failed is not checked against the VM (stop 55's review; widened to the same
  * cause, seed 740 breaks: an answered note "so the VM is off" older than the engine's start
  * of the VM; test/sim/open/README.md). */
 static bool same_failure(const char *stored, const char *answered)
@@ -836,7 +836,7 @@ static void call_update(struct sim *s, int m)
          * statistics were stale is answered after they came back (the world's spell: when
          * fresh statistics stopped and when they were fresh again, not the statistics at the
          * answer; held-out seeds 5286090, 5466190; a spell shorter than a report's allowed age
-         * excuses nothing: the review of c275662) */
+         * excuses nothing: stop 55's review) */
         if (!unseen_stale && v->stats == 0 && v->fresh_until_ms && v->fresh_until_ms <= can_ms &&
             can_ms - v->fresh_until_ms <= STATS_STOP_UNSEEN_MS &&
             v->stats_changed_ms - v->fresh_until_ms >= STATS_STOP_UNSEEN_MS &&

@@ -759,7 +759,7 @@ static void cycle_carrier(struct sim_vm *w, int *rep, int *gen)
  * CAPI's operation: the carrier's last look found the VM not running, past deadlineSeconds
  * from the CanUpdateMachine that covered it (its record begins no earlier). A timed look that
  * is merely overdue is not excused past CYCLE_LOOK_MS (slots.c paused_due counts that cycle;
- * the review of c275662: a mutant leaving it out of the caps went uncaught). */
+ * stop 55's review: a mutant leaving it out of the caps went uncaught). */
 static bool resume_unseen(const struct sim *s, const struct sim_vm *w)
 {
     int o = w->cycle_owner;
