@@ -123,6 +123,8 @@ void rc_progress(struct pass *p, int retry, const char *fmt, ...)
 void rc_settle(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ... waiting for the VM to go off after a shutdown or power-off was sent */
 void rc_going_off(struct pass *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ... another task holds the VM (a lost race, a busy VM): the next pass tries again soon */
+void rc_progress_busy(struct pass *p);
 /* A call of kind k to the hypervisor failed: true (answered in progress) when errclass.h's
  * table says to wait (HV_TAKE_WAIT) and the outage bound, the operation's deadline, has not
  * passed; false: the caller takes it as the table's other cells say. */

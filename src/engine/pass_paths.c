@@ -221,7 +221,7 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
      * shutdown never sent). A try with no answer may be under way: its window runs. */
     if ((first || p->rec.attempts) && p->obs.busy &&
         !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0)) {
-        rc_progress(p, RETRY_UNREACHABLE, HV_MSG("another task is changing the VM; trying again"));
+        rc_progress_busy(p);
         return;
     }
     if (elapsed < p->s->shutdown_timeout_s) {

@@ -166,6 +166,12 @@ void rc_going_off(struct pass *p, const char *fmt, ...)
     va_end(ap);
 }
 
+/* In progress, another task holding the VM (a lost race, a busy VM): one message for both. */
+void rc_progress_busy(struct pass *p)
+{
+    rc_progress(p, RETRY_UNREACHABLE, HV_MSG("another task is changing the VM; trying again"));
+}
+
 /* A call of kind k to the hypervisor failed. When errclass.h's table says to wait (it cannot
  * be reached: a daemon or vCenter restarting, a network cut, a connection being reopened; or,
  * but for a step, which may have been taken, it did not answer in time: a host or vCenter
@@ -185,7 +191,7 @@ bool rc_wait_for_hypervisor(struct pass *p, enum hv_err_call k, const struct hv_
     if (p->now - since >= p->s->deadline_s)
         return false;
     if (race) /* nothing was stored and no step taken; the next pass reads the VM again */
-        rc_progress(p, RETRY_UNREACHABLE, HV_MSG("another task is changing the VM; trying again"));
+        rc_progress_busy(p);
     else if (c == HV_EC_NO_ANSWER)
         rc_progress(p, RETRY_UNREACHABLE,
                     HV_MSG("the hypervisor did not answer in time; trying again"));

@@ -823,13 +823,14 @@ static void call_update(struct sim *s, int m)
          * (its cache), which showed them: the world's order of that look and the stop, within
          * the same few seconds (held-out seed 2666767: absent 0.3 s before the cover, which r1
          * answered from its look of 1.1 s before; r0's begin refused) */
+        bool required_mem =
+            strstr(res.message, "guestVerification is Required") && strstr(res.message, "memory");
         bool unseen_stale =
-            v->stats != 0 &&
+            required_mem && v->stats != 0 &&
             ((v->stats == 1 && can_ms - v->stats_changed_ms <= STATS_STOP_UNSEEN_MS) ||
              (c->op.can_probe_seq && v->stats_stopped_seq > c->op.can_probe_seq &&
               v->stats_changed_ms <= can_ms &&
-              can_ms - v->stats_changed_ms <= STATS_STOP_UNSEEN_MS)) &&
-            strstr(res.message, "guestVerification is Required") && strstr(res.message, "memory");
+              can_ms - v->stats_changed_ms <= STATS_STOP_UNSEEN_MS));
         /* ... and a stale spell that began at most those few seconds before the cover, lasted
          * long enough for a look to see it (those few seconds) and past this replica's
          * previous call, over now: the one-look Failure its pass concluded while the
@@ -837,12 +838,12 @@ static void call_update(struct sim *s, int m)
          * fresh statistics stopped and when they were fresh again, not the statistics at the
          * answer; held-out seeds 5286090, 5466190; a spell shorter than a report's allowed age
          * excuses nothing: stop 55's review) */
-        if (!unseen_stale && v->stats == 0 && v->fresh_until_ms && v->fresh_until_ms <= can_ms &&
-            can_ms - v->fresh_until_ms <= STATS_STOP_UNSEEN_MS &&
-            v->stats_changed_ms - v->fresh_until_ms >= STATS_STOP_UNSEEN_MS &&
-            v->stats_changed_ms > prev_rep &&
-            strstr(res.message, "guestVerification is Required") && strstr(res.message, "memory"))
-            unseen_stale = true;
+        unseen_stale =
+            unseen_stale ||
+            (required_mem && v->stats == 0 && v->fresh_until_ms && v->fresh_until_ms <= can_ms &&
+             can_ms - v->fresh_until_ms <= STATS_STOP_UNSEEN_MS &&
+             v->stats_changed_ms - v->fresh_until_ms >= STATS_STOP_UNSEEN_MS &&
+             v->stats_changed_ms > prev_rep);
         /* (the same Failure answered again to CAPI retrying it: judged once, when first
          * answered) */
         bool again = !strcmp(c->op.fail_msg[r], res.message);

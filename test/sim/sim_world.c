@@ -767,8 +767,9 @@ static bool resume_unseen(const struct sim *s, const struct sim_vm *w)
         return false;
     if (s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS)
         return true;
+    /* (no covered operation of CAPI's for the VM, no deadline to be past) */
     const struct sim_op *op = &s->callers[w - s->vms].op;
-    return w->reported_ms < w->resumed_ms && w->look_on_ms[o] < w->look_ms[o] &&
+    return op->can_ms > 0 && w->reported_ms < w->resumed_ms && w->look_on_ms[o] < w->look_ms[o] &&
            w->look_ms[o] - op->can_ms > (int64_t)op->s.deadline_s * 1000;
 }
 
