@@ -130,6 +130,30 @@ static bool late_call_waits(struct hv_engine *e, struct entry *x, const struct h
     return gate == ENG_GATE_DONE || (gate == ENG_GATE_KNOWN && g.failure);
 }
 
+/* What CAPI's call for desired under s told, and what it was answered (out, at now): the
+ * entry's record of its last call. Caller holds the lock. */
+static void note_call(struct hv_engine *e, struct entry *x, const struct hv_vm_ref *ref,
+                      const struct hv_hw *desired, const struct hv_settings *s,
+                      const struct hv_update_result *out, int64_t now)
+{
+    x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
+    x->told_failure = out->failure;
+    x->call_ms = now;
+    x->call_unix_s = eng_unix_s(e);
+    /* A probe cached for other hardware was taken before this call told of CAPI's move to
+     * this one: CAPI may go back to that hardware, and by then another replica may have begun
+     * this one (a step this process has not seen yet); CanUpdateMachine looks again and plans
+     * from every state this operation may leave (held-out seed 5483754: A covered at r0 from
+     * its probe of 12.0 s, B stepped at r1, UpdateMachine for B at r0 at 15.2 s, back to A at
+     * r0 at 15.9 s answered covered from the probe of 12.0 s, and r1 refused A's vCPU shrink
+     * under Never) */
+    eng_probe_expire_other(e, x, desired);
+    x->desired = *desired;
+    x->have_desired = true;
+    x->s = *s;
+    x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
+}
+
 void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_ref *ref,
                       const struct hv_hw *desired, const struct hv_settings *s,
                       struct hv_update_result *out)
@@ -202,14 +226,7 @@ void hv_engine_update(void *ctx, const struct hv_profile *p, const struct hv_vm_
         if (!x->confirm_seq)
             x->confirm_seq = x->call_seq;
     }
-    x->expect_ms = out->failure ? 0 : (int64_t)out->retry_after_s * 1000;
-    x->told_failure = out->failure;
-    x->call_ms = now;
-    x->call_unix_s = eng_unix_s(e);
-    x->desired = *desired;
-    x->have_desired = true;
-    x->s = *s;
-    x->ref = *ref; /* same VM (the key), but the profile's disk selector may have changed */
+    note_call(e, x, ref, desired, s, out, now);
     if (!answered_done)
         x->called = true;
     /* After a "done" no pass is queued: its answer could not be used, as the next call

@@ -241,4 +241,8 @@ bool eng_concludes(const struct entry *x);
  * lock) */
 void eng_probe_expire(struct hv_engine *e, struct entry *x);
 
+/* probe.c: UpdateMachine asked for hw: a cached probe for other hardware is expired (CAPI
+ * moved on since it was taken; caller holds the lock) */
+void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw);
+
 #endif

@@ -365,3 +365,9 @@ void eng_probe_expire(struct hv_engine *e, struct entry *x)
     if (x->probe)
         x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
 }
+
+void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw)
+{
+    if (x->probe && !hv_hw_equal(&x->probe->for_hw, hw))
+        eng_probe_expire(e, x);
+}

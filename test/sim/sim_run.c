@@ -683,7 +683,8 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     if ((!strncmp(msg, "cannot change ", 14) || strstr(msg, " and powerCycle is Never")) &&
         older_call_landed(s, m, can_ms))
         return CAUSE_OLDER_CALL;
-    if (!strncmp(msg, "cannot change ", 14) && covered_over_an_unreported_step(s, m))
+    if ((!strncmp(msg, "cannot change ", 14) || strstr(msg, " and powerCycle is Never")) &&
+        covered_over_an_unreported_step(s, m))
         return CAUSE_UNREPORTED;
     return -1;
 }
