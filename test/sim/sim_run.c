@@ -707,11 +707,12 @@ static size_t failure_cause_len(const char *m)
  * rollback each carries. A pass that starts the VM a rollback left off rewrites the note to
  * what it did (pass_steps.c rc_rollback_note_follows_vm) and answers it, also when its record
  * write fails (held-out seed 3323154: the note "... was restored and it was started" answered,
- * the record still "... but starting it failed too, so the VM is off"). Only this dating
- * reads it: invariant 5's note checks still compare whole messages, so a rewritten note whose
- * write failed is not checked against the VM (stop 55's review; widened to the same
- * cause, seed 740 breaks: an answered note "so the VM is off" older than the engine's start
- * of the VM; test/sim/open/README.md). */
+ * the record still "... but starting it failed too, so the VM is off"). The dating of a
+ * sticky Failure reads it, and so do invariant 5's note checks: an answered note is checked
+ * against the VM whichever note the record holds (before, only one equal to the record's
+ * whole message was, so a rewritten note whose write failed went unchecked: stop 55's
+ * review), with the excuse of an answer from a look older than another replica's start
+ * (held-out seed 740). */
 static bool same_failure(const char *stored, const char *answered)
 {
     size_t n = failure_cause_len(stored);
@@ -876,7 +877,7 @@ static void call_update(struct sim *s, int m)
         /* Invariant 5: a Failure that says the VM's previous configuration was restored (a
          * rollback) is true of the VM (only the engine and the operator change it) */
         s->r.checks++;
-        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) &&
+        if (fr && fr->phase == HV_PH_FAILED && same_failure(fr->message, res.message) &&
             strstr(res.message, "was restored") && !v->operator_config &&
             hv_hw_equal(&fr->desired, &c->op.want) &&
             ((fr->prev.memory_mib > 0 && v->config.memory_mib != fr->prev.memory_mib) ||
@@ -893,8 +894,8 @@ static void call_update(struct sim *s, int m)
          * new configuration" for a VM that has it. (A later pass that rolls back again
          * rewrites the message in the same pass: it follows what was done.) */
         s->r.checks++;
-        if (fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message) && fr->rollback &&
-            hv_hw_equal(&fr->desired, &c->op.want) && v->exists) {
+        if (fr && fr->phase == HV_PH_FAILED && same_failure(fr->message, res.message) &&
+            fr->rollback && hv_hw_equal(&fr->desired, &c->op.want) && v->exists) {
             int64_t step_ms = (fr->step_at - s->unix0) * 1000;
             bool started = v->power_on_ms >= step_ms && v->power_on_ms > v->op_on_ms;
             bool says_started = strstr(res.message, "and it was started") ||
@@ -918,6 +919,14 @@ static void call_update(struct sim *s, int m)
              * hold both, held-out seeds 2536643, 5284721) */
             lost_on |= v->call_fail_ms[SIM_CALL_WRITE] >= v->power_on_ms &&
                        v->look_seq[r] < v->power_on_seq;
+            /* (... or a start by another replica's pass after the answering replica's last
+             * look: the answer is that replica's own pass's conclusion from before the start
+             * (answer.c answers a sticky Failure from its last pass), the record's note since
+             * rewritten by the starter; held-out seed 740: r0's rollback start failed at
+             * 157.2 s, r1's pass started the VM in the same ms and stored "was started", r0
+             * answered "so the VM is off" at 158.9 s) */
+            lost_on |= v->power_on_rep != r && v->look_seq[r] < v->power_on_seq &&
+                       strcmp(fr->message, res.message) != 0;
             /* (... and a restore the hypervisor took since the Failure's step whose record
              * write after it failed: the record on the VM keeps the note of the try before,
              * which every pass answers until one that sees the VM running stores the new one,
@@ -928,6 +937,15 @@ static void call_update(struct sim *s, int m)
             lost_restore |= v->reconf_ms >= step_ms &&
                             v->call_fail_ms[SIM_CALL_WRITE] >= v->reconf_ms &&
                             v->look_on_ms[r] < v->reconf_ms;
+            /* (... or a restore by another replica's pass after the answering replica's last
+             * look, the answer differing from the record: that replica's own pass's
+             * conclusion from before the restore, as for a start above; held-out seeds
+             * 5469499, 5461860, 5441040 (x1000): r1's restore call failed and it stored "...
+             * so the VM is off with the new configuration" at 204.0 s, r0's pass restored the
+             * VM at 205.0 s and stored "... was restored", r1's call at 205.1 s got its own
+             * conclusion) */
+            lost_restore |= v->reconf_rep != r && v->look_seq[r] < v->reconf_seq &&
+                            strcmp(fr->message, res.message) != 0;
             if (says_started && !started && v->power != HV_POWER_ON && v->op_change_ms < step_ms)
                 sim_break(s, INV_NO_LOSS,
                           "%s: the Failure says the VM was started, but it is off and was not "

@@ -1235,6 +1235,8 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             v->config.disk_mib = d->disk_mib;
         v->live = v->config;
         v->reconf_ms = s->now_ms;
+        v->reconf_seq = ++s->world_seq;
+        v->reconf_rep = rep_of(b)->idx;
         break;
     }
     case HV_STEP_POWER_ON:
@@ -1251,6 +1253,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             return err->code;
         }
         power_on(s, k);
+        v->power_on_rep = rep_of(b)->idx;
         break;
     }
     if (st->record && s->record_in_step && st->record_stored) {
