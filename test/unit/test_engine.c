@@ -232,6 +232,9 @@ static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static bool gate_closed;
 static int gate_held; /* looks hanging at the gate now */
+/* each look through the gate takes the next ticket; while closed, those up to gate_upto go
+ * through (0: none) */
+static int gate_tickets, gate_upto;
 /* the guest of this VM ignores the ACPI power button: a shutdown is accepted, nothing happens */
 static const char *deaf_guest;
 /* a second injected failure: steps of this kind towards this memory (-1: any) fail */
@@ -290,9 +293,10 @@ static int w_observe(struct hv_backend *b, const struct hv_vm_ref *r, struct hv_
                      struct hv_err *e)
 {
     pthread_mutex_lock(&gate_mu);
+    int ticket = ++gate_tickets;
     gate_held++;
     pthread_cond_broadcast(&gate_cv);
-    while (gate_closed)
+    while (gate_closed && ticket > gate_upto)
         pthread_cond_wait(&gate_cv, &gate_mu);
     gate_held--;
     pthread_mutex_unlock(&gate_mu);
@@ -2185,6 +2189,105 @@ static int64_t probe_ms(struct fx *f, const char *name, int *rc)
     return mono_ms() - t0;
 }
 
+/* use_wrapper, then a threaded engine of one worker over the wrapper whose hook calls wait for
+ * a probe at most probe_wait_ms */
+static void use_wrapper_probing(struct fx *f, int probe_wait_ms)
+{
+    use_wrapper(f, 0, false);
+    hv_engine_free(f->e);
+    struct hv_engine_cfg c;
+    hv_engine_cfg_default(&c);
+    c.workers = 1;
+    c.probe_wait_ms = probe_wait_ms;
+    struct hv_backend *b = &wrapped;
+    f->e = hv_engine_new(&c, &b, 1);
+}
+
+/* A CanUpdateMachine of eng-pgen for want on its own thread: its answer's code, and that it
+ * returned (under gate_mu, with a broadcast of gate_cv) */
+struct gen_call {
+    struct hv_engine *e;
+    struct hv_settings s;
+    struct hv_hw want;
+    int rc;
+    bool done;
+};
+static void *gen_call_thread(void *arg)
+{
+    struct gen_call *c = arg;
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-pgen");
+    struct hv_field_plan plan[HV_F_COUNT];
+    char why[300];
+    int rc = hv_engine_probe(c->e, &p, &ref, &c->want, &c->s, plan, why, sizeof(why));
+    pthread_mutex_lock(&gate_mu);
+    c->rc = rc;
+    c->done = true;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    return NULL;
+}
+
+/* Until n looks hang at the gate, or c (if any) returned. Caller holds gate_mu. */
+static void gate_wait(int n, const struct gen_call *c)
+{
+    while (gate_held < n && !(c && c->done))
+        pthread_cond_wait(&gate_cv, &gate_mu);
+}
+
+/* A probe still looking when UpdateMachine asks for other hardware (CAPI moved on, and another
+ * replica may step that hardware before CAPI comes back) answers the call that started it,
+ * but no CanUpdateMachine after that UpdateMachine: the next one looks again instead of taking
+ * it as fresh (a review of the fix for held-out seed 5483754, which expired only a cached
+ * probe: on a hypervisor slower than probe_wait_ms the probe is still looking when the call
+ * for B comes, and ended after it, it looked fresh; the simulation runs probes inline and
+ * cannot show it). No clock decides: the looks wait at the gate, let through one by one. */
+static void test_probe_looking_across_a_call_for_other_hardware_answers_no_later_call(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-pgen", 4096, 2048, 2, 4);
+    use_wrapper_probing(f, 600000); /* each call waits for its probe's end */
+    struct hv_hw a = {3072, -1, -1, -1}, other = {3072, 3, -1, -1};
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = true;
+    gate_tickets = gate_upto = 0;
+    pthread_mutex_unlock(&gate_mu);
+    /* CanUpdateMachine for A: its probe's look waits at the gate (ticket 1) */
+    struct gen_call c1 = {.e = f->e, .s = f->s, .want = a};
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, gen_call_thread, &c1), 0);
+    pthread_mutex_lock(&gate_mu);
+    gate_wait(1, NULL);
+    pthread_mutex_unlock(&gate_mu);
+    /* UpdateMachine for B meanwhile: its pass's look waits behind it (ticket 2) */
+    struct hv_profile p = libvirt_profile();
+    struct hv_vm_ref ref = ref_of("eng-pgen");
+    struct hv_update_result r;
+    hv_engine_update(f->e, &p, &ref, &other, &f->s, &r);
+    assert_false(r.failure);
+    pthread_mutex_lock(&gate_mu);
+    gate_wait(2, NULL);
+    gate_upto = 1; /* the probe looks and ends; the pass still waits */
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    pthread_join(t1, NULL);
+    assert_int_equal(c1.rc, 0); /* asked before B's call: answered from its own probe */
+    /* back to A: a new probe looks (ticket 3 at the gate) instead of an answer at once */
+    struct gen_call c2 = {.e = f->e, .s = f->s, .want = a};
+    assert_int_equal(pthread_create(&t2, NULL, gen_call_thread, &c2), 0);
+    pthread_mutex_lock(&gate_mu);
+    gate_wait(2, &c2);
+    bool answered_at_once = c2.done;
+    gate_closed = false;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    pthread_join(t2, NULL);
+    gate_tickets = gate_upto = 0;
+    assert_false(answered_at_once);
+    assert_int_equal(c2.rc, 0); /* from its own probe, once the gate opened */
+    unwrap(f);
+}
+
 /* CanUpdateMachine's wait for the VM's facts is bounded by the probe's age, not by each call:
  * against a hypervisor that does not answer, only the calls within the first probe_wait_ms of
  * a probe wait; later ones, and any call while MAX_PROBES (32) probes hang, answer "still
@@ -2193,14 +2296,7 @@ static void test_probe_wait_is_bounded_by_the_probe_not_the_call(void **state)
 {
     struct fx *f = *state;
     define(f, "eng-hang", 1024, 1024, 1, 1);
-    use_wrapper(f, 0, false);
-    hv_engine_free(f->e);
-    struct hv_engine_cfg c;
-    hv_engine_cfg_default(&c);
-    c.workers = 1;
-    c.probe_wait_ms = 3000;
-    struct hv_backend *b = &wrapped;
-    f->e = hv_engine_new(&c, &b, 1);
+    use_wrapper_probing(f, 3000);
     pthread_mutex_lock(&gate_mu);
     gate_closed = true;
     pthread_mutex_unlock(&gate_mu);
@@ -3870,6 +3966,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_idle_entries_are_evicted_and_probes_of_missing_vms_leave_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_probe_looking_across_a_call_for_other_hardware_answers_no_later_call, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_probe_wait_is_bounded_by_the_probe_not_the_call, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_guest_not_showing_memory_is_not_done, setup, teardown),
