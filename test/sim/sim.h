@@ -272,7 +272,7 @@ struct sim_vm {
     int64_t op_off_ms;     /* last operator power-off of a running VM */
     int64_t power_on_ms;   /* last power-on (anyone's) */
     uint64_t power_on_seq; /* ... in the order of the world's events (sim.world_seq) */
-    int power_on_rep;      /* ... by which replica's act, when not the operator's (op_on_ms) */
+    int power_on_rep;      /* ... by which replica's act (-1: the operator's, op_on_ms) */
     int64_t went_off_ms;   /* last time it went off (any cause) */
     int64_t halt_seen_ms;  /* last halt or pause right after a power-on */
     int64_t paused_on_ms;  /* last pause right after a power-on (fault 6's pausing kind) */

@@ -1747,6 +1747,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         } else if (v->power == HV_POWER_OFF) {
             v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
             power_on(s, k);
+            v->power_on_rep = -1; /* (no replica's) */
             v->op_on_ms = s->now_ms;
             v->foreign_boot_ms = v->boot_at;
             sim_note(s, "operator: %s powered on", v->name);
