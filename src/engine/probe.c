@@ -382,9 +382,8 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
 
 void eng_probe_expire(struct hv_engine *e, struct entry *x)
 {
-    x->probe_gen++;
-    if (x->probe)
-        x->probe->at_ms = x->used_ms - e->cfg.probe_cache_ms;
+    (void)e;
+    x->probe_gen++; /* a cached probe, or one still looking, answers no call after this */
 }
 
 void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw)
