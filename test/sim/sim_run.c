@@ -494,6 +494,69 @@ static bool stepped_for_a_state_left_in_flight(const struct sim *s, int m, int r
     return left_state_step(s, m, r, s->vms[m].look_seq[r], s->callers[m].op.can_ms) != NULL;
 }
 
+/* The field a refusal at an operation's begin names (docs/messages.md): "cannot change
+ * <field>: ..." or "<field> needs a power cycle (...) and powerCycle is Never"; -1 for any
+ * other message, and for a cycle refused because the VM was started again before it was
+ * reconfigured (pass_paths.c new_cycle: a refusal of the cycle, not of a field). */
+static int refused_field(const char *msg)
+{
+    static const char *const names[] = {"memory", "vCPUs", "cores per socket", "disk"};
+    static const char never[] = " and powerCycle is Never";
+    bool cannot = !strncmp(msg, "cannot change ", 14);
+    const char *at = cannot ? msg + 14 : msg;
+    if (!cannot && (!strstr(msg, never) || strstr(msg, "started again before it was reconfigured")))
+        return -1;
+    for (int f = 0; f < (int)(sizeof(names) / sizeof(names[0])); f++) {
+        size_t n = strlen(names[f]);
+        if (!strncmp(at, names[f], n) &&
+            !strncmp(at + n, cannot ? ":" : " needs a power cycle (", cannot ? 1 : 22))
+            return f;
+    }
+    return -1;
+}
+
+/* Whether b asks field f of the hardware (set) and asks another value than a. */
+static bool field_differs(const struct hv_hw *b, const struct hv_hw *a, int f)
+{
+    switch (f) {
+    case HV_F_MEMORY:
+        return b->memory_mib >= 0 && b->memory_mib != a->memory_mib;
+    case HV_F_CPUS:
+        return b->cpus > 0 && b->cpus != a->cpus;
+    case HV_F_CORES:
+        return b->cores_per_socket > 0 && b->cores_per_socket != a->cores_per_socket;
+    case HV_F_DISK:
+        return hv_disk_set(b->disk_mib) && b->disk_mib != a->disk_mib;
+    default:
+        return false;
+    }
+}
+
+/* VM m's Failure msg is a refusal at its operation's begin (no step for this operation's
+ * hardware since its CanUpdateMachine: a step of it would have begun it) of a field CAPI's
+ * previous state asks another value of: what a step of that state may leave and this one's
+ * begin cannot undo. The older-call and unreported-step excuses explain only such a refusal
+ * (before, any "cannot change" or Never message, of any field, at any point of the operation:
+ * review of stop 56). */
+static bool refused_by_the_left_state(const struct sim *s, int m, const char *msg)
+{
+    const struct sim_vm *v = &s->vms[m];
+    const struct sim_caller *c = &s->callers[m];
+    int f = refused_field(msg);
+    if (f < 0 || !c->have_prev || !field_differs(&c->prev_op.want, &c->op.want, f))
+        return false;
+    unsigned n = v->n_steps_seen < SIM_STEPS_SEEN ? v->n_steps_seen : SIM_STEPS_SEEN;
+    for (unsigned k = 0; k < n; k++) {
+        const struct sim_step_seen *seen =
+            &v->steps_seen[(v->n_steps_seen - 1 - k) % SIM_STEPS_SEEN];
+        if (seen->ms < c->op.can_ms)
+            break;
+        if (hv_hw_equal(&seen->want, &c->op.want))
+            return false;
+    }
+    return true;
+}
+
 /* The step a "step X failed" message names (the engine's step names, docs/messages.md). */
 static int step_named(const char *msg)
 {
@@ -680,15 +743,11 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     }
     if (v->op_change_ms >= can_ms)
         return CAUSE_OPERATOR;
-    if ((!strncmp(msg, "cannot change ", 14) || strstr(msg, " and powerCycle is Never")) &&
-        older_call_landed(s, m, can_ms))
+    /* (the two causes below explain a begin's refusal of a field the previous state's step
+     * changed, and nothing else: refused_by_the_left_state) */
+    if (refused_by_the_left_state(s, m, msg) && older_call_landed(s, m, can_ms))
         return CAUSE_OLDER_CALL;
-    /* (under Never, a field's refusal: not a cycle refused because the VM was started again
-     * before it was reconfigured, pass_paths.c new_cycle, which no step for B explains) */
-    bool never_field = strstr(msg, " and powerCycle is Never") &&
-                       !strstr(msg, "started again before it was reconfigured");
-    if ((!strncmp(msg, "cannot change ", 14) || never_field) &&
-        covered_over_an_unreported_step(s, m))
+    if (refused_by_the_left_state(s, m, msg) && covered_over_an_unreported_step(s, m))
         return CAUSE_UNREPORTED;
     return -1;
 }
