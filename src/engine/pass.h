@@ -265,14 +265,21 @@ int64_t rc_step_run_at(struct pass *p);
 enum rc_slot {
     SLOT_AS_IS, /* keep what is held (or not) */
     SLOT_TAKE,  /* take one within the caps (a new cycle, or one in flight held by none) */
+    SLOT_RENEW, /* give back what is held, then take one within the caps as they are now */
     SLOT_FORCE, /* take one over the caps: a cycle under way must finish */
-    SLOT_FREE,  /* give it back: no cycle, no step that may land, no VM left off */
+    SLOT_FREE,  /* give it back: no cycle, no step that may land, no VM left off, no VM */
 };
 struct rc_slot_facts {
     bool gate; /* asked at a cycle's gate (else: at the end of the pass) */
     /* at a gate: the cycle is under way and must finish (this process's own step sent that
      * may still take the VM down, a step taken over, the VM off mid-operation); else new */
     bool under_way;
+    /* at a gate: a cycle this pass begins anew (a new cycle, or a first step sent again as
+     * one): a slot held from before (a cycle that ended, one taken over the caps for a step
+     * that did not go out) is no claim on the caps as they are now */
+    bool anew;
+    /* at the end: the look found no VM (nothing of it can go down) */
+    bool gone;
     /* at the end: the pass read the record (seen); this operation's cycle is in flight
      * (cycling); the VM's record shows a cycle of this process (vm_cycle) or a step of its
      * previous life that may still land (record_down) or that left the VM off mid-cycle
@@ -284,7 +291,7 @@ struct rc_slot_facts {
 enum rc_slot rc_slot_need(const struct rc_slot_facts *f);
 /* Apply need to p's VM: false when a slot was asked for and none is free. */
 bool rc_slot(struct pass *p, enum rc_slot need);
-/* The need at a cycle's gate (under_way: see rc_slot_facts), applied. */
-bool rc_slot_gate(struct pass *p, bool under_way);
+/* The need at a cycle's gate (under_way, anew: see rc_slot_facts), applied. */
+bool rc_slot_gate(struct pass *p, bool under_way, bool anew);
 
 #endif

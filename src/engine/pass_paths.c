@@ -303,8 +303,7 @@ static void new_cycle(struct pass *p, bool again)
     /* A new cycle fits the caps as they are now: a slot still held from a cycle of this VM that
      * ended (its power-on landed, a new state begun meanwhile) is no claim on them, since a
      * cycle resumed over the caps may have come beside it (seeds 27966, 22427). */
-    rc_slot(p, SLOT_FREE);
-    if (!rc_slot_gate(p, false)) {
+    if (!rc_slot_gate(p, false, true)) {
         if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
             hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
             if (!rc_store(p))
@@ -376,8 +375,6 @@ void rc_cold_on_path(struct pass *p)
     bool resend = !inherited &&
                   (spent || (p->vm_cycle && first_step && (first || p->rec.attempts))) &&
                   !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0);
-    if (resend)
-        rc_slot(p, SLOT_FREE);
     /* A shutdown or power-off of this process's previous life that may still take the VM down
      * (its record is stored before it is sent), found running with no slot within the caps:
      * it counts against them at once (taken over them), as the takeover of such a step does,
@@ -386,10 +383,10 @@ void rc_cold_on_path(struct pass *p)
      * cycle goes on within the caps as a new one, its step sent again (the sight kept unused
      * for that). Held-out seeds 3108706, 5377849: it waited for a slot within the caps, the
      * guest shut down, and another VM's cycle of the host began beside it. */
-    bool gated = stepping && !rc_slot_gate(p, sent);
+    bool gated = stepping && !rc_slot_gate(p, sent, resend);
     bool previous = gated && p->record_down;
     if (previous) {
-        rc_slot_gate(p, true);
+        rc_slot_gate(p, true, false);
         if (first)
             rc_forget_sight(p);
     } else if (gated) {

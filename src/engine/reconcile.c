@@ -51,8 +51,7 @@ static bool look(struct pass *p)
         snprintf(m, sizeof(m), HV_MSG("VM %s not found on any configured %s host"),
                  p->ref->uuid[0] ? p->ref->uuid : p->ref->name, p->be->ops->name);
         rc_answer(p->out, true, 0, m);
-        rc_slot(p, SLOT_FREE);
-        p->gone = true; /* (a parking ends: no resume will come, HV_FOLLOW_GONE) */
+        p->gone = true; /* (its slot goes; a parking ends: no resume will come, HV_FOLLOW_GONE) */
         return false;
     }
     snprintf(p->on_vm, sizeof(p->on_vm), "%s", p->obs.record); /* what a store expects */
@@ -252,7 +251,7 @@ static bool take_cycle_over(struct pass *p, const struct rc_class *k, bool unsen
      * sent again rather than waited for (seed 16617: B took over A's refused shutdown
      * and waited for it until Soft's timeout) */
     p->rec.attempts = k->hazard_tries;
-    rc_slot_gate(p, true);
+    rc_slot_gate(p, true, false);
     bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
                   p->s->power_off_mode == HV_POM_SOFT &&
                   p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
@@ -348,7 +347,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
      * caps: that process gives its slot back once the record is ours. One of this process's
      * previous life may take the VM down at any moment and no live process holds a slot for
      * it: it counts against the caps at once (taken over them, below; seed 217798). */
-    if (k->takeover && k->owner == OWN_OTHER && !rc_slot_gate(p, false)) {
+    if (k->takeover && k->owner == OWN_OTHER && !rc_slot_gate(p, false, false)) {
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return false;
     }
@@ -414,7 +413,7 @@ static void carry_on(struct pass *p, const struct rc_class *k)
     }
     if (!k->on) {
         if (p->rec.cold) /* it must be brought back, whatever the caps */
-            rc_slot_gate(p, true);
+            rc_slot_gate(p, true, false);
         rc_off_path(p);
     } else if (p->rec.cold) {
         rc_cold_on_path(p);
@@ -484,56 +483,6 @@ static bool one_pass(struct pass *p)
     return p->chain;
 }
 
-enum rc_slot rc_slot_need(const struct rc_slot_facts *f)
-{
-    if (f->gate) /* a cycle under way must finish; a new one waits for the caps */
-        return f->under_way ? SLOT_FORCE : SLOT_TAKE;
-    /* A failed operation that left the VM off (starting it, as it is or rolled back, failed)
-     * still has it down: it keeps a slot (taken over the caps: the VM is off already), so no
-     * other VM of the host goes down meanwhile and the engine tries again by itself, for
-     * step_timeout_s after the failure. Then the slot goes: a VM that cannot start holds none
-     * (each call still tries). A Failure that came upon a step that may still land keeps one
-     * the same way. */
-    if (f->left_off || f->going_down)
-        return SLOT_FORCE;
-    /* A cycle that cannot progress (the VM paused or suspended in the middle of it) holds no
-     * slot either: the other VMs of the host go on, and this one takes a slot again when it
-     * runs or is off. A shutdown or power-off of this process's previous life that may still
-     * take the VM down is a cycle no live process holds a slot for: a slot this process took
-     * for it (the scan's resume, a takeover) stays, also when this pass took no step (its
-     * write failed, an uncalled pass for other hardware), and the engine keeps looking, until
-     * the step lands (the VM off: taken over as a cycle under way) or its window ends. So does
-     * one held for a VM its previous life's cycle left off (previous_off), while no pass of
-     * this process has taken that cycle over yet (e.g. its begin of the hardware CAPI asks for
-     * now could not reach the hypervisor): the VM is down (held-out seed 1431952: the slot
-     * the scan took went back at such a pass, and another VM of the host went down). */
-    bool previous = f->record_down || f->previous_off;
-    if (f->seen && ((!f->cycling && !f->vm_cycle && !previous) || f->stalled))
-        return SLOT_FREE;
-    return SLOT_AS_IS;
-}
-
-bool rc_slot(struct pass *p, enum rc_slot need)
-{
-    switch (need) {
-    case SLOT_TAKE:
-    case SLOT_FORCE:
-        return p->b->slot_acquire(p->b->ctx, p->key, p->obs.host, need == SLOT_FORCE);
-    case SLOT_FREE:
-        p->b->slot_release(p->b->ctx, p->key);
-        return true;
-    case SLOT_AS_IS:
-        break;
-    }
-    return true;
-}
-
-bool rc_slot_gate(struct pass *p, bool under_way)
-{
-    struct rc_slot_facts f = {.gate = true, .under_way = under_way};
-    return rc_slot(p, rc_slot_need(&f));
-}
-
 enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struct hv_backend *be,
                                 const struct hv_vm_ref *ref, const struct hv_hw *desired,
                                 const struct hv_settings *s, int64_t called_at,
@@ -558,6 +507,7 @@ enum hv_follow hv_reconcile_key(const struct hv_books *b, const char *key, struc
      * else), the slot goes back. A pass that could not read the record keeps it. */
     struct rc_slot_facts f = {
         .seen = p->seen,
+        .gone = p->gone,
         .cycling = p->ours && p->rec.cold && p->rec.phase >= HV_PH_SHUTDOWN &&
                    p->rec.phase <= HV_PH_POWER_ON &&
                    !(out->failure && p->obs.power == HV_POWER_ON), /* e.g. no record stored */

@@ -178,8 +178,9 @@ static void test_relation(void **state)
     assert_int_equal(k.hazard, HZ_NONE);
 }
 
-/* The slot need: a gate takes one (over the caps for a cycle under way); the end gives it
- * back only when the record was read and shows nothing that needs it. */
+/* The slot need: a gate takes one (over the caps for a cycle under way; anew, after giving
+ * back what is held, for a cycle begun anew); the end gives it back only when the record was
+ * read and shows nothing that needs it, or the VM is gone. */
 static void test_slot_need(void **state)
 {
     (void)state;
@@ -187,6 +188,10 @@ static void test_slot_need(void **state)
     assert_int_equal(rc_slot_need(&f), SLOT_TAKE);
     f.under_way = true;
     assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
+    /* a cycle begun anew (a new one, or a first step sent again as one): what is held goes
+     * back and one is taken within the caps as they are now */
+    f = (struct rc_slot_facts){.gate = true, .anew = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_RENEW);
     f = (struct rc_slot_facts){.seen = true};
     assert_int_equal(rc_slot_need(&f), SLOT_FREE);
     f.cycling = true;
@@ -207,6 +212,9 @@ static void test_slot_need(void **state)
     assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
     f = (struct rc_slot_facts){.seen = false}; /* the record was not read: kept */
     assert_int_equal(rc_slot_need(&f), SLOT_AS_IS);
+    /* the look found no VM: given back, whatever an earlier round of the pass saw */
+    f = (struct rc_slot_facts){.gone = true, .left_off = true, .record_down = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_FREE);
 }
 
 /* This process's cycle for other hardware that the VM came through (seed 719176: the shutdown
