@@ -84,6 +84,10 @@ struct sim_vm {
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
      * lost (a guest that heeds the button later does not act on an old one) */
     bool acpi_missed;
+    /* ... when that last shutdown was accepted, and until when the engine may hold that it can
+     * still take the VM down: its record's shutdownTimeoutSeconds + the step timeout from then
+     * (docs/how-it-works.md "Slots while a VM may go down"; 0: no shutdown asked) */
+    int64_t press_ms, press_may_land_ms;
     /* the last shutdown asked of the guest landed and the operator started the VM again (it
      * was off from the engine's cycle): that press is spent */
     bool press_undone;

@@ -902,13 +902,16 @@ static void call_update(struct sim *s, int m)
          * statistics were stale is answered after they came back (the world's spell: when
          * fresh statistics stopped and when they were fresh again, not the statistics at the
          * answer; held-out seeds 5286090, 5466190; a spell shorter than a report's allowed age
-         * excuses nothing: stop 55's review) */
+         * excuses nothing: stop 55's review), with this replica's last look inside the spell
+         * (the pass that concluded it saw them stale; a look after they came back concludes
+         * from fresh ones: stop 56's review) */
         unseen_stale =
             unseen_stale ||
             (required_mem && v->stats == 0 && v->fresh_until_ms && v->fresh_until_ms <= can_ms &&
              can_ms - v->fresh_until_ms <= STATS_STOP_UNSEEN_MS &&
              v->stats_changed_ms - v->fresh_until_ms >= STATS_STOP_UNSEEN_MS &&
-             v->stats_changed_ms > prev_rep);
+             v->stats_changed_ms > prev_rep && v->look_ms[r] > v->fresh_until_ms &&
+             v->look_ms[r] < v->stats_changed_ms);
         /* (the same Failure answered again to CAPI retrying it: judged once, when first
          * answered) */
         bool again = !strcmp(c->op.fail_msg[r], res.message);
@@ -987,9 +990,11 @@ static void call_update(struct sim *s, int m)
              * (answer.c answers a sticky Failure from its last pass), the record's note since
              * rewritten by the starter; held-out seed 740: r0's rollback start failed at
              * 157.2 s, r1's pass started the VM in the same ms and stored "was started", r0
-             * answered "so the VM is off" at 158.9 s) */
+             * answered "so the VM is off" at 158.9 s; the answering replica's last look
+             * found the VM not running: a pass that saw it running and wrote "off" is judged,
+             * stop 56's review) */
             lost_on |= v->power_on_rep != r && v->look_seq[r] < v->power_on_seq &&
-                       strcmp(fr->message, res.message) != 0;
+                       v->look_on_ms[r] < v->look_ms[r] && strcmp(fr->message, res.message) != 0;
             /* (... and a restore the hypervisor took since the Failure's step whose record
              * write after it failed: the record on the VM keeps the note of the try before,
              * which every pass answers until one that sees the VM running stores the new one,

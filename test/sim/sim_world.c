@@ -773,10 +773,27 @@ static bool resume_unseen(const struct sim *s, const struct sim_vm *w)
            w->look_ms[o] - op->can_ms > (int64_t)op->s.deadline_s * 1000;
 }
 
+/* w runs, and nothing of its cycle can take it down any more, by world facts: its guest
+ * ignored the last shutdown asked of it (that press is lost: a guest that heeds the button
+ * later does not act on an old one), it accepted none since (no off_at), it was not paused
+ * since (a pause stops the clock of what may land, rc_step_run_at), and the time in which the
+ * engine must hold that the step may still land is over. The engine gives such a cycle's slot
+ * back by design (the previous life's spent step, and an own pass over a spent cycle whose
+ * begin was refused, seed 719176); the VM goes down again only by a new step, which
+ * sim_check_carried counts from the moment it lands (the VM off). Held-out seeds 2556894,
+ * 5257033, 2800518, 5484061, 5511892: counted against another VM's new cycle. */
+static bool press_spent(const struct sim *s, const struct sim_vm *w)
+{
+    return w->power == HV_POWER_ON && w->acpi_missed && !w->off_at && w->press_ms &&
+           w->paused_ms < w->press_ms && s->now_ms > w->press_may_land_ms;
+}
+
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
 {
     bool other = w != v; /* (v NULL: none is v) */
     if (!w->exists || !w->cycling || (other && w->power == HV_POWER_PAUSED))
+        return false;
+    if (other && press_spent(s, w))
         return false;
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
@@ -978,6 +995,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         /* a cycle is over once the VM runs with no shutdown pending and its record shows
          * none in flight (as sim_world_tick sees it: ended earlier in this same step) */
         if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
+            continue;
+        /* ... or whose shutdown can no longer take it down (press_spent) */
+        if (w != v && press_spent(s, w))
             continue;
         if (w != v && resumed_over_caps(w, held_since, me, me_gen))
             continue;
@@ -1198,6 +1218,12 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
         }
         check_cycle_start(s, b, k);
         v->acpi_missed = v->ignores_acpi;
+        v->press_ms = s->now_ms;
+        v->press_may_land_ms = s->now_ms + 1000 * (int64_t)s->ecfg.step_timeout_s;
+        const struct hv_oprecord *pr = sim_record(v);
+        int press_shutdown_s = 0;
+        if (pr && sscanf(pr->policy, "%*[^/]/%*[^/]/%*d/%d", &press_shutdown_s) == 1)
+            v->press_may_land_ms += 1000 * (int64_t)press_shutdown_s;
         v->press_undone = false;
         if (v->ignores_acpi)
             v->touched_ms = s->now_ms;
