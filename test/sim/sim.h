@@ -204,6 +204,11 @@ struct sim_vm {
      * may still answer it (sim_run.c call_update dates it from its operation) */
     struct hv_oprecord replaced_failed;
     bool have_replaced_failed;
+    /* the world's order (sim.world_seq) when the failed record on the VM was stored, and, for
+     * replaced_failed, when it was stored and when it was replaced: a replica whose last pass
+     * looked in between read that Failure (a look after the store has a greater seq, one
+     * before the replacement no greater) */
+    uint64_t failed_seq, replaced_failed_seq, replaced_failed_gone_seq;
     /* cleared_rec stepped memory (vCPUs) live, or had begun over another operation's live
      * step of it in flight, keeping its base from before that step (sim_set_record) */
     bool cleared_live_mem, cleared_live_cpus;

@@ -600,6 +600,35 @@ static bool gave_up_unbegun(const struct sim *s, int m, const char *msg, int64_t
            last >= can_ms + 1000LL * s->callers[m].op.s.deadline_s;
 }
 
+/* An operation whose deadline Failure names a shutdown or power-off that a previous life of
+ * the replica that wrote the Failure sent after the CanUpdateMachine (the world's step; no
+ * process sent it again), which did not take the VM down (running, not paused since) and whose
+ * window (shutdownTimeoutSeconds and the step timeout) ended before the deadline: nothing it
+ * sent may land, so the new life's next step (TrySoft's power-off, or the step sent again)
+ * takes a slot within the caps (docs/how-it-works.md "Slots while a VM may go down": the slot
+ * of a previous life's spent step is given back), and the rest of the operation waited for a
+ * slot as an unbegun one does (held-out seed 5549676: r0:1's TrySoft shutdown at 894.0 s, the
+ * guest ignoring ACPI, r0 restarted at 983.4 s, its new life never listed host0, stalled
+ * throughout, which filled the overall cap of 1). The replica that carried it: *carrier. */
+static bool spent_previous_life_step(const struct sim *s, int m, const char *msg, int64_t can_ms,
+                                     int *carrier)
+{
+    const struct sim_vm *v = &s->vms[m];
+    const struct sim_caller *c = &s->callers[m];
+    if (!strstr(msg, "(last step: shutdown)") && !strstr(msg, "(last step: power-off)"))
+        return false;
+    if (!v->cycle_gen || v->cycle_ms < can_ms || v->resent_gen || v->writer_rep != v->cycle_owner ||
+        v->writer_gen <= v->cycle_gen || v->power != HV_POWER_ON || v->went_off_ms >= v->cycle_ms ||
+        v->paused_ms >= v->cycle_ms)
+        return false;
+    int64_t window_end =
+        v->cycle_ms + 1000LL * (c->op.s.shutdown_timeout_s + s->ecfg.step_timeout_s);
+    if (window_end >= can_ms + 1000LL * c->op.s.deadline_s)
+        return false;
+    *carrier = v->writer_rep;
+    return true;
+}
+
 /* Invariant 4's judge: the cause (CAUSE_*) that excuses this Failure of VM m's covered
  * change, or -1: none, the Failure is judged. A cause is a fault of the world's own log
  * (never the engine's account of it) that hit the step the Failure names, within the
@@ -731,9 +760,9 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
     if (strstr(msg, "did not complete within")) {
         if (v->delay_ms >= can_ms || v->host_down_ms >= can_ms)
             return CAUSE_DELAYED;
+        if (capped)
+            return CAUSE_SLOTS;
         if (gave_up_unbegun(s, m, msg, can_ms)) {
-            if (capped)
-                return CAUSE_SLOTS;
             for (int k = 0; k < s->n_vms; k++)
                 if (k != m && s->vms[k].delay_ms >= can_ms &&
                     (s->vms[k].cycling || in_cycle(&s->vms[k])))
@@ -840,14 +869,22 @@ static void call_update(struct sim *s, int m)
          * it answers the Failure from its look before the replacement (answer.c: a waiting
          * call confirms a Failure its pass concluded after that call); seed 38736, "the VM did
          * not stay on", its halts after A's covered CanUpdateMachine. A replica called for B
-         * meanwhile looks again first: scenario old_failure_after_a_b_a_waits_for_a_look) */
+         * meanwhile looks again first: scenario old_failure_after_a_b_a_waits_for_a_look;
+         * ... or read it: its last look came after that Failure was stored and no later than
+         * its replacement, in the world's order (failed_seq): the answer is its pass's
+         * conclusion from that look; held-out seed 5526799: r0 wrote B's "did not stay on"
+         * (halts after B's cover), r1's pass read it, r0 began A over it, and r1, called only
+         * for B, answered it to B's next CanUpdateMachine's series) */
         const struct hv_oprecord *fr = sim_record(v);
         const struct hv_oprecord *ar = fr;
         int owner, owner_gen;
         if (!(fr && fr->phase == HV_PH_FAILED && !strcmp(fr->message, res.message)) &&
             v->have_replaced_failed && c->op.changed_in_flight && c->have_prev &&
             !hv_hw_equal(&c->prev_op.want, &c->op.want) && !c->prev_op.last_rep_ms[r] &&
-            sscanf(v->replaced_failed.owner, "sim-r%d:%d", &owner, &owner_gen) == 2 && owner == r)
+            ((sscanf(v->replaced_failed.owner, "sim-r%d:%d", &owner, &owner_gen) == 2 &&
+              owner == r) ||
+             (v->look_seq[r] > v->replaced_failed_seq &&
+              v->look_seq[r] <= v->replaced_failed_gone_seq)))
             ar = &v->replaced_failed;
         /* (... or when the operator cleared that Failure's record since this replica's pass
          * concluded it, and no record has replaced it: the engine answers it from that pass,
@@ -878,6 +915,11 @@ static void call_update(struct sim *s, int m)
             gave_up_unbegun(s, m, res.message, can_ms) &&
             (cycle_on_a_host_in_trouble(s, can_ms) || own_cycle_behind_a_host_in_trouble(s, r) ||
              caps_held_by_unlisted_hosts(s, r, m));
+        int carrier = -1;
+        capped = capped || (spent_previous_life_step(s, m, res.message, can_ms, &carrier) &&
+                            (cycle_on_a_host_in_trouble(s, can_ms) ||
+                             own_cycle_behind_a_host_in_trouble(s, carrier) ||
+                             caps_held_by_unlisted_hosts(s, carrier, m)));
         /* Statistics that went stale show as stopped only once their last report is older
          * than a few of their periods (the engine allows 6 s, GUEST_REPORT_S, on libvirt's
          * whole-second last-update; a real guest reports every 2 s): a CanUpdateMachine that

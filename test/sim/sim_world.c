@@ -248,7 +248,13 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
     if (had && n && old.phase == HV_PH_FAILED && !hv_hw_equal(&old.desired, &n->desired)) {
         v->replaced_failed = old;
         v->have_replaced_failed = true;
+        v->replaced_failed_seq = v->failed_seq;
+        v->replaced_failed_gone_seq = s->world_seq;
     }
+    if (n && n->phase == HV_PH_FAILED &&
+        !(had && old.phase == HV_PH_FAILED && old.started_at == n->started_at &&
+          hv_hw_equal(&old.desired, &n->desired)))
+        v->failed_seq = s->world_seq;
     bool cleared = !had && n && v->cleared_pending;
     bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
     /* (a Failure record for other hardware is a begin refused over old, judged from the same
