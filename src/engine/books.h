@@ -92,6 +92,10 @@ struct hv_books {
      * the pause is taken to end now (a step sent before it has its time from then). Returns
      * paused_seen's time after that. */
     int64_t (*running_seen)(void *ctx, const char *key, int64_t op_started_at, int64_t now);
+    /* Whether the last sighting of the VM of that operation by this process was paused (no
+     * pass has seen it running since; also a running VM the scan took up under a previous
+     * life's Failure upon a step, no pass having looked yet), noting nothing. */
+    bool (*paused_open)(void *ctx, const char *key, int64_t op_started_at);
     /* The last time (unix seconds) a try of a shutdown or power-off of the operation that
      * started at op_started_at, sent by this process, got no answer in time (it may have
      * been taken); at > 0 records one sent at at. 0: none. */

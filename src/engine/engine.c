@@ -167,6 +167,16 @@ static int64_t running_seen(void *ctx, const char *key, int64_t op_started_at, i
     return latest_at(ctx, key, offsetof(struct entry, paused), op_started_at, open ? now : 0);
 }
 
+static bool paused_open(void *ctx, const char *key, int64_t op_started_at)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    bool open = x && x->paused_open.op == op_started_at && x->paused_open.v != 0;
+    pthread_mutex_unlock(&e->lock);
+    return open;
+}
+
 static int64_t unanswered_sent(void *ctx, const char *key, int64_t op_started_at, int64_t at)
 {
     return latest_at(ctx, key, offsetof(struct entry, unanswered), op_started_at, at);
@@ -268,6 +278,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .landing = landing,
                                  .paused_seen = paused_seen,
                                  .running_seen = running_seen,
+                                 .paused_open = paused_open,
                                  .unanswered_sent = unanswered_sent,
                                  .starts_untaken = starts_untaken,
                                  .unreachable_since = unreachable_since,

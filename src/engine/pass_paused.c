@@ -60,9 +60,18 @@ void rc_neither_on_nor_off(struct pass *p)
          * land, or paused since this process saw it so: the step has its time from when the
          * VM runs again, which its resume's report shows; parked, seeds 5206287, 5378229) */
         int64_t upon = hv_rec_failed_upon_at(&p->rec);
+        /* (the step's time runs from when this life last saw the VM paused or, once a pass
+         * saw it running again, from then, rc_step_run_at: a VM this life saw running for
+         * that step's whole window, by the clock, is parked no more when found paused later,
+         * as for a Failure of its own; held-out seed 5505482: the scan took up the previous
+         * life's Failure on a running VM, its passes saw it running from 791 s, its host died
+         * at 831 s and the VM paused at 952 s, found paused at 1196 s and parked for ever) */
+        int64_t from = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
+        int64_t since = upon > from ? upon : from;
         if (who != OWN_OTHER && p->rec.cold && upon &&
-            (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, upon) ||
-             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0) || who == OWN_PREVIOUS)) {
+            (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, since) ||
+             p->b->paused_open(p->b->ctx, p->key, p->rec.started_at) ||
+             (who == OWN_PREVIOUS && !from))) {
             p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
             p->parked = true;
         }
