@@ -35,6 +35,32 @@ static int64_t paused_step_sent_at(struct pass *p, bool had, enum rc_owner who, 
     return *previous ? p->rec.step_at : 0;
 }
 
+/* A sticky Failure of the operation of this hardware found with the VM paused: parked for the
+ * resume's report when it came upon a step that may still land (the rule below). */
+static void park_failed_upon(struct pass *p, enum rc_owner who)
+{
+    /* (a Failure of this process, or of its previous life (the scan's: when the pause
+     * began is lost), upon a step sent before the pause, within the time it may still
+     * land, or paused since this process saw it so: the step has its time from when the
+     * VM runs again, which its resume's report shows; parked, seeds 5206287, 5378229) */
+    int64_t upon = hv_rec_failed_upon_at(&p->rec);
+    /* (the step's time runs from when this life last saw the VM paused or, once a pass
+     * saw it running again, from then, rc_step_run_at: a VM this life saw running for
+     * that step's whole window, by the clock, is parked no more when found paused later,
+     * as for a Failure of its own; held-out seed 5505482: the scan took up the previous
+     * life's Failure on a running VM, its passes saw it running from 791 s, its host died
+     * at 831 s and the VM paused at 952 s, found paused at 1196 s and parked for ever) */
+    int64_t from = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
+    int64_t since = upon > from ? upon : from;
+    if (who != OWN_OTHER && p->rec.cold && upon &&
+        (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, since) ||
+         p->b->paused_open(p->b->ctx, p->key, p->rec.started_at) ||
+         (who == OWN_PREVIOUS && !from))) {
+        p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
+        p->parked = true;
+    }
+}
+
 /* The VM is neither running nor off: paused, suspended, or in a transition. No step is
  * taken (resuming a VM is not ours to decide). A sticky Failure stays sticky. In the middle of
  * this operation's power cycle that is expected for a moment (a domain being started is
@@ -55,26 +81,7 @@ void rc_neither_on_nor_off(struct pass *p)
     bool previous;
     int64_t sent = paused_step_sent_at(p, had, who, &previous);
     if (mine && p->rec.phase == HV_PH_FAILED && !strcmp(p->rec.policy, pol)) {
-        /* (a Failure of this process, or of its previous life (the scan's: when the pause
-         * began is lost), upon a step sent before the pause, within the time it may still
-         * land, or paused since this process saw it so: the step has its time from when the
-         * VM runs again, which its resume's report shows; parked, seeds 5206287, 5378229) */
-        int64_t upon = hv_rec_failed_upon_at(&p->rec);
-        /* (the step's time runs from when this life last saw the VM paused or, once a pass
-         * saw it running again, from then, rc_step_run_at: a VM this life saw running for
-         * that step's whole window, by the clock, is parked no more when found paused later,
-         * as for a Failure of its own; held-out seed 5505482: the scan took up the previous
-         * life's Failure on a running VM, its passes saw it running from 791 s, its host died
-         * at 831 s and the VM paused at 952 s, found paused at 1196 s and parked for ever) */
-        int64_t from = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
-        int64_t since = upon > from ? upon : from;
-        if (who != OWN_OTHER && p->rec.cold && upon &&
-            (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, since) ||
-             p->b->paused_open(p->b->ctx, p->key, p->rec.started_at) ||
-             (who == OWN_PREVIOUS && !from))) {
-            p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
-            p->parked = true;
-        }
+        park_failed_upon(p, who);
         rc_answer_sticky(p->out, p->rec.message);
         return;
     }
@@ -130,6 +137,13 @@ void rc_neither_on_nor_off(struct pass *p)
         p->down_at = 0;
         p->going_down = false; /* (paused: no slot, see above) */
         p->parked = stored && sent != 0 && (own || previous);
+        /* A Failure whose write failed leaves the VM's record showing this process's cycle
+         * (rc_fail_sticky: kept "until a later pass stores the Failure"): followed as a
+         * stalled cycle of this process, looked at again on a timer, no slot, until a pass
+         * stores it (and parks the entry). Else nothing follows the VM: resumed, its shutdown
+         * lands and it stays off (held-out seed 5538521). */
+        if (!stored && who != OWN_OTHER)
+            p->vm_cycle = p->stalled = true;
         return;
     }
     p->stalled = true;
