@@ -283,6 +283,13 @@ static void judge_unshown(const struct hv_begin_in *in, struct hv_begin_judgemen
      * they come back: with a base of its own (fresh: none) or inherited from an operation in
      * flight (its view from before they stopped; seed 987) */
     bool mem_stopped = f->on && f->guest.mem_view == HV_GV_SEEN && !f->guest_mem_current;
+    /* ... and so does a running guest whose balloon gives no statistics now, for a field this
+     * operation steps (its look asked the guest then: no way to ask, though the device is
+     * there): an inherited base's view from before is no report after the step (sim seed
+     * 5536292) */
+    mem_stopped |= f->on && f->guest.mem_view == HV_GV_NONE &&
+                   f->plan[HV_F_MEMORY].how != HV_HOW_NONE &&
+                   f->plan[HV_F_MEMORY].how != HV_HOW_IMPOSSIBLE;
     bool no_report[HV_F_COUNT] = {
         [HV_F_MEMORY] = f->no_mem_report || mem_stopped, [HV_F_CPUS] = f->no_cpu_report};
     const char *why[HV_F_COUNT];
