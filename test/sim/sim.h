@@ -363,6 +363,7 @@ struct sim_caller {
     struct sim_op op, prev_op;
     bool have_prev;
     int64_t rep_call_ms[SIM_MAX_REPLICAS]; /* the last UpdateMachine to each replica, any op */
+    int rep_retry_s[SIM_MAX_REPLICAS];     /* ... the retryAfterSeconds its answer asked */
     /* each replica's last answer to this Machine, any op, when a Failure: its message, the
      * hardware asked and the cause that excused it (the engine answers that Failure again to
      * a call for the same hardware: to it, CAPI retrying; after A -> B -> A served elsewhere

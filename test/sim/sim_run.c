@@ -495,21 +495,25 @@ static bool stepped_for_a_state_left_in_flight(const struct sim *s, int m, int r
 }
 
 /* The field a refusal at an operation's begin names (docs/messages.md): "cannot change
- * <field>: ..." or "<field> needs a power cycle (...) and powerCycle is Never"; -1 for any
+ * <field>: ...", "<field> needs a power cycle (...) and powerCycle is Never" or
+ * "guestVerification is Required but the guest cannot show <field> (...)" (one field); -1 for any
  * other message, and for a cycle refused because the VM was started again before it was
  * reconfigured (pass_paths.c new_cycle: a refusal of the cycle, not of a field). */
 static int refused_field(const char *msg)
 {
     static const char *const names[] = {"memory", "vCPUs", "cores per socket", "disk"};
     static const char never[] = " and powerCycle is Never";
+    static const char req[] = "guestVerification is Required but the guest cannot show ";
     bool cannot = !strncmp(msg, "cannot change ", 14);
-    const char *at = cannot ? msg + 14 : msg;
-    if (!cannot && (!strstr(msg, never) || strstr(msg, "started again before it was reconfigured")))
+    bool unshown = !strncmp(msg, req, sizeof(req) - 1);
+    const char *at = cannot ? msg + 14 : unshown ? msg + sizeof(req) - 1 : msg;
+    const char *after = cannot ? ":" : unshown ? " (" : " needs a power cycle (";
+    if (!cannot && !unshown &&
+        (!strstr(msg, never) || strstr(msg, "started again before it was reconfigured")))
         return -1;
     for (int f = 0; f < (int)(sizeof(names) / sizeof(names[0])); f++) {
         size_t n = strlen(names[f]);
-        if (!strncmp(at, names[f], n) &&
-            !strncmp(at + n, cannot ? ":" : " needs a power cycle (", cannot ? 1 : 22))
+        if (!strncmp(at, names[f], n) && !strncmp(at + n, after, strlen(after)))
             return f;
     }
     return -1;
@@ -719,6 +723,15 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
             hv_hw_equal(&v->off_blind_for, &c->op.want) &&
             (mem_msg ? v->off_blind_mem : v->off_blind_cpus))
             return CAUSE_OLDER_CALL;
+        /* (... or the older call's step changed the field this begin must now have the guest
+         * show, a value CAPI's previous state asks and this one does not (refused_by_the_left_
+         * state): the cover saw the VM before that step; held-out seed 3485251: B covered at
+         * r0 under Required from the VM off at 2 vCPUs (only memory to change), r1's pass for
+         * A's call before it reconfigured to 3 vCPUs and started the VM, no guest agent, and
+         * B's begin had to take a vCPU away the guest cannot show) */
+        if (strstr(msg, "cannot show") && older_call_landed(s, m, can_ms) &&
+            refused_by_the_left_state(s, m, msg))
+            return CAUSE_OLDER_CALL;
         return v->stats_bad_ms >= can_ms ||
                        (strstr(msg, "memory") && v->stats != 0 && v->stats_changed_ms >= can_ms)
                    ? CAUSE_GUEST
@@ -830,7 +843,12 @@ static void call_update(struct sim *s, int m)
      * one's pass from its last call, for the same VM, may have run before it) */
     if (!c->op.last_rep_ms[r] && c->rep_call_ms[r] && c->rep_call_ms[r] < prev_rep)
         prev_rep = c->rep_call_ms[r];
+    /* (this call came within the wait this replica's last answer for the VM asked, a second
+     * of slack: CAPI on time, not back from elsewhere) */
+    bool on_time =
+        c->rep_call_ms[r] && s->now_ms - c->rep_call_ms[r] <= 1000LL * c->rep_retry_s[r] + 1000;
     c->rep_call_ms[r] = s->now_ms;
+    c->rep_retry_s[r] = res.retry_after_s;
     (void)prev_call;
     c->op.calls++;
     c->op.last_ms = c->op.last_rep_ms[r] = s->now_ms;
@@ -874,7 +892,11 @@ static void call_update(struct sim *s, int m)
          * its replacement, in the world's order (failed_seq): the answer is its pass's
          * conclusion from that look; held-out seed 5526799: r0 wrote B's "did not stay on"
          * (halts after B's cover), r1's pass read it, r0 began A over it, and r1, called only
-         * for B, answered it to B's next CanUpdateMachine's series) */
+         * for B, answered it to B's next CanUpdateMachine's series; that look at or after
+         * this replica's previous call, and this call on time for it (within the wait its
+         * last answer asked): a Failure read before a call, or answered to a late one, is
+         * answered only after a look again, answer.c; mutations sticky_failure_answered_stale
+         * and late_call_keeps_done, seed 6486: r0's call 31 s after its last, 5 s asked) */
         const struct hv_oprecord *fr = sim_record(v);
         const struct hv_oprecord *ar = fr;
         int owner, owner_gen;
@@ -884,7 +906,8 @@ static void call_update(struct sim *s, int m)
             ((sscanf(v->replaced_failed.owner, "sim-r%d:%d", &owner, &owner_gen) == 2 &&
               owner == r) ||
              (v->look_seq[r] > v->replaced_failed_seq &&
-              v->look_seq[r] <= v->replaced_failed_gone_seq)))
+              v->look_seq[r] <= v->replaced_failed_gone_seq && v->look_ms[r] >= prev_rep &&
+              on_time)))
             ar = &v->replaced_failed;
         /* (... or when the operator cleared that Failure's record since this replica's pass
          * concluded it, and no record has replaced it: the engine answers it from that pass,
