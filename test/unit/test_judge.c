@@ -228,6 +228,22 @@ static void test_stopped_statistics_inherited_base(void **state)
         assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_LIVE);
         assert_false(j.unshown);
     }
+    /* ... and so does a balloon that gives no statistics now (NONE: a read that failed, or a
+     * guest that never reported; no look tells them apart), for a memory change the operation
+     * steps: refused on the inherited base too (sim seed 5536292: covered on it, then "the
+     * guest did not report its memory after the change"), sticky as for a guest that never
+     * reported. A field the operation does not step is not judged by it (sim seed 4916). */
+    f.guest.mem_view = HV_GV_NONE;
+    f.guest_mem_current = false;
+    in.old = &old;
+    hv_begin_judge(&in, &j);
+    assert_int_equal(j.plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
+    assert_true(j.unshown);
+    assert_true(j.unshown_sticky);
+    f.hw.memory_mib = 4096; /* the hypervisor shows it already: nothing to step */
+    f.plan[HV_F_MEMORY].how = HV_HOW_NONE;
+    hv_begin_judge(&in, &j);
+    assert_int_not_equal(j.plan[HV_F_MEMORY].how, HV_HOW_IMPOSSIBLE);
 }
 
 /* The guest fields an operation checks: those that end away from the base, and those it steps
