@@ -147,7 +147,7 @@ static void note_call(struct hv_engine *e, struct entry *x, const struct hv_vm_r
      * its probe of 12.0 s, B stepped at r1, UpdateMachine for B at r0 at 15.2 s, back to A at
      * r0 at 15.9 s answered covered from the probe of 12.0 s, and r1 refused A's vCPU shrink
      * under Never) */
-    eng_probe_expire_other(e, x, desired);
+    eng_probe_expire_other(x, desired);
     x->desired = *desired;
     x->have_desired = true;
     x->s = *s;

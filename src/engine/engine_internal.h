@@ -244,10 +244,10 @@ bool eng_concludes(const struct entry *x);
 
 /* probe.c: a pass may have changed the VM: CanUpdateMachine looks again (caller holds the
  * lock) */
-void eng_probe_expire(struct hv_engine *e, struct entry *x);
+void eng_probe_expire(struct entry *x);
 
 /* probe.c: UpdateMachine asked for hw: a probe for other hardware, cached or still looking,
  * is expired (CAPI moved on since it was taken; caller holds the lock) */
-void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw);
+void eng_probe_expire_other(struct entry *x, const struct hv_hw *hw);
 
 #endif

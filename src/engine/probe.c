@@ -380,15 +380,14 @@ int hv_engine_probe(void *ctx, const struct hv_profile *p, const struct hv_vm_re
     return rc;
 }
 
-void eng_probe_expire(struct hv_engine *e, struct entry *x)
+void eng_probe_expire(struct entry *x)
 {
-    (void)e;
     x->probe_gen++; /* a cached probe, or one still looking, answers no call after this */
 }
 
-void eng_probe_expire_other(struct hv_engine *e, struct entry *x, const struct hv_hw *hw)
+void eng_probe_expire_other(struct entry *x, const struct hv_hw *hw)
 {
     if ((x->probe && !hv_hw_equal(&x->probe->for_hw, hw)) ||
         (x->probe_running && !hv_hw_equal(&x->probe_for, hw)))
-        eng_probe_expire(e, x);
+        eng_probe_expire(x);
 }

@@ -141,7 +141,7 @@ static void run_head(struct hv_engine *e)
         eng_slot_take(e, x, x->slot_host, true);
     x->running = false;
     x->used_ms = eng_now_ms(e);
-    eng_probe_expire(e, x); /* the pass may have changed the VM: CanUpdateMachine looks again */
+    eng_probe_expire(x); /* the pass may have changed the VM: CanUpdateMachine looks again */
     x->pass_ms = x->used_ms - began;
     x->have_answer = true;
     x->answer_for = desired;
@@ -296,7 +296,7 @@ void eng_vm_changed(void *ctx, struct hv_backend *b, const char *server, const c
             if (x->ref.uuid[0] ? strcasecmp(x->ref.uuid, uuid) != 0
                                : strcmp(x->ref.name, name) != 0)
                 continue;
-            eng_probe_expire(e, x);
+            eng_probe_expire(x);
             x->change_seq++;
             if (!x->have_desired)
                 continue;
