@@ -96,6 +96,9 @@ struct hv_books {
      * pass has seen it running since; also a running VM the scan took up under a previous
      * life's Failure upon a step, no pass having looked yet), noting nothing. */
     bool (*paused_open)(void *ctx, const char *key, int64_t op_started_at);
+    /* Whether a pass of this process saw the VM of that operation, paused or running (or the
+     * scan took it up as paused), noting nothing. */
+    bool (*sighted)(void *ctx, const char *key, int64_t op_started_at);
     /* The last time (unix seconds) a try of a shutdown or power-off of the operation that
      * started at op_started_at, sent by this process, got no answer in time (it may have
      * been taken); at > 0 records one sent at at. 0: none. */

@@ -160,8 +160,8 @@ static int64_t running_seen(void *ctx, const char *key, int64_t op_started_at, i
     struct entry *x = eng_find(e, key);
     if (x) {
         int64_t *v = memo_for(&x->paused_open, op_started_at);
-        open = *v != 0;
-        *v = 0;
+        open = *v > 0;
+        *v = -1; /* (seen running: sighted) */
     }
     pthread_mutex_unlock(&e->lock);
     return latest_at(ctx, key, offsetof(struct entry, paused), op_started_at, open ? now : 0);
@@ -172,9 +172,19 @@ static bool paused_open(void *ctx, const char *key, int64_t op_started_at)
     struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
-    bool open = x && x->paused_open.op == op_started_at && x->paused_open.v != 0;
+    bool open = x && x->paused_open.op == op_started_at && x->paused_open.v > 0;
     pthread_mutex_unlock(&e->lock);
     return open;
+}
+
+static bool sighted(void *ctx, const char *key, int64_t op_started_at)
+{
+    struct hv_engine *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    struct entry *x = eng_find(e, key);
+    bool any = x && x->paused_open.op == op_started_at && x->paused_open.v != 0;
+    pthread_mutex_unlock(&e->lock);
+    return any;
 }
 
 static int64_t unanswered_sent(void *ctx, const char *key, int64_t op_started_at, int64_t at)
@@ -279,6 +289,7 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
                                  .paused_seen = paused_seen,
                                  .running_seen = running_seen,
                                  .paused_open = paused_open,
+                                 .sighted = sighted,
                                  .unanswered_sent = unanswered_sent,
                                  .starts_untaken = starts_untaken,
                                  .unreachable_since = unreachable_since,

@@ -49,13 +49,17 @@ static void park_failed_upon(struct pass *p, enum rc_owner who)
      * that step's whole window, by the clock, is parked no more when found paused later,
      * as for a Failure of its own; held-out seed 5505482: the scan took up the previous
      * life's Failure on a running VM, its passes saw it running from 791 s, its host died
-     * at 831 s and the VM paused at 952 s, found paused at 1196 s and parked for ever) */
+     * at 831 s and the VM paused at 952 s, found paused at 1196 s and parked for ever).
+     * A previous life's Failure that this life never saw, paused or running, may have
+     * been paused all along: parked (sighted; review of 6c6be6c: a life that had seen the
+     * VM running only on calls, the scan not taking it up, parked it for ever at a later
+     * pause, and its resume held a slot over the caps for a step long spent) */
     int64_t from = p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, 0);
     int64_t since = upon > from ? upon : from;
     if (who != OWN_OTHER && p->rec.cold && upon &&
         (p->now < rc_may_land_until(p->s, p->b->cfg->step_timeout_s, since) ||
          p->b->paused_open(p->b->ctx, p->key, p->rec.started_at) ||
-         (who == OWN_PREVIOUS && !from))) {
+         (who == OWN_PREVIOUS && !p->b->sighted(p->b->ctx, p->key, p->rec.started_at)))) {
         p->b->paused_seen(p->b->ctx, p->key, p->rec.started_at, p->now);
         p->parked = true;
     }

@@ -3287,6 +3287,42 @@ static struct hv_update_result park_call(struct fx *f, const char *name, struct 
 static const char *park_msg = "the VM is paused in the middle of its power cycle (last step: "
                               "shutdown) and the change did not complete within 60 s";
 
+/* The previous life's Failure upon a shutdown long spent, met by this life on calls that find
+ * the VM running (no scan took it up): when the VM pauses later, that step cannot land any
+ * more, so the entry is not parked for the resume, and the resume takes no power-cycle slot.
+ * Before, "this life never saw the VM" was read as "no paused sighting": the entry was parked
+ * for ever, and its resume held a slot over the caps for the step's whole window (review of
+ * 6c6be6c). */
+static void test_previous_lifes_spent_failure_seen_running_is_not_parked(void **state)
+{
+    struct fx *f = *state;
+    define(f, "eng-prevseen", 2048, 2048, 1, 1);
+    char prev[96];
+    previous_owner(prev, sizeof(prev));
+    put_failed_upon_record(f, "eng-prevseen", prev, true); /* downAt 890 s ago */
+    use_driven_watched(f, -1);                             /* no scan */
+    f->s.shutdown_timeout_s = 300;                         /* (the record's settings) */
+    struct hv_hw want = {1024, -1, -1, -1};
+    struct hv_update_result r = park_call(f, "eng-prevseen", want);
+    assert_true(r.failure); /* the sticky Failure, the VM seen running */
+    virDomainPtr d = virDomainLookupByName(f->conn, "eng-prevseen");
+    assert_int_equal(virDomainSuspend(d), 0);
+    r = park_call(f, "eng-prevseen", want);
+    assert_true(r.failure);
+    uint64_t woken = hv_engine_woken(f->e);
+    assert_int_equal(virDomainResume(d), 0);
+    virDomainFree(d);
+    park_fn(park_ctx, park_be, "", "", "eng-prevseen");
+    assert_int_equal(hv_engine_woken(f->e), woken); /* not parked: the report wakes nothing */
+    drv_wait(f->e, 0);
+    r = park_call(f, "eng-prevseen", want);
+    assert_true(r.failure);
+    int ops, cycles;
+    hv_engine_gauges(f->e, &ops, &cycles);
+    assert_int_equal(cycles, 0);
+    unwrap(f);
+}
+
 /* The paused-cycle deadline Failure parks the entry (no timer) until the backend reports the
  * VM changed (its resume). A report that comes while the parking pass runs, before it parked
  * the entry, is not lost (workers.c: the entry's change_seq): a pass looks again. */
@@ -3897,6 +3933,8 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_restarted_process_parks_its_previous_lifes_paused_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_previous_lifes_spent_failure_seen_running_is_not_parked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_own_cycle_for_other_hardware_is_followed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shrink_goes_through_power_cycle, setup, teardown),
