@@ -269,15 +269,20 @@ enum rc_slot {
     SLOT_FORCE, /* take one over the caps: a cycle under way must finish */
     SLOT_FREE,  /* give it back: no cycle, no step that may land, no VM left off, no VM */
 };
+/* Where a pass asks for the slot, and for what kind of cycle. */
+enum rc_gate {
+    GATE_NONE = 0, /* at the end of the pass (no gate) */
+    GATE_NEW,      /* a cycle's gate: a new cycle, within the caps (a slot held is kept) */
+    /* a cycle under way, which must finish: this process's own step sent that may still take
+     * the VM down, a step taken over, the VM off mid-operation (over the caps) */
+    GATE_UNDER_WAY,
+    /* a cycle this pass begins anew (a new cycle, or a first step sent again as one): a slot
+     * held from before (a cycle that ended, one taken over the caps for a step that did not
+     * go out) is no claim on the caps as they are now */
+    GATE_ANEW,
+};
 struct rc_slot_facts {
-    bool gate; /* asked at a cycle's gate (else: at the end of the pass) */
-    /* at a gate: the cycle is under way and must finish (this process's own step sent that
-     * may still take the VM down, a step taken over, the VM off mid-operation); else new */
-    bool under_way;
-    /* at a gate: a cycle this pass begins anew (a new cycle, or a first step sent again as
-     * one): a slot held from before (a cycle that ended, one taken over the caps for a step
-     * that did not go out) is no claim on the caps as they are now */
-    bool anew;
+    enum rc_gate gate;
     /* at the end: the look found no VM (nothing of it can go down) */
     bool gone;
     /* at the end: the pass read the record (seen); this operation's cycle is in flight
@@ -291,7 +296,7 @@ struct rc_slot_facts {
 enum rc_slot rc_slot_need(const struct rc_slot_facts *f);
 /* Apply need to p's VM: false when a slot was asked for and none is free. */
 bool rc_slot(struct pass *p, enum rc_slot need);
-/* The need at a cycle's gate (under_way, anew: see rc_slot_facts), applied. */
-bool rc_slot_gate(struct pass *p, bool under_way, bool anew);
+/* The need at a cycle's gate of kind g (not GATE_NONE), applied. */
+bool rc_slot_gate(struct pass *p, enum rc_gate g);
 
 #endif

@@ -303,7 +303,7 @@ static void new_cycle(struct pass *p, bool again)
     /* A new cycle fits the caps as they are now: a slot still held from a cycle of this VM that
      * ended (its power-on landed, a new state begun meanwhile) is no claim on them, since a
      * cycle resumed over the caps may have come beside it (seeds 27966, 22427). */
-    if (!rc_slot_gate(p, false, true)) {
+    if (!rc_slot_gate(p, GATE_ANEW)) {
         if (p->rec.phase == HV_PH_NONE) { /* keep the plan and start time while waiting */
             hv_rec_set_phase(&p->rec, HV_PH_PLANNED, "waiting for a slot");
             if (!rc_store(p))
@@ -383,10 +383,13 @@ void rc_cold_on_path(struct pass *p)
      * cycle goes on within the caps as a new one, its step sent again (the sight kept unused
      * for that). Held-out seeds 3108706, 5377849: it waited for a slot within the caps, the
      * guest shut down, and another VM's cycle of the host began beside it. */
-    bool gated = stepping && !rc_slot_gate(p, sent, resend);
+    /* (a step sent again as a new cycle is not one under way: sent needs this life's sight
+     * and no failed try, resend the sight lost or a try failed, or the previous life's step) */
+    enum rc_gate gate = sent ? GATE_UNDER_WAY : resend ? GATE_ANEW : GATE_NEW;
+    bool gated = stepping && !rc_slot_gate(p, gate);
     bool previous = gated && p->record_down;
     if (previous) {
-        rc_slot_gate(p, true, false);
+        rc_slot_gate(p, GATE_UNDER_WAY);
         if (first)
             rc_forget_sight(p);
     } else if (gated) {

@@ -8,8 +8,16 @@
 
 enum rc_slot rc_slot_need(const struct rc_slot_facts *f)
 {
-    if (f->gate) /* a cycle under way must finish; a new one waits for the caps */
-        return f->under_way ? SLOT_FORCE : f->anew ? SLOT_RENEW : SLOT_TAKE;
+    switch (f->gate) { /* a cycle under way must finish; a new one waits for the caps */
+    case GATE_UNDER_WAY:
+        return SLOT_FORCE;
+    case GATE_ANEW:
+        return SLOT_RENEW;
+    case GATE_NEW:
+        return SLOT_TAKE;
+    case GATE_NONE:
+        break;
+    }
     if (f->gone) /* a VM no host has holds no slot, whatever the pass saw of it before */
         return SLOT_FREE;
     /* A failed operation that left the VM off (starting it, as it is or rolled back, failed)
@@ -55,10 +63,8 @@ bool rc_slot(struct pass *p, enum rc_slot need)
     return true;
 }
 
-bool rc_slot_gate(struct pass *p, bool under_way, bool anew)
+bool rc_slot_gate(struct pass *p, enum rc_gate g)
 {
-    /* (a step sent again as a new cycle is not one under way: pass_paths.c rc_cold_on_path) */
-    hv_engine_check(!(under_way && anew), "a cycle begun anew is not under way");
-    struct rc_slot_facts f = {.gate = true, .under_way = under_way, .anew = anew};
+    struct rc_slot_facts f = {.gate = g};
     return rc_slot(p, rc_slot_need(&f));
 }

@@ -251,7 +251,7 @@ static bool take_cycle_over(struct pass *p, const struct rc_class *k, bool unsen
      * sent again rather than waited for (seed 16617: B took over A's refused shutdown
      * and waited for it until Soft's timeout) */
     p->rec.attempts = k->hazard_tries;
-    rc_slot_gate(p, true, false);
+    rc_slot_gate(p, GATE_UNDER_WAY);
     bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
                   p->s->power_off_mode == HV_POM_SOFT &&
                   p->now - k->hazard_sent >= p->s->shutdown_timeout_s;
@@ -347,7 +347,7 @@ static bool begin_or_wait(struct pass *p, const struct rc_class *k)
      * caps: that process gives its slot back once the record is ours. One of this process's
      * previous life may take the VM down at any moment and no live process holds a slot for
      * it: it counts against the caps at once (taken over them, below; seed 217798). */
-    if (k->takeover && k->owner == OWN_OTHER && !rc_slot_gate(p, false, false)) {
+    if (k->takeover && k->owner == OWN_OTHER && !rc_slot_gate(p, GATE_NEW)) {
         rc_progress(p, RETRY_SLOT, HV_MSG("waiting for a power-cycle slot"));
         return false;
     }
@@ -413,7 +413,7 @@ static void carry_on(struct pass *p, const struct rc_class *k)
     }
     if (!k->on) {
         if (p->rec.cold) /* it must be brought back, whatever the caps */
-            rc_slot_gate(p, true, false);
+            rc_slot_gate(p, GATE_UNDER_WAY);
         rc_off_path(p);
     } else if (p->rec.cold) {
         rc_cold_on_path(p);

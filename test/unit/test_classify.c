@@ -184,13 +184,13 @@ static void test_relation(void **state)
 static void test_slot_need(void **state)
 {
     (void)state;
-    struct rc_slot_facts f = {.gate = true};
+    struct rc_slot_facts f = {.gate = GATE_NEW};
     assert_int_equal(rc_slot_need(&f), SLOT_TAKE);
-    f.under_way = true;
+    f.gate = GATE_UNDER_WAY;
     assert_int_equal(rc_slot_need(&f), SLOT_FORCE);
     /* a cycle begun anew (a new one, or a first step sent again as one): what is held goes
      * back and one is taken within the caps as they are now */
-    f = (struct rc_slot_facts){.gate = true, .anew = true};
+    f = (struct rc_slot_facts){.gate = GATE_ANEW};
     assert_int_equal(rc_slot_need(&f), SLOT_RENEW);
     f = (struct rc_slot_facts){.seen = true};
     assert_int_equal(rc_slot_need(&f), SLOT_FREE);
