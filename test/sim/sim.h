@@ -416,6 +416,9 @@ struct sim_replica {
     /* the hosts this life's scans (list_records) have listed, a bit each: a host none of them
      * could list (down or stalled at each) counts as full against the caps (slots.c) */
     unsigned listed_hosts;
+    /* ... and when this life's scans first listed each (0: not yet): the scan takes up a
+     * previous life's Failure upon a step at that listing only (scan.c listed_first) */
+    int64_t listed_ms[SIM_MAX_HOSTS];
 };
 
 struct sim_opts {

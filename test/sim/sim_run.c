@@ -173,6 +173,7 @@ static void rep_start(struct sim *s, int r)
     rep->idx = r;
     rep->gen++;
     rep->listed_hosts = 0; /* (a new life lists every host anew) */
+    memset(rep->listed_ms, 0, sizeof(rep->listed_ms));
     snprintf(rep->owner, sizeof(rep->owner), "sim-r%d:%d", r, rep->gen);
     s->drive[r] = (struct hv_engine_drive){
         .mono_ms = clk_mono, .unix_s = clk_unix, .ctx = s, .owner = rep->owner};
@@ -1727,6 +1728,25 @@ static void check_end(struct sim *s)
                  /* (or sent again by any life of r: held-out seeds 5440422, 5459500, r1's life
                   * 2 resent r0's shutdown, its Failure upon it parked, r1 restarted) */
                  (w->resent_rep == r && since >= w->resent_ms) || carried);
+            /* (... but not for a press the guest ignored, no shutdown pending, whose window was
+             * over with the VM running all along since (press_spent's facts) before it paused,
+             * when a pass of this life saw it running past that window and before the pause:
+             * the step can land no more, and the engine saw so. Not when this life may have
+             * forgotten that look (an entry idle for IDLE_MS goes) before a pass saw the pause,
+             * nor when its scan listed the host between the press and the pause: the scan
+             * takes up a previous life's Failure upon a running VM and times its step anew
+             * from the first pass that sees it running, scan.c. Scenario
+             * previous_lifes_spent_failure_seen_running_is_not_parked: r0's restarted scan could
+             * not list host0, its passes for CAPI's calls saw vm0 running past the window, vm0
+             * paused later, and the entry was parked for ever) */
+            int64_t listed = s->reps[r].listed_ms[w->host];
+            bool spent = w->acpi_missed && !w->off_at && w->press_ms &&
+                         w->resumed_ms < w->press_ms && w->power_on_ms < w->press_ms &&
+                         since > w->press_may_land_ms && w->look_on_ms[r] > w->press_may_land_ms &&
+                         w->look_on_ms[r] > s->restart_ms[r] &&
+                         w->look_ms[r] - w->look_on_ms[r] < IDLE_MS &&
+                         (!listed || listed < w->press_ms || listed > since);
+            took = took && !spent;
             /* (a try of this life's, or of a previous life of this replica, whose Failure the
              * restarted process's scan takes up and parks, scan.c; held-out seed 3234321) */
             bool unanswered = w->unans_ms && w->unans_rep == r && /* (any life of r) */

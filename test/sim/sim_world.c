@@ -1546,8 +1546,11 @@ static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, st
     struct sim_replica *rep = b->priv;
     int rc = HV_OK;
     for (int h = 0; h < s->n_hosts; h++) {
-        if (!s->hosts[h].down && !s->hosts[h].stalled)
+        if (!s->hosts[h].down && !s->hosts[h].stalled) {
+            if (!(rep->listed_hosts & (1u << h)))
+                rep->listed_ms[h] = s->now_ms;
             rep->listed_hosts |= 1u << h;
+        }
         if (s->hosts[h].down || s->hosts[h].stalled) {
             if (s->hosts[h].stalled) {
                 s->now_ms += 3000; /* the call waits for its timeout */
