@@ -527,6 +527,7 @@ static int call_fault(struct sim *s, int vm, struct hv_err *err, int kind)
             s->now_ms += 3000; /* the call waits for its timeout */
             s->stall_wait_ms += 3000;
             s->vms[vm].stall_wait_ms += 3000;
+            sim_world_tick(s); /* (the world goes on meanwhile) */
             call_failed(s, vm, kind);
             err_set(err, HV_E_TIMEOUT, "host stalled");
             return HV_E_TIMEOUT;
@@ -1555,6 +1556,7 @@ static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, st
             if (s->hosts[h].stalled) {
                 s->now_ms += 3000; /* the call waits for its timeout */
                 s->stall_wait_ms += 3000;
+                sim_world_tick(s); /* (the world goes on meanwhile) */
             }
             if (rc == HV_OK) {
                 rc = s->hosts[h].down ? HV_E_UNREACHABLE : HV_E_TIMEOUT;
