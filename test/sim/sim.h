@@ -49,6 +49,7 @@ const char *sim_cause_name(int cause);
 
 /* A VM as the simulated hypervisor holds it. */
 #define SIM_STEPS_SEEN 16
+#define SIM_PLUGS      16
 
 struct sim_vm {
     char name[32];
@@ -79,6 +80,23 @@ struct sim_vm {
      * of this many MiB every online_pace_ms, as a kernel's udev rule does, not all at once */
     int64_t online_block;
     int64_t online_pace_ms;
+    /* the live memory steps the hypervisor took since the guest last booted (power_on forgets
+     * them): when, the memory it had after each, ascending (live memory only grows; a step
+     * past SIM_PLUGS overwrites the last, dating it later), and when since then something in
+     * the world first ended every base from before it (0: nothing yet): the operator cleared
+     * the record, a shutdown reached the VM (a cycle began: a cold Failure keeps no base), a
+     * done was stored. With the guest's own memory (guest_mem) and its onlining (onlines) this
+     * is the world's fact of a live step the hypervisor took and the guest never did, no boot
+     * since (sim_unonlined_before) */
+    int64_t plug_ms[SIM_PLUGS];
+    int64_t plug_mem[SIM_PLUGS];
+    int64_t plug_lost_ms[SIM_PLUGS];
+    int n_plugs;
+    /* the last record write on the VM (world ms), and how long before the write that began
+     * the record's operation (begun_at) the one before it came: a record untouched for longer
+     * than deadlineSeconds is no base to an operation begun over it (hv_begin_base) */
+    int64_t rec_write_ms;
+    int64_t begun_quiet_ms;
     bool ignores_acpi;
     bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is
@@ -508,6 +526,8 @@ void sim_deliver_events(struct sim *s); /* ops->watch reports */
 void sim_backend_init(struct sim *s, struct sim_replica *r);
 bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);
 bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want);
+bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib,
+                          int64_t deadline_ms, bool begun_here);
 /* v's record, parsed (NULL when it holds none); cached until the record changes */
 const struct hv_oprecord *sim_record(struct sim_vm *v);
 void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text);

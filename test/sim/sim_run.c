@@ -1235,6 +1235,19 @@ static void call_update(struct sim *s, int m)
             if (g.cpus >= 0 && g.cpus == od->cpus && v->live.cpus == od->cpus &&
                 v->guest_cpus == v->off_done_guest_cpus)
                 g.cpus = -1;
+            /* memory a live step the hypervisor took before the answering operation began
+             * added and the guest never onlined, no boot since, every base from before that
+             * step ended by then (sim_unonlined_before): the base that operation took holds it
+             * as the hypervisor's and not the guest's, so the guest cannot tell it (the record
+             * names only which operation answered, and when it began) */
+            bool own_rec = sr && hv_hw_equal(&sr->desired, w);
+            int64_t began_ms = own_rec ? (sr->started_at - s->unix0) * 1000
+                               : !sr   ? c->op.start_ms
+                                       : 0;
+            if (g.memory_mib >= 0 &&
+                sim_unonlined_before(v, began_ms, g.memory_mib, 1000LL * c->op.s.deadline_s,
+                                     own_rec && v->begun_at == sr->started_at))
+                g.memory_mib = -1;
             if (!sim_guest_shows(v, &g))
                 sim_break(s, INV_DONE_SHOWS,
                           "%s: done but the guest has %lld MiB online and %d vCPUs, want %lld "

@@ -249,38 +249,25 @@ static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct 
                                      v->live.memory_mib != v->begun_hw.memory_mib);
     bool inherits_cpus =
         inherits || (in_time && at_old && v->begun_cpus_blind && v->live.cpus != v->begun_hw.cpus);
-    /* ... or over one (under any setting) begun longer than deadlineSeconds before: the engine
-     * keeps no base of it (hv_begin_base; docs/messages.md "Clearing a sticky failure": past
-     * deadlineSeconds the new operation has only the guest's view now), so a live step of it
-     * the guest never took (a hot-add left offline) is what the guest shows already */
-    bool past = timed && n->started_at - old->started_at > deadline;
-    /* ... or over one the operator cleared from the VM (docs/messages.md "Clearing a sticky
-     * failure": the next call starts afresh, with the guest's view now): its base went with
-     * it, whatever its age (seed 715943: a hot-add never onlined, its record cleared, the next
-     * state's live vCPU step done on the view now, which already lacked that memory) */
-    past |= stepped && cleared;
-    /* ... or over one that failed after its fallback cycle began (cold: the world saw a
-     * shutdown or power-off of it, not a record merely marked so), with a live step of
-     * the field taken before it that shows on the VM (the hypervisor's value differs from its
-     * base's): the engine keeps no base of a cold Failure (hv_begin_base: its guest may have
-     * booted afresh), so the next operation has only the guest's view now, which lacks a
-     * hot-add the guest never took when the cycle never took the VM down (held-out seed
-     * 1763385: A's DIMM never onlined, its Soft shutdown ignored, A failed; B, a disk grow
-     * with A's memory, done "not verified in the guest") */
-    bool failed_cold = old && !cleared && old->phase == HV_PH_FAILED && old->cold &&
-                       old->has_base && v->power == HV_POWER_ON && v->cycle_op &&
-                       v->cycle_op == old->started_at; /* (its cycle really began: a step sent) */
-    bool failed_mem = failed_cold && old->base.hv_memory_mib >= 0 &&
-                      old->base.hv_memory_mib != v->live.memory_mib;
-    bool failed_cpus = failed_cold && old->base.hv_cpus >= 0 && old->base.hv_cpus != v->live.cpus;
+    /* (a live step of old the guest never took, a hot-add its guest never onlined, no boot
+     * since, leaves the guest blind to that memory for every base taken after the world ended
+     * the bases from before it, whatever became of old's record: past deadlineSeconds,
+     * cleared, failed cold, or followed by any number of records and dones: a fact of the
+     * world, not of this record, sim_unonlined_before) */
     inherits &= !cleared;
     v->off_blind_for = n->desired;
-    v->off_blind_mem =
-        ((inherits_mem || past || failed_mem) && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
-        (cleared && v->cleared_live_mem);
-    v->off_blind_cpus =
-        ((inherits_cpus || past || failed_cpus) && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
-        (cleared && v->cleared_live_cpus);
+    v->off_blind_mem = (inherits_mem && !strncmp(old->plan[HV_F_MEMORY], "live:", 5)) ||
+                       (cleared && v->cleared_live_mem);
+    v->off_blind_cpus = (inherits_cpus && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
+                        (cleared && v->cleared_live_cpus);
+}
+
+/* Something in the world ended every base from before the live memory steps taken so far. */
+static void plugs_lost(const struct sim *s, struct sim_vm *v)
+{
+    for (int i = 0; i < v->n_plugs; i++)
+        if (!v->plug_lost_ms[i])
+            v->plug_lost_ms[i] = s->now_ms;
 }
 
 void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
@@ -293,6 +280,10 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
     snprintf(v->record, sizeof(v->record), "%s", text);
     v->rec_parsed = false;
     const struct hv_oprecord *n = sim_record(v);
+    int64_t prev_write_ms = v->rec_write_ms;
+    v->rec_write_ms = s->now_ms;
+    if (n && n->phase == HV_PH_DONE)
+        plugs_lost(s, v);  /* a done keeps no base for the next operation */
     if (had && !text[0]) { /* the operator cleared it */
         v->cleared_rec = old;
         v->cleared_pending = true;
@@ -351,6 +342,7 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
         v->begun_hw = v->power == HV_POWER_OFF ? v->config : v->live;
         v->begun_for = n->desired;
         v->begun_at = n->started_at;
+        v->begun_quiet_ms = s->now_ms - prev_write_ms;
         /* (stale statistics are a view of the guest now only within two of a real guest's
          * report periods, 2 s each, of their last fresh report: older, they tell what it had
          * then, and the engine, which tolerates a report's age only that far or a little
@@ -486,6 +478,31 @@ bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want)
 {
     return (want->memory_mib < 0 || v->guest_mem >= want->memory_mib) &&
            (want->cpus < 0 || v->guest_cpus == want->cpus);
+}
+
+/* The guest lacks memory up to want_mib that a live step the hypervisor took before t_ms (world
+ * ms, when the answering operation began) added and that the guest never onlined, no boot
+ * since, nor ever will (its onlining stopped: fault 10), and before t_ms the world ended every
+ * base from before that step (plug_lost_ms: a clear, a shutdown that reached the VM, a done
+ * stored), or the record the operation began over was untouched for longer than its
+ * deadline_ms (begun_here: t_ms is the begin of the record on the VM, begun_quiet_ms): the
+ * operation's base was taken after the step and holds that memory as the hypervisor's and not
+ * the guest's, so no engine can tell the guest lacks it (held-out seeds 5485920, 5570409,
+ * 5379043, 3077031: A's DIMM never onlined, later operations done over bases taken since,
+ * through any number of records, clears and dones). Only the part of want_mib above the
+ * guest's own memory and within such a step is excused. A base an operation still keeps from
+ * before the step (A's live Failure, not cold, within its deadline) tells the engine, and the
+ * guest is judged (scenario refused_fallback_cycle_keeps_the_base). */
+bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib,
+                          int64_t deadline_ms, bool begun_here)
+{
+    if (v->power != HV_POWER_ON || v->onlines || want_mib <= v->guest_mem)
+        return false;
+    for (int i = 0; i < v->n_plugs; i++)
+        if (v->plug_mem[i] >= want_mib)
+            return v->plug_ms[i] < t_ms && ((v->plug_lost_ms[i] && v->plug_lost_ms[i] < t_ms) ||
+                                            (begun_here && v->begun_quiet_ms > deadline_ms));
+    return false;
 }
 
 /* ---- the backend -------------------------------------------------------------------------- */
@@ -768,6 +785,7 @@ static void power_on(struct sim *s, int k)
     v->guest_cpus = v->config.cpus;
     v->online_at = 0;
     v->off_at = 0;
+    v->n_plugs = 0; /* a boot: all its memory is boot memory */
     /* Stale statistics are a running guest's balloon driver that stopped reporting: a new
      * QEMU process has no report of the last one (libvirt: no last-update until the freshly
      * booted guest reports, the booting case of fill_guest), and the new kernel's driver
@@ -1280,6 +1298,12 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             v->online_at = s->now_ms + 1000 * sim_range(s, 0, 20);
         else if (d->memory_mib > v->live.memory_mib)
             v->touched_ms = s->now_ms; /* the fault shows now */
+        if (d->memory_mib > v->live.memory_mib) {
+            int i = v->n_plugs < SIM_PLUGS ? v->n_plugs++ : SIM_PLUGS - 1;
+            v->plug_ms[i] = s->now_ms;
+            v->plug_mem[i] = d->memory_mib;
+            v->plug_lost_ms[i] = 0;
+        }
         v->live.memory_mib = v->config.memory_mib = d->memory_mib;
         break;
     case HV_STEP_LIVE_CPUS:
@@ -1305,6 +1329,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             return err->code;
         }
         check_cycle_start(s, b, k);
+        plugs_lost(s, v); /* a cycle began: its cold Failure keeps no base */
         v->acpi_missed = v->ignores_acpi;
         v->press_ms = s->now_ms;
         v->press_may_land_ms = s->now_ms + 1000 * (int64_t)s->ecfg.step_timeout_s;
@@ -1886,6 +1911,7 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
     case 19: {
         sim_set_record(s, v, "");
         v->record_cleared_ms = s->now_ms;
+        plugs_lost(s, v); /* the clear takes the base along */
         /* (step_rec stays: an entry parked upon that step outlives the clear, which no change
          * report tells the engine, as `took`'s does, seed 12010; held-out seed 5568265: r0:1's
          * power-off never reached the hypervisor, the VM paused, r0:2 failed the cycle upon it
