@@ -539,7 +539,7 @@ bool sim_unseen_since_restart(const struct sim *s, const struct sim_vm *v, int o
  * engine's starts through the retry window after that Failure (step_timeout_s, reconcile.c
  * left_off; the last one at or after its end): the engine gave the VM up, bounded */
 bool sim_start_given_up(struct sim *s, struct sim_vm *v);
-bool sim_start_window_lost_to_the_loop(struct sim *s, struct sim_vm *v);
+bool sim_start_window_lost_to_the_loop(struct sim_vm *v);
 void sim_note_due(struct sim *s, int r);
 void sim_note_queues(struct sim *s, int r);
 void sim_drop_queues(struct sim *s, int r);

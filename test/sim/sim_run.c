@@ -1615,7 +1615,7 @@ static void check_end(struct sim *s)
          * host was down or stalled at the window's end (seed 606628: the engine could not
          * look, so tried no start, until the window was over). */
         bool start_given_up = sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v) ||
-                              sim_start_window_lost_to_the_loop(s, v);
+                              sim_start_window_lost_to_the_loop(v);
         if (!v->operator_power && !v->halted_for_good && !v->halted && !start_given_up &&
             v->power != v->power0 && !(v->power0 == HV_POWER_OFF && asked))
             sim_break(

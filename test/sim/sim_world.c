@@ -127,10 +127,9 @@ bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v)
  * sim_note_queues), and the passes' times are the engine's own: no engine rule is copied. A
  * start refused since the Failure says the engine was trying (an engine that tries none is
  * judged). */
-bool sim_start_window_lost_to_the_loop(struct sim *s, struct sim_vm *v)
+bool sim_start_window_lost_to_the_loop(struct sim_vm *v)
 {
     const struct hv_oprecord *r = sim_record(v);
-    (void)s;
     return r && r->cold && r->phase == HV_PH_FAILED && v->power == HV_POWER_OFF && v->late_cost &&
            r->started_at == v->late_op && r->step_at == v->late_step_at &&
            v->start_failed_ms >= v->late_from_ms;
@@ -902,7 +901,7 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
     if (other && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
-                  sim_start_window_lost_to_the_loop(s, w)))
+                  sim_start_window_lost_to_the_loop(w)))
         return false;
     if (other && resume_unseen(s, w))
         return false;
@@ -1085,7 +1084,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * 5245951: the host out from before the window's end, the engine's restarted process
          * found the VM off past it and left it, as reconcile.c left_off says). */
         if (w != v && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
-                       sim_start_window_lost_to_the_loop(s, w)))
+                       sim_start_window_lost_to_the_loop(w)))
             continue;
         /* Nor, until its process has looked at it, one the operator resumed in the middle of
          * its cycle in the last CYCLE_LOOK_MS (or, past its deadline, before the resume's
