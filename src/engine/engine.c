@@ -167,24 +167,26 @@ static int64_t running_seen(void *ctx, const char *key, int64_t op_started_at, i
     return latest_at(ctx, key, offsetof(struct entry, paused), op_started_at, open ? now : 0);
 }
 
-static bool paused_open(void *ctx, const char *key, int64_t op_started_at)
+/* The last sighting by this process of the VM of that operation, noting nothing: 1 paused
+ * (or the scan's take-up), -1 running, 0 none (the paused_open memo). */
+static int64_t last_sight(void *ctx, const char *key, int64_t op_started_at)
 {
     struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
-    bool open = x && x->paused_open.op == op_started_at && x->paused_open.v > 0;
+    int64_t v = x && x->paused_open.op == op_started_at ? x->paused_open.v : 0;
     pthread_mutex_unlock(&e->lock);
-    return open;
+    return v;
+}
+
+static bool paused_open(void *ctx, const char *key, int64_t op_started_at)
+{
+    return last_sight(ctx, key, op_started_at) > 0;
 }
 
 static bool sighted(void *ctx, const char *key, int64_t op_started_at)
 {
-    struct hv_engine *e = ctx;
-    pthread_mutex_lock(&e->lock);
-    struct entry *x = eng_find(e, key);
-    bool any = x && x->paused_open.op == op_started_at && x->paused_open.v != 0;
-    pthread_mutex_unlock(&e->lock);
-    return any;
+    return last_sight(ctx, key, op_started_at) != 0;
 }
 
 static int64_t unanswered_sent(void *ctx, const char *key, int64_t op_started_at, int64_t at)
