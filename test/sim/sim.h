@@ -151,6 +151,12 @@ struct sim_vm {
      * VM again brings no VM down */
     int off_taker, off_taker_gen;
     int64_t off_taken_ms; /* ... when (its record written over the other's) */
+    /* when a new operation (another startedAt) first wrote its record while the VM was off
+     * after a failed cold operation had given up starting it (its step timeout spent on
+     * refused starts, or its window lost to a host or to the step loop: it counted against no
+     * cap then), the VM off since (0: none): that operation's reconfigure and power-on bring
+     * no VM down (how-it-works `off` row) */
+    int64_t off_anew_ms;
     /* the process (replica, life) whose record write the world took last, and when: the
      * world's own log of who carries the VM's operation, never the record's owner field */
     int writer_rep, writer_gen;
@@ -210,6 +216,13 @@ struct sim_vm {
      * finished booting (0: never, or booted from the start) */
     int64_t fresh_until_ms;
     int64_t booted_ms;
+    /* the operation (startedAt; 0: none) whose done record was last written, and whether the
+     * guest had a view of its memory (statistics of the booted guest, fresh or reported after
+     * the last step) and of its vCPUs (an agent of the booted guest) at that moment, by world
+     * facts: a done concluded with the view may be answered again as stored after a halt or
+     * a boot took it away */
+    int64_t done_view_op;
+    bool done_view_mem, done_view_cpus;
     /* what the VM and its guest showed at the last done under guestVerification Off (the
      * hardware taken unverified): a later operation's guest compares with itself */
     struct hv_hw off_done_hw;
@@ -251,6 +264,13 @@ struct sim_vm {
      * stays the clear's (held-out seed 2968860: r1 began anew and power-cycled the VM after
      * the clear, resetting foreign_boot_ms before r0's refusal from that boot was answered) */
     int64_t cleared_boot_ms;
+    /* when the operator last cleared the record in the middle of a power cycle (the world's
+     * cycle under way then; 0: never) */
+    int64_t cleared_cycle_ms;
+    /* the operator's last clear took a record of a cold operation in a power cycle (a step
+     * under way, or a Failure upon one: downAt) while the VM's host was down or stalled, and no
+     * record was written since: no engine could see that clear */
+    bool cleared_out_cycle;
     enum hv_power power0;
     struct hv_hw config0;
     /* The world's own log of what happened to the VM, for the cause of a Failure (sim_run.c
