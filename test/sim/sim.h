@@ -157,6 +157,7 @@ struct sim_vm {
      * cap then), the VM off since (0: none): that operation's reconfigure and power-on bring
      * no VM down (how-it-works `off` row) */
     int64_t off_anew_ms;
+    int64_t off_anew_op; /* ... that operation (startedAt): the excuse ends with its record */
     /* the process (replica, life) whose record write the world took last, and when: the
      * world's own log of who carries the VM's operation, never the record's owner field */
     int writer_rep, writer_gen;

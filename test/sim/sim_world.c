@@ -893,12 +893,26 @@ static bool press_spent(const struct sim *s, const struct sim_vm *w)
 }
 
 /* w is off, as it has been since a new operation took it up after a failed cold operation
- * had given up starting it (sim_vm.off_anew_ms): held-out seeds 3059937, 3496438, 5444173,
- * 5480157, each a new call's operation reconfiguring and starting such a VM in the pass that
- * sent another VM's shutdown. */
-static bool off_taken_anew(const struct sim_vm *w)
+ * had given up starting it (sim_vm.off_anew_ms), and its record is still that operation's
+ * (failed or not): held-out seeds 3059937, 3496438, 5444173, 5480157, each a new call's
+ * operation reconfiguring and starting such a VM in the pass that sent another VM's shutdown
+ * (5444173: its reconfigure then refused three times, the Failure holding the slot over the
+ * caps while it tries starts). That operation holds its slot over the caps from the take-up
+ * (how-it-works `off` row, and `end` for its Failure), so it is left out only beside cycles
+ * whose slot was held by then (off_anew_before, cycle_begun_since). Review of 9efcea7:
+ * unbounded, it hid an engine whose `off` row took no slot, a later cycle going down beside
+ * the VM still off. */
+static bool off_taken_anew(struct sim_vm *w)
 {
-    return w->power == HV_POWER_OFF && w->off_anew_ms;
+    const struct hv_oprecord *r = w->exists ? sim_record(w) : NULL;
+    return w->power == HV_POWER_OFF && w->off_anew_ms && r && r->started_at == w->off_anew_op;
+}
+
+/* w is such a VM (off_taken_anew), taken up no earlier than since (world ms): a cycle whose
+ * slot was held since then does not count it. */
+static bool off_anew_before(struct sim_vm *w, int64_t since)
+{
+    return since && off_taken_anew(w) && w->off_anew_ms >= since;
 }
 
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
@@ -911,7 +925,7 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
     if (other && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
-                  sim_start_window_lost_to_the_loop(w) || off_taken_anew(w)))
+                  sim_start_window_lost_to_the_loop(w)))
         return false;
     if (other && resume_unseen(s, w))
         return false;
@@ -931,6 +945,22 @@ static bool sent_before_resume(const struct sim_vm *w, int rep, int gen)
            (w->resent_rep == rep && w->resent_gen == gen && w->resumed_ms > w->resent_ms);
 }
 
+/* A cycle carried by the process (r, gen) began after since (world ms): its shutdown or
+ * power-off accepted then (sim_vm.cycle_ms), a VM taken up off anew not counted. */
+static bool cycle_begun_since(struct sim *s, int r, int gen, int64_t since)
+{
+    for (int j = 0; j < s->n_vms; j++) {
+        struct sim_vm *x = &s->vms[j];
+        int cr, cg;
+        if (x->cycle_ms <= since || off_taken_anew(x) || !sim_cycle_counts(s, x, NULL))
+            continue;
+        cycle_carrier(x, &cr, &cg);
+        if (cr == r && cg == gen)
+            return true;
+    }
+    return false;
+}
+
 void sim_check_carried(struct sim *s)
 {
     for (int r = 0; r < s->n_reps; r++) {
@@ -947,6 +977,10 @@ void sim_check_carried(struct sim *s)
             /* (its own shutdown, sent before a pause, of a VM resumed since: it counts at once
              * over the caps, the engine's documented exception; no new cycle begins then) */
             if (sent_before_resume(w, r, cg))
+                continue;
+            /* (nor a VM given up off that a new operation took up, no cycle of this process
+             * begun since: off_taken_anew) */
+            if (off_taken_anew(w) && !cycle_begun_since(s, r, cg, w->off_anew_ms))
                 continue;
             /* (nor another process's cycle whose VM is off already, carried on to start it
              * again: that brings no VM down; never leave a VM off. Also one this process sent
@@ -1097,10 +1131,10 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         if (w != v && (sim_start_given_up(s, w) || sim_start_window_lost_to_host(s, w) ||
                        sim_start_window_lost_to_the_loop(w)))
             continue;
-        /* Nor one a new operation took up off, once the engine had so given it up: it
-         * reconfigures and starts the VM (the documented `off` row, its slot over the caps),
-         * which brings no VM down (off_anew_ms) */
-        if (w != v && off_taken_anew(w))
+        /* Nor one a new operation took up off, once the engine had so given it up, after v's
+         * slot was held: it reconfigures and starts the VM (the documented `off` row, its slot
+         * over the caps), which brings no VM down (off_anew_before) */
+        if (w != v && off_anew_before(w, held_since))
             continue;
         /* Nor, until its process has looked at it, one the operator resumed in the middle of
          * its cycle in the last CYCLE_LOOK_MS (or, past its deadline, before the resume's
@@ -1172,6 +1206,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * power-off of its TrySoft cycle whose slot it has held since the shutdown: held-out
          * seed 1980368, the operator had started that VM again after the shutdown landed) */
         if (w != v && held_since && taken_over_off_since(w, held_since, me, me_gen))
+            continue;
+        if (w != v && off_anew_before(w, held_since))
             continue;
         if (resend_under_a_slot_held_before_the_takeover(s, v, rp, w, me, me_gen))
             continue;
@@ -1252,6 +1288,32 @@ static void note_done_view(struct sim *s, struct sim_vm *v, int64_t op)
         booted && (v->stats == 0 ||
                    (v->stats == 1 && v->stale.mem_view == HV_GV_SEEN && v->stale.mem_at > after));
     v->done_view_cpus = booted && v->agent;
+}
+
+/* Before an engine's write over v's record (had: it holds one): a failed cold operation left v
+ * off and gave up starting it (its step timeout spent on refused starts, or its window lost to
+ * a host or to the step loop) */
+static bool given_up_off(struct sim *s, struct sim_vm *v, bool had)
+{
+    return had && v->cycling && v->power == HV_POWER_OFF &&
+           (sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v) ||
+            sim_start_window_lost_to_the_loop(v));
+}
+
+/* After it, on either path (the record write, or the record stored with a step): the world's
+ * own bookkeeping of the write (before: the record it replaced, phase NONE and startedAt 0
+ * when none) */
+static void note_record_written(struct sim *s, struct sim_vm *v, bool given_up,
+                                const struct hv_oprecord *before)
+{
+    v->cleared_out_cycle = false;
+    const struct hv_oprecord *now = sim_record(v);
+    if (given_up && now && now->started_at != before->started_at) {
+        v->off_anew_ms = s->now_ms;
+        v->off_anew_op = now->started_at;
+    }
+    if (now && now->phase == HV_PH_DONE)
+        note_done_view(s, v, now->started_at);
 }
 
 static bool record_before(struct sim_vm *v, struct hv_oprecord *out)
@@ -1428,7 +1490,9 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     if (st->record && s->record_in_step && st->record_stored) {
         struct hv_oprecord before;
         bool had = record_before(v, &before);
+        bool given_up = given_up_off(s, v, had);
         sim_set_record(s, v, st->record);
+        note_record_written(s, v, given_up, &before);
         *st->record_stored = true;
         sim_note(s, "  record %s by r%d (with act %d): %s", v->name, rep_of(b)->idx, st->kind,
                  st->record);
@@ -1535,9 +1599,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     }
     struct hv_oprecord before;
     bool had = record_before(v, &before);
-    bool given_up = had && v->cycling && v->power == HV_POWER_OFF &&
-                    (sim_start_given_up(s, v) || sim_start_window_lost_to_host(s, v) ||
-                     sim_start_window_lost_to_the_loop(v));
+    bool given_up = given_up_off(s, v, had);
     int was_rep, was_gen;
     if (had && v->cycling && v->power == HV_POWER_OFF &&
         sscanf(before.owner, "sim-r%d:%d", &was_rep, &was_gen) == 2 &&
@@ -1547,12 +1609,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->off_taken_ms = s->now_ms;
     }
     sim_set_record(s, &s->vms[k], record);
-    v->cleared_out_cycle = false;
-    const struct hv_oprecord *anew = sim_record(v);
-    if (given_up && anew && anew->started_at != before.started_at)
-        v->off_anew_ms = s->now_ms;
-    if (anew && anew->phase == HV_PH_DONE)
-        note_done_view(s, v, anew->started_at);
+    note_record_written(s, v, given_up, &before);
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
@@ -1796,6 +1853,8 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             s->vms[j].touched_ms = s->vms[j].host_fault_ms = s->now_ms;
             if (kind <= 1)
                 s->vms[j].host_down_ms = s->vms[j].delay_ms = s->now_ms;
+            else /* (back: the engine can see a clear made while the host was out) */
+                s->vms[j].cleared_out_cycle = false;
         }
         sim_note(s, "fault: %s %s", h->name, kind == 0 ? "dies" : kind == 1 ? "stalls" : "is back");
         return;
