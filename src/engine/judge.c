@@ -197,36 +197,48 @@ static void judge_base(const struct hv_begin_in *in, struct hv_guest_base *base,
     }
 }
 
-/* A guest started by an operation (its power-on, or done since) that has not reported since
- * (booting) is asked again until it does, for liveTimeoutSeconds from that start, before the
- * new operation takes its first step: else its baseline would be missing and the change could
- * not be verified. A live operation that found the VM off (the operator powered it off) and
- * started it (starts) is not cold, yet its guest boots as well. silent: such a start longer
- * ago than that, the guest silent since. */
-static void judge_boot(const struct hv_begin_in *in, struct hv_begin_judgement *j, bool *silent)
+/* The engine's power-on that an operation begun over old now carries on (its bootAt; 0: none).
+ * A guest started by an operation (its power-on, or done since) boots for liveTimeoutSeconds
+ * from that start. A live operation that found the VM off (the operator powered it off) and
+ * started it (starts) is not cold, yet its guest boots as well. */
+int64_t hv_boot_passed_on(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                          int step_timeout_s)
 {
-    const struct hv_oprecord *old = in->old;
-    bool powered = old && (old->cold || old->starts > 0);
+    if (!old)
+        return 0;
+    bool powered = old->cold || old->starts > 0;
     bool started = powered && old->phase == HV_PH_POWER_ON;
     bool booting = (started || (powered && old->phase == HV_PH_DONE)) && /* done since */
-                   in->now - old->step_at < in->s->live_timeout_s;
+                   now - old->step_at < s->live_timeout_s;
     /* A cold Failure's VM on again was started by that operation (its rollback, as it was)
      * or after it by the engine's own passes, for step_timeout_s (restart_failed_off): its
      * guest boots as after a power-on step. Seed 218383: A failed with the VM off, the
      * rollout changed A -> B, B's pass started the VM as A's Failure, and B's begin found
      * the guest booting and refused it under Required (for that call, not waited for). */
-    booting |= old && old->phase == HV_PH_FAILED && old->cold && old->starts > 0 &&
-               in->now - old->step_at < (int64_t)in->step_timeout_s + in->s->live_timeout_s;
+    booting |= old->phase == HV_PH_FAILED && old->cold && old->starts > 0 &&
+               now - old->step_at < (int64_t)step_timeout_s + s->live_timeout_s;
+    if (booting)
+        return old->step_at;
     /* An operation begun over such a record while its guest booted (it needed no view the
      * guest had not shown yet, e.g. a vCPU hot-plug without the agent) carries that power-on
      * on (bootAt), and so does each one begun over it within liveTimeoutSeconds of it: else
      * the next one, for memory, took a blind base from the guest still booting and answered
      * "not verified in the guest" once that guest could tell (held-out seeds 1741850,
      * 1742502). */
-    bool carried =
-        !booting && old && old->boot_at && in->now - old->boot_at < in->s->live_timeout_s;
-    j->boot_at = !in->facts->on ? 0 : booting ? old->step_at : carried ? old->boot_at : 0;
-    booting |= carried;
+    return old->boot_at && now - old->boot_at < s->live_timeout_s ? old->boot_at : 0;
+}
+
+/* A guest still booting from the engine's power-on (hv_boot_passed_on) that has not reported
+ * since is asked again until it does, before the new operation takes its first step: else its
+ * baseline would be missing and the change could not be verified. silent: the operation's own
+ * power-on longer ago than liveTimeoutSeconds, the guest silent since. */
+static void judge_boot(const struct hv_begin_in *in, struct hv_begin_judgement *j, bool *silent)
+{
+    const struct hv_oprecord *old = in->old;
+    bool started = old && (old->cold || old->starts > 0) && old->phase == HV_PH_POWER_ON;
+    int64_t boot = hv_boot_passed_on(old, in->s, in->now, in->step_timeout_s);
+    bool booting = boot != 0;
+    j->boot_at = in->facts->on ? boot : 0;
     struct hv_oprecord r = {.has_base = true, .base = j->base};
     bool mem, cpus;
     hv_guest_fields(&r, in->desired, &mem, &cpus);

@@ -123,6 +123,10 @@ bool hv_guest_mem_current(const struct hv_guest_obs *g, int64_t now);
 bool hv_begin_base(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
                    const struct hv_guest_base *fresh, struct hv_guest_base *out);
 
+/* The engine's power-on an operation begun over old now carries on (its bootAt); 0: none. */
+int64_t hv_boot_passed_on(const struct hv_oprecord *old, const struct hv_settings *s, int64_t now,
+                          int step_timeout_s);
+
 /* guestVerification Required: whether field f of desired cannot be shown by the guest of
  * this VM (running: on), and why (m, a stable message naming the one field). Memory and
  * vCPUs: they differ from the base and the base has no guest view of them (running), or its

@@ -155,10 +155,19 @@ void rc_done(struct pass *p, bool had_record, const char *note)
          * anew instead of answering the old Failure or carrying the old operation on, past
          * its deadline from its old start (seed 905122: A planned at 105 s, B done with the
          * VM off at 299 s, A again at 450 s failed "did not complete within 337 s"). Best
-         * effort: the done stands if the record cannot be written. */
+         * effort: the done stands if the record cannot be written. It keeps the engine's
+         * power-on that record carried (its bootAt), the guest perhaps still booting: a
+         * later begin over it waits for that guest before taking its base (held-out seed
+         * 3611624: B, planned over A's power-on, A -> B -> A done over B while the guest
+         * booted, C began over that done with a blind base and hot-plugged, "not verified in
+         * the guest" while the guest, reporting by then, had not onlined it). */
+        int64_t boot = p->obs.power == HV_POWER_ON
+                           ? hv_boot_passed_on(&p->rec, p->s, p->now, p->b->cfg->step_timeout_s)
+                           : 0;
         hv_rec_clear(&p->rec);
         p->rec.desired = *p->desired;
         p->rec.started_at = p->rec.step_at = p->now;
+        p->rec.boot_at = boot;
         for (int f = 0; f < HV_F_COUNT; f++)
             snprintf(p->rec.plan[f], sizeof(p->rec.plan[f]), "none");
         hv_rec_set_phase(&p->rec, HV_PH_DONE, "done over another hardware's record");

@@ -251,6 +251,12 @@ static bool take_cycle_over(struct pass *p, const struct rc_class *k, bool unsen
      * sent again rather than waited for (seed 16617: B took over A's refused shutdown
      * and waited for it until Soft's timeout) */
     p->rec.attempts = k->hazard_tries;
+    /* (a try of this process that got no answer is a failed try, also when the write of its
+     * count failed: the step is sent again, as with the count on the record; held-out seed
+     * 3623803: A -> B -> A carried a Soft shutdown whose only try timed out, its count's write
+     * failed too, and B failed Soft's timeout on a shutdown that never reached the guest) */
+    if (!p->rec.attempts && unanswered && k->hazard == HZ_STEP_SENT)
+        p->rec.attempts = 1;
     rc_slot_gate(p, GATE_UNDER_WAY);
     bool theirs = k->owner == OWN_OTHER && under_way == HV_PH_SHUTDOWN && p->rec.cold &&
                   p->s->power_off_mode == HV_POM_SOFT &&

