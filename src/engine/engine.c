@@ -142,7 +142,7 @@ static int64_t paused_seen(void *ctx, const char *key, int64_t op_started_at, in
         pthread_mutex_lock(&e->lock);
         struct entry *x = eng_find(e, key);
         if (x)
-            *memo_for(&x->paused_open, op_started_at) = 1;
+            *memo_for(&x->last_sighting, op_started_at) = 1;
         pthread_mutex_unlock(&e->lock);
     }
     return latest_at(ctx, key, offsetof(struct entry, paused), op_started_at, at);
@@ -159,7 +159,7 @@ static int64_t running_seen(void *ctx, const char *key, int64_t op_started_at, i
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
     if (x) {
-        int64_t *v = memo_for(&x->paused_open, op_started_at);
+        int64_t *v = memo_for(&x->last_sighting, op_started_at);
         open = *v > 0;
         *v = -1; /* (seen running: sighted) */
     }
@@ -168,13 +168,13 @@ static int64_t running_seen(void *ctx, const char *key, int64_t op_started_at, i
 }
 
 /* The last sighting by this process of the VM of that operation, noting nothing: 1 paused
- * (or the scan's take-up), -1 running, 0 none (the paused_open memo). */
+ * (or the scan's take-up), -1 running, 0 none (the last_sighting memo). */
 static int64_t last_sight(void *ctx, const char *key, int64_t op_started_at)
 {
     struct hv_engine *e = ctx;
     pthread_mutex_lock(&e->lock);
     struct entry *x = eng_find(e, key);
-    int64_t v = x && x->paused_open.op == op_started_at ? x->paused_open.v : 0;
+    int64_t v = x && x->last_sighting.op == op_started_at ? x->last_sighting.v : 0;
     pthread_mutex_unlock(&e->lock);
     return v;
 }

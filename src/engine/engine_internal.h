@@ -77,10 +77,10 @@ struct entry {
     /* when a pass last saw the VM of operation paused.op paused in the middle of its cycle
      * (unix seconds; 0: never): a step sent before may land from then on (paused_seen) */
     struct op_memo paused;
-    /* paused_open.v: the last sighting of the VM of operation paused_open.op by this process
-     * was paused (1: no pass has seen it running since, running_seen; also the scan's take-up
-     * of a Failure upon a step) or running (-1); 0: none (sighted) */
-    struct op_memo paused_open;
+    /* last_sighting.v: the last sighting of the VM of operation last_sighting.op by this
+     * process was paused (1: no pass has seen it running since, running_seen; also the scan's
+     * take-up of a Failure upon a step) or running (-1); 0: none (paused_open, sighted) */
+    struct op_memo last_sighting;
     /* when the latest try of a shutdown or power-off of operation unanswered.op that got no
      * answer was sent (unix seconds; 0: none) (unanswered_sent) */
     struct op_memo unanswered;

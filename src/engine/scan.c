@@ -308,7 +308,7 @@ static void resume_found(struct hv_engine *e, const struct found *f)
     else /* (the host a blind pass takes one on again: workers.c; seed 908970) */
         snprintf(x->slot_host, sizeof(x->slot_host), "%s", f->host);
     if (f->upon_op) /* as if a pass had seen it paused: its first pass times the step anew */
-        *memo_for(&x->paused_open, f->upon_op) = 1;
+        *memo_for(&x->last_sighting, f->upon_op) = 1;
     hv_log(HV_LOG_INFO, "resume", "vm", key, "why", f->own ? "own" : "owner gone", (char *)NULL);
     if (!x->queued && !x->running) {
         x->called = false; /* the engine's own pass: it carries this cycle on, begins none */
