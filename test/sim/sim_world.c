@@ -371,9 +371,10 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
          * further, has no view of it now; held-out seed 5292529: stale since 7.8 s, A' began at
          * 92.8 s with no guest view of memory and hot-added, B began over it keeping its
          * blind base) */
-        v->begun_mem_blind = v->power != HV_POWER_ON || v->stats == 2 ||
-                             (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
+        v->begun_stats_blind =
+            v->stats == 2 || (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
                                                 s->now_ms - v->fresh_until_ms > STALE_VIEW_MS));
+        v->begun_mem_blind = v->power != HV_POWER_ON || v->begun_stats_blind;
         v->begun_cpus_blind = v->power != HV_POWER_ON || !v->agent;
     }
     /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
