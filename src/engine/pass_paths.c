@@ -205,7 +205,36 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
             rc_going_off(p, HV_MSG("powering off again"));
         return;
     }
-    if ((first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy) {
+    bool resend = (first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy;
+    bool window_over = elapsed >= p->s->shutdown_timeout_s;
+    /* Before the shutdown is sent again and once its window is over, with the VM running: its
+     * guest may show the change by now without the cycle. The operator started it with the
+     * change after the shutdown landed (held-out seed 3676195: the guest shut down and was
+     * started in the same second, no pass saw it off, and the power-off at the window's end
+     * took down a guest that showed the change; the review of c9d7510: a restarted process or
+     * another replica sent the shutdown again to such a guest on its first sight), or it took
+     * the live change late. Then the cycle is not needed: no shutdown sent again, no power-off
+     * and no Failure. The shutdown sent may still land until rc_may_land_until: waited for, its
+     * slot kept (if it lands, the cycle goes on as before; the sight is kept for a send while
+     * the guest no longer shows it); after that the operation goes on live, whose done asks the
+     * guest again (as for a taken-over step that did not land). */
+    int shows =
+        (resend || window_over) && p->rec.phase == HV_PH_SHUTDOWN ? rc_shows_without_cycle(p) : 0;
+    if (shows < 0)
+        return;
+    if (shows && may_land) {
+        if (first)
+            rc_forget_sight(p);
+        rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
+        return;
+    }
+    if (shows) {
+        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "the change shows without the cycle");
+        p->rec.attempts = 0;
+        rc_live_path(p);
+        return;
+    }
+    if (resend) {
         /* Recorded by a process that is gone (or another replica) and maybe never sent: ask
          * again so the guest gets its whole graceful window. Once per process; and again
          * while the last try failed (it was not sent). */
@@ -224,29 +253,8 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
         rc_progress_busy(p);
         return;
     }
-    if (elapsed < p->s->shutdown_timeout_s) {
+    if (!window_over) {
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
-        return;
-    }
-    /* The window is over and the VM runs. Its guest may show the change by now without the
-     * cycle: the operator started it with the change after the shutdown landed (held-out seed
-     * 3676195: the guest shut down and was started in the same second, a pass never saw it
-     * off, and the power-off at the window's end took down a guest that showed the change), or
-     * it took the live change late. Then the cycle is not needed: no power-off and no
-     * Failure. The shutdown sent may still land until rc_may_land_until: waited for, its slot
-     * kept (if it lands, the cycle goes on as before); after that the operation goes on live,
-     * whose done asks the guest again (as for a taken-over step that did not land). */
-    int shows = p->rec.phase == HV_PH_SHUTDOWN ? rc_shows_without_cycle(p) : 0;
-    if (shows < 0)
-        return;
-    if (shows && may_land) {
-        rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
-        return;
-    }
-    if (shows) {
-        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "the change shows without the cycle");
-        p->rec.attempts = 0;
-        rc_live_path(p);
         return;
     }
     if (p->s->power_off_mode == HV_POM_SOFT) {

@@ -19,6 +19,10 @@
 #define CYCLE_LOOK_MS 5000
 /* Stale statistics stop being a view of the guest this long after their last fresh report */
 #define STALE_VIEW_MS 4000
+/* ... and are surely no view an engine may take a base from this many whole seconds after the
+ * report they hold (reconcile: a report up to GUEST_REPORT_S old serves, in whole seconds; one
+ * more for the rounding of the two clocks) */
+#define STALE_NO_VIEW_S (GUEST_REPORT_S + 1)
 
 uint64_t sim_rand(struct sim *s)
 {
@@ -244,7 +248,7 @@ static bool plug_blind_now(const struct sim *s, struct sim_vm *v, const struct h
  * or may not hold that step yet; docs/settings.md "nothing from before the change to compare
  * with"; held-out seed 1649175: A's hot-add begun during the operator's boot, never onlined,
  * B's live disk step kept A's blind base and was done "not verified in the guest"). */
-static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct hv_oprecord *old,
+static bool note_begun_over(const struct sim *s, struct sim_vm *v, const struct hv_oprecord *old,
                             const struct hv_oprecord *n, bool cleared)
 {
     int deadline = 0;
@@ -282,6 +286,9 @@ static void note_begun_over(const struct sim *s, struct sim_vm *v, const struct 
                        (cleared && v->cleared_live_mem);
     v->off_blind_cpus = (inherits_cpus && !strncmp(old->plan[HV_F_CPUS], "live:", 5)) ||
                         (cleared && v->cleared_live_cpus);
+    /* n keeps old's base of memory: old's live step of it taken (the VM's memory moved since
+     * old's begin, which the world noted) within n's deadlineSeconds */
+    return in_time && at_old && v->live.memory_mib != v->begun_hw.memory_mib;
 }
 
 /* Something in the world ended every base from before the live memory steps taken so far. */
@@ -351,13 +358,18 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
     bool same_hw = had && n && hv_hw_equal(&old.desired, &n->desired);
     /* (a Failure record for other hardware is a begin refused over old, judged from the same
      * base: seed 1845563) */
+    bool keeps_mem_base = false; /* (n's operation keeps old's base of the guest's memory) */
     if (n && (n->phase < HV_PH_DONE || n->phase == HV_PH_FAILED) && !same_hw)
-        note_begun_over(s, v, had ? &old : cleared ? &v->cleared_rec : NULL, n, cleared);
+        keeps_mem_base = note_begun_over(s, v,
+                                         had       ? &old
+                                         : cleared ? &v->cleared_rec
+                                                   : NULL,
+                                         n, cleared);
     /* ... or the same operation carried on under settings that look into the guest now, its
      * live step taken under guestVerification Off (the rollout changed only the settings,
      * A -> A'): that step's base has no guest view either (seed 1113068) */
     else if (same_hw && policy_off(&old) && !policy_off(n))
-        note_begun_over(s, v, &old, n, false);
+        keeps_mem_base = note_begun_over(s, v, &old, n, false);
     if (n)
         v->cleared_pending = false;
     if (n && !(had && old.started_at == n->started_at && hv_hw_equal(&old.desired, &n->desired))) {
@@ -371,10 +383,19 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
          * further, has no view of it now; held-out seed 5292529: stale since 7.8 s, A' began at
          * 92.8 s with no guest view of memory and hot-added, B began over it keeping its
          * blind base) */
-        v->begun_stats_blind =
-            v->stats == 2 || (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
+        v->begun_mem_blind = v->power != HV_POWER_ON || v->stats == 2 ||
+                             (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
                                                 s->now_ms - v->fresh_until_ms > STALE_VIEW_MS));
-        v->begun_mem_blind = v->power != HV_POWER_ON || v->begun_stats_blind;
+        /* no statistics an engine could take a base of the guest's memory from (absent, or
+         * stale past any report age it takes: the review of c9d7510, a base from a report 4 to
+         * 6 s old), unless the operation keeps the base of the one it began over, whose own
+         * fact then holds (the same review: B began over A's DIMM in flight with A's view
+         * while the statistics were absent) */
+        bool stats_blind_now =
+            v->stats == 2 ||
+            (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
+                               s->unix0 + s->now_ms / 1000 - v->stale.mem_at > STALE_NO_VIEW_S));
+        v->begun_stats_blind = keeps_mem_base ? v->begun_stats_blind : stats_blind_now;
         v->begun_cpus_blind = v->power != HV_POWER_ON || !v->agent;
     }
     /* a done under guestVerification Off, also one CAPI was never answered (the engine's own
