@@ -935,9 +935,15 @@ static void cycle_carrier(struct sim_vm *w, int *rep, int *gen)
  * from the CanUpdateMachine that covered it (its record begins no earlier). A timed look that
  * is merely overdue is not excused past CYCLE_LOOK_MS (slots.c paused_due counts that cycle;
  * stop 55's review: a mutant leaving it out of the caps went uncaught). */
-static bool resume_unseen(const struct sim *s, const struct sim_vm *w)
+static bool resume_unseen(const struct sim *s, struct sim_vm *w)
 {
-    int o = w->cycle_owner;
+    /* (the process that sent its step, or took it over since: the one that carries the cycle
+     * now (cycle_carrier), whose slot it is, not the first sender, whose look tells the
+     * carrier nothing; seed 3885524: r0's shutdown of vm3 taken over and sent again by r1,
+     * the VM paused, resumed at 22.6 s, r0 looked at 26.7 s, r1 not since 22.3 s, and r1
+     * began vm1's cycle at 26.7 s) */
+    int o, gen;
+    cycle_carrier(w, &o, &gen);
     if (!w->resumed_ms || o < 0 || o >= s->n_reps || w->look_ms[o] >= w->resumed_ms)
         return false;
     if (s->now_ms - w->resumed_ms <= CYCLE_LOOK_MS)
@@ -956,11 +962,21 @@ static bool resume_unseen(const struct sim *s, const struct sim_vm *w)
  * back by design (the previous life's spent step, and an own pass over a spent cycle whose
  * begin was refused, seed 719176); the VM goes down again only by a new step, which
  * sim_check_carried counts from the moment it lands (the VM off). Held-out seeds 2556894,
- * 5257033, 2800518, 5484061, 5511892: counted against another VM's new cycle. */
-static bool press_spent(const struct sim *s, const struct sim_vm *w)
+ * 5257033, 2800518, 5484061, 5511892: counted against another VM's new cycle. A pause since
+ * stops no clock the engine can read when it ended before the life of the process that carries
+ * the cycle now (cycle_carrier's replica) began: that life saw no pause and times the step
+ * from its send, as documented (how-it-works, "A process that restarted knows no pause of its
+ * previous life"). Held-out seed 3948439: vm1's Soft shutdown sent by r0:2 at 74.3 s, ignored,
+ * the VM suspended at 90.3 s and resumed at 205.3 s, r0 restarted at 208.2 s, and r0:3,
+ * waiting for a slot to send it again, began vm0's cycle on the host at 225.7 s. */
+static bool press_spent(const struct sim *s, struct sim_vm *w)
 {
+    int cr, cg;
+    cycle_carrier(w, &cr, &cg);
+    bool pause_before_life = cr >= 0 && cr < s->n_reps && w->resumed_ms > w->paused_ms &&
+                             s->restart_ms[cr] > w->resumed_ms;
     return w->power == HV_POWER_ON && w->acpi_missed && !w->off_at && w->press_ms &&
-           w->paused_ms < w->press_ms && s->now_ms > w->press_may_land_ms;
+           (w->paused_ms < w->press_ms || pause_before_life) && s->now_ms > w->press_may_land_ms;
 }
 
 /* w is off, as it has been since a new operation took it up after a failed cold operation
