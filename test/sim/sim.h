@@ -191,6 +191,13 @@ struct sim_vm {
      * who, the stepAt it wrote, and when that other record was written (co_gen 0: none) */
     int co_rep, co_gen;
     int64_t co_step_at, co_rec_ms;
+    /* ... the step record another process stored with no try that a write of a process
+     * (replica, life) took over for another operation (another startedAt) needing a cycle of its
+     * own, its stepAt kept (how-it-works `takeover`: the step is that operation's now, held as
+     * one that may land, nothing sent): who, when, and when that other record was written
+     * (to_gen 0: none) */
+    int to_rep, to_gen;
+    int64_t to_ms, to_rec_ms;
     int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
     int64_t host_fault_ms;             /* last time its host died, stalled or came back */
     int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */
@@ -410,6 +417,13 @@ struct sim_op {
     int64_t others_stall_ms;
     int64_t last_rep_ms[SIM_MAX_REPLICAS]; /* ... to each replica */
     int calls;
+    /* a call of this operation found its VM paused outside a cycle with no record written
+     * since the operation began (the engine began nothing, and takes no step on a paused VM),
+     * and CAPI's first UpdateMachine call after the VM ran again (0: none): the engine begins
+     * the operation on that call, its deadline counted from then (docs/messages.md "resume or
+     * stop the VM and the next call continues"; held-out seed 3942475) */
+    bool held_unbegun;
+    int64_t resumed_call_ms;
     bool failed; /* the last answer was a Failure */
     /* begun while the previous operation was in flight (the rollout changed, A -> B, or went
      * back, A -> B -> A): CONTRACT.md says CAPI never does that; the sim's CAPI does, to try

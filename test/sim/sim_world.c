@@ -1748,6 +1748,15 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     } else if (!cr_step || cr->step_at != v->co_step_at) {
         v->co_gen = 0;
     }
+    if (cr_step && had && (before.phase == HV_PH_SHUTDOWN || before.phase == HV_PH_POWER_OFF) &&
+        !before.attempts && before.started_at != cr->started_at && cr->cold && !cr->down_at &&
+        cr->step_at == before.step_at &&
+        !(prev_writer_rep == v->writer_rep && prev_writer_gen == v->writer_gen)) {
+        v->to_rep = v->writer_rep;
+        v->to_gen = v->writer_gen;
+        v->to_ms = s->now_ms;
+        v->to_rec_ms = prev_writer_ms;
+    }
     /* (a Failure of a cold operation: its give-up starts' delays are counted from here) */
     const struct hv_oprecord *fr = sim_record(v);
     if (fr && fr->cold && fr->phase == HV_PH_FAILED &&
