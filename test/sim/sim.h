@@ -133,12 +133,13 @@ struct sim_vm {
     int plans_pass;       /* ... after this many let through (script only: `plans K N after=M`) */
     char writes_next[16]; /* the outcomes of its next record writes (script only: `writes`) */
     /* bookkeeping for the invariants (not visible to the engine) */
-    bool cycling;       /* off (or going off) because of the engine's shutdown/power-off */
-    int cycle_owner;    /* replica that issued it */
-    int cycle_gen;      /* ... in its life (restarts count up) */
-    int64_t cycle_ms;   /* ... when (its shutdown or power-off was accepted) */
-    uint64_t cycle_seq; /* ... in the order of the world's events (world_seq) */
-    int64_t cycle_op;   /* ... for the operation its record then began (startedAt; 0: none) */
+    bool cycling;          /* off (or going off) because of the engine's shutdown/power-off */
+    int cycle_owner;       /* replica that issued it */
+    int cycle_gen;         /* ... in its life (restarts count up) */
+    int64_t cycle_ms;      /* ... when (its shutdown or power-off was accepted) */
+    int64_t cycle_step_at; /* ... the stepAt of the record it was sent under (0: none) */
+    uint64_t cycle_seq;    /* ... in the order of the world's events (world_seq) */
+    int64_t cycle_op;      /* ... for the operation its record then began (startedAt; 0: none) */
     /* a process other than cycle_owner's life that sent the cycle's shutdown or power-off
      * again (replica, life; life 0: none), and when (its latest such step), e.g. a restarted
      * process carrying its cycle on, or another replica that took the cycle over and sent
@@ -185,24 +186,24 @@ struct sim_vm {
      * the step and holds it as one that may land (pass_steps.c step_failed, other_down_at); when,
      * and when that record was written (0: none) */
     int rr_rep, rr_gen;
-    int64_t rr_ms, rr_rec_ms;
+    int64_t rr_ms, rr_rec_ms, rr_step_at; /* (rr_step_at: that other record's stepAt) */
     /* ... the step record another process stored with no try that a write of a process (replica,
      * life) carried over, the same operation still in its step (a takeover, to send it again):
      * who, the stepAt it wrote, and when that other record was written (co_gen 0: none) */
     int co_rep, co_gen;
-    int64_t co_step_at, co_rec_ms;
+    int64_t co_step_at, co_rec_ms, co_other_step_at; /* (the other record's stepAt) */
     /* ... the step record another process stored with no try that a write of a process
      * (replica, life) took over for another operation (another startedAt) needing a cycle of its
      * own, its stepAt kept (how-it-works `takeover`: the step is that operation's now, held as
      * one that may land, nothing sent): who, when, and when that other record was written
      * (to_gen 0: none) */
     int to_rep, to_gen;
-    int64_t to_ms, to_rec_ms;
-    int64_t touched_ms;                /* last change not made by the engine (fault, operator) */
-    int64_t host_fault_ms;             /* last time its host died, stalled or came back */
-    int64_t stall_wait_ms;             /* the clock its calls to a stalled host waited, summed */
-    int64_t resumed_ms;                /* last time the operator resumed it (0: never) */
-    int64_t look_ms[SIM_MAX_REPLICAS]; /* when each replica's passes last observed it */
+    int64_t to_ms, to_rec_ms, to_step_at; /* (the stepAt kept) */
+    int64_t touched_ms;                   /* last change not made by the engine (fault, operator) */
+    int64_t host_fault_ms;                /* last time its host died, stalled or came back */
+    int64_t stall_wait_ms;                /* the clock its calls to a stalled host waited, summed */
+    int64_t resumed_ms;                   /* last time the operator resumed it (0: never) */
+    int64_t look_ms[SIM_MAX_REPLICAS];    /* when each replica's passes last observed it */
     /* ... in the order of the world's events (sim.world_seq): a look and a step in one
      * millisecond told apart */
     uint64_t look_seq[SIM_MAX_REPLICAS];
@@ -586,6 +587,8 @@ bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib
                           int64_t deadline_ms, bool begun_here);
 /* v's record, parsed (NULL when it holds none); cached until the record changes */
 const struct hv_oprecord *sim_record(struct sim_vm *v);
+/* v's record is a Failure upon the step stored with stepAt step_at, or still that step */
+bool sim_record_upon_step(const struct sim_vm *v, int64_t step_at);
 void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text);
 int sim_vm_by_name(struct sim *s, const char *name);
 /* v's cycle was begun by process owner (replica index) in its life gen, which has ended, and

@@ -840,14 +840,23 @@ static bool same_failure(const char *stored, const char *answered)
     return n == failure_cause_len(answered) && !strncmp(stored, answered, n);
 }
 
+/* The VM's record is one for the hardware c's operation asks for (begun, carried on, failed or
+ * done: an operation of the engine, whenever it began). */
+static bool op_recorded(struct sim_vm *v, const struct sim_caller *c)
+{
+    const struct hv_oprecord *r = sim_record(v);
+    return r && hv_hw_equal(&r->desired, &c->op.want);
+}
+
 static void call_update(struct sim *s, int m)
 {
     struct sim_caller *c = &s->callers[m];
     struct sim_vm *v = &s->vms[m];
     int r = pick_rep(s, c);
-    /* (the VM paused outside a cycle before this operation wrote any record, and running or
-     * off again at this call: the first call after the pause, on which the engine begins) */
-    if (v->power == HV_POWER_PAUSED && !in_cycle(v) && v->writer_ms < c->op.start_ms) {
+    /* (the VM paused outside a cycle with no record of this operation's hardware, and running
+     * or off again at this call: the first call after the pause, on which the engine begins;
+     * an engine that writes such a record while the VM is paused loses the excuse, below) */
+    if (v->power == HV_POWER_PAUSED && !in_cycle(v) && !op_recorded(v, c)) {
         c->op.held_unbegun = true;
     } else if (c->op.held_unbegun && v->power != HV_POWER_PAUSED) {
         c->op.held_unbegun = false;
@@ -1555,7 +1564,7 @@ static void check_step(struct sim *s, bool calling)
         bool held = s->vms[m].power == HV_POWER_PAUSED && !in_cycle(&s->vms[m]);
         /* (... nor, when it was so before any record of the operation, until CAPI's first
          * call after it runs again: the engine began nothing and begins on that call) */
-        held = held || c->op.held_unbegun;
+        held = held || (c->op.held_unbegun && !op_recorded(&s->vms[m], c));
         /* (the operator cleared the VM's record during the operation: the engine begins it
          * anew, its deadline counted from that new start, docs/settings.md; seed 12260) */
         int64_t from = c->op.start_ms > s->vms[m].record_cleared_ms ? c->op.start_ms
@@ -1838,7 +1847,8 @@ static void check_end(struct sim *s)
              * record over for B with no try, r0's resend was refused busy, the host died and
              * the VM was suspended, r0's deadline Failure parked) */
             bool resent_others = w->rr_gen && w->rr_rep == r && w->rr_gen == gen &&
-                                 since >= w->rr_ms && w->power_on_ms < w->rr_rec_ms;
+                                 since >= w->rr_ms && w->power_on_ms < w->rr_rec_ms &&
+                                 sim_record_upon_step(w, w->rr_step_at);
             /* (or that other process's stored step, no try recorded, which this life took over
              * for an operation of its own that needs a cycle (how-it-works `takeover`: the
              * operation keeps that step's phase and time) and did not send again, the VM paused
@@ -1850,7 +1860,7 @@ static void check_end(struct sim *s)
             bool took_others = w->to_gen && w->to_rep == r && w->to_gen == gen &&
                                since >= w->to_ms && w->power_on_ms < w->to_rec_ms &&
                                w->writer_rep == r && w->writer_gen == gen &&
-                               w->writer_ms >= w->to_ms;
+                               w->writer_ms >= w->to_ms && sim_record_upon_step(w, w->to_step_at);
             kept += took || unanswered || stored_before || resent_others || took_others;
         }
         if (!ops && !pcs && !next && n <= kept)

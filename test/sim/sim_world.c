@@ -1021,6 +1021,26 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
     return true;
 }
 
+/* The VM's record is a Failure upon the step stored with stepAt step_at (its downAt), or still
+ * that stored step (the review of the stop 60 branch: an excuse for a step held as one that may
+ * land holds only while the record the engine keeps is about that step). */
+bool sim_record_upon_step(const struct sim_vm *w, int64_t step_at)
+{
+    struct hv_oprecord r;
+    if (!step_at || !hv_oprecord_read(&r, w->record))
+        return false;
+    if (r.phase == HV_PH_FAILED)
+        return r.down_at == step_at;
+    return (r.phase == HV_PH_SHUTDOWN || r.phase == HV_PH_POWER_OFF) && r.step_at == step_at;
+}
+
+static bool failure_upon(const struct sim_vm *w, int64_t step_at)
+{
+    struct hv_oprecord r;
+    return step_at && hv_oprecord_read(&r, w->record) && r.phase == HV_PH_FAILED &&
+           r.down_at == step_at;
+}
+
 /* The process (rep, gen) sent w's cycle's shutdown or power-off, first or again (a later life
  * of the first sender carrying it on after a restart, held-out seed 1408263; another replica
  * that took the cycle over, its record now theirs, held-out seed 1634553), before the VM was
@@ -1036,7 +1056,7 @@ static bool sent_before_resume(const struct sim_vm *w, int rep, int gen)
             * resume's pass holds it over the caps; held-out seed 5624426) */
            (w->cycle_owner == rep && w->cycle_gen < gen && w->paused_ms > w->cycle_ms &&
             w->writer_rep == rep && w->writer_gen == gen && w->writer_ms > w->paused_ms &&
-            w->resumed_ms > w->writer_ms);
+            w->resumed_ms > w->writer_ms && failure_upon(w, w->cycle_step_at));
 }
 
 /* A cycle carried by the process (r, gen) began after since (world ms): its shutdown or
@@ -1205,6 +1225,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     v->cycle_owner = me;
     v->cycle_gen = me_gen;
     v->cycle_ms = s->now_ms;
+    v->cycle_step_at = rp ? rp->step_at : 0;
     v->cycle_seq = ++s->world_seq;
     v->resent_gen = 0;
     v->resent_ms = 0;
@@ -1673,6 +1694,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
                    sv->co_gen == rep_of(b)->gen && sv->co_step_at == sr->step_at;
     bool others_step = (sr_step && !sr->attempts && !mine) || carried;
     int64_t others_step_ms = carried ? sv->co_rec_ms : others_step ? sv->writer_ms : 0;
+    int64_t others_step_at = carried ? sv->co_other_step_at : others_step ? sr->step_at : 0;
     int rc = act_do(b, ref, st, err);
     if (others_step && rc != HV_OK &&
         (st->kind == HV_STEP_SHUTDOWN || st->kind == HV_STEP_POWER_OFF)) {
@@ -1680,6 +1702,7 @@ static int b_act(struct hv_backend *b, const struct hv_vm_ref *ref, const struct
         s->vms[k].rr_gen = rep_of(b)->gen;
         s->vms[k].rr_ms = s->now_ms;
         s->vms[k].rr_rec_ms = others_step_ms;
+        s->vms[k].rr_step_at = others_step_at;
     }
     if (k >= 0)
         act_result(s, &s->vms[k], st->kind, rc == HV_OK,
@@ -1745,6 +1768,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->co_gen = v->writer_gen;
         v->co_step_at = cr->step_at;
         v->co_rec_ms = prev_writer_ms;
+        v->co_other_step_at = before.step_at;
     } else if (!cr_step || cr->step_at != v->co_step_at) {
         v->co_gen = 0;
     }
@@ -1756,6 +1780,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->to_gen = v->writer_gen;
         v->to_ms = s->now_ms;
         v->to_rec_ms = prev_writer_ms;
+        v->to_step_at = cr->step_at;
     }
     /* (a Failure of a cold operation: its give-up starts' delays are counted from here) */
     const struct hv_oprecord *fr = sim_record(v);
