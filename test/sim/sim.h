@@ -352,10 +352,13 @@ struct sim_vm {
      * not), and the life that wrote it: the replica's own last word on the VM's cycle */
     uint64_t wrote_cycle_seq[SIM_MAX_REPLICAS];
     int wrote_cycle_gen[SIM_MAX_REPLICAS];
-    int64_t paused_ms;     /* last time it was paused or suspended */
-    int64_t op_change_ms;  /* last operator change of its configuration or power */
-    int64_t op_on_ms;      /* last operator power-on */
-    int64_t op_off_ms;     /* last operator power-off of a running VM */
+    int64_t paused_ms;    /* last time it was paused or suspended */
+    int64_t op_change_ms; /* last operator change of its configuration or power */
+    int64_t op_on_ms;     /* last operator power-on */
+    int64_t op_off_ms;    /* last operator power-off of a running VM */
+    /* ... the same, when it ended a cycle whose shutdown could no longer take the VM down
+     * (press_spent at that moment: the engine holds no slot for it by design), 0 otherwise */
+    int64_t op_off_spent_ms;
     int64_t power_on_ms;   /* last power-on (anyone's) */
     uint64_t power_on_seq; /* ... in the order of the world's events (sim.world_seq) */
     int power_on_rep;      /* ... by which replica's act (-1: the operator's, op_on_ms) */

@@ -1002,12 +1002,32 @@ static bool off_anew_before(struct sim_vm *w, int64_t since)
     return since && off_taken_anew(w) && w->off_anew_ms >= since;
 }
 
+/* w is off since the operator powered it off while its cycle's shutdown could no longer take
+ * it down (press_spent then: sim_vm.op_off_spent_ms), and no live process has looked at it
+ * since. The engine gave that cycle's slot back by design (the step's window over, the VM
+ * running) and, its Failure's write having failed, follows it no more: the record still shows
+ * the cycle, but no step of the engine brought the VM down, and no engine can count a VM it
+ * has not seen off (no look of a running process since; the change report wakes only a
+ * settling or parked entry, workers.c eng_vm_changed). Once a live process has looked at it,
+ * it takes it over off (over the caps) and the VM counts again. Held-out seed 7113107: r0:2's
+ * deadline Failure of r0:1's spent TrySoft shutdown of vm5 (1748.5 s) not stored, host1 dead
+ * at 1806.3 s, the operator's power-off at 1859.2 s, vm2's cycle at 1897.8 s. */
+static bool off_by_operator_unseen(const struct sim *s, const struct sim_vm *w)
+{
+    if (!w->op_off_spent_ms || w->power != HV_POWER_OFF || w->went_off_ms != w->op_off_spent_ms)
+        return false;
+    for (int r = 0; r < s->n_reps; r++)
+        if (w->look_ms[r] >= w->op_off_spent_ms && w->look_ms[r] > s->restart_ms[r])
+            return false;
+    return true;
+}
+
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
 {
     bool other = w != v; /* (v NULL: none is v) */
     if (!w->exists || !w->cycling || (other && w->power == HV_POWER_PAUSED))
         return false;
-    if (other && press_spent(s, w))
+    if (other && (press_spent(s, w) || off_by_operator_unseen(s, w)))
         return false;
     if (w->halted_for_good && w->power == HV_POWER_OFF)
         return false;
@@ -1273,8 +1293,10 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
          * none in flight (as sim_world_tick sees it: ended earlier in this same step) */
         if (w != v && w->power == HV_POWER_ON && !w->off_at && !record_in_cycle(w))
             continue;
-        /* ... or whose shutdown can no longer take it down (press_spent) */
-        if (w != v && press_spent(s, w))
+        /* ... or whose shutdown can no longer take it down (press_spent), also once the
+         * operator powered it off, until a live process has looked at it since
+         * (off_by_operator_unseen) */
+        if (w != v && (press_spent(s, w) || off_by_operator_unseen(s, w)))
             continue;
         if (w != v && resumed_over_caps(w, held_since, me, me_gen))
             continue;
@@ -2161,8 +2183,10 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
         v->operator_power = true;
         v->op_change_ms = s->now_ms;
         if (v->power == HV_POWER_ON) {
+            bool spent = v->cycling && press_spent(s, v);
             power_off(s, k);
             v->op_off_ms = s->now_ms;
+            v->op_off_spent_ms = spent ? s->now_ms : 0;
             sim_note(s, "operator: %s powered off", v->name);
         } else if (v->power == HV_POWER_OFF) {
             v->press_undone |= v->cycling; /* off by the engine's shutdown or power-off */
