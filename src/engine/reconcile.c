@@ -251,6 +251,14 @@ static bool take_cycle_over(struct pass *p, const struct rc_class *k, bool unsen
      * sent again rather than waited for (seed 16617: B took over A's refused shutdown
      * and waited for it until Soft's timeout) */
     p->rec.attempts = k->hazard_tries;
+    /* (so is a step of this process's previous life: its record is stored before it is sent,
+     * and a try that did not reach the hypervisor is not counted, so this life cannot tell
+     * whether it was sent. Carried on as this life's own, it was waited for and failed Soft's
+     * timeout on a shutdown never sent (held-out seed 3998342: r0's try failed unreached, r0
+     * restarted, B took the step over and A took it back); as a try that may have been taken,
+     * it is sent again within the caps, its slot kept while it may land) */
+    if (k->owner == OWN_PREVIOUS && k->hazard == HZ_STEP_SENT && k->hazard_sent > unanswered)
+        unanswered = k->hazard_sent;
     /* (a try of this process that got no answer is a failed try, also when the write of its
      * count failed: the step is sent again, as with the count on the record; held-out seed
      * 3623803: A -> B -> A carried a Soft shutdown whose only try timed out, its count's write
