@@ -1041,24 +1041,23 @@ bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v)
     return true;
 }
 
-/* The VM's record is a Failure upon the step stored with stepAt step_at (its downAt), or still
- * that stored step (the review of the stop 60 branch: an excuse for a step held as one that may
- * land holds only while the record the engine keeps is about that step). */
-bool sim_record_upon_step(const struct sim_vm *w, int64_t step_at)
+/* The VM's record is a Failure upon the step stored with stepAt step_at (its downAt), or, unless
+ * failure_only, still that stored step (the review of the stop 60 branch: an excuse for a step
+ * held as one that may land holds only while the record the engine keeps is about that step). */
+static bool record_upon_step(const struct sim_vm *w, int64_t step_at, bool failure_only)
 {
     struct hv_oprecord r;
     if (!step_at || !hv_oprecord_read(&r, w->record))
         return false;
     if (r.phase == HV_PH_FAILED)
         return r.down_at == step_at;
-    return (r.phase == HV_PH_SHUTDOWN || r.phase == HV_PH_POWER_OFF) && r.step_at == step_at;
+    return !failure_only && (r.phase == HV_PH_SHUTDOWN || r.phase == HV_PH_POWER_OFF) &&
+           r.step_at == step_at;
 }
 
-static bool failure_upon(const struct sim_vm *w, int64_t step_at)
+bool sim_record_upon_step(const struct sim_vm *w, int64_t step_at)
 {
-    struct hv_oprecord r;
-    return step_at && hv_oprecord_read(&r, w->record) && r.phase == HV_PH_FAILED &&
-           r.down_at == step_at;
+    return record_upon_step(w, step_at, false);
 }
 
 /* The process (rep, gen) sent w's cycle's shutdown or power-off, first or again (a later life
@@ -1076,7 +1075,7 @@ static bool sent_before_resume(const struct sim_vm *w, int rep, int gen)
             * resume's pass holds it over the caps; held-out seed 5624426) */
            (w->cycle_owner == rep && w->cycle_gen < gen && w->paused_ms > w->cycle_ms &&
             w->writer_rep == rep && w->writer_gen == gen && w->writer_ms > w->paused_ms &&
-            w->resumed_ms > w->writer_ms && failure_upon(w, w->cycle_step_at));
+            w->resumed_ms > w->writer_ms && record_upon_step(w, w->cycle_step_at, true));
 }
 
 /* A cycle carried by the process (r, gen) began after since (world ms): its shutdown or
