@@ -302,4 +302,41 @@ bool rc_slot(struct pass *p, enum rc_slot need);
 /* The need at a cycle's gate of kind g (not GATE_NONE), applied. */
 bool rc_slot_gate(struct pass *p, enum rc_gate g);
 
+/* The cycle-step row with the cycle's shutdown or power-off in flight (docs/how-it-works.md
+ * `cycle-step`): what a pass does, decided from these facts alone (rc_step_decide, pure), then
+ * done by step_in_flight (pass_paths.c). */
+enum rc_step_act {
+    STEP_WAIT_OFF,        /* power-off: wait for the VM to power off */
+    STEP_POWER_OFF_AGAIN, /* power-off: send it again (first sight or a failed try, or its
+                             window over) */
+    STEP_LOOK,            /* shutdown: look into the guest first, then decide with what it shows */
+    STEP_WAIT_SHOWN,      /* the guest shows the change; the shutdown sent may still land: wait */
+    STEP_GO_LIVE,         /* the guest shows the change and nothing sent can land: no cycle */
+    STEP_SEND_AGAIN,      /* send the shutdown again (first sight or a failed try) */
+    STEP_WAIT_BUSY,       /* one to send again that a task holding the VM keeps from being sent */
+    STEP_WAIT_SHUTDOWN,   /* wait for the guest to shut down */
+    STEP_FAIL,            /* the window is over under powerOffMode Soft: a Failure */
+    STEP_POWER_OFF,       /* the window is over (TrySoft): power the VM off */
+};
+enum rc_shows {
+    SHOWS_UNASKED = 0, /* the guest not looked into by this pass yet */
+    SHOWS_NO,          /* it does not show the change, or cannot tell, or the VM does not
+                          run with the desired hardware live and next-boot */
+    SHOWS_YES,         /* it shows the change (rc_shows_without_cycle) */
+};
+struct rc_step_facts {
+    bool power_off;   /* the step is a power-off (else a shutdown) */
+    bool first;       /* this process's first sight of the operation's step */
+    bool failed_try;  /* the last try of the step failed (the record's attempts) */
+    bool busy;        /* a task holds the VM */
+    bool can_ask;     /* a guest can be asked to shut down */
+    bool unanswered;  /* a try of the step got no answer: it may be under way */
+    bool off_late;    /* power-off: stepTimeoutSeconds passed since the step */
+    bool window_over; /* shutdown: shutdownTimeoutSeconds passed since the step */
+    bool may_land;    /* a step sent may still take the VM down (rc_may_land_until) */
+    bool soft;        /* powerOffMode Soft: never a power-off */
+    enum rc_shows shows;
+};
+enum rc_step_act rc_step_decide(const struct rc_step_facts *f);
+
 #endif

@@ -187,77 +187,74 @@ void rc_off_path(struct pass *p)
 
 /* The shutdown or power-off of this operation's cycle in flight: sent again when recorded by
  * a process that is gone (or another replica) or when the last try failed, else waited for;
- * past shutdownTimeoutSeconds a power-off (TrySoft) or a Failure (Soft). */
+ * past shutdownTimeoutSeconds a power-off (TrySoft) or a Failure (Soft). The decision is
+ * rc_step_decide's (pass_step.c); this gathers its facts and acts. */
 static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may_land)
 {
+    bool power_off = p->rec.phase == HV_PH_POWER_OFF;
     /* A step to send again that this pass cannot send (the VM busy with another task, no
      * guest to ask): the next pass that can sends it, so this one does not use up the sight. */
-    bool again_unsent =
-        p->rec.phase == HV_PH_POWER_OFF ? p->obs.busy : p->obs.busy || !p->obs.can_shutdown;
+    bool again_unsent = power_off ? p->obs.busy : p->obs.busy || !p->obs.can_shutdown;
     if (first && again_unsent)
         rc_forget_sight(p);
-    if (p->rec.phase == HV_PH_POWER_OFF) {
-        if (elapsed < p->b->cfg->step_timeout_s && !((first || p->rec.attempts) && !p->obs.busy)) {
-            rc_going_off(p, HV_MSG("waiting for the VM to power off"));
+    struct rc_step_facts f = {
+        .power_off = power_off,
+        .first = first,
+        .failed_try = p->rec.attempts != 0,
+        .busy = p->obs.busy,
+        .can_ask = p->obs.can_shutdown,
+        .unanswered = p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0) != 0,
+        .off_late = elapsed >= p->b->cfg->step_timeout_s,
+        .window_over = elapsed >= p->s->shutdown_timeout_s,
+        .may_land = may_land,
+        .soft = p->s->power_off_mode == HV_POM_SOFT,
+    };
+    enum rc_step_act act = rc_step_decide(&f);
+    if (act == STEP_LOOK) {
+        /* the look is taken only when the VM runs with the desired hardware, live and
+         * next-boot (rc_shows_without_cycle) */
+        int shows = rc_shows_without_cycle(p);
+        if (shows < 0)
             return;
-        }
+        f.shows = shows ? SHOWS_YES : SHOWS_NO;
+        act = rc_step_decide(&f);
+    }
+    switch (act) {
+    case STEP_WAIT_OFF:
+        rc_going_off(p, HV_MSG("waiting for the VM to power off"));
+        return;
+    case STEP_POWER_OFF_AGAIN:
         if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
             rc_going_off(p, HV_MSG("powering off again"));
         return;
-    }
-    bool resend = (first || p->rec.attempts) && p->obs.can_shutdown && !p->obs.busy;
-    bool window_over = elapsed >= p->s->shutdown_timeout_s;
-    /* Before the shutdown is sent again and once its window is over, with the VM running: its
-     * guest may show the change by now without the cycle. The operator started it with the
-     * change after the shutdown landed (held-out seed 3676195: the guest shut down and was
-     * started in the same second, no pass saw it off, and the power-off at the window's end
-     * took down a guest that showed the change; the review of c9d7510: a restarted process or
-     * another replica sent the shutdown again to such a guest on its first sight), or it took
-     * the live change late. Then the cycle is not needed: no shutdown sent again, no power-off
-     * and no Failure. The shutdown sent may still land until rc_may_land_until: waited for, its
-     * slot kept (if it lands, the cycle goes on as before; the sight is kept for a send while
-     * the guest no longer shows it); after that the operation goes on live, whose done asks the
-     * guest again (as for a taken-over step that did not land). */
-    int shows =
-        (resend || window_over) && p->rec.phase == HV_PH_SHUTDOWN ? rc_shows_without_cycle(p) : 0;
-    if (shows < 0)
-        return;
-    if (shows && may_land) {
+    case STEP_WAIT_SHOWN:
+        /* its slot kept; the sight kept for a send while the guest no longer shows it */
         if (first)
             rc_forget_sight(p);
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         return;
-    }
-    if (shows) {
+    case STEP_GO_LIVE:
+        /* the operation goes on live, whose done asks the guest again (as for a taken-over
+         * step that did not land) */
         hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "the change shows without the cycle");
         p->rec.attempts = 0;
         rc_live_path(p);
         return;
-    }
-    if (resend) {
-        /* Recorded by a process that is gone (or another replica) and maybe never sent: ask
-         * again so the guest gets its whole graceful window. Once per process; and again
-         * while the last try failed (it was not sent). */
+    case STEP_SEND_AGAIN:
+        /* recorded by a process that is gone (or another replica) and maybe never sent: ask
+         * again so the guest gets its whole graceful window; once per process, and again
+         * while the last try failed (it was not sent) */
         if (rc_step(p, HV_PH_SHUTDOWN, HV_STEP_SHUTDOWN, NULL))
             rc_going_off(p, HV_MSG("shutting the guest down to apply %s"), p->what);
         return;
-    }
-    /* ... and one to send again (first sight, or a failed last try, none unanswered) that a
-     * task holding the VM keeps this pass from sending waits: it is sent, with its whole
-     * graceful window, once it can be, and the deadline bounds the wait (held-out seed
-     * 3303391: a Soft shutdown whose call failed before it reached the hypervisor, the VM then
-     * busy at every pass for 20 s, failed "the guest did not shut down within 20 s" upon a
-     * shutdown never sent). A try with no answer may be under way: its window runs. */
-    if ((first || p->rec.attempts) && p->obs.busy &&
-        !p->b->unanswered_sent(p->b->ctx, p->key, p->rec.started_at, 0)) {
+    case STEP_WAIT_BUSY:
         rc_progress_busy(p);
         return;
-    }
-    if (!window_over) {
+    case STEP_LOOK: /* (not after the look: decided with what it showed) */
+    case STEP_WAIT_SHUTDOWN:
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         return;
-    }
-    if (p->s->power_off_mode == HV_POM_SOFT) {
+    case STEP_FAIL: {
         char m[300];
         snprintf(m, sizeof(m),
                  HV_MSG("the guest did not shut down within %d s and powerOffMode is Soft"),
@@ -265,8 +262,11 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
         rc_fail_sticky(p, HV_FAIL_SHUTDOWN_TIMEOUT, m);
         return;
     }
-    if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
-        rc_going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
+    case STEP_POWER_OFF:
+        if (rc_step(p, HV_PH_POWER_OFF, HV_STEP_POWER_OFF, NULL))
+            rc_going_off(p, HV_MSG("powering off: the guest did not shut down in time"));
+        return;
+    }
 }
 
 /* The VM runs in phase reconfigure or power-on: started with the new configuration but

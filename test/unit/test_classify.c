@@ -1,5 +1,6 @@
-/* test_classify.c: the classes of a reconcile round (src/engine/reconcile.c rc_classify, pure)
- * and the slot need (rc_slot_need, pure): how the VM's record relates to this call, who wrote
+/* test_classify.c: the classes of a reconcile round (src/engine/reconcile.c rc_classify, pure),
+ * the slot need (rc_slot_need, pure) and the cycle-step row's decision for a step in flight
+ * (rc_step_decide, pure): how the VM's record relates to this call, who wrote
  * it, whether the VM may still go down and until when, each case named as
  * docs/how-it-works.md "The decision table" and "Slots while a VM may go down" name it. */
 #include <stdarg.h>
@@ -248,6 +249,105 @@ static void test_other_cycle_spent(void **state)
     assert_false(k.other_cycle_spent);
 }
 
+/* The cycle-step row with its step in flight (rc_step_decide), over every combination of its
+ * facts, as a pass runs it: decided, and when it asks for a look into the guest, decided again
+ * with each thing the look may show. Checked against the row's promises, not its rules. */
+static enum rc_step_act step_after(struct rc_step_facts f, enum rc_shows look, bool *looked)
+{
+    enum rc_step_act a = rc_step_decide(&f);
+    *looked = a == STEP_LOOK;
+    if (a != STEP_LOOK)
+        return a;
+    f.shows = look;
+    a = rc_step_decide(&f);
+    assert_int_not_equal(a, STEP_LOOK); /* one look a pass */
+    return a;
+}
+
+static void test_step_in_flight_promises(void **state)
+{
+    (void)state;
+    int seen[STEP_POWER_OFF + 1] = {0};
+    for (unsigned bits = 0; bits < 1u << 10; bits++) {
+        for (int look = SHOWS_NO; look <= SHOWS_YES; look++) {
+            struct rc_step_facts f = {
+                .power_off = bits & 1,
+                .first = bits & 2,
+                .failed_try = bits & 4,
+                .busy = bits & 8,
+                .can_ask = bits & 16,
+                .unanswered = bits & 32,
+                .off_late = bits & 64,
+                .window_over = bits & 128,
+                .may_land = bits & 256,
+                .soft = bits & 512,
+            };
+            bool looked;
+            enum rc_step_act a = step_after(f, (enum rc_shows)look, &looked);
+            seen[a]++;
+            bool again = f.first || f.failed_try; /* may not have gone out */
+            if (f.power_off) {
+                /* a power-off: sent or waited for, never a look, a shutdown or a Failure */
+                assert_false(looked);
+                assert_true(a == STEP_WAIT_OFF || a == STEP_POWER_OFF_AGAIN);
+                /* one that may not have gone out is sent when the VM can take it */
+                if (again && !f.busy)
+                    assert_int_equal(a, STEP_POWER_OFF_AGAIN);
+                /* one that went out is waited for within stepTimeoutSeconds */
+                if (!again && !f.off_late)
+                    assert_int_equal(a, STEP_WAIT_OFF);
+                continue;
+            }
+            assert_true(a != STEP_WAIT_OFF && a != STEP_POWER_OFF_AGAIN);
+            bool can_send = again && f.can_ask && !f.busy;
+            /* the guest is looked into before a shutdown is sent again and at the window's
+             * end, and only then */
+            assert_int_equal(looked, can_send || f.window_over);
+            /* a guest that shows the change is not cycled: no shutdown sent again, no
+             * power-off, no Failure; it goes on live once nothing sent can land */
+            if (looked && look == SHOWS_YES)
+                assert_int_equal(a, f.may_land ? STEP_WAIT_SHOWN : STEP_GO_LIVE);
+            if (a == STEP_WAIT_SHOWN || a == STEP_GO_LIVE)
+                assert_true(looked && look == SHOWS_YES);
+            /* a shutdown sent again is one that may not have gone out, to a guest that can be
+             * asked, the VM free */
+            if (a == STEP_SEND_AGAIN)
+                assert_true(can_send);
+            if (can_send && look == SHOWS_NO)
+                assert_int_equal(a, STEP_SEND_AGAIN);
+            /* a power-off or a Failure only at the window's end, as powerOffMode says */
+            if (a == STEP_FAIL)
+                assert_true(f.window_over && f.soft);
+            if (a == STEP_POWER_OFF)
+                assert_true(f.window_over && !f.soft);
+            /* one to send again that a task holding the VM keeps from being sent, none of its
+             * tries unanswered, waits to be sent with its whole window, also past the window
+             * (held-out seed 3303391) */
+            if (again && f.busy && !f.unanswered && look == SHOWS_NO)
+                assert_int_equal(a, STEP_WAIT_BUSY);
+            if (a == STEP_WAIT_BUSY)
+                assert_true(again && f.busy && !f.unanswered);
+            /* within the window, nothing to send: waited for */
+            if (!f.window_over && !can_send && !(again && f.busy && !f.unanswered))
+                assert_int_equal(a, STEP_WAIT_SHUTDOWN);
+            if (f.window_over && look == SHOWS_NO && !can_send &&
+                !(again && f.busy && !f.unanswered))
+                assert_int_equal(a, f.soft ? STEP_FAIL : STEP_POWER_OFF);
+        }
+    }
+    for (int a = 0; a <= STEP_POWER_OFF; a++)
+        if (a != STEP_LOOK) /* every act is reachable (LOOK is decided again) */
+            assert_true(seen[a] > 0);
+    /* held-out seed 3676195: the window over, the guest booted by the operator with the DIMM
+     * and showing it: wait while the shutdown may land, then live */
+    struct rc_step_facts f = {.window_over = true, .may_land = true, .can_ask = true};
+    bool looked;
+    assert_int_equal(step_after(f, SHOWS_YES, &looked), STEP_WAIT_SHOWN);
+    f.may_land = false;
+    assert_int_equal(step_after(f, SHOWS_YES, &looked), STEP_GO_LIVE);
+    assert_int_equal(step_after(f, SHOWS_NO, &looked), STEP_POWER_OFF);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_own_cycle_off),
         cmocka_unit_test(test_slot_need),
         cmocka_unit_test(test_other_cycle_spent),
+        cmocka_unit_test(test_step_in_flight_promises),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
