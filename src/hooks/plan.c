@@ -6,6 +6,7 @@
 #include "jsonpatch.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -743,7 +744,11 @@ static void build_message(struct hv_coverage *c)
 
 void hv_plan_coverage(const struct hv_plan_input *in, struct hv_coverage *c)
 {
-    memset(c, 0, sizeof(*c));
+    /* all of c but its uncovered items, which come last (plan.h) */
+    _Static_assert(sizeof(struct hv_coverage) - offsetof(struct hv_coverage, uncovered) <
+                       sizeof(((struct hv_coverage *)0)->uncovered) + _Alignof(struct hv_coverage),
+                   "hv_coverage's uncovered items come last");
+    memset(c, 0, offsetof(struct hv_coverage, uncovered));
     c->desired.memory_mib = c->desired.cpus = c->desired.cores_per_socket = -1;
     c->desired.disk_mib = -1;
     const char *obj = in->machine_set ? "infrastructureMachineTemplate" : "infrastructureMachine";
