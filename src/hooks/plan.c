@@ -258,14 +258,32 @@ static int64_t hw_value(const struct hv_profile *p, enum hv_field f, const hj *v
     return n > 0 && n <= INT32_MAX ? n : -1; /* maxima are the backend's (hooks->check) */
 }
 
+/* out = a then b, truncated to cap as snprintf("%s%s") would (without its cost: this is on
+ * every hook call's path). */
+static void join2(char *out, size_t cap, const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    if (na >= cap)
+        na = cap - 1;
+    memcpy(out, a, na);
+    if (nb >= cap - na)
+        nb = cap - na - 1;
+    memcpy(out + na, b, nb);
+    out[na + nb] = '\0';
+}
+
 void hv_desired_hw(const struct hv_profile *p, const hj *infra, struct hv_hw *hw)
 {
     const char *root = hv_profile_spec_root(p);
     int64_t v[HV_F_COUNT];
     for (int f = 0; f < HV_F_COUNT; f++) {
+        if (!p->field[f].set) {
+            v[f] = -1;
+            continue;
+        }
         char path[300];
-        snprintf(path, sizeof(path), "%s%s", root, p->field[f].path);
-        v[f] = p->field[f].set ? hw_value(p, (enum hv_field)f, hj_ptr(infra, path)) : -1;
+        join2(path, sizeof(path), root, p->field[f].path);
+        v[f] = hw_value(p, (enum hv_field)f, hj_ptr(infra, path));
     }
     hw->memory_mib = v[HV_F_MEMORY];
     hw->cpus = (int32_t)v[HV_F_CPUS];
@@ -575,16 +593,19 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
      * rule such as cpus % coresPerSocket needs the unchanged field too). */
     struct hv_field_plan fixed[HV_F_COUNT];
     memset(fixed, 0, sizeof(fixed));
+    /* the whole desired hardware, for the backend's rules and the probe (read once) */
+    struct hv_hw full;
+    bool have_full = false;
     if (in->hooks && in->hooks->check) {
-        struct hv_hw full;
         hv_desired_hw(p, in->des_infra, &full);
+        have_full = true;
         in->hooks->check(in->hooks->ctx, p, &full, fixed);
     }
     for (int f = 0; f < HV_F_COUNT; f++) {
         if (!field_diff[f])
             continue;
         char path[300];
-        snprintf(path, sizeof(path), "%s%s", root, p->field[f].path);
+        join2(path, sizeof(path), root, p->field[f].path);
         const hj *a = hj_ptr(in->cur_infra, path), *b = hj_ptr(in->des_infra, path);
         struct hv_field_result *r = &c->fields[c->n_fields++];
         r->f = (enum hv_field)f;
@@ -656,8 +677,9 @@ static void classify(struct hv_coverage *c, const struct hv_plan_input *in,
     for (size_t k = 0; k < c->n_fields; k++)
         ask |= c->fields[k].cls != HV_CLASS_NO;
     if (ask && have_ref && in->hooks && in->hooks->probe) {
-        struct hv_hw full; /* what UpdateMachine would plan with: the whole desired spec */
-        hv_desired_hw(p, in->des_infra, &full);
+        /* what UpdateMachine would plan with: the whole desired spec */
+        if (!have_full)
+            hv_desired_hw(p, in->des_infra, &full);
         probed =
             in->hooks->probe(in->hooks->ctx, p, &ref, &full, in->settings, fp, why, sizeof(why));
     }
