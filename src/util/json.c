@@ -56,25 +56,31 @@ static _Thread_local struct hj_arena *cur_arena;
 #define ARENA_FIRST_BLOCK (32u << 10)
 #define ARENA_MAX_BLOCK   (1u << 20)
 
-static void *arena_alloc(struct hj_arena *a, size_t n)
+/* A new block for n more bytes (rounded), made the head. */
+static __attribute__((noinline)) struct hj_block *arena_grow(struct hj_arena *a, size_t n)
+{
+    size_t cap = a->head ? a->head->cap * 2 : ARENA_FIRST_BLOCK;
+    if (cap > ARENA_MAX_BLOCK)
+        cap = ARENA_MAX_BLOCK;
+    if (cap < n)
+        cap = n;
+    struct hj_block *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        abort();
+    b->cap = cap;
+    b->used = 0;
+    b->next = a->head;
+    a->head = b;
+    a->bytes += cap;
+    return b;
+}
+
+static inline void *arena_alloc(struct hj_arena *a, size_t n)
 {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     struct hj_block *b = a->head;
-    if (!b || b->cap - b->used < n) {
-        size_t cap = b ? b->cap * 2 : ARENA_FIRST_BLOCK;
-        if (cap > ARENA_MAX_BLOCK)
-            cap = ARENA_MAX_BLOCK;
-        if (cap < n)
-            cap = n;
-        b = malloc(sizeof(*b) + cap);
-        if (!b)
-            abort();
-        b->cap = cap;
-        b->used = 0;
-        b->next = a->head;
-        a->head = b;
-        a->bytes += cap;
-    }
+    if (__builtin_expect(!b || b->cap - b->used < n, 0))
+        b = arena_grow(a, n);
     void *p = (char *)b->data + b->used;
     b->used += n;
     return p;
@@ -372,7 +378,8 @@ struct pentry {
 struct pstate {
     hj *root;
     hj *stack[HJ_MAX_DEPTH + 1];
-    size_t start[HJ_MAX_DEPTH + 1]; /* first entry of each open container */
+    size_t start[HJ_MAX_DEPTH + 1];  /* first entry of each open container */
+    uint64_t seen[HJ_MAX_DEPTH + 1]; /* each open object's keys so far, one bit per key_bit */
     int depth;
     struct hj_arena *arena; /* where this parse makes its values (NULL: the heap) */
     char *key;              /* pending key of the innermost open object */
@@ -390,23 +397,37 @@ static void pkey_free(struct pstate *p, char *key)
         free(key);
 }
 
-static void ents_push(struct pstate *p, char *key, size_t klen, hj *v)
+static __attribute__((noinline)) void ents_grow(struct pstate *p)
 {
-    if (p->n_ents == p->cap_ents) {
-        size_t cap = p->cap_ents * 2;
-        struct pentry *e;
-        if (p->ents == p->inline_ents) {
-            e = malloc(cap * sizeof(*e));
-            if (!e)
-                abort();
-            memcpy(e, p->ents, p->n_ents * sizeof(*e));
-        } else {
-            e = xrealloc(p->ents, cap * sizeof(*e));
-        }
-        p->ents = e;
-        p->cap_ents = cap;
+    size_t cap = p->cap_ents * 2;
+    struct pentry *e;
+    if (p->ents == p->inline_ents) {
+        e = malloc(cap * sizeof(*e));
+        if (!e)
+            abort();
+        memcpy(e, p->ents, p->n_ents * sizeof(*e));
+    } else {
+        e = xrealloc(p->ents, cap * sizeof(*e));
     }
+    p->ents = e;
+    p->cap_ents = cap;
+}
+
+static inline void ents_push(struct pstate *p, char *key, size_t klen, hj *v)
+{
+    if (__builtin_expect(p->n_ents == p->cap_ents, 0))
+        ents_grow(p);
     p->ents[p->n_ents++] = (struct pentry){key, klen, v};
+}
+
+/* One of 64 bits for a key, from its length and three of its bytes. */
+static inline uint64_t key_bit(const char *key, size_t klen)
+{
+    unsigned h = (unsigned)klen * 7u;
+    if (klen)
+        h += (unsigned char)key[0] * 3u + (unsigned char)key[klen - 1] * 5u +
+             (unsigned char)key[klen / 2];
+    return (uint64_t)1 << (h & 63);
 }
 
 static int add_value(struct pstate *p, hj *v)
@@ -435,7 +456,15 @@ static int add_value(struct pstate *p, hj *v)
     char *key = p->key;
     size_t klen = p->klen;
     p->key = NULL;
-    /* duplicate keys: the last value wins, in the first one's place, as in Go's decoder */
+    /* duplicate keys: the last value wins, in the first one's place, as in Go's decoder (a key
+     * whose bit is not set yet is no duplicate: most keys skip the search) */
+    uint64_t bit = key_bit(key, klen);
+    uint64_t *seen = &p->seen[p->depth - 1];
+    if (!(*seen & bit)) {
+        *seen |= bit;
+        ents_push(p, key, klen, v);
+        return 1;
+    }
     for (size_t k = p->start[p->depth - 1]; k < p->n_ents; k++) {
         struct pentry *e = &p->ents[k];
         if (e->klen == klen && memcmp(e->key, key, klen) == 0) {
@@ -460,6 +489,7 @@ static int push(struct pstate *p, hj *v)
         return 0;
     p->stack[p->depth] = v;
     p->start[p->depth] = p->n_ents;
+    p->seen[p->depth] = 0;
     p->depth++;
     return 1;
 }
@@ -512,12 +542,23 @@ static int cb_end(void *ctx)
     struct pstate *p = ctx;
     hj *c = p->stack[p->depth - 1];
     size_t first = p->start[p->depth - 1], n = p->n_ents - first;
-    if (n) {
+    if (n && c->arena) { /* one piece of the arena for the three arrays */
+        bool obj = c->type == HJ_OBJECT;
+        char *m = arena_alloc(
+            c->arena, n * (sizeof(*c->items) + (obj ? sizeof(*c->keys) + sizeof(*c->klens) : 0)));
+        c->items = (hj **)(void *)m;
+        if (obj) {
+            c->keys = (char **)(void *)(m + n * sizeof(*c->items));
+            c->klens = (size_t *)(void *)(m + n * (sizeof(*c->items) + sizeof(*c->keys)));
+        }
+    } else if (n) {
         c->items = part_alloc(c, n * sizeof(*c->items));
         if (c->type == HJ_OBJECT) {
             c->keys = part_alloc(c, n * sizeof(*c->keys));
             c->klens = part_alloc(c, n * sizeof(*c->klens));
         }
+    }
+    if (n) {
         for (size_t k = 0; k < n; k++) {
             const struct pentry *e = &p->ents[first + k];
             c->items[k] = e->val;
