@@ -12,6 +12,9 @@
 #include <string.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -519,14 +522,15 @@ static int cb_start_map(void *ctx)
     return push(ctx, hj_new_object());
 }
 
-static int cb_key(void *ctx, const unsigned char *s, size_t n)
+/* A key; may_nul false when s cannot hold a NUL (the fast path's keys without escapes). */
+static int key_add(struct pstate *p, const unsigned char *s, size_t n, bool may_nul)
 {
-    struct pstate *p = ctx;
     if (p->n_ents - p->start[p->depth - 1] >= HJ_MAX_MEMBERS) {
         p->why = HV_MSG("an object with more than 4096 members");
         return 0;
     }
-    if (memchr(s, '\0', n)) { /* keys are C strings here: "a\u0000b" would read as "a" */
+    /* keys are C strings here: "a\u0000b" would read as "a" */
+    if (may_nul && memchr(s, '\0', n)) {
         p->why = HV_MSG("object key contains U+0000");
         return 0;
     }
@@ -534,6 +538,11 @@ static int cb_key(void *ctx, const unsigned char *s, size_t n)
     p->key = part_strndup(p->stack[p->depth - 1], (const char *)s, n);
     p->klen = n;
     return 1;
+}
+
+static int cb_key(void *ctx, const unsigned char *s, size_t n)
+{
+    return key_add(ctx, s, n, true);
 }
 
 /* The innermost container closes: its members move into arrays of their exact size. */
@@ -615,20 +624,455 @@ size_t hj_node_budget(size_t len)
     return len / HJ_BYTES_PER_NODE + HJ_NODE_SLACK;
 }
 
+static void pstate_init(struct pstate *p, size_t len)
+{
+    p->root = NULL;
+    p->depth = 0;
+    p->arena = cur_arena;
+    p->key = NULL;
+    p->klen = 0;
+    p->ents = p->inline_ents;
+    p->n_ents = 0;
+    p->cap_ents = PARSE_INLINE_ENTS;
+    p->why = NULL;
+    p->nodes = 0;
+    p->node_budget = hj_node_budget(len);
+}
+
+/* Drop what a parse that did not finish has built. Members of still-open containers are only
+ * in ents; open containers hold none. */
+static void pstate_discard(struct pstate *p)
+{
+    for (size_t k = 0; k < p->n_ents; k++) {
+        pkey_free(p, p->ents[k].key);
+        hj_free(p->ents[k].val);
+    }
+    pkey_free(p, p->key);
+    hj_free(p->root);
+    if (p->ents != p->inline_ents)
+        free(p->ents);
+}
+
+/* ---- the fast path --------------------------------------------------------------------------
+ * yajl's lexer and parser cost about 20 instructions per byte of a hook request, more than
+ * building the tree. fast_parse reads the common case itself, in one pass, and drives the
+ * same callbacks yajl would, with the same arguments in the same order, so the tree is the
+ * same. It accepts only what yajl accepts: anything else (an error, whitespace yajl takes
+ * beyond the usual four, a \u escape of a surrogate, a callback's refusal such as the node
+ * budget) makes it give up, and hj_parse then parses the input again with yajl, which gives
+ * the answer, or the error message, it always gave. What the fast path built is dropped first
+ * (in an arena: the arena is wound back). */
+
+/* fast_class: 1 (FC_PLAIN) for a byte that stands for itself in a string (printable ASCII but
+ * '"' and '\\'), 2 (FC_WS) for the whitespace the fast path skips (space, tab, LF, CR). */
+enum { FC_PLAIN = 1, FC_WS = 2 };
+/* clang-format off */
+static const unsigned char fast_class[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 2, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    3, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+/* clang-format on */
+
+/* yajl's check of a UTF-8 sequence in a string (yajl_lex_utf8_char): the length its lead
+ * byte announces, with continuation bytes only; overlong forms and surrogates pass, as there.
+ * Returns the bytes it takes, 0 when yajl refuses it. */
+static size_t fast_utf8(const unsigned char *s, const unsigned char *end)
+{
+    unsigned char c = s[0];
+    size_t n;
+    if ((c >> 5) == 0x6)
+        n = 2;
+    else if ((c >> 4) == 0x0e)
+        n = 3;
+    else if ((c >> 3) == 0x1e)
+        n = 4;
+    else
+        return 0;
+    if ((size_t)(end - s) < n)
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((s[k] >> 6) != 0x2)
+            return 0;
+    return n;
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Past the bytes at s that stand for themselves in a string (fast_class FC_PLAIN). */
+static inline const unsigned char *fast_plain(const unsigned char *s, const unsigned char *end)
+{
+#ifdef __SSE2__
+    /* 16 at a time: a signed compare below 0x20 finds control characters and every byte from
+     * 0x80 up at once */
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    while (end - s >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i stop =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                         _mm_cmplt_epi8(v, space));
+        unsigned m = (unsigned)_mm_movemask_epi8(stop);
+        if (m)
+            return s + __builtin_ctz(m);
+        s += 16;
+    }
+#endif
+    while (s < end && (fast_class[*s] & FC_PLAIN))
+        s++;
+    return s;
+}
+
+/* Decoded text of strings with escapes: big enough for the rest of the input at the first
+ * such string (a decoded string is never longer than its source). */
+struct fast_buf {
+    char *d;
+    size_t cap;
+    char inline_d[512];
+};
+
+/* A string at s (just past its opening quote): its text (in place when it has no escapes,
+ * else decoded into b) in *out / *outlen, and where it ends (past the closing quote); NULL
+ * when the fast path gives up. */
+static const unsigned char *fast_string(const unsigned char *s, const unsigned char *end,
+                                        struct fast_buf *b, const char **out, size_t *outlen)
+{
+    const unsigned char *start = s;
+    for (;;) {
+        s = fast_plain(s, end);
+        if (s == end)
+            return NULL;
+        if (*s == '"') {
+            *out = (const char *)start;
+            *outlen = (size_t)(s - start);
+            return s + 1;
+        }
+        if (*s == '\\')
+            break;
+        size_t n = *s >= 0x80 ? fast_utf8(s, end) : 0; /* else a control character */
+        if (!n)
+            return NULL;
+        s += n;
+    }
+    /* escapes: decode as yajl_string_decode does */
+    if (b->cap < (size_t)(end - start)) {
+        char *d = b->d == b->inline_d ? malloc((size_t)(end - start))
+                                      : realloc(b->d, (size_t)(end - start));
+        if (!d)
+            abort();
+        b->d = d;
+        b->cap = (size_t)(end - start);
+    }
+    char *o = b->d;
+    const unsigned char *run = start;
+    for (;;) {
+        s = fast_plain(s, end);
+        if (s == end)
+            return NULL;
+        if (*s == '"') {
+            memcpy(o, run, (size_t)(s - run));
+            o += s - run;
+            *out = b->d;
+            *outlen = (size_t)(o - b->d);
+            return s + 1;
+        }
+        if (*s != '\\') {
+            size_t n = *s >= 0x80 ? fast_utf8(s, end) : 0;
+            if (!n)
+                return NULL;
+            s += n;
+            continue;
+        }
+        memcpy(o, run, (size_t)(s - run));
+        o += s - run;
+        if (end - s < 2)
+            return NULL;
+        switch (s[1]) {
+        case '"':
+        case '\\':
+        case '/':
+            *o++ = (char)s[1];
+            break;
+        case 'b':
+            *o++ = '\b';
+            break;
+        case 'f':
+            *o++ = '\f';
+            break;
+        case 'n':
+            *o++ = '\n';
+            break;
+        case 'r':
+            *o++ = '\r';
+            break;
+        case 't':
+            *o++ = '\t';
+            break;
+        case 'u': {
+            if (end - s < 6)
+                return NULL;
+            unsigned cp = 0;
+            for (int k = 2; k < 6; k++) {
+                int h = hexval(s[k]);
+                if (h < 0)
+                    return NULL;
+                cp = cp << 4 | (unsigned)h;
+            }
+            if (cp >= 0xD800 && cp <= 0xDFFF)
+                return NULL; /* surrogates: yajl's own rules */
+            /* at most 3 bytes for the 6 of the escape */
+            if (cp < 0x80) {
+                *o++ = (char)cp; /* \u0000 too: one NUL byte, as in yajl */
+            } else if (cp < 0x800) {
+                *o++ = (char)(cp >> 6 | 0xC0);
+                *o++ = (char)((cp & 0x3F) | 0x80);
+            } else {
+                *o++ = (char)(cp >> 12 | 0xE0);
+                *o++ = (char)((cp >> 6 & 0x3F) | 0x80);
+                *o++ = (char)((cp & 0x3F) | 0x80);
+            }
+            s += 6;
+            run = s;
+            continue;
+        }
+        default:
+            return NULL;
+        }
+        s += 2;
+        run = s;
+    }
+}
+
+/* A number at s as yajl lexes it; where it ends, NULL when it is not one. */
+static const unsigned char *fast_number(const unsigned char *s, const unsigned char *end)
+{
+    if (s < end && *s == '-')
+        s++;
+    if (s == end)
+        return NULL;
+    if (*s == '0') {
+        s++;
+    } else if (*s >= '1' && *s <= '9') {
+        while (s < end && *s >= '0' && *s <= '9')
+            s++;
+    } else {
+        return NULL;
+    }
+    if (s < end && *s == '.') {
+        s++;
+        const unsigned char *d = s;
+        while (s < end && *s >= '0' && *s <= '9')
+            s++;
+        if (s == d)
+            return NULL;
+    }
+    if (s < end && (*s == 'e' || *s == 'E')) {
+        s++;
+        if (s < end && (*s == '+' || *s == '-'))
+            s++;
+        const unsigned char *d = s;
+        while (s < end && *s >= '0' && *s <= '9')
+            s++;
+        if (s == d)
+            return NULL;
+    }
+    return s;
+}
+
+#define FAST_WS(s, end)                                                                            \
+    while ((s) < (end) && (fast_class[*(s)] & FC_WS))                                              \
+    (s)++
+
+/* 1: parsed, p->root is the document; 0: given up (p holds what was built so far). */
+static int fast_parse(struct pstate *p, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text, *end = s + len;
+    struct fast_buf b;
+    b.d = b.inline_d;
+    b.cap = sizeof(b.inline_d);
+    int ok = 0;
+    FAST_WS(s, end);
+    if (s == end)
+        goto out;
+value:
+    if (s == end)
+        goto out;
+    switch (*s) {
+    case '{':
+        if (!cb_start_map(p))
+            goto out;
+        s++;
+        FAST_WS(s, end);
+        if (s < end && *s == '}') {
+            cb_end(p);
+            s++;
+            goto after;
+        }
+        goto key;
+    case '[':
+        if (!cb_start_array(p))
+            goto out;
+        s++;
+        FAST_WS(s, end);
+        if (s < end && *s == ']') {
+            cb_end(p);
+            s++;
+            goto after;
+        }
+        goto value;
+    case '"': {
+        const char *str;
+        size_t n;
+        s = fast_string(s + 1, end, &b, &str, &n);
+        if (!s || !cb_string(p, (const unsigned char *)str, n))
+            goto out;
+        goto after;
+    }
+    case 't':
+        if (end - s < 4 || memcmp(s, "true", 4))
+            goto out;
+        if (!cb_bool(p, 1))
+            goto out;
+        s += 4;
+        goto after;
+    case 'f':
+        if (end - s < 5 || memcmp(s, "false", 5))
+            goto out;
+        if (!cb_bool(p, 0))
+            goto out;
+        s += 5;
+        goto after;
+    case 'n':
+        if (end - s < 4 || memcmp(s, "null", 4))
+            goto out;
+        if (!cb_null(p))
+            goto out;
+        s += 4;
+        goto after;
+    default: {
+        const unsigned char *e = fast_number(s, end);
+        if (!e || !cb_number(p, (const char *)s, (size_t)(e - s)))
+            goto out;
+        s = e;
+        goto after;
+    }
+    }
+key:
+    if (s == end || *s != '"')
+        goto out;
+    {
+        const char *str;
+        size_t n;
+        s = fast_string(s + 1, end, &b, &str, &n);
+        if (!s || !key_add(p, (const unsigned char *)str, n, str == b.d))
+            goto out;
+    }
+    FAST_WS(s, end);
+    if (s == end || *s != ':')
+        goto out;
+    s++;
+    FAST_WS(s, end);
+    goto value;
+after:
+    FAST_WS(s, end);
+    if (p->depth == 0) {
+        ok = s == end; /* else trailing garbage or a second value: yajl's error */
+        goto out;
+    }
+    if (s == end)
+        goto out;
+    if (p->stack[p->depth - 1]->type == HJ_OBJECT) {
+        if (*s == ',') {
+            s++;
+            FAST_WS(s, end);
+            goto key;
+        }
+        if (*s == '}') {
+            cb_end(p);
+            s++;
+            goto after;
+        }
+    } else {
+        if (*s == ',') {
+            s++;
+            FAST_WS(s, end);
+            goto value;
+        }
+        if (*s == ']') {
+            cb_end(p);
+            s++;
+            goto after;
+        }
+    }
+out:
+    if (b.d != b.inline_d)
+        free(b.d);
+    return ok;
+}
+
+/* Where an arena stood, to wind it back to. */
+struct arena_mark {
+    struct hj_block *head;
+    size_t used, bytes;
+};
+
+static void arena_mark(const struct hj_arena *a, struct arena_mark *m)
+{
+    m->head = a->head;
+    m->used = a->head ? a->head->used : 0;
+    m->bytes = a->bytes;
+}
+
+static void arena_rewind(struct hj_arena *a, const struct arena_mark *m)
+{
+    while (a->head != m->head) {
+        struct hj_block *b = a->head;
+        a->head = b->next;
+        free(b);
+    }
+    if (a->head)
+        a->head->used = m->used;
+    a->bytes = m->bytes;
+}
+
 hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
 {
     struct pstate p;
-    p.root = NULL;
-    p.depth = 0;
-    p.arena = cur_arena;
-    p.key = NULL;
-    p.klen = 0;
-    p.ents = p.inline_ents;
-    p.n_ents = 0;
-    p.cap_ents = PARSE_INLINE_ENTS;
-    p.why = NULL;
-    p.nodes = 0;
-    p.node_budget = hj_node_budget(len);
+    pstate_init(&p, len);
+    struct arena_mark mark = {0};
+    if (p.arena)
+        arena_mark(p.arena, &mark);
+    if (fast_parse(&p, buf, len) && p.root) {
+        if (p.ents != p.inline_ents)
+            free(p.ents);
+        return p.root;
+    }
+    pstate_discard(&p);
+    if (p.arena)
+        arena_rewind(p.arena, &mark);
+    pstate_init(&p, len);
     yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
     if (!h)
         abort();
@@ -645,15 +1089,7 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
         else
             yajl_reason(h, buf, len, reason, sizeof(reason));
         snprintf(err, errlen, HV_MSG("invalid JSON at byte %zu: %s"), at, reason);
-        /* Members of still-open containers are only in ents; open containers hold none. */
-        for (size_t k = 0; k < p.n_ents; k++) {
-            pkey_free(&p, p.ents[k].key);
-            hj_free(p.ents[k].val);
-        }
-        pkey_free(&p, p.key);
-        hj_free(p.root);
-        if (p.ents != p.inline_ents)
-            free(p.ents);
+        pstate_discard(&p);
         yajl_free(h);
         return NULL;
     }
