@@ -1072,6 +1072,12 @@ hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen)
     pstate_discard(&p);
     if (p.arena)
         arena_rewind(p.arena, &mark);
+    return hj_parse_yajl(buf, len, err, errlen);
+}
+
+hj *hj_parse_yajl(const char *buf, size_t len, char *err, size_t errlen)
+{
+    struct pstate p;
     pstate_init(&p, len);
     yajl_handle h = yajl_alloc(&callbacks, NULL, &p);
     if (!h)

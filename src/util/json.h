@@ -56,6 +56,10 @@ size_t hj_node_budget(size_t len);
 /* Parse exactly one JSON value (surrounding whitespace allowed). NULL on error with a stable
  * one-line reason in err (e.g. "invalid JSON at byte 12: ..."). */
 hj *hj_parse(const char *buf, size_t len, char *err, size_t errlen);
+/* The same parse by yajl alone: the reference hj_parse's own one-pass reader of the common case
+ * must agree with, tree for tree and message for message (the unit test and fuzz_hooks compare
+ * them); hj_parse falls back to it on anything that reader does not take. */
+hj *hj_parse_yajl(const char *buf, size_t len, char *err, size_t errlen);
 void hj_free(hj *v);
 hj *hj_clone(const hj *v);
 

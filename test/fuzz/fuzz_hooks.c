@@ -1,7 +1,8 @@
 /* fuzz_hooks.c: libFuzzer target for what a request body reaches in hvupdater.
  *
- * The input is parsed with hj_parse in a request arena (as server.c does with a body), and on
- * the heap: both must agree (tree or error message). Then:
+ * The input is parsed with hj_parse in a request arena (as server.c does with a body), on the
+ * heap, and by yajl alone (hj_parse_yajl, the reference of hj_parse's own reader of the common
+ * case): all three must agree (tree, printed the same, or error message). Then:
  * - the tree must print and re-parse to an equal tree (hj_dump / hj_parse / hj_equal), a
  *   clone must equal it, and each object member must be found by a lookup of its own key;
  * - a JSON object goes to hv_hook_handle for each of the four hooks, with two hooks contexts
@@ -227,6 +228,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hj *doc = hj_parse((const char *)data, size, err, sizeof(err));
     if (!heap != !doc || (heap && !hj_equal(heap, doc)) || (!doc && strcmp(err, herr)))
         abort();
+    /* ... and yajl alone, the reference of hj_parse's own reader of the common case: the same
+     * tree, printed byte for byte the same, or the same message */
+    char rerr[256];
+    hj *ref = hj_parse_yajl((const char *)data, size, rerr, sizeof(rerr));
+    if (!ref != !heap || (!ref && strcmp(rerr, herr)))
+        fail("hj_parse and yajl alone disagree on whether it parses", rerr);
+    if (ref) {
+        size_t la, lb;
+        char *a = hj_dump(ref, &la), *b = hj_dump(heap, &lb);
+        if (!hj_equal(ref, heap) || la != lb || memcmp(a, b, la))
+            fail("hj_parse and yajl alone build different trees", a);
+        free(a);
+        free(b);
+        hj_free(ref);
+    }
     hj_free(heap);
     if (!doc) {
         hj_arena_end(&arena);

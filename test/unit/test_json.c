@@ -793,6 +793,278 @@ static void test_arena_value_into_a_heap_tree_aborts(void **state)
     assert_int_equal(WTERMSIG(st), SIGABRT);
 }
 
+/* ---- hj_parse's own reader of the common case against yajl alone ----------------------- */
+
+/* hj_parse reads the common case itself and falls back to yajl on anything else; it must agree
+ * with yajl alone (hj_parse_yajl) on every input: both reject it with the same message, or both
+ * build trees that are equal and print byte for byte the same. */
+static void expect_same_as_yajl(const char *text, size_t len)
+{
+    char e1[256], e2[256];
+    hj *a = hj_parse(text, len, e1, sizeof(e1));
+    hj *b = hj_parse_yajl(text, len, e2, sizeof(e2));
+    if (!a != !b)
+        fail_msg("hj_parse %s, yajl alone %s (len %zu): %.*s", a ? "accepts" : e1,
+                 b ? "accepts" : e2, len, (int)len, text);
+    if (!a) {
+        if (strcmp(e1, e2))
+            fail_msg("messages differ: \"%s\" vs yajl alone \"%s\" for %.*s", e1, e2, (int)len,
+                     text);
+        return;
+    }
+    size_t la, lb;
+    char *da = hj_dump(a, &la), *db = hj_dump(b, &lb);
+    if (!hj_equal(a, b) || la != lb || memcmp(da, db, la))
+        fail_msg("trees differ: %s vs yajl alone %s for %.*s", da, db, (int)len, text);
+    free(da);
+    free(db);
+    hj_free(a);
+    hj_free(b);
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+struct gen {
+    char *buf;
+    size_t n, cap;
+    uint64_t rng;
+};
+
+static void gen_put(struct gen *g, const char *s, size_t n)
+{
+    if (g->n + n + 1 > g->cap) {
+        g->cap = (g->n + n + 1) * 2;
+        g->buf = realloc(g->buf, g->cap);
+        assert_non_null(g->buf);
+    }
+    memcpy(g->buf + g->n, s, n);
+    g->n += n;
+    g->buf[g->n] = '\0';
+}
+
+static void gen_puts(struct gen *g, const char *s)
+{
+    gen_put(g, s, strlen(s));
+}
+
+static unsigned pick(struct gen *g, unsigned n)
+{
+    return (unsigned)(rng_next(&g->rng) % n);
+}
+
+/* whitespace as hj_parse's reader skips it, and a few bytes it leaves to yajl */
+static void gen_ws(struct gen *g)
+{
+    static const char *const ws[] = {"", "", "", " ", "\n  ", "\t", "\r\n", " \f", "\v"};
+    gen_puts(g, ws[pick(g, 9)]);
+}
+
+static void gen_string(struct gen *g)
+{
+    static const char *const parts[] = {"memoryMiB",
+                                        "a",
+                                        "",
+                                        "\\\"",
+                                        "\\\\",
+                                        "\\/",
+                                        "\\b\\f\\n\\r\\t",
+                                        "\\u0041",
+                                        "\\u00e9",
+                                        "\\u20ac",
+                                        "\\ud83d\\ude00",
+                                        "\\ud800",
+                                        "\\udc00x",
+                                        "\\u0000",
+                                        "\\uD834\\uDD1E",
+                                        "\xc3\xa9",
+                                        "\xe2\x82\xac",
+                                        "\xf0\x9f\x98\x80",
+                                        "\xc0\x80",
+                                        "\xed\xa0\x80",
+                                        "\xff",
+                                        "\x7f",
+                                        "\x01",
+                                        "\\x",
+                                        "\\u12G4",
+                                        "spec.template.spec",
+                                        "/~0~1",
+                                        "0123456789abcdef"};
+    gen_puts(g, "\"");
+    unsigned k = pick(g, 5);
+    for (unsigned i = 0; i < k; i++)
+        gen_puts(g, parts[pick(g, sizeof(parts) / sizeof(parts[0]))]);
+    gen_puts(g, "\"");
+}
+
+static void gen_number(struct gen *g)
+{
+    static const char *const nums[] = {"0",
+                                       "-0",
+                                       "1",
+                                       "4096",
+                                       "-17",
+                                       "9223372036854775807",
+                                       "-9223372036854775808",
+                                       "9223372036854775808",
+                                       "-9223372036854775809",
+                                       "123456789012345678901234567890",
+                                       "1.5",
+                                       "-0.0",
+                                       "4096.0",
+                                       "1e3",
+                                       "1E+3",
+                                       "2.5e-3",
+                                       "1e400",
+                                       "-1e400",
+                                       "1e-400",
+                                       "0.1e1",
+                                       "01",
+                                       "1.",
+                                       ".5",
+                                       "-",
+                                       "1e",
+                                       "1e+",
+                                       "+1",
+                                       "0x10",
+                                       "1.2.3",
+                                       "00"};
+    gen_puts(g, nums[pick(g, sizeof(nums) / sizeof(nums[0]))]);
+}
+
+static void gen_value(struct gen *g, int depth)
+{
+    unsigned k = depth > 5 ? pick(g, 6) : pick(g, 9);
+    gen_ws(g);
+    switch (k) {
+    case 0:
+    case 1:
+        gen_string(g);
+        break;
+    case 2:
+    case 3:
+        gen_number(g);
+        break;
+    case 4: {
+        static const char *const lit[] = {"true", "false", "null", "tru", "nul", "True"};
+        gen_puts(g, lit[pick(g, 6)]);
+        break;
+    }
+    case 5:
+        gen_puts(g, pick(g, 2) ? "{}" : "[]");
+        break;
+    case 6:
+    case 7: {
+        gen_puts(g, "{");
+        unsigned n = pick(g, 5);
+        for (unsigned i = 0; i < n; i++) {
+            if (i)
+                gen_puts(g, ",");
+            gen_ws(g);
+            gen_string(g);
+            gen_ws(g);
+            gen_puts(g, ":");
+            gen_value(g, depth + 1);
+            gen_ws(g);
+        }
+        gen_puts(g, "}");
+        break;
+    }
+    default: {
+        gen_puts(g, "[");
+        unsigned n = pick(g, 5);
+        for (unsigned i = 0; i < n; i++) {
+            if (i)
+                gen_puts(g, ",");
+            gen_value(g, depth + 1);
+            gen_ws(g);
+        }
+        gen_puts(g, "]");
+        break;
+    }
+    }
+}
+
+static void test_own_reader_agrees_with_yajl_on_edge_cases(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {"{}",
+                                        "[]",
+                                        "0",
+                                        "-0",
+                                        "\"\"",
+                                        "true",
+                                        " {\"a\" : [1, 2.5, \"x\", null, false]} ",
+                                        "{\"a\":1,\"a\":2}",
+                                        "\"\\ud83d\\ude00\"",
+                                        "\"\\ud800\"",
+                                        "\"\\udc00\"",
+                                        "\"\\u0000\"",
+                                        "\"\xed\xa0\x80\"",
+                                        "\"\xc0\x80\"",
+                                        "\"\xf4\x90\x80\x80\"",
+                                        "\"\xf8\x88\x80\x80\x80\"",
+                                        "1e400",
+                                        "-1e400",
+                                        "1e-400",
+                                        "9223372036854775808",
+                                        "-9223372036854775809",
+                                        "[1,2",
+                                        "{\"a\":",
+                                        "\"abc",
+                                        "tru",
+                                        "[01]",
+                                        "[1.]",
+                                        "\"\\x41\"",
+                                        "\"a\tb\"",
+                                        "\f{}",
+                                        "{}\v",
+                                        "\xef\xbb\xbf{}",
+                                        "[1]x",
+                                        "[1] [2]",
+                                        "{\"k\":{\"k\":{\"k\":{}}}}"};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+        expect_same_as_yajl(cases[k], strlen(cases[k]));
+    static const char nul_in_string[] = "{\"a\":\"x\0y\"}";
+    expect_same_as_yajl(nul_in_string, sizeof(nul_in_string) - 1);
+    char *deep = nested(64, '[', ']', "1");
+    expect_same_as_yajl(deep, strlen(deep));
+    free(deep);
+    deep = nested(65, '{', '}', "");
+    expect_same_as_yajl(deep, strlen(deep));
+    free(deep);
+}
+
+/* Generated documents (strings with every escape and UTF-8 form, numbers at int64's edges,
+ * whitespace the reader leaves to yajl), each also cut short and with one byte changed. */
+static void test_own_reader_agrees_with_yajl_on_generated_documents(void **state)
+{
+    (void)state;
+    struct gen g = {.rng = 0x9e3779b97f4a7c15ULL};
+    static const char flip[] = "\"\\{}[],:0-eE.+ \t\nu\x80\xc3";
+    for (int i = 0; i < 4000; i++) {
+        g.n = 0;
+        gen_value(&g, 0);
+        gen_ws(&g);
+        expect_same_as_yajl(g.buf, g.n);
+        expect_same_as_yajl(g.buf, g.n ? pick(&g, (unsigned)g.n) : 0);
+        if (g.n) {
+            char *m = malloc(g.n);
+            assert_non_null(m);
+            memcpy(m, g.buf, g.n);
+            m[pick(&g, (unsigned)g.n)] = flip[pick(&g, sizeof(flip) - 1)];
+            expect_same_as_yajl(m, g.n);
+            free(m);
+        }
+    }
+    free(g.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -826,6 +1098,8 @@ int main(void)
         cmocka_unit_test(test_arena_frees_heap_children_and_survives_errors),
         cmocka_unit_test(test_arena_spans_many_blocks),
         cmocka_unit_test(test_arena_value_into_a_heap_tree_aborts),
+        cmocka_unit_test(test_own_reader_agrees_with_yajl_on_edge_cases),
+        cmocka_unit_test(test_own_reader_agrees_with_yajl_on_generated_documents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
