@@ -283,6 +283,10 @@ enum rc_gate {
      * held from before (a cycle that ended, one taken over the caps for a step that did not
      * go out) is no claim on the caps as they are now */
     GATE_ANEW,
+    /* the operation ends in this pass (done, or its sticky Failure met again): no cycle of it
+     * is in flight, and the slot goes back; what the end of the pass still needs (a VM the
+     * Failure left off, a step it came upon that may land) it takes again there */
+    GATE_ENDED,
 };
 struct rc_slot_facts {
     enum rc_gate gate;

@@ -155,7 +155,7 @@ void rc_done(struct pass *p, bool had_record, const char *note)
     char m[400];
     snprintf(m, sizeof(m), HV_MSG("done: %s (%s)"), p->what, note);
     /* Another replica may have finished what this one began: give back any slot held here. */
-    rc_slot(p, SLOT_FREE);
+    rc_slot_gate(p, GATE_ENDED);
     if (had_record && p->rec.phase != HV_PH_DONE) {
         hv_rec_set_phase(&p->rec, HV_PH_DONE, "done");
         p->rec.step_at = p->now;

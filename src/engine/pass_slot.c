@@ -15,6 +15,8 @@ enum rc_slot rc_slot_need(const struct rc_slot_facts *f)
         return SLOT_RENEW;
     case GATE_NEW:
         return SLOT_TAKE;
+    case GATE_ENDED:
+        return SLOT_FREE;
     case GATE_NONE:
         break;
     }

@@ -185,7 +185,7 @@ static void restart_failed_off(struct pass *p)
  * still take down keeps its slot (going_down). */
 static bool on_sticky_failure(struct pass *p, const struct rc_class *k)
 {
-    rc_slot(p, SLOT_FREE);
+    rc_slot_gate(p, GATE_ENDED);
     if (!k->on) {
         restart_failed_off(p);
     } else if (k->hazard == HZ_FAILED_UPON) {

@@ -193,6 +193,9 @@ static void test_slot_need(void **state)
      * back and one is taken within the caps as they are now */
     f = (struct rc_slot_facts){.gate = GATE_ANEW};
     assert_int_equal(rc_slot_need(&f), SLOT_RENEW);
+    /* the operation ends (done, its sticky Failure again): given back, whatever else holds */
+    f = (struct rc_slot_facts){.gate = GATE_ENDED, .seen = true, .cycling = true};
+    assert_int_equal(rc_slot_need(&f), SLOT_FREE);
     f = (struct rc_slot_facts){.seen = true};
     assert_int_equal(rc_slot_need(&f), SLOT_FREE);
     f.cycling = true;
