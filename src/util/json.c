@@ -908,6 +908,8 @@ static const unsigned char *fast_number(const unsigned char *s, const unsigned c
 /* 1: parsed, p->root is the document; 0: given up (p holds what was built so far). */
 static int fast_parse(struct pstate *p, const char *text, size_t len)
 {
+    if (!len) /* (nothing to read: yajl's message; and text may be NULL) */
+        return 0;
     const unsigned char *s = (const unsigned char *)text, *end = s + len;
     struct fast_buf b;
     b.d = b.inline_d;

@@ -1032,6 +1032,11 @@ static void test_own_reader_agrees_with_yajl_on_edge_cases(void **state)
         expect_same_as_yajl(cases[k], strlen(cases[k]));
     static const char nul_in_string[] = "{\"a\":\"x\0y\"}";
     expect_same_as_yajl(nul_in_string, sizeof(nul_in_string) - 1);
+    /* no text at all (a body of 0 bytes may come as NULL): yajl's answer, nothing read */
+    char e1[256], e2[256];
+    assert_null(hj_parse(NULL, 0, e1, sizeof(e1)));
+    assert_null(hj_parse_yajl(NULL, 0, e2, sizeof(e2)));
+    assert_string_equal(e1, e2);
     char *deep = nested(64, '[', ']', "1");
     expect_same_as_yajl(deep, strlen(deep));
     free(deep);
