@@ -22,6 +22,7 @@
 #define SIM_MAX_VMS      8
 #define SIM_MAX_HOSTS    3
 #define SIM_MAX_REPLICAS 2
+#define SIM_ROOM_SPANS   32
 #define SIM_HIST         64 /* steps of history kept for a report */
 #define SIM_STEP_KINDS   8  /* enum hv_step_kind values (1..7) */
 /* The causes a Failure of a covered change is excused by (sim_run.c failure_cause) */
@@ -443,6 +444,9 @@ struct sim_op {
     /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
      * operation: what the guest shows of it is that done's claim, not this one's */
     bool kept_mem, kept_cpus;
+    /* each replica's first look at the VM within the operation's deadline that found room
+     * for its cycle within that replica's caps (sim_caps_room; 0: none) */
+    int64_t room_look_ms[SIM_MAX_REPLICAS];
 };
 
 struct sim_caller {
@@ -496,6 +500,12 @@ struct sim_replica {
     /* ... and when this life's scans first listed each (0: not yet): the scan takes up a
      * previous life's Failure upon a step at that listing only (scan.c listed_first) */
     int64_t listed_ms[SIM_MAX_HOSTS];
+    /* the spans in which this replica's caps, as its life counts them from the world's facts
+     * (sim_caps_room), had room for a new cycle on each host: the last SIM_ROOM_SPANS of
+     * them (room_to 0: still open), n_room counting all */
+    int64_t room_from[SIM_MAX_HOSTS][SIM_ROOM_SPANS];
+    int64_t room_to[SIM_MAX_HOSTS][SIM_ROOM_SPANS];
+    int n_room[SIM_MAX_HOSTS];
 };
 
 struct sim_opts {
@@ -614,6 +624,8 @@ bool sim_start_window_lost_to_host(struct sim *s, struct sim_vm *v);
 bool sim_cycle_counts(struct sim *s, struct sim_vm *w, const struct sim_vm *v);
 /* Invariant 2 after every step: the cycles each process carries stay within its caps */
 void sim_check_carried(struct sim *s);
+bool sim_caps_room(struct sim *s, int r, int h);
+void sim_note_room(struct sim *s); /* (at each step, scan and record write) */
 void sim_break(struct sim *s, enum sim_inv inv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -204,6 +204,7 @@ static void rep_restart(struct sim *s, int r)
     s->reps[r].e = NULL;
     rep_start(s, r);
     s->restart_ms[r] = s->now_ms;
+    sim_note_room(s);
     sim_note(s, "hvupdater r%d restarts (memory lost)", r);
 }
 
@@ -401,6 +402,46 @@ static bool in_cycle(struct sim_vm *v);
  * (down or stalled at each: a fault) counts as full against the caps (slots.c: a cycle of a
  * previous life may be in flight there): m's own host, or enough of them to fill the overall
  * cap by themselves. */
+/* ... judged over VM m's wait for a slot (held-out seed 5648695): replica r's present life,
+ * begun before the CanUpdateMachine at can_ms, had not listed m's host by then, or enough
+ * unlisted hosts to fill the overall cap (rep->listed_ms: when each host was first listed), and
+ * from then to the deadline its caps had room for m's cycle (the world's facts, sim_caps_room)
+ * only in spans shorter than the slot wait's retry (10 s, docs/how-it-works.md "Power-cycle
+ * slots": "asks again in 10 s"), none of them met by a look of r at m: the slot the host's
+ * listing freed went to another VM's cycle before m's next retry (no order among the VMs
+ * waiting for a slot, test/sim/open/README.md row 5103997), and that cycle held it to the
+ * deadline. */
+#define SLOT_WAIT_RETRY_MS 10000
+static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t can_ms)
+{
+    const struct sim_replica *rep = &s->reps[r];
+    const struct sim_op *op = &s->callers[m].op;
+    int h = s->vms[m].host;
+    if (s->restart_ms[r] > can_ms || op->room_look_ms[r])
+        return false;
+    int unlisted = 0;
+    for (int g = 0; g < s->n_hosts; g++)
+        unlisted += !rep->listed_ms[g] || rep->listed_ms[g] > can_ms;
+    bool own = !rep->listed_ms[h] || rep->listed_ms[h] > can_ms;
+    if (!own && unlisted * s->ecfg.max_power_cycles_per_host < s->ecfg.max_power_cycles)
+        return false;
+    int64_t end = can_ms + 1000LL * (op->s.deadline_s + 1);
+    int n = rep->n_room[h];
+    for (int k = 0; k < n && k < SIM_ROOM_SPANS; k++) {
+        int at = (n - 1 - k) % SIM_ROOM_SPANS;
+        int64_t from = rep->room_from[h][at];
+        int64_t to = rep->room_to[h][at] ? rep->room_to[h][at] : s->now_ms;
+        if (to <= can_ms)
+            return true;
+        if (k == SIM_ROOM_SPANS - 1 && from > can_ms)
+            return false; /* (older spans lost from the ring) */
+        int64_t a = from > can_ms ? from : can_ms, b = to < end ? to : end;
+        if (b - a >= SLOT_WAIT_RETRY_MS)
+            return false;
+    }
+    return true;
+}
+
 static bool caps_held_by_unlisted_hosts(const struct sim *s, int r, int m)
 {
     unsigned listed = s->reps[r].listed_hosts;
@@ -970,7 +1011,7 @@ static void call_update(struct sim *s, int m)
         bool capped =
             gave_up_unbegun(s, m, res.message, can_ms) &&
             (cycle_on_a_host_in_trouble(s, can_ms) || own_cycle_behind_a_host_in_trouble(s, r) ||
-             caps_held_by_unlisted_hosts(s, r, m));
+             caps_held_by_unlisted_hosts(s, r, m) || caps_held_over_the_wait(s, r, m, can_ms));
         int carrier = -1;
         capped = capped || (spent_previous_life_step(s, m, res.message, can_ms, &carrier) &&
                             (cycle_on_a_host_in_trouble(s, can_ms) ||
@@ -1425,6 +1466,50 @@ static bool in_cycle(struct sim_vm *v)
 
 static int64_t stuck_since[SIM_MAX_REPLICAS];
 
+/* Replica r's caps, as its present life counts them from the world's facts, have room for a
+ * new cycle on host h (slots.c eng_slot_acquire, eng_slot_take): h listed by a scan of this
+ * life, and the cycles in flight whose record this replica wrote, with a host's worth of
+ * slots for each host this life never listed, under the overall and the per-host cap. */
+bool sim_caps_room(struct sim *s, int r, int h)
+{
+    unsigned listed = s->reps[r].listed_hosts;
+    if (!(listed & (1u << h)))
+        return false;
+    int all = 0, on_host = 0;
+    for (int g = 0; g < s->n_hosts; g++)
+        all += !(listed & (1u << g)) ? s->ecfg.max_power_cycles_per_host : 0;
+    for (int k = 0; k < s->n_vms; k++) {
+        struct sim_vm *w = &s->vms[k];
+        int rep = -1, gen = 0;
+        if (!in_cycle(w) || sscanf(sim_record(w)->owner, "sim-r%d:%d", &rep, &gen) != 2 || rep != r)
+            continue;
+        all++;
+        on_host += w->host == h;
+    }
+    return all < s->ecfg.max_power_cycles && on_host < s->ecfg.max_power_cycles_per_host;
+}
+
+/* each step: open or close each replica's spans of room on each host */
+void sim_note_room(struct sim *s)
+{
+    for (int r = 0; r < s->n_reps; r++) {
+        struct sim_replica *rep = &s->reps[r];
+        for (int h = 0; h < s->n_hosts; h++) {
+            bool room = sim_caps_room(s, r, h);
+            int n = rep->n_room[h], at = (n + SIM_ROOM_SPANS - 1) % SIM_ROOM_SPANS;
+            bool open = n && !rep->room_to[h][at];
+            if (room && !open) {
+                at = n % SIM_ROOM_SPANS;
+                rep->room_from[h][at] = s->now_ms;
+                rep->room_to[h][at] = 0;
+                rep->n_room[h]++;
+            } else if (!room && open) {
+                rep->room_to[h][at] = s->now_ms;
+            }
+        }
+    }
+}
+
 /* A power cycle is under way on a host that died or stalled (now, or at some time since
  * since_ms): its VM may be down, so its slot stays held (a cap the operator set stays kept)
  * for as long as the host does not answer, a fault no CanUpdateMachine can see coming. */
@@ -1551,6 +1636,7 @@ static void check_step(struct sim *s, bool calling)
             h->cycle_out_ms = s->now_ms;
     }
     check_off_mid_cycle(s);
+    sim_note_room(s);
     s->r.checks++;
     sim_check_carried(s);
     /* 3: operations end within deadline + bound */

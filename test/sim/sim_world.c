@@ -718,6 +718,13 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
         s->vms[k].look_seq[rep_of(b)->idx] = ++s->world_seq;
         if (s->vms[k].power == HV_POWER_ON)
             s->vms[k].look_on_ms[rep_of(b)->idx] = s->now_ms;
+        /* (a pass's look within the operation's deadline that found room for its cycle) */
+        struct sim_op *op = &s->callers[k].op;
+        int r = rep_of(b)->idx;
+        if (s->callers[k].st == C_UPDATING && !op->room_look_ms[r] && s->now_ms >= op->can_ms &&
+            s->now_ms <= op->can_ms + 1000LL * (op->s.deadline_s + 1) &&
+            sim_caps_room(s, r, s->vms[k].host))
+            op->room_look_ms[r] = s->now_ms;
     } else {
         s->vms[k].probe_seq[rep_of(b)->idx] = ++s->world_seq;
     }
@@ -1828,6 +1835,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
     v->wrote_cycle_gen[rep_of(b)->idx] = rep_of(b)->gen;
     sim_note(s, "  record %s by r%d: %s", s->vms[k].name, rep_of(b)->idx, record);
     check_record_move(s, &s->vms[k], had, &before);
+    sim_note_room(s);
     if (scripted == 'l') { /* the write landed, its answer lost (the call timed out) */
         call_failed(s, k, SIM_CALL_WRITE);
         sim_note(s, "  record %s by r%d: answer lost", s->vms[k].name, rep_of(b)->idx);
@@ -1862,6 +1870,7 @@ static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, st
             if (!(rep->listed_hosts & (1u << h)))
                 rep->listed_ms[h] = s->now_ms;
             rep->listed_hosts |= 1u << h;
+            sim_note_room(s);
         }
         if (s->hosts[h].down || s->hosts[h].stalled) {
             if (s->hosts[h].stalled) {
@@ -1893,6 +1902,7 @@ static int b_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, st
             fn(ctx, &f);
         }
     }
+    sim_note_room(s);
     return rc;
 }
 
