@@ -476,6 +476,11 @@ const struct hv_hooks_ctx *hv_runtime_hooks(const struct hv_runtime *rt)
     return &rt->hooks;
 }
 
+struct hv_engine *hv_runtime_engine(const struct hv_runtime *rt)
+{
+    return rt->engine;
+}
+
 void hv_runtime_free(struct hv_runtime *rt)
 {
     if (!rt)

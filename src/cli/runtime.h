@@ -8,9 +8,12 @@
 #include "hooks.h"
 
 struct hv_runtime;
+struct hv_engine;
 
 struct hv_runtime *hv_runtime_new(const struct hv_config *cfg, char *err, size_t errlen);
 const struct hv_hooks_ctx *hv_runtime_hooks(const struct hv_runtime *rt);
+/* The runtime's engine (tests: hv_engine_scanned). */
+struct hv_engine *hv_runtime_engine(const struct hv_runtime *rt);
 void hv_runtime_free(struct hv_runtime *rt);
 
 /* The engine's confirm_resume as this wiring answers it (engine/books.h hv_resume_confirm_fn):

@@ -64,6 +64,9 @@ bool hv_engine_pass_pending(struct hv_engine *e, const char *vm_name);
 
 /* Entries held now, after evicting those idle for entry_idle_ms (tests, benchmarks). */
 size_t hv_engine_entries(struct hv_engine *e);
+/* The first scan has ended (or none runs): every VM it listed is known by its handle, and no
+ * scan is listing hosts now (tests that count a hypervisor's calls). */
+bool hv_engine_scanned(struct hv_engine *e);
 
 /* Calls refused so far because the table held cfg.max_entries entries with something in
  * flight (tests, benchmarks; /metrics counts them as hvupdater_engine_entries_refused_total). */

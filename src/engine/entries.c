@@ -193,6 +193,14 @@ size_t hv_engine_entries(struct hv_engine *e)
     return n;
 }
 
+bool hv_engine_scanned(struct hv_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    bool done = e->scanned && !e->scanning;
+    pthread_mutex_unlock(&e->lock);
+    return done;
+}
+
 uint64_t hv_engine_refused(struct hv_engine *e)
 {
     pthread_mutex_lock(&e->lock);
