@@ -33,6 +33,16 @@ bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b)
            a->cores_per_socket == b->cores_per_socket && da == db;
 }
 
+/* A string of the record into its field: what does not fit is cut where a UTF-8 sequence
+ * begins, so the field writes back as text a record reads again (fuzz_oprecord: an owner cut
+ * inside a 2-byte character wrote a record no reader took, and the operation it held read as
+ * none). The writer cuts the same way (hj_new_text) whatever the engine's own snprintf did. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+    hj_text_cut(dst);
+}
+
 /* The ref's fields as JSON: "" fields are left out, so records stay short. */
 hj *hv_vm_ref_to_json(const struct hv_vm_ref *ref)
 {
@@ -43,7 +53,7 @@ hj *hv_vm_ref_to_json(const struct hv_vm_ref *ref)
     hj *o = hj_new_object();
     for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
         if (f[k].val[0])
-            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+            hj_obj_set_take(o, f[k].key, hj_new_text(f[k].val));
     return o;
 }
 
@@ -62,7 +72,7 @@ void hv_vm_ref_from_json(const hj *o, struct hv_vm_ref *ref)
     for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
         const char *v = hj_get_str(o, f[k].key);
         if (v)
-            snprintf(f[k].dst, f[k].cap, "%s", v);
+            copy_text(f[k].dst, f[k].cap, v);
     }
 }
 
@@ -93,7 +103,7 @@ static hj *machine_to_json(const struct hv_machine_id *m)
     hj *o = hj_new_object();
     for (size_t k = 0, n = machine_fields(&copy, f); k < n; k++)
         if (f[k].val[0])
-            hj_obj_set_take(o, f[k].key, hj_new_string(f[k].val));
+            hj_obj_set_take(o, f[k].key, hj_new_text(f[k].val));
     return o;
 }
 
@@ -103,7 +113,7 @@ static void machine_from_json(const hj *o, struct hv_machine_id *m)
     for (size_t k = 0, n = machine_fields(m, f); k < n; k++) {
         const char *v = hj_get_str(o, f[k].key);
         if (v)
-            snprintf(f[k].val, f[k].cap, "%s", v);
+            copy_text(f[k].val, f[k].cap, v);
     }
 }
 
@@ -141,7 +151,7 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
         bool none = !r->plan[f][0] || !strcmp(r->plan[f], "none");
         if (f == HV_F_DISK && none)
             continue; /* like diskMiB: only in operations that change a disk */
-        hj_obj_set_take(p, fnames[f], hj_new_string(none ? "none" : r->plan[f]));
+        hj_obj_set_take(p, fnames[f], hj_new_text(none ? "none" : r->plan[f]));
     }
     hj_obj_set_take(o, "plan", p);
     hj_obj_set_take(o, "attempts", hj_new_int(r->attempts));
@@ -159,10 +169,10 @@ bool hv_oprecord_write(const struct hv_oprecord *r, char *buf, size_t cap)
         hj_obj_set_take(o, "bootAt", hj_new_int(r->boot_at));
     if (r->off_first && r->phase == HV_PH_POWER_OFF)
         hj_obj_set_take(o, "offFirst", hj_new_bool(true));
-    hj_obj_set_take(o, "owner", hj_new_string(r->owner));
-    hj_obj_set_take(o, "policy", hj_new_string(r->policy));
+    hj_obj_set_take(o, "owner", hj_new_text(r->owner));
+    hj_obj_set_take(o, "policy", hj_new_text(r->policy));
     if (r->message[0])
-        hj_obj_set_take(o, "message", hj_new_string(r->message));
+        hj_obj_set_take(o, "message", hj_new_text(r->message));
     hj *rf = hv_vm_ref_to_json(&r->ref);
     if (rf->n)
         hj_obj_set_take(o, "ref", rf);
@@ -225,7 +235,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         const hj *p = hj_get(o, "plan");
         for (int f = 0; f < HV_F_COUNT; f++) {
             const char *s = hj_get_str(p, fnames[f]);
-            snprintf(r->plan[f], sizeof(r->plan[f]), "%s", s ? s : "none");
+            copy_text(r->plan[f], sizeof(r->plan[f]), s ? s : "none");
         }
         r->attempts = (int)int_at(o, "attempts", 0);
         const char *tries_of = hj_get_str(o, "triesOf");
@@ -242,9 +252,9 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->off_first = r->phase == HV_PH_POWER_OFF && of && of->type == HJ_BOOL && of->b;
         const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");
         const char *pol = hj_get_str(o, "policy");
-        snprintf(r->policy, sizeof(r->policy), "%s", pol ? pol : "");
-        snprintf(r->owner, sizeof(r->owner), "%s", ow ? ow : "");
-        snprintf(r->message, sizeof(r->message), "%s", m ? m : "");
+        copy_text(r->policy, sizeof(r->policy), pol ? pol : "");
+        copy_text(r->owner, sizeof(r->owner), ow ? ow : "");
+        copy_text(r->message, sizeof(r->message), m ? m : "");
         hv_vm_ref_from_json(hj_get(o, "ref"), &r->ref);
         machine_from_json(hj_get(o, "machine"), &r->ref.machine);
         ok = r->phase != HV_PH_NONE;

@@ -17,7 +17,7 @@ hj *hv_hook_response(enum hv_hook h, bool failure, const char *message)
     hj_obj_set_take(r, "kind", hj_new_string(kind));
     hj_obj_set_take(r, "status", hj_new_string(failure ? "Failure" : "Success"));
     if (message && message[0])
-        hj_obj_set_take(r, "message", hj_new_string(message));
+        hj_obj_set_take(r, "message", hj_new_text(message));
     return r;
 }
 

@@ -183,6 +183,30 @@ hj *hj_new_string(const char *s)
     return hj_new_stringn(s, strlen(s));
 }
 
+size_t hj_text_len(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t lead = n;
+    /* back over at most three continuation bytes to the sequence's lead byte */
+    while (lead > 0 && n - lead < 4 && (u[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0 || n - lead >= 4 || u[lead - 1] < 0xc0)
+        return n; /* ASCII last, or not a sequence a cut made: left as it is */
+    unsigned char c = u[lead - 1];
+    size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    return n - (lead - 1) < want ? lead - 1 : n;
+}
+
+hj *hj_new_text(const char *s)
+{
+    return hj_new_stringn(s, hj_text_len(s, strlen(s)));
+}
+
+void hj_text_cut(char *s)
+{
+    s[hj_text_len(s, strlen(s))] = '\0';
+}
+
 hj *hj_new_array(void)
 {
     return node(HJ_ARRAY);

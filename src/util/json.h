@@ -68,6 +68,12 @@ hj *hj_new_bool(bool b);
 hj *hj_new_int(int64_t i);
 hj *hj_new_string(const char *s);
 hj *hj_new_stringn(const char *s, size_t n);
+/* Text cut to fit a fixed buffer (snprintf's "%s" into a record field or a message) may end
+ * inside a UTF-8 sequence, which no JSON reader takes back: the length of s[0..n) without
+ * such an incomplete last sequence, and a string node / an in-place cut of it. */
+size_t hj_text_len(const char *s, size_t n);
+hj *hj_new_text(const char *s);
+void hj_text_cut(char *s);
 hj *hj_new_array(void);
 hj *hj_new_object(void);
 /* Set key in obj (replacing an old value) / append to arr; both take ownership of val. */

@@ -374,6 +374,11 @@ def main():
     recs = {p: record(p, message="stub failure" if p == "failed" else None) for p in PHASES}
     recs["cold"] = record("shutdown", 2048, 1, cold=True)
     recs["garbage"] = '{"v":2}'
+    # strings longer than their fields, cut where a character is multi-byte (CI's find)
+    long = json.loads(record("failed", message="m" * 510 + "\u20ac"))
+    long["owner"] = "a" * 94 + "\u00e9"
+    long["ref"] = {"name": "vm\u00e9", "disk": "d" * 30 + "\u00e9"}
+    recs["cut-characters"] = json.dumps(long, ensure_ascii=False, separators=(",", ":"))
     b64 = {"patch": base64.b64encode(b'[{"op":"replace","path":"/spec/memoryMiB","value":8192}]')
            .decode(), "one": "QQ==", "two": "QUI=", "empty": "", "bad": "QQ="}
     sets = {"fuzz_soap": SOAP, "fuzz_domxml": DOMXML, "fuzz_oprecord": recs,
@@ -383,7 +388,7 @@ def main():
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
-            with open(os.path.join(d, name), "w") as f:
+            with open(os.path.join(d, name), "w", encoding="utf-8") as f:
                 f.write(data)
     return 0
 

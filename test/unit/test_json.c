@@ -1070,6 +1070,35 @@ static void test_own_reader_agrees_with_yajl_on_generated_documents(void **state
     free(g.buf);
 }
 
+/* hj_text_len: a UTF-8 sequence left incomplete at the end (a cut into a fixed buffer) is
+ * dropped, nothing else: complete ones, ASCII, and bytes no cut makes stay. */
+static void test_text_len_drops_only_a_cut_sequence(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t want;
+    } cases[] = {{"", 0},
+                 {"abc", 3},
+                 {"a\xc3", 1},
+                 {"a\xc3\xa9", 3},
+                 {"a\xe2\x82", 1},
+                 {"a\xe2\x82\xac", 4},
+                 {"a\xf0\x9f\x98", 1},
+                 {"\xf0\x9f\x98\x80", 4},
+                 {"\xf0", 0},
+                 {"a\x80", 2},
+                 {"a\x80\x80\x80\x80", 5}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+        assert_int_equal(hj_text_len(cases[k].s, strlen(cases[k].s)), cases[k].want);
+    char cut[] = "ab\xe2\x82";
+    hj_text_cut(cut);
+    assert_string_equal(cut, "ab");
+    hj *v = hj_new_text("x\xc3");
+    assert_int_equal(v->slen, 1);
+    hj_free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1105,6 +1134,7 @@ int main(void)
         cmocka_unit_test(test_arena_value_into_a_heap_tree_aborts),
         cmocka_unit_test(test_own_reader_agrees_with_yajl_on_edge_cases),
         cmocka_unit_test(test_own_reader_agrees_with_yajl_on_generated_documents),
+        cmocka_unit_test(test_text_len_drops_only_a_cut_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
