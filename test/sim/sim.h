@@ -519,6 +519,13 @@ struct sim_opts {
     /* a scripted scenario (sim_run.c "scripted scenarios"): its world and a table of calls,
      * faults and engine runs at fixed times instead of the seeded choices */
     const char *script;
+    /* CAPI as CONTRACT.md has it, "never changes the desired spec while an update is in
+     * flight": a rollout does not change (A -> B) or go back (A -> B -> A) while a caller's
+     * update is in flight, nor does a caller that got a Failure (still in flight: CAPI
+     * keeps calling) begin a new one; it may stop calling (a Machine deleted). The world's
+     * other choices and their draws are the same. Off: the seeded world of every regression
+     * seed and mutation guard, which also changes its mind mid-update (test/sim/README.md) */
+    bool honest_capi;
 };
 
 struct sim_result {

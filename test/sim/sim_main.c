@@ -83,6 +83,8 @@ int main(int argc, char **argv)
             if (load_skips(v) < 0)
                 return 2;
             k++;
+        } else if (!strcmp(a, "--honest-capi")) {
+            o.honest_capi = true;
         } else if (!strcmp(a, "--strict")) {
             o.strict = true;
         } else if (!strcmp(a, "--quiet")) {
@@ -96,10 +98,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--trace-hash")) {
             o.trace_hash = true;
         } else {
-            fprintf(stderr,
-                    "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
-                    "[--strict] [--trace] [--trace-hash] [--first-break] [--script F] [--quiet]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--from N] [--seeds COUNT] [--steps N] [--seed N] [--skip-file F] "
+                "[--strict] [--honest-capi] [--trace] [--trace-hash] [--first-break] [--script F] "
+                "[--quiet]\n",
+                argv[0]);
             return 2;
         }
     }

@@ -1176,6 +1176,16 @@ static void call_update(struct sim *s, int m)
         if (sim_chance(s, 400)) {
             c->st = C_IDLE;
             c->next_ms = s->now_ms + 1000 * sim_range(s, 10, 300);
+            if (s->o.honest_capi) {
+                /* (the update is still in flight, and CAPI keeps calling: no new rollout for
+                 * this Machine; giving up is a Machine deleted, the caller stops) */
+                c->st = C_STOPPED;
+                c->stopped_mid = true;
+                c->stopped_ms = s->now_ms;
+                sim_note(s, "capi %s: stops calling after the Failure (Machine deleted)",
+                         s->vms[m].name);
+                return;
+            }
             /* A Failure the VM's record does not hold as final (e.g. the record could not be
              * stored) leaves the operation open: CAPI keeps calling after a Failure (the
              * contract), so the pass that call asked for may begin a live change, which the
@@ -1412,6 +1422,8 @@ static void caller_whim(struct sim *s)
     if (c->st != C_UPDATING)
         return;
     int w = sim_range(s, 0, 2);
+    if (w != 0 && s->o.honest_capi)
+        return; /* (never while an update is in flight: CONTRACT.md) */
     if (w == 0) {
         c->st = C_STOPPED;
         c->stopped_mid = true;
