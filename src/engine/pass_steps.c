@@ -433,7 +433,8 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
      * taken; the pass reached this one), so this one does not fail with tries it never had
      * (seeds 204763, 209763: live-disk failed "3 times" after one live-memory try and two of
      * its own). Records without triesOf keep their tries. */
-    if (p->rec.phase != phase || (live && p->rec.tries_of && p->rec.tries_of != kind))
+    enum hv_phase was = p->rec.phase;
+    if (was != phase || (live && p->rec.tries_of && p->rec.tries_of != kind))
         p->rec.attempts = 0;
     /* (a step taken over, if any, is past: this one is the operation's) A reconfigure or a
      * power-on is a power cycle's step: the operation is cold from then on. A live one whose
@@ -451,8 +452,14 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
     if (!live && !rc_store(p)) {
         /* Not sent, and the record on the VM may say it was (a step sent again, whose write
          * failed): this process forgets it has seen the operation, so its next pass sends
-         * the step instead of waiting for its effect (as in step_failed). */
-        rc_forget_sight(p);
+         * the step instead of waiting for its effect (as in step_failed). A step of another
+         * phase than the record's (a power-off after the shutdown's window) leaves
+         * the record saying what this process did send, and its sight of it stays: forgotten,
+         * the next pass would take that shutdown for one of a life that is gone, and free the
+         * slot while it may still land (held-out seed 4324148: another VM of the host went
+         * down beside it). */
+        if (was == phase)
+            rc_forget_sight(p);
         return false;
     }
     struct hv_step st = {
