@@ -216,12 +216,30 @@ static bool policy_off(const struct hv_oprecord *r)
     return gc && !strcmp(gc + 1, "Off");
 }
 
+/* An operation beginning now on v has no view of the guest's memory (begun_mem_blind, noted
+ * by sim_set_record at the begin): the VM not running, or its memory statistics absent, or
+ * stale without a memory view or past the report age an engine takes (held-out seed 5292529).
+ * (stale statistics are a view of the guest now only within two of a real guest's report
+ * periods, 2 s each, of their last fresh report: older, they tell what it had then, and the
+ * engine, which tolerates a report's age only that far or a little further, has no view of
+ * it now) */
+static bool mem_blind_now(const struct sim *s, const struct sim_vm *v)
+{
+    return v->power != HV_POWER_ON || v->stats == 2 ||
+           (v->stats == 1 &&
+            (v->stale.mem_view != HV_GV_SEEN || s->now_ms - v->fresh_until_ms > STALE_VIEW_MS));
+}
+
 /* The operation taking live step st on v now had no view of the guest's memory from before it
  * (plug_blind), by the world's facts: its record (stored with the step in record_in_step
  * worlds, else the VM's, written before the step) names guestVerification Off, or at its begin
  * the guest had no statistics (begun_mem_blind) or was still booting from the operator's
  * power-on (foreign_boot_ms), or it began over such an operation's step in flight keeping its
- * base (off_blind_mem, note_begun_over). */
+ * base (off_blind_mem, note_begun_over). A record carried with its step that begins its
+ * operation now (record_in_step: stored right after the step, at the same instant, when
+ * sim_set_record notes the begin) has its begin judged at the step: mem_blind_now (held-out
+ * seed 4271321: A's DIMM carried its first record, the statistics absent, done "not verified
+ * in the guest"; B's disk step on a base taken after it, the guest not onlined yet). */
 static bool plug_blind_now(const struct sim *s, struct sim_vm *v, const struct hv_step *st)
 {
     struct hv_oprecord with;
@@ -232,10 +250,11 @@ static bool plug_blind_now(const struct sim *s, struct sim_vm *v, const struct h
         return false;
     if (policy_off(r))
         return true;
+    bool booting = v->foreign_boot_ms && v->foreign_boot_ms >= (r->started_at - s->unix0) * 1000;
     if (v->begun_at != r->started_at || !hv_hw_equal(&v->begun_for, &r->desired))
-        return false; /* (not noted yet: judged) */
-    return v->begun_mem_blind ||
-           (v->foreign_boot_ms && v->foreign_boot_ms >= (r->started_at - s->unix0) * 1000) ||
+        return r == &with && r->started_at == s->unix0 + s->now_ms / 1000 &&
+               (mem_blind_now(s, v) || booting); /* (else not noted yet: judged) */
+    return v->begun_mem_blind || booting ||
            (hv_hw_equal(&v->off_blind_for, &r->desired) && v->off_blind_mem);
 }
 
@@ -377,15 +396,9 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
         v->begun_for = n->desired;
         v->begun_at = n->started_at;
         v->begun_quiet_ms = s->now_ms - prev_write_ms;
-        /* (stale statistics are a view of the guest now only within two of a real guest's
-         * report periods, 2 s each, of their last fresh report: older, they tell what it had
-         * then, and the engine, which tolerates a report's age only that far or a little
-         * further, has no view of it now; held-out seed 5292529: stale since 7.8 s, A' began at
-         * 92.8 s with no guest view of memory and hot-added, B began over it keeping its
-         * blind base) */
-        v->begun_mem_blind = v->power != HV_POWER_ON || v->stats == 2 ||
-                             (v->stats == 1 && (v->stale.mem_view != HV_GV_SEEN ||
-                                                s->now_ms - v->fresh_until_ms > STALE_VIEW_MS));
+        /* (held-out seed 5292529: stale since 7.8 s, A' began at 92.8 s with no guest view
+         * of memory and hot-added, B began over it keeping its blind base) */
+        v->begun_mem_blind = mem_blind_now(s, v);
         /* no statistics an engine could take a base of the guest's memory from (absent, or
          * stale past any report age it takes: the review of c9d7510, a base from a report 4 to
          * 6 s old), unless the operation keeps the base of the one it began over, whose own
