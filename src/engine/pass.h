@@ -342,5 +342,8 @@ struct rc_step_facts {
     enum rc_shows shows;
 };
 enum rc_step_act rc_step_decide(const struct rc_step_facts *f);
+/* Whether the pass that decided act forgets this process's sight of the step (rc_forget_sight),
+ * so that the next pass is a first sight again and sends it: decided from the same facts. */
+bool rc_step_forgets_sight(const struct rc_step_facts *f, enum rc_step_act act);
 
 #endif

@@ -192,11 +192,6 @@ void rc_off_path(struct pass *p)
 static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may_land)
 {
     bool power_off = p->rec.phase == HV_PH_POWER_OFF;
-    /* A step to send again that this pass cannot send (the VM busy with another task, no
-     * guest to ask): the next pass that can sends it, so this one does not use up the sight. */
-    bool again_unsent = power_off ? p->obs.busy : p->obs.busy || !p->obs.can_shutdown;
-    if (first && again_unsent)
-        rc_forget_sight(p);
     struct rc_step_facts f = {
         .power_off = power_off,
         .first = first,
@@ -210,15 +205,20 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
         .soft = p->s->power_off_mode == HV_POM_SOFT,
     };
     enum rc_step_act act = rc_step_decide(&f);
+    int shows = 0;
     if (act == STEP_LOOK) {
         /* the look is taken only when the VM runs with the desired hardware, live and
-         * next-boot (rc_shows_without_cycle) */
-        int shows = rc_shows_without_cycle(p);
-        if (shows < 0)
-            return;
-        f.shows = shows ? SHOWS_YES : SHOWS_NO;
-        act = rc_step_decide(&f);
+         * next-boot (rc_shows_without_cycle); a look that fails leaves the act a look */
+        shows = rc_shows_without_cycle(p);
+        if (shows >= 0) {
+            f.shows = shows ? SHOWS_YES : SHOWS_NO;
+            act = rc_step_decide(&f);
+        }
     }
+    if (rc_step_forgets_sight(&f, act))
+        rc_forget_sight(p);
+    if (shows < 0)
+        return;
     switch (act) {
     case STEP_WAIT_OFF:
         rc_going_off(p, HV_MSG("waiting for the VM to power off"));
@@ -228,9 +228,8 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
             rc_going_off(p, HV_MSG("powering off again"));
         return;
     case STEP_WAIT_SHOWN:
-        /* its slot kept; the sight kept for a send while the guest no longer shows it */
-        if (first)
-            rc_forget_sight(p);
+        /* its slot kept (the sight forgotten above, for a send should the guest no longer
+         * show it) */
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         return;
     case STEP_GO_LIVE:

@@ -29,3 +29,16 @@ enum rc_step_act rc_step_decide(const struct rc_step_facts *f)
         return STEP_WAIT_SHUTDOWN;
     return f->soft ? STEP_FAIL : STEP_POWER_OFF;
 }
+
+bool rc_step_forgets_sight(const struct rc_step_facts *f, enum rc_step_act act)
+{
+    if (!f->first)
+        return false;
+    /* a step to send again that this pass cannot send (a task holds the VM, no guest to ask a
+     * shutdown of): the next pass that can sends it, so this one does not use the sight up
+     * (seed 8544) */
+    bool unsendable = f->power_off ? f->busy : f->busy || !f->can_ask;
+    /* a shutdown whose guest shows the change, waited for while it may land: the sight is kept
+     * for a send should the guest no longer show it */
+    return unsendable || act == STEP_WAIT_SHOWN;
+}

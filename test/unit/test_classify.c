@@ -289,6 +289,18 @@ static void test_step_in_flight_promises(void **state)
             enum rc_step_act a = step_after(f, (enum rc_shows)look, &looked);
             seen[a]++;
             bool again = f.first || f.failed_try; /* may not have gone out */
+            /* this process's sight of the step: forgotten only on a first sight; not used up by
+             * a pass that cannot send the step (a task holds the VM, no guest to ask: seed
+             * 8544), nor by one that waits while the guest shows the change; used by a send */
+            bool forgets = rc_step_forgets_sight(&f, a);
+            if (forgets)
+                assert_true(f.first);
+            if (f.first && (f.busy || (!f.power_off && !f.can_ask)))
+                assert_true(forgets);
+            if (f.first && a == STEP_WAIT_SHOWN)
+                assert_true(forgets);
+            if (a == STEP_SEND_AGAIN || (a == STEP_POWER_OFF_AGAIN && !f.busy))
+                assert_false(forgets);
             if (f.power_off) {
                 /* a power-off: sent or waited for, never a look, a shutdown or a Failure */
                 assert_false(looked);
