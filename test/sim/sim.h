@@ -447,6 +447,9 @@ struct sim_op {
     /* each replica's first look at the VM within the operation's deadline that found room
      * for its cycle within that replica's caps (sim_caps_room; 0: none) */
     int64_t room_look_ms[SIM_MAX_REPLICAS];
+    /* the longest retryAfterSeconds CAPI was given with "waiting for a power-cycle slot" in
+     * this operation, ms (0: no such answer): when the VM's next pass comes at the latest */
+    int64_t slot_retry_ms;
 };
 
 struct sim_caller {

@@ -406,18 +406,17 @@ static bool in_cycle(struct sim_vm *v);
  * begun before the CanUpdateMachine at can_ms, had not listed m's host by then, or enough
  * unlisted hosts to fill the overall cap (rep->listed_ms: when each host was first listed), and
  * from then to the deadline its caps had room for m's cycle (the world's facts, sim_caps_room)
- * only in spans shorter than the slot wait's retry (10 s, docs/how-it-works.md "Power-cycle
- * slots": "asks again in 10 s"), none of them met by a look of r at m: the slot the host's
- * listing freed went to another VM's cycle before m's next retry (no order among the VMs
- * waiting for a slot, test/sim/open/README.md row 5103997), and that cycle held it to the
- * deadline. */
-#define SLOT_WAIT_RETRY_MS 10000
+ * only in spans shorter than the retry CAPI was given with the slot wait (op->slot_retry_ms,
+ * what the answers said, not the engine's constant), none of them met by a look of r at m: the
+ * slot the host's listing freed went to another VM's cycle before m's next retry (no order
+ * among the VMs waiting for a slot, test/sim/open/README.md row 5103997), and that cycle held
+ * it to the deadline. */
 static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t can_ms)
 {
     const struct sim_replica *rep = &s->reps[r];
     const struct sim_op *op = &s->callers[m].op;
     int h = s->vms[m].host;
-    if (s->restart_ms[r] > can_ms || op->room_look_ms[r])
+    if (s->restart_ms[r] > can_ms || op->room_look_ms[r] || !op->slot_retry_ms)
         return false;
     int unlisted = 0;
     for (int g = 0; g < s->n_hosts; g++)
@@ -436,7 +435,7 @@ static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t c
         if (k == SIM_ROOM_SPANS - 1 && from > can_ms)
             return false; /* (older spans lost from the ring) */
         int64_t a = from > can_ms ? from : can_ms, b = to < end ? to : end;
-        if (b - a >= SLOT_WAIT_RETRY_MS)
+        if (b - a >= op->slot_retry_ms)
             return false;
     }
     return true;
@@ -1224,6 +1223,9 @@ static void call_update(struct sim *s, int m)
         c->op.failed = false;
     if (res.retry_after_s > 0) {
         c->next_ms = s->now_ms + 1000 * (int64_t)res.retry_after_s;
+        if (strstr(res.message, "waiting for a power-cycle slot") &&
+            1000LL * res.retry_after_s > c->op.slot_retry_ms)
+            c->op.slot_retry_ms = 1000LL * res.retry_after_s;
         return;
     }
     /* Invariant 1: done only when the VM (and the guest, where it can tell) shows it now */
