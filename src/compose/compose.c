@@ -11,6 +11,7 @@
 #include "compose.h"
 #include "hv_clock.h"
 #include "capipatch.h"
+#include "json.h"
 #include "log.h"
 #include "msg.h"
 #include "plan.h"
@@ -145,6 +146,7 @@ static const char *their(const hj *answer, char *buf, size_t cap)
 {
     const char *m = hj_get_str(answer, "message");
     snprintf(buf, cap, "%.300s", m ? m : "");
+    hj_text_cut(buf); /* (cut where a character begins: it goes inside ours) */
     return buf;
 }
 
@@ -447,6 +449,7 @@ static void done_put(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h
     if (e->h1 == h1 && e->h2 == h2) {
         e->done_mask |= 1u << k;
         snprintf(e->message[k], sizeof(e->message[k]), "%s", msg);
+        hj_text_cut(e->message[k]);
     }
     pthread_mutex_unlock(&cp->mu);
 }

@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "engine_internal.h"
 #include "hv_clock.h"
+#include "json.h"
 #include "log.h"
 #include "msg.h"
 
@@ -266,9 +267,11 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     e->n_bes = n;
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
-    if (cfg->drive && cfg->drive->owner)
+    hj_text_cut(host); /* (a long host name cut where a character begins) */
+    if (cfg->drive && cfg->drive->owner) {
         snprintf(e->owner, sizeof(e->owner), "%s", cfg->drive->owner);
-    else {
+        hj_text_cut(e->owner); /* (as the record reads it back) */
+    } else {
         /* host:pid.start: one life of this process. The start (realtime, ns) tells a restart
          * in place from the life before it: in a container the process is PID 1 in every life
          * and a restarted container keeps its pod's host name, so host:pid alone named both

@@ -362,7 +362,7 @@ int hv_identity(const struct hv_profile *p, const hj *machine, const hj *infra,
     if (p->server_path[0]) {
         snprintf(path, sizeof(path), "%s%s", root, p->server_path);
         const hj *s = hj_ptr(infra, path);
-        if (s && s->type == HJ_STRING)
+        if (s && s->type == HJ_STRING && strlen(s->s) < sizeof(ref->server))
             snprintf(ref->server, sizeof(ref->server), "%s", s->s);
     }
     if (p->thumbprint_path[0]) {

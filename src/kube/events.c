@@ -75,7 +75,7 @@ static char *event_json(const struct hv_events *ev, const struct item *it)
     hj_obj_set_take(e, "type", hj_new_string("Warning"));
     hj_obj_set_take(e, "reason", hj_new_string(it->reason));
     hj_obj_set_take(e, "action", hj_new_string("InPlaceUpdate"));
-    hj_obj_set_take(e, "note", hj_new_string(it->note));
+    hj_obj_set_take(e, "note", hj_new_text(it->note));
     hj_obj_set_take(e, "reportingController", hj_new_string("hvupdater"));
     hj_obj_set_take(e, "reportingInstance", hj_new_string(ev->instance));
     hj *reg = hj_new_object();

@@ -193,6 +193,8 @@ size_t hj_text_len(const char *s, size_t n)
     if (lead == 0 || n - lead >= 4 || u[lead - 1] < 0xc0)
         return n; /* ASCII last, or not a sequence a cut made: left as it is */
     unsigned char c = u[lead - 1];
+    if (c >= 0xf8)
+        return n; /* no lead byte of UTF-8: no cut made it */
     size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
     return n - (lead - 1) < want ? lead - 1 : n;
 }

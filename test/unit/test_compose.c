@@ -223,6 +223,7 @@ static void test_config(void **state)
  * otherwise. Each call is counted; the clock is the test's. */
 static int calls_quick, calls_slow;
 static bool slow_done;
+static const char *slow_msg; /* slow's in-progress message (NULL: "upgrading the kubelet") */
 static int64_t fake_now = 1000000;
 
 static int64_t fake_clock(void)
@@ -244,7 +245,9 @@ static enum hv_ds_result fake_call(struct hv_downstream *d, enum hv_hook h, cons
     *answer = hj_new_object();
     hj_obj_set_take(*answer, "status", hj_new_string("Success"));
     hj_obj_set_take(*answer, "message",
-                    hj_new_string(done ? "completed" : "upgrading the kubelet"));
+                    hj_new_string(done       ? "completed"
+                                  : slow_msg ? slow_msg
+                                             : "upgrading the kubelet"));
     hj_obj_set_take(*answer, "retryAfterSeconds", hj_new_int(done ? 0 : 5));
     return HV_DS_OK;
 }
@@ -257,11 +260,13 @@ struct um_fx {
     struct hv_settings s;
 };
 
-static void um_setup(struct um_fx *f, bool with_slow)
+static void um_setup_order(struct um_fx *f, bool with_slow, bool slow_first)
 {
     memset(f, 0, sizeof(*f));
-    f->items[0] = (struct hv_downstream_cfg){.name = "quick", .url = "https://q", .timeout_s = 2};
-    f->items[1] = (struct hv_downstream_cfg){.name = "slow", .url = "https://s", .timeout_s = 2};
+    f->items[slow_first] =
+        (struct hv_downstream_cfg){.name = "quick", .url = "https://q", .timeout_s = 2};
+    f->items[!slow_first] =
+        (struct hv_downstream_cfg){.name = "slow", .url = "https://s", .timeout_s = 2};
     f->list.items = f->items;
     f->list.n = with_slow ? 2 : 1;
     hv_profiles_builtin(&f->profiles);
@@ -272,6 +277,12 @@ static void um_setup(struct um_fx *f, bool with_slow)
     hv_settings_default(&f->s);
     calls_quick = calls_slow = 0;
     slow_done = false;
+    slow_msg = NULL;
+}
+
+static void um_setup(struct um_fx *f, bool with_slow)
+{
+    um_setup_order(f, with_slow, false);
 }
 
 static void um_teardown(struct um_fx *f)
@@ -328,6 +339,29 @@ static void test_done_is_forgotten_when_the_machine_sees_another_state(void **st
     um_teardown(&f);
 }
 
+/* A downstream's message, bounded inside ours, is cut where a character begins: the answer
+ * CAPI (or an hvupdater calling this one as its downstream) gets reads back as JSON (a cut
+ * inside a 2-byte character, in the middle of the composed message, made it unreadable). */
+static void test_downstream_message_cut_where_a_character_begins(void **state)
+{
+    (void)state;
+    struct um_fx f;
+    char m[1024], slow[400];
+    memset(slow, 'x', 299);
+    snprintf(slow + 299, sizeof(slow) - 299, "\xc3\xa9 and more");
+    um_setup_order(&f, true, true); /* slow's part first: the cut in the middle of ours */
+    slow_msg = slow;
+    assert_int_equal(um(&f, "cp-0", "v1.32.0", m, sizeof(m)), 5);
+    char text[1200], err[128];
+    snprintf(text, sizeof(text), "{\"m\":\"%s\"}", m);
+    hj *back = hj_parse(text, strlen(text), err, sizeof(err));
+    assert_non_null(back);
+    hj_free(back);
+    assert_non_null(strstr(m, "downstream slow: xxx"));
+    assert_null(strstr(m, "\xc3"));
+    um_teardown(&f);
+}
+
 /* A done answer ends the update: the same objects again are a new update, asked again. */
 static void test_done_is_forgotten_when_the_update_is_done(void **state)
 {
@@ -368,6 +402,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_done_is_forgotten_when_the_machine_sees_another_state),
+        cmocka_unit_test(test_downstream_message_cut_where_a_character_begins),
         cmocka_unit_test(test_done_is_forgotten_when_the_update_is_done),
         cmocka_unit_test(test_done_is_forgotten_after_a_gap),
         cmocka_unit_test(test_only_spec_is_copied_back),

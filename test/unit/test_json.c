@@ -1088,7 +1088,11 @@ static void test_text_len_drops_only_a_cut_sequence(void **state)
                  {"\xf0\x9f\x98\x80", 4},
                  {"\xf0", 0},
                  {"a\x80", 2},
-                 {"a\x80\x80\x80\x80", 5}};
+                 {"a\x80\x80\x80\x80", 5},
+                 {"a\xff", 2},
+                 {"a\xf8\x80", 3},
+                 {"a\xc0", 1},
+                 {"a\xe2\x82\xac\x80", 5}};
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
         assert_int_equal(hj_text_len(cases[k].s, strlen(cases[k].s)), cases[k].want);
     char cut[] = "ab\xe2\x82";

@@ -433,17 +433,18 @@ static void test_off_first_round_trip(void **state)
 }
 
 /* A record's text whose strings do not fit their fields (owner 96 bytes, message 512, plan
- * 48, ref disk 32, machine uid 64) is cut where a character begins, never inside one: the
+ * 48, ref disk 32, machine uid 64) is cut where a character begins, never inside one (1 or
+ * 2 bytes into a 2-, 3- or 4-byte character): the
  * record read writes back as text that reads again, and the same text again (fuzz_oprecord's
  * find: an owner cut inside "\u00e9" wrote a record no reader took, so the operation it held
  * read as none on the next pass). */
 static void test_fields_cut_inside_a_character_read_back(void **state)
 {
     (void)state;
-    char text[HV_RECORD_MAX], a94[95], m510[511], p46[47], d30[31], u62[63];
+    char text[HV_RECORD_MAX], a94[95], m509[510], p45[46], d30[31], u62[63];
     memset(a94, 'a', 94), a94[94] = '\0';
-    memset(m510, 'm', 510), m510[510] = '\0';
-    memset(p46, 'p', 46), p46[46] = '\0';
+    memset(m509, 'm', 509), m509[509] = '\0';
+    memset(p45, 'p', 45), p45[45] = '\0';
     memset(d30, 'd', 30), d30[30] = '\0';
     memset(u62, 'u', 62), u62[62] = '\0';
     snprintf(text, sizeof(text),
@@ -452,12 +453,12 @@ static void test_fields_cut_inside_a_character_read_back(void **state)
              "\"owner\":\"%s\xc3\xa9\",\"message\":\"%s\xe2\x82\xac\","
              "\"ref\":{\"name\":\"vm1\",\"disk\":\"%s\xc3\xa9\"},"
              "\"machine\":{\"name\":\"m1\",\"uid\":\"%s\xc3\xa9\"}}",
-             p46, a94, m510, d30, u62);
+             p45, a94, m509, d30, u62);
     struct hv_oprecord r, back;
     assert_true(hv_oprecord_read(&r, text));
     assert_string_equal(r.owner, a94);
-    assert_string_equal(r.message, m510);
-    assert_string_equal(r.plan[HV_F_MEMORY], p46);
+    assert_string_equal(r.message, m509);
+    assert_string_equal(r.plan[HV_F_MEMORY], p45);
     assert_string_equal(r.ref.disk, d30);
     assert_string_equal(r.ref.machine.uid, u62);
     char out1[HV_RECORD_MAX], out2[HV_RECORD_MAX];
@@ -465,14 +466,17 @@ static void test_fields_cut_inside_a_character_read_back(void **state)
     assert_true(hv_oprecord_read(&back, out1));
     assert_int_equal(back.phase, HV_PH_FAILED);
     assert_string_equal(back.owner, a94);
-    assert_string_equal(back.message, m510);
+    assert_string_equal(back.message, m509);
+    assert_string_equal(back.plan[HV_F_MEMORY], p45);
+    assert_string_equal(back.ref.disk, d30);
+    assert_string_equal(back.ref.machine.uid, u62);
     assert_true(hv_oprecord_write(&back, out2, sizeof(out2)));
     assert_string_equal(out1, out2);
     /* what the engine's own snprintf cut the same way is written without the broken tail */
-    snprintf(r.message, sizeof(r.message), "%s\xe2\x82\xac", m510);
+    snprintf(r.message, sizeof(r.message), "%s\xe2\x82\xac", m509);
     assert_true(hv_oprecord_write(&r, out1, sizeof(out1)));
     assert_true(hv_oprecord_read(&back, out1));
-    assert_string_equal(back.message, m510);
+    assert_string_equal(back.message, m509);
 }
 
 int main(void)
