@@ -1178,16 +1178,18 @@ static bool taken_over_off_since(const struct sim_vm *w, int64_t since, int me, 
 /* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
  * got no answer and was not taken (sim_vm.unans_*), for the same operation, within the time
  * the engine holds that it may still land (rc_may_land_until: shutdownTimeoutSeconds +
- * step_timeout_s, 2 s slack), v not paused since; and w is another process's cycle of a VM
- * off already that me took over after that try (off_taker). The engine took v's slot within
- * the caps for the first try and holds it while the try may land (the VM may go down at any
- * moment); had that try been taken, v's cycle would have begun then and w's takeover been the
- * carry-on over the caps that brings no VM down (sim_check_carried). No engine can tell the
- * two worlds apart, so w does not count against v's re-send (held-out seed 1428400). */
-static bool resend_under_a_slot_held_before_the_takeover(const struct sim *s,
-                                                         const struct sim_vm *v,
-                                                         const struct hv_oprecord *rp,
-                                                         const struct sim_vm *w, int me, int me_gen)
+ * step_timeout_s, 2 s slack), v not paused since: when that try was sent (0: not such a
+ * re-send). The engine took v's slot within the caps for the first try and has held it since,
+ * the VM liable to go down at any moment; had that try been taken, v's cycle would have begun
+ * then, and what came after it counts as after a cycle begun (held_since in
+ * check_cycle_start): another process's VM off already that me took over since (the carry-on
+ * over the caps that brings no VM down, held-out seed 1428400), or me's own cycle of a VM
+ * paused before and resumed since (its step sent before the pause, carried over the caps by
+ * design, held-out seed 4676133: vm4's shutdown timed out at 110.2 s, vm0 resumed at 110.6 s
+ * with its TrySoft shutdown of 67.4 s pending, vm4's re-send at 115.5 s). No engine can tell
+ * the two worlds apart. */
+static int64_t resent_unanswered_since(const struct sim *s, const struct sim_vm *v,
+                                       const struct hv_oprecord *rp, int me, int me_gen)
 {
     int shutdown_s = 0;
     if (!rp || !v->unans_ms || v->unans_rep != me || v->unans_gen != me_gen ||
@@ -1195,8 +1197,8 @@ static bool resend_under_a_slot_held_before_the_takeover(const struct sim *s,
         (rp->phase != HV_PH_SHUTDOWN && rp->phase != HV_PH_POWER_OFF) ||
         sscanf(rp->policy, "%*[^/]/%*[^/]/%*d/%d", &shutdown_s) != 1 ||
         s->now_ms - v->unans_ms > 1000 * ((int64_t)shutdown_s + s->ecfg.step_timeout_s + 2))
-        return false;
-    return w != v && taken_over_off_since(w, v->unans_ms, me, me_gen);
+        return 0;
+    return v->unans_ms;
 }
 
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
@@ -1258,6 +1260,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                                  v->paused_ms < v->cycle_ms
                              ? v->cycle_ms
                              : 0;
+    /* (or since the first try of a re-send: resent_unanswered_since) */
+    if (!held_since)
+        held_since = resent_unanswered_since(s, v, rp, me, me_gen);
     v->cycling = true;
     v->off_taker_gen = 0;
     v->off_anew_ms = 0;
@@ -1371,8 +1376,6 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         if (w != v && held_since && taken_over_off_since(w, held_since, me, me_gen))
             continue;
         if (w != v && off_anew_before(w, held_since))
-            continue;
-        if (resend_under_a_slot_held_before_the_takeover(s, v, rp, w, me, me_gen))
             continue;
         mine++;
         mine_host += w->host == v->host;

@@ -63,12 +63,14 @@ def parse_header(path):
 
 
 def regression_seeds(cmake_lists):
+    """(name, seed, steps, extra sim_main arguments) of every sim_regression seed, and of
+    every sim_regression_honest one (the world of --honest-capi)."""
     text = open(cmake_lists).read()
     out = []
-    for body, steps in re.findall(r'foreach\(reg(.*?)\)\s*sim_regression\(\$\{reg\}\s+(\d+)\)',
-                                  text, re.S):
+    for body, honest, steps in re.findall(
+            r'foreach\(reg(.*?)\)\s*sim_regression(_honest)?\(\$\{reg\}\s+(\d+)\)', text, re.S):
         for name, seed in re.findall(r'"([^":]+):(\d+)"', body):
-            out.append((name, int(seed), int(steps)))
+            out.append((name, int(seed), int(steps), ['--honest-capi'] if honest else []))
     return out
 
 
@@ -300,7 +302,7 @@ def main():
         return 1
     cmds = compile_cmds(args.build, os.path.join(args.source, 'src', 'engine'))
     regs = regression_seeds(os.path.join(args.source, 'test', 'sim', 'CMakeLists.txt'))
-    reg_by_name = {n: (s, st) for n, s, st in regs}
+    reg_by_name = {n: (s, st, x) for n, s, st, x in regs}
     work = tempfile.mkdtemp(prefix='sim-mutations.')
     t0 = time.time()
     bad = []
@@ -322,10 +324,10 @@ def main():
         hit = judge(binary, ['--from', '1', '--seeds', str(args.seeds), '--steps', '400'])
         where = 'seeds 1..%d x400' % args.seeds
         if not hit:
-            for rn, rs, rst in regs:
-                if rst == 400 and rs <= args.seeds:
+            for rn, rs, rst, rx in regs:
+                if rst == 400 and rs <= args.seeds and not rx:
                     continue  # (run above)
-                hit = judge(binary, ['--seed', str(rs), '--steps', str(rst)])
+                hit = judge(binary, ['--seed', str(rs), '--steps', str(rst)] + rx)
                 if hit:
                     where = 'sim.regression.%s' % rn
                     break
@@ -347,14 +349,15 @@ def main():
                     bad.append('%s: sim.scenario.%s no longer breaks under its mutant: it guards '
                                'nothing' % (name, gname))
                 continue
+            gx = reg_by_name[gname][2] if gname in reg_by_name else []
             if len(gp) >= 2:
                 gseed, gsteps = int(gp[1]), int(gp[2]) if len(gp) > 2 else 400
             elif gname in reg_by_name:
-                gseed, gsteps = reg_by_name[gname]
+                gseed, gsteps, gx = reg_by_name[gname]
             else:
                 bad.append('%s: Guards names %s, not a sim_regression seed' % (name, gname))
                 continue
-            gh = judge(binary, ['--seed', str(gseed), '--steps', str(gsteps)])
+            gh = judge(binary, ['--seed', str(gseed), '--steps', str(gsteps)] + gx)
             if gh:
                 guards_ok.append('%s (seed %d: %s at step %s)' % (gname, gseed, gh[0], gh[2]))
             else:
