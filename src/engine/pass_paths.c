@@ -228,8 +228,8 @@ static void step_in_flight(struct pass *p, bool first, int64_t elapsed, bool may
             rc_going_off(p, HV_MSG("powering off again"));
         return;
     case STEP_WAIT_SHOWN:
-        /* its slot kept (the sight forgotten above, for a send should the guest no longer
-         * show it) */
+        /* its slot kept (on a first sight, the sight forgotten above, for a send should the
+         * guest no longer show it) */
         rc_going_off(p, HV_MSG("waiting for the guest to shut down"));
         return;
     case STEP_GO_LIVE:

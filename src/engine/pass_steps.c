@@ -453,11 +453,10 @@ bool rc_step(struct pass *p, enum hv_phase phase, enum hv_step_kind kind, const 
         /* Not sent, and the record on the VM may say it was (a step sent again, whose write
          * failed): this process forgets it has seen the operation, so its next pass sends
          * the step instead of waiting for its effect (as in step_failed). A step of another
-         * phase than the record's (a power-off after the shutdown's window) leaves
-         * the record saying what this process did send, and its sight of it stays: forgotten,
-         * the next pass would take that shutdown for one of a life that is gone, and free the
-         * slot while it may still land (held-out seed 4324148: another VM of the host went
-         * down beside it). */
+         * phase leaves the record as it was and the sight stays: the power-off after a
+         * shutdown's window leaves "shutdown", a step this process has seen and which may land;
+         * forgotten, the next pass would take it for a gone life's and free the slot (held-out
+         * seed 4324148). A new cycle's first step has no sight stored yet to keep. */
         if (was == phase)
             rc_forget_sight(p);
         return false;

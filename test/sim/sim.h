@@ -447,8 +447,9 @@ struct sim_op {
     /* each replica's first look at the VM within the operation's deadline that found room
      * for its cycle within that replica's caps (sim_caps_room; 0: none) */
     int64_t room_look_ms[SIM_MAX_REPLICAS];
-    /* the longest retryAfterSeconds CAPI was given with "waiting for a power-cycle slot" in
-     * this operation, ms (0: no such answer): when the VM's next pass comes at the latest */
+    /* the shortest retryAfterSeconds CAPI was given with "waiting for a power-cycle slot" in
+     * this operation, ms (0: no such answer): a span of room shorter than it falls between two
+     * of the VM's passes, whenever it came */
     int64_t slot_retry_ms;
 };
 
@@ -526,7 +527,8 @@ struct sim_opts {
      * flight": a rollout does not change (A -> B) or go back (A -> B -> A) while a caller's
      * update is in flight, nor does a caller that got a Failure (still in flight: CAPI
      * keeps calling) begin a new one; it may stop calling (a Machine deleted). The world's
-     * other choices and their draws are the same. Off: the seeded world of every regression
+     * other choices are drawn the same way (a run parts from the seeded world's at the first
+     * dropped choice, whose draws are not made). Off: the seeded world of every regression
      * seed and mutation guard, which also changes its mind mid-update (test/sim/README.md) */
     bool honest_capi;
 };

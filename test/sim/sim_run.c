@@ -407,8 +407,8 @@ static bool in_cycle(struct sim_vm *v);
  * unlisted hosts to fill the overall cap (rep->listed_ms: when each host was first listed), and
  * from then to the deadline its caps had room for m's cycle (the world's facts, sim_caps_room)
  * only in spans shorter than the retry CAPI was given with the slot wait (op->slot_retry_ms,
- * what the answers said, not the engine's constant), none of them met by a look of r at m: the
- * slot the host's listing freed went to another VM's cycle before m's next retry (no order
+ * the shortest the answers said, not the engine's constant), none of them met by a look of r at m:
+ * the slot the host's listing freed went to another VM's cycle before m's next retry (no order
  * among the VMs waiting for a slot, test/sim/open/README.md row 5103997), and that cycle held
  * it to the deadline. */
 static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t can_ms)
@@ -1176,8 +1176,9 @@ static void call_update(struct sim *s, int m)
             c->st = C_IDLE;
             c->next_ms = s->now_ms + 1000 * sim_range(s, 10, 300);
             if (s->o.honest_capi) {
-                /* (the update is still in flight, and CAPI keeps calling: no new rollout for
-                 * this Machine; giving up is a Machine deleted, the caller stops) */
+                /* (the update is still in flight, in which CAPI never changes the desired
+                 * spec: no new rollout for this Machine; a caller that gives up is a Machine
+                 * deleted, and stops calling) */
                 c->st = C_STOPPED;
                 c->stopped_mid = true;
                 c->stopped_ms = s->now_ms;
@@ -1224,7 +1225,7 @@ static void call_update(struct sim *s, int m)
     if (res.retry_after_s > 0) {
         c->next_ms = s->now_ms + 1000 * (int64_t)res.retry_after_s;
         if (strstr(res.message, "waiting for a power-cycle slot") &&
-            1000LL * res.retry_after_s > c->op.slot_retry_ms)
+            (!c->op.slot_retry_ms || 1000LL * res.retry_after_s < c->op.slot_retry_ms))
             c->op.slot_retry_ms = 1000LL * res.retry_after_s;
         return;
     }
