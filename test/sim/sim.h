@@ -157,7 +157,8 @@ struct sim_vm {
      * while the VM was off, its record written over the other's: carrying it on to start the
      * VM again brings no VM down */
     int off_taker, off_taker_gen;
-    int64_t off_taken_ms; /* ... when (its record written over the other's) */
+    int64_t off_taken_ms;   /* ... when (its record written over the other's) */
+    uint64_t off_taken_seq; /* ... in the order of the world's events (sim.world_seq) */
     /* when a new operation (another startedAt) first wrote its record while the VM was off
      * after a failed cold operation had given up starting it (its step timeout spent on
      * refused starts, or its window lost to a host or to the step loop: it counted against no
@@ -181,6 +182,7 @@ struct sim_vm {
      * taken (it may land until rc_may_land_until) and holds the cycle's slot (0: none) */
     int unans_rep, unans_gen;
     int64_t unans_ms, unans_op;
+    uint64_t unans_seq; /* ... in the order of the world's events (sim.world_seq) */
     /* this VM's last shutdown or power-off sent again by a process (replica, life) over another
      * process's stored step record (phase shutdown or power-off, no try recorded) whose call
      * failed (refused, or not reached): the engine cannot tell whether that other process sent

@@ -1166,13 +1166,16 @@ static bool resumed_over_caps(const struct sim_vm *w, int64_t held_since, int me
 }
 
 /* w is another process's cycle of a VM off already that process (me, me_gen) took over after
- * since: the carry-on over the caps that brings no VM down (the engine takes such a VM's slot
- * regardless of them: it must be brought back), beside a cycle of me whose slot was held
- * before it. */
-static bool taken_over_off_since(const struct sim_vm *w, int64_t since, int me, int me_gen)
+ * the event since_seq (sim.world_seq): the carry-on over the caps that brings no VM down (the
+ * engine takes such a VM's slot regardless of them: it must be brought back), beside a cycle
+ * of me whose slot was held before it. In the world's order, not its milliseconds: one pass
+ * may take the slot and send a step, then take the off VM over, in the same millisecond
+ * (held-out seed 4375407: r0's shutdown of vm2 timed out untaken at 50.6 s, then the same
+ * pass of r0 took r1's cycle of vm1, off, over; vm2's re-send at 54.3 s). */
+static bool taken_over_off_since(const struct sim_vm *w, uint64_t since_seq, int me, int me_gen)
 {
     return w->power == HV_POWER_OFF && !(w->cycle_owner == me && w->cycle_gen == me_gen) &&
-           w->off_taker == me && w->off_taker_gen == me_gen && w->off_taken_ms > since;
+           w->off_taker == me && w->off_taker_gen == me_gen && w->off_taken_seq > since_seq;
 }
 
 /* The cycle v begins now (process me) is the re-send of its own shutdown or power-off that
@@ -1260,9 +1263,12 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
                                  v->paused_ms < v->cycle_ms
                              ? v->cycle_ms
                              : 0;
+    uint64_t held_seq = held_since ? v->cycle_seq : 0; /* (... in the world's order) */
     /* (or since the first try of a re-send: resent_unanswered_since) */
-    if (!held_since)
+    if (!held_since) {
         held_since = resent_unanswered_since(s, v, rp, me, me_gen);
+        held_seq = held_since ? v->unans_seq : 0;
+    }
     v->cycling = true;
     v->off_taker_gen = 0;
     v->off_anew_ms = 0;
@@ -1373,7 +1379,7 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         /* (nor one of a VM off mid-operation it took over since, over the caps, beside the
          * power-off of its TrySoft cycle whose slot it has held since the shutdown: held-out
          * seed 1980368, the operator had started that VM again after the shutdown landed) */
-        if (w != v && held_since && taken_over_off_since(w, held_since, me, me_gen))
+        if (w != v && held_since && taken_over_off_since(w, held_seq, me, me_gen))
             continue;
         if (w != v && off_anew_before(w, held_since))
             continue;
@@ -1528,6 +1534,7 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
             u->unans_rep = rep_of(b)->idx;
             u->unans_gen = rep_of(b)->gen;
             u->unans_ms = s->now_ms;
+            u->unans_seq = ++s->world_seq;
             u->unans_op = ur->started_at;
         }
         return rc;
@@ -1794,6 +1801,7 @@ static int b_write_record(struct hv_backend *b, const struct hv_vm_ref *ref, con
         v->off_taker = rep_of(b)->idx;
         v->off_taker_gen = rep_of(b)->gen;
         v->off_taken_ms = s->now_ms;
+        v->off_taken_seq = ++s->world_seq;
     }
     int prev_writer_rep = v->writer_rep, prev_writer_gen = v->writer_gen;
     int64_t prev_writer_ms = v->writer_ms;
