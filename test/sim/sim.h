@@ -115,6 +115,11 @@ struct sim_vm {
     /* the last shutdown asked of the guest landed and the operator started the VM again (it
      * was off from the engine's cycle): that press is spent */
     bool press_undone;
+    /* ... the operator's power-on that spent it (0: none), and which life of each replica had
+     * looked at the VM (in a pass) while it was off from that press (0: none; check_cycle_start:
+     * a re-send of a spent press that no look saw land) */
+    int64_t undone_on_ms;
+    int undone_seen_gen[SIM_MAX_REPLICAS];
     int64_t off_at;  /* a shutdown the guest accepted completes at this ms (0: none) */
     int halts;       /* power-ons left that halt right after (-1: every one) */
     int pauses;      /* power-ons left that pause right after */
