@@ -26,7 +26,7 @@
 #define SIM_HIST         64 /* steps of history kept for a report */
 #define SIM_STEP_KINDS   8  /* enum hv_step_kind values (1..7) */
 /* The causes a Failure of a covered change is excused by (sim_run.c failure_cause) */
-#define SIM_CAUSES 14
+#define SIM_CAUSES 15
 enum { SIM_CALL_OBSERVE = 0, SIM_CALL_PLAN, SIM_CALL_WRITE, SIM_CALL_ACT, SIM_CALL_KINDS };
 
 enum sim_inv {

@@ -64,6 +64,10 @@ enum {
     CAUSE_UNREPORTED, /* a begin refused over another replica's step for the state CAPI left
                          in flight (A -> B -> A), taken after the covering replica's probe and
                          reported by no change event before the CanUpdateMachine */
+    CAUSE_BEGUN_LATE, /* the deadline: a power cycle begun, within one slot-wait retry of the
+                         first listing that freed its slot, with less deadline left than it
+                         may take, after hosts the replica's life could not list held the slot
+                         (begun_late_behind_unlisted_hosts) */
 };
 
 static const char *const cause_names[SIM_CAUSES] = {"call-failed",
@@ -79,7 +83,8 @@ static const char *const cause_names[SIM_CAUSES] = {"call-failed",
                                                     "no-guest-tools",
                                                     "stats-just-stopped",
                                                     "older-call-landed",
-                                                    "step-unreported"};
+                                                    "step-unreported",
+                                                    "begun-late-behind-unlisted"};
 
 const char *sim_cause_name(int cause)
 {
@@ -398,6 +403,25 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms);
 static bool own_cycle_behind_a_host_in_trouble(const struct sim *s, int r);
 static bool in_cycle(struct sim_vm *v);
 
+/* Replica r's present life, begun at or before at_ms, had by then listed neither VM m's host
+ * nor enough hosts to leave the overall cap room (rep->listed_ms: each host's first listing in
+ * the life, a listing at at_ms counting as made): the hosts its scans could not list (down or
+ * stalled at each: a fault) held m's slot at at_ms, and from the CanUpdateMachine at can_ms on
+ * (a host once listed stays listed in the life). Shared by caps_held_over_the_wait and
+ * begun_late_behind_unlisted_hosts. */
+static bool unlisted_hold_at(const struct sim *s, int r, int m, int64_t can_ms, int64_t at_ms)
+{
+    const struct sim_replica *rep = &s->reps[r];
+    int h = s->vms[m].host;
+    if (s->restart_ms[r] > can_ms)
+        return false;
+    int unlisted = 0;
+    for (int g = 0; g < s->n_hosts; g++)
+        unlisted += !rep->listed_ms[g] || rep->listed_ms[g] > at_ms;
+    bool own = !rep->listed_ms[h] || rep->listed_ms[h] > at_ms;
+    return own || unlisted * s->ecfg.max_power_cycles_per_host >= s->ecfg.max_power_cycles;
+}
+
 /* Replica r holds no slot for VM m's cycle while a host none of its life's scans could list
  * (down or stalled at each: a fault) counts as full against the caps (slots.c: a cycle of a
  * previous life may be in flight there): m's own host, or enough of them to fill the overall
@@ -416,13 +440,7 @@ static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t c
     const struct sim_replica *rep = &s->reps[r];
     const struct sim_op *op = &s->callers[m].op;
     int h = s->vms[m].host;
-    if (s->restart_ms[r] > can_ms || op->room_look_ms[r] || !op->slot_retry_ms)
-        return false;
-    int unlisted = 0;
-    for (int g = 0; g < s->n_hosts; g++)
-        unlisted += !rep->listed_ms[g] || rep->listed_ms[g] > can_ms;
-    bool own = !rep->listed_ms[h] || rep->listed_ms[h] > can_ms;
-    if (!own && unlisted * s->ecfg.max_power_cycles_per_host < s->ecfg.max_power_cycles)
+    if (op->room_look_ms[r] || !op->slot_retry_ms || !unlisted_hold_at(s, r, m, can_ms, can_ms))
         return false;
     int64_t end = can_ms + 1000LL * (op->s.deadline_s + 1);
     int n = rep->n_room[h];
@@ -439,6 +457,65 @@ static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t c
             return false;
     }
     return true;
+}
+
+/* VM m's deadline Failure ("did not complete within", msg) names a step of a power cycle that
+ * began late because hosts replica r's life had not listed held its slot (test/sim/open/README.md
+ * row 5360292, its begun-late form: held-out seed 3645636: host1 died at 0.3 s and r0's scans
+ * first listed it at 486.9 s, which freed the overall cap of 1; vm0, covered at 169.7 s with
+ * 329 s, waited for a slot from 170.8 s and began its TrySoft cycle at 486.9 s, 11.8 s before its
+ * deadline, with shutdownTimeoutSeconds 45; the guest shut down at 500.9 s and the give-up's
+ * power-on made the Failure "(last step: power-on)"). By the world's facts, each of:
+ * - the cycle of the Failure's operation (the VM's record: its start, v->cycle_op) was sent by
+ *   r's present life (v->cycle_owner, cycle_gen), after the CanUpdateMachine at can_ms, and CAPI
+ *   was told the operation waits for a power-cycle slot (op->slot_retry_ms: the shortest retry
+ *   it was given with that wait, an observed fact);
+ * - the hold's end: the span of room for m's cycle within r's caps (sim_caps_room) that held the
+ *   cycle's begin opened at a first listing of a host by r's life (rep->listed_ms) after can_ms,
+ *   and until just before it the hosts not listed held m's slot (unlisted_hold_at: the wait from
+ *   the CanUpdateMachine was held that way throughout, with no room before it);
+ * - the cycle began within one observed slot-wait retry of that listing (CAPI's next call after
+ *   it, whenever the VM's pass came);
+ * - it began with less of the deadline left (from the record's start, the end of its whole
+ *   second) than the cycle may take by the operation's settings (docs/settings.md): the guest's
+ *   shutdownTimeoutSeconds (TrySoft, Soft; none under Hard) and, after the power-on,
+ *   liveTimeoutSeconds for the guest to show the change (none under guestVerification Off); the
+ *   reconfigure and the power-on themselves count as no time.
+ * A cycle begun with enough left, or later than one retry after the hold's end, is judged. */
+static bool begun_late_behind_unlisted_hosts(struct sim *s, int m, const char *msg, int64_t can_ms)
+{
+    struct sim_vm *v = &s->vms[m];
+    const struct sim_op *op = &s->callers[m].op;
+    const struct hv_oprecord *rec = sim_record(v);
+    int r = v->cycle_owner, h = v->host;
+    if (!strstr(msg, "did not complete within") ||
+        (!strstr(msg, "(last step: shutdown)") && !strstr(msg, "(last step: power-off)") &&
+         !strstr(msg, "(last step: reconfigure)") && !strstr(msg, "(last step: power-on)")))
+        return false;
+    if (!rec || rec->phase != HV_PH_FAILED || !hv_hw_equal(&rec->desired, &op->want) ||
+        !v->cycle_gen || v->cycle_op != rec->started_at || v->cycle_ms < can_ms || r < 0 ||
+        r >= s->n_reps || v->cycle_gen != s->reps[r].gen || !op->slot_retry_ms)
+        return false;
+    const struct sim_replica *rep = &s->reps[r];
+    int64_t hold_end = 0;
+    int n = rep->n_room[h];
+    for (int k = 0; k < n && k < SIM_ROOM_SPANS; k++) {
+        int at = (n - 1 - k) % SIM_ROOM_SPANS;
+        if (rep->room_from[h][at] <= v->cycle_ms) {
+            hold_end = rep->room_from[h][at];
+            break;
+        }
+    }
+    bool listing = false;
+    for (int g = 0; g < s->n_hosts; g++)
+        listing = listing || (rep->listed_ms[g] == hold_end && hold_end > can_ms);
+    if (!listing || !unlisted_hold_at(s, r, m, can_ms, hold_end - 1) ||
+        v->cycle_ms - hold_end > op->slot_retry_ms)
+        return false;
+    int64_t need_s = (op->s.power_off_mode == HV_POM_HARD ? 0 : op->s.shutdown_timeout_s) +
+                     (op->s.guest_check == HV_GC_OFF ? 0 : op->s.live_timeout_s);
+    int64_t deadline_ms = (rec->started_at - s->unix0 + 1 + op->s.deadline_s) * 1000;
+    return deadline_ms - v->cycle_ms < 1000 * need_s;
 }
 
 static bool caps_held_by_unlisted_hosts(const struct sim *s, int r, int m)
@@ -831,6 +908,8 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
             return CAUSE_DELAYED;
         if (capped)
             return CAUSE_SLOTS;
+        if (begun_late_behind_unlisted_hosts(s, m, msg, can_ms))
+            return CAUSE_BEGUN_LATE;
         if (gave_up_unbegun(s, m, msg, can_ms)) {
             for (int k = 0; k < s->n_vms; k++)
                 if (k != m && s->vms[k].delay_ms >= can_ms &&
