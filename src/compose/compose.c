@@ -448,8 +448,7 @@ static void done_put(struct hv_compose *cp, uint64_t m1, uint64_t m2, uint64_t h
     struct done_entry *e = done_slot(cp, m1, m2);
     if (e->h1 == h1 && e->h2 == h2) {
         e->done_mask |= 1u << k;
-        snprintf(e->message[k], sizeof(e->message[k]), "%s", msg);
-        hj_text_cut(e->message[k]);
+        hj_text_copy(e->message[k], sizeof(e->message[k]), msg);
     }
     pthread_mutex_unlock(&cp->mu);
 }

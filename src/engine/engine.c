@@ -268,10 +268,9 @@ struct hv_engine *hv_engine_new(const struct hv_engine_cfg *cfg, struct hv_backe
     char host[64] = "unknown";
     gethostname(host, sizeof(host) - 1);
     hj_text_cut(host); /* (a long host name cut where a character begins) */
-    if (cfg->drive && cfg->drive->owner) {
-        snprintf(e->owner, sizeof(e->owner), "%s", cfg->drive->owner);
-        hj_text_cut(e->owner); /* (as the record reads it back) */
-    } else {
+    if (cfg->drive && cfg->drive->owner)
+        hj_text_copy(e->owner, sizeof(e->owner), cfg->drive->owner); /* (as a record reads it) */
+    else {
         /* host:pid.start: one life of this process. The start (realtime, ns) tells a restart
          * in place from the life before it: in a container the process is PID 1 in every life
          * and a restarted container keeps its pod's host name, so host:pid alone named both

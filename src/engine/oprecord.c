@@ -33,15 +33,11 @@ bool hv_hw_equal(const struct hv_hw *a, const struct hv_hw *b)
            a->cores_per_socket == b->cores_per_socket && da == db;
 }
 
-/* A string of the record into its field: what does not fit is cut where a UTF-8 sequence
- * begins, so the field writes back as text a record reads again (fuzz_oprecord: an owner cut
- * inside a 2-byte character wrote a record no reader took, and the operation it held read as
- * none). The writer cuts the same way (hj_new_text) whatever the engine's own snprintf did. */
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src);
-    hj_text_cut(dst);
-}
+/* A string of the record goes into its field with hj_text_copy: what does not fit is cut where
+ * a UTF-8 character begins, so the field writes back as text a record reads again
+ * (fuzz_oprecord: an owner cut inside a 2-byte character wrote a record no reader took, and the
+ * operation it held read as none). The writer cuts the same way (hj_new_text) whatever the
+ * engine's own snprintf did. */
 
 /* The ref's fields as JSON: "" fields are left out, so records stay short. */
 hj *hv_vm_ref_to_json(const struct hv_vm_ref *ref)
@@ -72,7 +68,7 @@ void hv_vm_ref_from_json(const hj *o, struct hv_vm_ref *ref)
     for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
         const char *v = hj_get_str(o, f[k].key);
         if (v)
-            copy_text(f[k].dst, f[k].cap, v);
+            hj_text_copy(f[k].dst, f[k].cap, v);
     }
 }
 
@@ -113,7 +109,7 @@ static void machine_from_json(const hj *o, struct hv_machine_id *m)
     for (size_t k = 0, n = machine_fields(m, f); k < n; k++) {
         const char *v = hj_get_str(o, f[k].key);
         if (v)
-            copy_text(f[k].val, f[k].cap, v);
+            hj_text_copy(f[k].val, f[k].cap, v);
     }
 }
 
@@ -235,7 +231,7 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         const hj *p = hj_get(o, "plan");
         for (int f = 0; f < HV_F_COUNT; f++) {
             const char *s = hj_get_str(p, fnames[f]);
-            copy_text(r->plan[f], sizeof(r->plan[f]), s ? s : "none");
+            hj_text_copy(r->plan[f], sizeof(r->plan[f]), s ? s : "none");
         }
         r->attempts = (int)int_at(o, "attempts", 0);
         const char *tries_of = hj_get_str(o, "triesOf");
@@ -252,9 +248,9 @@ bool hv_oprecord_read(struct hv_oprecord *r, const char *text)
         r->off_first = r->phase == HV_PH_POWER_OFF && of && of->type == HJ_BOOL && of->b;
         const char *ow = hj_get_str(o, "owner"), *m = hj_get_str(o, "message");
         const char *pol = hj_get_str(o, "policy");
-        copy_text(r->policy, sizeof(r->policy), pol ? pol : "");
-        copy_text(r->owner, sizeof(r->owner), ow ? ow : "");
-        copy_text(r->message, sizeof(r->message), m ? m : "");
+        hj_text_copy(r->policy, sizeof(r->policy), pol ? pol : "");
+        hj_text_copy(r->owner, sizeof(r->owner), ow ? ow : "");
+        hj_text_copy(r->message, sizeof(r->message), m ? m : "");
         hv_vm_ref_from_json(hj_get(o, "ref"), &r->ref);
         machine_from_json(hj_get(o, "machine"), &r->ref.machine);
         ok = r->phase != HV_PH_NONE;

@@ -209,6 +209,12 @@ void hj_text_cut(char *s)
     s[hj_text_len(s, strlen(s))] = '\0';
 }
 
+void hj_text_copy(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+    hj_text_cut(dst);
+}
+
 hj *hj_new_array(void)
 {
     return node(HJ_ARRAY);

@@ -74,6 +74,8 @@ hj *hj_new_stringn(const char *s, size_t n);
 size_t hj_text_len(const char *s, size_t n);
 hj *hj_new_text(const char *s);
 void hj_text_cut(char *s);
+/* snprintf(dst, cap, "%s", src), then hj_text_cut: text into a fixed field. */
+void hj_text_copy(char *dst, size_t cap, const char *src);
 hj *hj_new_array(void);
 hj *hj_new_object(void);
 /* Set key in obj (replacing an old value) / append to arr; both take ownership of val. */
