@@ -448,6 +448,9 @@ struct sim_op {
     int fail_cause[SIM_MAX_REPLICAS];
     int observing; /* "observing the VM" answers in a row since that Failure */
     int backoff;   /* CAPI's back-off after a Failure, s */
+    /* each replica's last call whose answer, after that Failure, was one of a pass that read
+     * nothing (a look or record write it waits on failed: sim_run.c `unread`), 0: none */
+    int64_t unread_ms[SIM_MAX_REPLICAS];
     /* memory (vCPUs) as the last done answered it, unchanged since and not changed by this
      * operation: what the guest shows of it is that done's claim, not this one's */
     bool kept_mem, kept_cpus;
