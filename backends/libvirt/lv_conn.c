@@ -1,5 +1,6 @@
-/* lv_conn.c: the fleet of libvirt hosts: one connection per URI, opened lazily, shared by all
- * threads, reopened when it dies; domain lookup by UUID or name with a key -> host cache.
+/* lv_conn.c: the fleet of libvirt hosts: connections per URI, opened lazily, shared by all
+ * threads (one, and up to LV_LANES while that many callers need them), reopened when they
+ * die; domain lookup by UUID or name with a key -> host cache.
  * Owns lv_backend.hosts (URIs, connections) and the cache; a struct lv_dom holds its own
  * connection reference and domain handle until lv_dom_release. Also runs the one event loop
  * thread libvirt needs for keepalive (remote URIs) and for domain events: every connection
@@ -220,8 +221,8 @@ static void lv_host_listen(struct lv_host *h)
         pthread_mutex_lock(&h->sink->mu);
         h->sink->refs++; /* the callback's, dropped by libvirt through lv_sink_unref */
         pthread_mutex_unlock(&h->sink->mu);
-        int id = virConnectDomainEventRegisterAny(h->conn, NULL, kinds[k].id, kinds[k].cb, h->sink,
-                                                  lv_sink_unref);
+        int id = virConnectDomainEventRegisterAny(h->lane[0].conn, NULL, kinds[k].id, kinds[k].cb,
+                                                  h->sink, lv_sink_unref);
         if (id < 0) {
             virResetLastError();
             lv_sink_unref(h->sink); /* not registered: libvirt did not keep it */
@@ -231,17 +232,27 @@ static void lv_host_listen(struct lv_host *h)
     }
 }
 
-/* Stop listening on h->conn and close it (h->mu held). The callbacks hold references on the
- * connection: deregistered first, or it would never be freed. On a dead connection the
- * deregistration is local and cannot fail in a way that matters. */
+/* Close h's lane k (h->mu held); its users keep their own references. */
+static void lv_lane_close(struct lv_host *h, int k)
+{
+    if (h->lane[k].conn)
+        virConnectClose(h->lane[k].conn);
+    h->lane[k].conn = NULL;
+    h->lane[k].users = 0;
+}
+
+/* Stop listening on lane[0] and close every lane (h->mu held): lane[0] dies with the daemon,
+ * and so do the others. The callbacks hold references on the connection: deregistered first,
+ * or it would never be freed. On a dead connection the deregistration is local and cannot
+ * fail in a way that matters. */
 static void lv_host_close(struct lv_host *h)
 {
     for (int k = 0; k < h->n_ev; k++)
-        if (virConnectDomainEventDeregisterAny(h->conn, h->ev_ids[k]) < 0)
+        if (virConnectDomainEventDeregisterAny(h->lane[0].conn, h->ev_ids[k]) < 0)
             virResetLastError();
     h->n_ev = 0;
-    virConnectClose(h->conn);
-    h->conn = NULL;
+    for (int k = 0; k < LV_LANES; k++)
+        lv_lane_close(h, k);
 }
 
 /* ---- hosts ---- */
@@ -291,7 +302,7 @@ void lv_fleet_free(struct lv_backend *be)
 {
     for (size_t i = 0; i < be->n_hosts; i++) {
         struct lv_host *h = &be->hosts[i];
-        if (h->conn)
+        if (h->lane[0].conn)
             lv_host_close(h);
         if (h->sink) {
             pthread_mutex_lock(&h->sink->mu); /* waits for a report in progress */
@@ -398,8 +409,19 @@ static struct lv_opener *lv_opener_start(struct lv_host *h)
     return op;
 }
 
-/* Take what finished attempts of h brought (h->mu held): the first connection becomes h's,
- * later ones are closed; finished attempts are forgotten. */
+/* The lane a finished attempt's connection goes to (h->mu held): lane[0] when closed, else a
+ * closed one of the others; -1 when every lane is open. */
+static int lv_lane_free(const struct lv_host *h)
+{
+    for (int k = 0; k < LV_LANES; k++)
+        if (!h->lane[k].conn)
+            return k;
+    return -1;
+}
+
+/* Take what finished attempts of h brought (h->mu held): a connection goes to the first closed
+ * lane (lane[0] first, which then listens to events), or is closed when all are open; finished
+ * attempts are forgotten. */
 static void lv_host_reap(struct lv_backend *be, struct lv_host *h)
 {
     int keep = 0;
@@ -415,15 +437,18 @@ static void lv_host_reap(struct lv_backend *be, struct lv_host *h)
             h->opening[keep++] = op;
             continue;
         }
-        if (c && !h->conn) {
+        int k = c ? lv_lane_free(h) : -1;
+        if (k >= 0) {
             if (h->remote) {
                 /* -1 without an event loop, 1 when the server cannot: both leave us working */
                 int interval = be->ka_interval > 0 ? be->ka_interval : 5;
                 int count = be->ka_count > 0 ? be->ka_count : 3;
                 (void)virConnectSetKeepAlive(c, interval, (unsigned)count);
             }
-            h->conn = c;
-            lv_host_listen(h);
+            h->lane[k].conn = c;
+            h->lane[k].users = 0;
+            if (k == 0)
+                lv_host_listen(h);
         } else if (c) {
             virConnectClose(c);
         }
@@ -432,17 +457,59 @@ static void lv_host_reap(struct lv_backend *be, struct lv_host *h)
     h->n_opening = keep;
 }
 
-/* A new reference on h's connection, opening it when needed; NULL with err set. The open
- * runs on its own thread: this waits for it at most be->connect_timeout_ms and holds no lock
- * meanwhile, so a host that never answers delays only calls that need that host, once. */
+/* A new reference on the open lane of h with the fewest users, counted as one more of them
+ * (h->mu held; lane[0] open). A lane whose connection died is closed first. When every open
+ * lane carries LV_LANE_USERS users, another connection starts opening for the callers after
+ * this one (nobody waits for it: this caller shares the least busy lane). */
+static virConnectPtr lv_lane_take(struct lv_host *h)
+{
+    int best = 0, open = 1;
+    for (int k = 1; k < LV_LANES; k++) {
+        if (h->lane[k].conn && virConnectIsAlive(h->lane[k].conn) != 1)
+            lv_lane_close(h, k);
+        if (!h->lane[k].conn)
+            continue;
+        open++;
+        if (h->lane[k].users < h->lane[best].users)
+            best = k;
+    }
+    if (h->lane[best].users >= LV_LANE_USERS && open < LV_LANES && h->n_opening == 0)
+        (void)lv_opener_start(h); /* NULL (no thread): this lane carries on */
+    h->lane[best].users++;
+    virConnectRef(h->lane[best].conn);
+    return h->lane[best].conn;
+}
+
+/* Give back a reference lv_host_get handed out: one user less on its lane (when the lane still
+ * holds that connection), and the reference dropped. */
+static void lv_host_put(struct lv_host *h, virConnectPtr conn)
+{
+    if (!conn)
+        return;
+    pthread_mutex_lock(&h->mu);
+    for (int k = 0; k < LV_LANES; k++) {
+        if (h->lane[k].conn == conn) {
+            if (h->lane[k].users > 0)
+                h->lane[k].users--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    virConnectClose(conn);
+}
+
+/* A new reference on a connection to h (lv_lane_take), opening h's first when needed; NULL
+ * with err set; give it back with lv_host_put. The open runs on its own thread: this waits for
+ * it at most be->connect_timeout_ms and holds no lock meanwhile, so a host that never answers
+ * delays only calls that need that host, once. */
 static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struct hv_err *err)
 {
     pthread_mutex_lock(&h->mu);
     lv_host_reap(be, h);
-    if (h->conn && virConnectIsAlive(h->conn) != 1)
+    if (h->lane[0].conn && virConnectIsAlive(h->lane[0].conn) != 1)
         lv_host_close(h);
     struct lv_opener *op = NULL;
-    if (!h->conn) {
+    if (!h->lane[0].conn) {
         long long now = hv_mono_ms();
         struct lv_opener *last = h->n_opening ? h->opening[h->n_opening - 1] : NULL;
         if (last && now < last->started_ms + be->connect_timeout_ms)
@@ -468,9 +535,7 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
     } else {
         pthread_mutex_lock(&h->mu);
     }
-    virConnectPtr ret = h->conn;
-    if (ret)
-        virConnectRef(ret);
+    virConnectPtr ret = h->lane[0].conn ? lv_lane_take(h) : NULL;
     pthread_mutex_unlock(&h->mu);
     if (ret) {
         if (op)
@@ -497,12 +562,18 @@ static virConnectPtr lv_host_get(struct lv_backend *be, struct lv_host *h, struc
     return NULL;
 }
 
-/* Forget h's connection if it is still `used` (another thread may have replaced it). */
+/* Forget the connection `used` died on if a lane still holds it (another thread may have
+ * replaced it): lane[0] takes every lane with it (lv_host_close), another lane only itself. */
 static void lv_host_reset(struct lv_host *h, virConnectPtr used)
 {
     pthread_mutex_lock(&h->mu);
-    if (used && h->conn == used)
+    if (used && h->lane[0].conn == used) {
         lv_host_close(h);
+    } else {
+        for (int k = 1; used && k < LV_LANES; k++)
+            if (h->lane[k].conn == used)
+                lv_lane_close(h, k);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -606,13 +677,13 @@ static int lv_lookup_on(struct lv_backend *be, struct lv_host *h, const struct h
         struct lv_lasterr e;
         lv_error_capture(&e);
         if (e.code == VIR_ERR_NO_DOMAIN) {
-            virConnectClose(conn);
+            lv_host_put(h, conn);
             return 0;
         }
         bool dead = lv_error_is_dead_conn(&e) || virConnectIsAlive(conn) == 0;
         if (dead)
             lv_host_reset(h, conn);
-        virConnectClose(conn);
+        lv_host_put(h, conn);
         if (dead && attempt == 0)
             continue; /* libvirtd restarted under us: reopen once */
         char what[HV_NAME_MAX + 32];
@@ -632,8 +703,8 @@ static int lv_lookup_on(struct lv_backend *be, struct lv_host *h, const struct h
 static bool lv_name_also_on(struct lv_backend *be, struct lv_host *h, const char *name)
 {
     pthread_mutex_lock(&h->mu);
-    bool open = h->conn && virConnectIsAlive(h->conn) == 1;
-    bool untried = !h->conn && !h->n_opening && !h->tried;
+    bool open = h->lane[0].conn && virConnectIsAlive(h->lane[0].conn) == 1;
+    bool untried = !h->lane[0].conn && !h->n_opening && !h->tried;
     pthread_mutex_unlock(&h->mu);
     if (!open && !untried)
         return false;
@@ -646,7 +717,7 @@ static bool lv_name_also_on(struct lv_backend *be, struct lv_host *h, const char
         virDomainFree(dom);
     else
         virResetLastError();
-    virConnectClose(conn);
+    lv_host_put(h, conn);
     return dom != NULL;
 }
 
@@ -756,7 +827,7 @@ void lv_dom_release(struct lv_dom *d)
     if (d->dom)
         virDomainFree(d->dom);
     if (d->conn)
-        virConnectClose(d->conn);
+        lv_host_put(d->host, d->conn);
     d->dom = NULL;
     d->conn = NULL;
 }
@@ -864,8 +935,7 @@ int lv_list_records(struct hv_backend *b, hv_vm_found_fn fn, void *ctx, struct h
             virDomainFree(doms[k]);
         }
         free(doms);
-        if (conn)
-            virConnectClose(conn);
+        lv_host_put(h, conn);
         if (herr.code != HV_OK) {
             memset(f, 0, sizeof(*f));
             f->unlisted = true;

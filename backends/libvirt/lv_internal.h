@@ -38,6 +38,13 @@ struct lv_opener;
 
 #define LV_MAX_OPENERS 4 /* connection attempts in flight per host, stuck ones included */
 #define LV_EV_IDS      7 /* domain event kinds hvupdater listens to (lv_conn.c) */
+/* Connections per host: libvirtd runs at most max_client_requests (5) calls of one client at
+ * once, and max_workers (20) calls in all; one connection carried every worker's calls, and a
+ * slow one (a guest agent's answer, a QEMU monitor of a loaded guest) held the others back.
+ * Another connection opens when each open one carries LV_LANE_USERS callers; four reach
+ * libvirtd's 20 (its defaults, libvirtd.conf). */
+#define LV_LANES      4
+#define LV_LANE_USERS 5
 
 struct lv_backend;
 /* Where a host's domain events go (lv_conn.c): outlives the host until libvirt drops the
@@ -48,12 +55,18 @@ struct lv_host {
     struct lv_ev_sink *sink; /* this host's, shared with its event callbacks */
     char *uri;               /* owned */
     bool remote;             /* a transport ("+") or host part: keepalive applies */
-    pthread_mutex_t mu;      /* guards conn and opening[]; never held while libvirt connects */
-    virConnectPtr conn;      /* NULL until first use or after a reset; holds one reference */
+    pthread_mutex_t mu;      /* guards lane[] and opening[]; never held while libvirt connects */
+    /* lane[0] is the host's connection (domain events listen on it): NULL until first use or
+     * after a reset; the others open on demand while it is open. Each holds one reference;
+     * users counts the references lv_host_get handed out on it and not yet put back. */
+    struct {
+        virConnectPtr conn;
+        int users;
+    } lane[LV_LANES];
     struct lv_opener *opening[LV_MAX_OPENERS]; /* attempts not yet reaped, oldest first */
     int n_opening;
     bool tried;            /* a connection was ever attempted (under mu) */
-    int ev_ids[LV_EV_IDS]; /* domain event callbacks registered on conn */
+    int ev_ids[LV_EV_IDS]; /* domain event callbacks registered on lane[0] */
     int n_ev;
 };
 

@@ -626,6 +626,107 @@ static void test_threads_share_connections(void **state)
     be->ops->free(be);
 }
 
+/* The lanes of host 0: how many are open, and the users they carry in all (under its lock). */
+static void lvt_lanes(struct lv_backend *lb, int *open, int *users)
+{
+    struct lv_host *h = &lb->hosts[0];
+    pthread_mutex_lock(&h->mu);
+    *open = *users = 0;
+    for (int k = 0; k < LV_LANES; k++) {
+        *open += h->lane[k].conn != NULL;
+        *users += h->lane[k].users;
+        if (!h->lane[k].conn)
+            assert_int_equal(h->lane[k].users, 0);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Look the domain "test" up once and give it back until host 0 has `want` lanes open (each
+ * lookup takes in what finished opening); false after 10 s. */
+static bool lvt_settle(struct lv_backend *lb, const struct hv_vm_ref *ref, int want)
+{
+    for (int i = 0; i < 10000; i++) {
+        struct lv_dom d;
+        struct hv_err err;
+        assert_int_equal(lv_find(lb, ref, &d, &err), HV_OK);
+        assert_non_null(d.dom);
+        lv_dom_release(&d);
+        int open, users;
+        lvt_lanes(lb, &open, &users);
+        if (open == want)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* One connection carries LV_LANE_USERS callers; past that, another opens, up to LV_LANES,
+ * each new caller going to the least busy; every reference handed out is counted back. */
+static void test_busy_host_opens_more_connections(void **state)
+{
+    (void)state;
+    struct hv_backend *be = lvt_backend(turis, 1);
+    struct lv_backend *lb = be->priv;
+    struct hv_vm_ref ref;
+    lvt_ref(&ref, "", "", "test");
+    enum { HELD = LV_LANES * LV_LANE_USERS + 3 };
+    struct lv_dom d[HELD];
+    struct hv_err err;
+    int open, users;
+    /* callers up to one lane's share, then one more: a single connection */
+    for (int i = 0; i <= LV_LANE_USERS; i++) {
+        assert_int_equal(lv_find(lb, &ref, &d[i], &err), HV_OK);
+        assert_non_null(d[i].dom);
+        assert_ptr_equal(d[i].conn, d[0].conn);
+    }
+    lvt_lanes(lb, &open, &users);
+    assert_int_equal(open, 1);
+    assert_int_equal(users, LV_LANE_USERS + 1);
+    /* the one past the share started a second connection: the next caller gets it */
+    assert_true(lvt_settle(lb, &ref, 2));
+    int held = LV_LANE_USERS + 1;
+    assert_int_equal(lv_find(lb, &ref, &d[held], &err), HV_OK);
+    assert_ptr_not_equal(d[held].conn, d[0].conn);
+    held++;
+    /* more callers than all lanes' shares: never more than LV_LANES connections */
+    for (int want = 3; want <= LV_LANES; want++) {
+        while (held < want * LV_LANE_USERS - LV_LANE_USERS + 1) {
+            assert_int_equal(lv_find(lb, &ref, &d[held], &err), HV_OK);
+            held++;
+        }
+        assert_true(lvt_settle(lb, &ref, want));
+    }
+    while (held < HELD) {
+        assert_int_equal(lv_find(lb, &ref, &d[held], &err), HV_OK);
+        held++;
+    }
+    /* every lane past its share: callers come and go, no fifth connection opens */
+    for (int i = 0; i < 100; i++) {
+        struct lv_dom x;
+        assert_int_equal(lv_find(lb, &ref, &x, &err), HV_OK);
+        lv_dom_release(&x);
+    }
+    lvt_lanes(lb, &open, &users);
+    assert_int_equal(open, LV_LANES);
+    assert_int_equal(users, HELD);
+    pthread_mutex_lock(&lb->hosts[0].mu);
+    assert_int_equal(lb->hosts[0].n_opening, 0);
+    /* the least busy lane took each caller: the lanes differ by one caller at most */
+    int lo = HELD, hi = 0;
+    for (int k = 0; k < LV_LANES; k++) {
+        lo = lb->hosts[0].lane[k].users < lo ? lb->hosts[0].lane[k].users : lo;
+        hi = lb->hosts[0].lane[k].users > hi ? lb->hosts[0].lane[k].users : hi;
+    }
+    pthread_mutex_unlock(&lb->hosts[0].mu);
+    assert_in_range(hi - lo, 0, 1);
+    for (int i = 0; i < HELD; i++)
+        lv_dom_release(&d[i]);
+    lvt_lanes(lb, &open, &users);
+    assert_int_equal(open, LV_LANES);
+    assert_int_equal(users, 0);
+    be->ops->free(be);
+}
+
 /* A TCP listener that accepts and never answers: a libvirt host that hangs mid-handshake. */
 struct lvt_deaf {
     int fd;
@@ -783,6 +884,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unreachable_uri, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_constructor_errors, lvt_setup, lvt_teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_connections, lvt_setup, lvt_teardown),
+        cmocka_unit_test_setup_teardown(test_busy_host_opens_more_connections, lvt_setup,
+                                        lvt_teardown),
         cmocka_unit_test_setup_teardown(test_dead_host_does_not_stall_the_others, lvt_setup,
                                         lvt_teardown),
     };
