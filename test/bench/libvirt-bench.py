@@ -60,6 +60,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 URI = os.environ.get("HV_LIBVIRT_LAB_URI", "qemu:///system")
 STATS_PERIOD_S = 2  # hvupdater's own period for domains that have none (LV_BALLOON_PERIOD_S)
 POLL_S = 0.1
+BOOT_S = 180  # the lab guest boots in about 60 s when 20 boot at once on two cores
 WORKERS = 20  # engine.workers: as many passes at once as the direct side has threads
 # The guest shows a DIMM when its MemTotal grew by all of it, against its own total before:
 # the lab guest's kernel keeps nothing of memory it adds (measured in the QEMU lab: 715 -> 1227
@@ -121,8 +122,14 @@ class Events:
 
 
 def boot(conn, names):
+    """Define and start every domain anew and wait until each guest reports (booted); returns
+    each guest's own MemTotal. A guest that has not reported within BOOT_S is started again,
+    once (the lab guest under TCG on two shared cores hangs early in boot, rarely: seen once
+    in 20 boots x 3 sides, stuck after its kernel's first lines); the bench times updates, not
+    boots."""
     xml = open(os.path.join(ROOT, "test/lab/domains/dimm.xml")).read()
-    for name in names:
+
+    def start(name):
         try:
             d = conn.lookupByName(name)
             if d.isActive():
@@ -130,18 +137,33 @@ def boot(conn, names):
             d.undefine()
         except libvirt.libvirtError:
             pass
-        conn.defineXML(re.sub(r"hvt-dimm(?=[<.])", name, xml)).create()  # name, console log
+        d = conn.defineXML(re.sub(r"hvt-dimm(?=[<.])", name, xml))  # name, console log
+        d.create()
+        d.setMemoryStatsPeriod(STATS_PERIOD_S, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
     for name in names:
-        conn.lookupByName(name).setMemoryStatsPeriod(STATS_PERIOD_S, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-    deadline = time.monotonic() + 300
+        start(name)
     base = {}
-    for name in names:
-        d = conn.lookupByName(name)
-        while not guest_shows(d, 1, 1):  # it reports: booted
-            if time.monotonic() > deadline:
-                raise SystemExit("%s: the guest did not boot within 300 s: %s" % (name, guest_view(d)))
-            time.sleep(0.5)
-        base[name] = guest_view(d)[0]
+    for again in (False, True):
+        deadline = time.monotonic() + BOOT_S
+        late = []
+        for name in names:
+            if name in base:
+                continue
+            d = conn.lookupByName(name)
+            while not guest_shows(d, 1, 1) and time.monotonic() < deadline:  # reports: booted
+                time.sleep(0.5)
+            if guest_shows(d, 1, 1):
+                base[name] = guest_view(d)[0]
+            elif again:
+                raise SystemExit("%s: the guest did not boot within %d s, twice: %s"
+                                 % (name, BOOT_S, guest_view(d)))
+            else:
+                print("%s: the guest did not boot within %d s (%s): started again"
+                      % (name, BOOT_S, guest_view(d)))
+                late.append(name)
+        for name in late:
+            start(name)
     return base
 
 
