@@ -1295,21 +1295,19 @@ static void call_update(struct sim *s, int m)
      * record, so it concluded nothing either (held-out seed 5290309: B's sticky Failure
      * answered, the entry evicted, CAPI's call 320 s later answered "observing the VM", the
      * next one met an outage of its look). Every answer the engine gives a look or record
-     * write it waits on (pass_say.c rc_wait_for_hypervisor, by errclass.c's table): an
-     * outage or no answer in time of either, a lost race of the write (held-out seeds
-     * 5740899 --honest-capi, 5709672: the next call's look did not answer in time); also
+     * write it waits on after a failed call (pass_say.c rc_wait_for_hypervisor, by errclass.c's
+     * table): an outage or no answer in time of either (held-out seeds 5740899 --honest-capi,
+     * 5709672: the next call's look did not answer in time; a lost race of the write, "another
+     * task is changing the VM", is no failed call of the world's and stays judged); also
      * that answer given again to this replica's next call with no look of it at the VM
      * since (no pass of it read anything since: 5709672, the call 3 s later, on time, its
      * retry pass not run yet) */
     bool again = c->op.unread_ms[r] && c->op.unread_ms[r] == prev_rep && v->look_ms[r] < prev_rep;
-    bool write_failed = v->call_fail_ms[SIM_CALL_WRITE] >= prev_rep || again;
-    bool look_or_write_failed = v->call_fail_ms[SIM_CALL_OBSERVE] >= prev_rep || write_failed;
-    bool unread =
-        ((strstr(res.message, "in progress: the hypervisor cannot be reached") ||
-          strstr(res.message, "in progress: the hypervisor did not answer in time")) &&
-         look_or_write_failed) ||
-        (strstr(res.message, "in progress: another task is changing the VM; trying again") &&
-         write_failed);
+    bool failed_call = v->call_fail_ms[SIM_CALL_OBSERVE] >= prev_rep ||
+                       v->call_fail_ms[SIM_CALL_WRITE] >= prev_rep || again;
+    bool unread = (strstr(res.message, "in progress: the hypervisor cannot be reached") ||
+                   strstr(res.message, "in progress: the hypervisor did not answer in time")) &&
+                  failed_call;
     if (!(c->op.failed && (strstr(res.message, "in progress: observing the VM") || unread) &&
           ++c->op.observing <= OBSERVING_MAX))
         c->op.failed = false;
