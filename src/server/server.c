@@ -2,7 +2,12 @@
  * start time), freed by MHD's completion callback. Bodies are capped while they stream in,
  * so an oversized request never costs more than the cap. Hook work is in hooks.c.
  *
- * Abuse limits: MHD caps connections per client address and in total; every connection also
+ * Connections: the acceptor (acceptor.h) owns the listening socket and hands each connection
+ * to MHD_add_connection, which spreads them over the worker threads by descriptor number
+ * (MHD's own accept let whichever worker woke first take a burst of them).
+ *
+ * Abuse limits: MHD caps connections per client address and in total (the acceptor stops
+ * accepting at the total, so further clients wait in the listen queue); every connection also
  * has a deadline (conntrack.h) by which its next step must be done: the TLS
  * handshake and the first request head within head_timeout of the accept, the body and the
  * answer within IO_TIMEOUT_S of the head, the next head within IO_TIMEOUT_S of the previous
@@ -20,6 +25,7 @@
 #include "hv_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "acceptor.h"
 #include "conntrack.h"
 #include "respond.h"
 #include "tls.h"
@@ -65,6 +71,7 @@ struct hv_server {
     atomic_bool ready;
     unsigned port;
     struct hv_conntrack *conns; /* the connections' deadlines (conntrack.h) */
+    struct hv_acceptor *acc;    /* the listening socket and its accepting thread */
 };
 
 struct req {
@@ -587,6 +594,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+/* MHD_OPTION_NOTIFY_CONNECTION: the connection deadlines, and the count the acceptor stops
+ * at. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct hv_server *s = cls;
+    hv_conntrack_notify(s->conns, c, socket_context, code);
+    hv_acceptor_held(s->acc, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+/* The acceptor's hand-off: libmicrohttpd gives the connection to the worker its descriptor
+ * number picks (the next one when that worker is full) and closes it when it refuses it (over
+ * the per-address limit, or every worker full). */
+static bool hand_to_mhd(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    struct hv_server *s = ctx;
+    return MHD_add_connection(s->d, fd, sa, len) == MHD_YES;
+}
+
 /* Let the process hold the connections it may accept (plus files for logs, backends and
  * certificates); returns how many connections fit. */
 static unsigned fit_fd_limit(unsigned want)
@@ -726,31 +752,39 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
     s->conns = hv_conntrack_start(s->o.head_timeout, err, errlen);
     if (!s->conns)
         goto fail;
-    unsigned flags =
-        MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    s->acc = hv_acceptor_open((struct sockaddr *)&ss, sl, limit, err, errlen);
+    if (!s->acc) { /* (its reason, strerror's, is replaced by the one startup has always given) */
+        snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
+        goto fail;
+    }
+    /* The acceptor owns the listening socket and hands connections over (acceptor.h). */
+    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     /* Strict level 0: level 1's only checks in libmicrohttpd 0.9.75 are a Host in HTTP/1.1
      * (answered with two 400 heads back to back, the first announcing a body that is the
      * second head) and no space in the target (a close without an answer); on_request and
      * on_uri make both checks themselves and answer one 400. */
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES, hv_tls_priorities(),
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IO_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT, (int)0, MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, hv_conntrack_notify, s->conns,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
+        MHD_OPTION_HTTPS_CERT_CALLBACK, hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
+        hv_tls_priorities(), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)IO_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT,
+        (int)0, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
     if (!s->d) {
-        snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
+        snprintf(err, errlen, "cannot serve on %s (the HTTP server did not start)", o->listen);
         goto fail;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : 0;
+    if (hv_acceptor_run(s->acc, hand_to_mhd, s, err, errlen) < 0) {
+        hv_conntrack_stop(s->conns);
+        MHD_stop_daemon(s->d);
+        goto fail;
+    }
+    s->port = hv_acceptor_port(s->acc);
     return s;
 fail:
+    hv_acceptor_free(s->acc);
     hv_conntrack_free(s->conns);
     if (s->tls) {
         hv_tls_activate(NULL);
@@ -791,8 +825,10 @@ void hv_server_stop(struct hv_server *s)
 {
     if (!s)
         return;
+    hv_acceptor_stop(s->acc); /* nothing is handed to libmicrohttpd after this */
     hv_conntrack_stop(s->conns);
     MHD_stop_daemon(s->d);
+    hv_acceptor_free(s->acc);
     hv_conntrack_free(s->conns);
     hv_tls_activate(NULL);
     hv_tls_free(s->tls);

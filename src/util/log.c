@@ -21,6 +21,8 @@ static const char *const format_names[] = {"hvupdater", "capi"};
 static const struct {
     const char *event, *msg, *err;
 } events[] = {
+    {"accept-resumed", "Accepting connections again", NULL},
+    {"accept-starved", "Out of descriptors, not accepting connections for now", "reason"},
     {"backend-error", "Hypervisor call failed", "detail"},
     {"compose", "Composing the hook answer failed", "detail"},
     {"connection limit lowered to fit the open file limit",

@@ -19,6 +19,8 @@ cases (default: all):
             identical duplicates are one value and answered 200; whitespace before a
             field's colon, in the request target, a missing or repeated Host: exactly one
             400 answer, then the close
+  limit     --max-connections 16 held: the 17th client waits in the listen queue (not
+            accepted and closed), and is served as soon as one of the 16 closes
   garbage   malformed request lines and heads: each gets an HTTP answer or a close,
             never a hang (what libmicrohttpd reads as empty lines before a request line,
             e.g. CR LF only or NUL bytes, is closed by the head deadline)
@@ -701,10 +703,47 @@ def case_status(binary):
         srv.stop()
 
 
+def case_limit(binary):
+    print("limit: --max-connections 16 (--threads 4): the 17th client waits, then is served")
+    srv = Server(binary, "--max-connections", "16", "--max-connections-per-address", "16",
+                 "--threads", "4")
+    held, waiting = [], None
+    try:
+        for _ in range(16):
+            s = srv.tls("127.0.0.2")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            head, _ = read_answer(s, HANG)
+            held.append(s)
+        check(len(held) == 16, "16 keep-alive connections served")
+        # the 17th: TCP completes from the listen queue; nothing may close it while it waits
+        waiting = srv.tcp("127.0.0.3")
+        check(not is_closed(waiting, 1.0),
+              "the 17th connection is neither accepted and closed nor answered: it waits")
+        held.pop().close()
+        t0 = time.monotonic()
+        try:
+            tls = srv.ctx.wrap_socket(waiting, server_hostname="localhost")
+            tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            head, _ = read_answer(tls, HANG)
+            waiting = tls
+        except OSError as e:
+            head = None
+            print("  17th: %s" % e)
+        print("  17th served %.3f s after one of the 16 closed" % (time.monotonic() - t0))
+        check(head is not None and " 200 " in head,
+              "the 17th is served once one of the 16 closes (%s)" % head)
+    finally:
+        for s in held:
+            s.close()
+        if waiting is not None:
+            waiting.close()
+        srv.stop()
+
+
 CASES = {"flood": case_flood, "deadline": case_deadline, "closed": case_closed,
          "framing": case_framing, "garbage": case_garbage, "budget": case_budget,
          "ciphers": case_ciphers, "dumpable": case_dumpable,
-         "status": case_status}
+         "status": case_status, "limit": case_limit}
 
 
 def main():
