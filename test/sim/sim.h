@@ -146,6 +146,13 @@ struct sim_vm {
     int64_t cycle_step_at; /* ... the stepAt of the record it was sent under (0: none) */
     uint64_t cycle_seq;    /* ... in the order of the world's events (world_seq) */
     int64_t cycle_op;      /* ... for the operation its record then began (startedAt; 0: none) */
+    /* ... and what that life of cycle_owner had listed by then: when it began (the replica's
+     * last restart before, s->restart_ms) and when its scans first listed each host
+     * (sim_replica.listed_ms; 0: not yet). A restart since starts the replica's listings
+     * anew, while the wait before the cycle was that life's (held-out seed 5732500:
+     * begun_late_behind_unlisted_hosts reads these) */
+    int64_t cycle_life_ms;
+    int64_t cycle_listed_ms[SIM_MAX_HOSTS];
     /* a process other than cycle_owner's life that sent the cycle's shutdown or power-off
      * again (replica, life; life 0: none), and when (its latest such step), e.g. a restarted
      * process carrying its cycle on, or another replica that took the cycle over and sent

@@ -403,23 +403,29 @@ static bool cycle_on_a_host_in_trouble(struct sim *s, int64_t since_ms);
 static bool own_cycle_behind_a_host_in_trouble(const struct sim *s, int r);
 static bool in_cycle(struct sim_vm *v);
 
-/* Replica r's present life, begun at or before at_ms, had by then listed neither VM m's host
- * nor enough hosts to leave the overall cap room (rep->listed_ms: each host's first listing in
- * the life, a listing at at_ms counting as made): the hosts its scans could not list (down or
- * stalled at each: a fault) held m's slot at at_ms, and from the CanUpdateMachine at can_ms on
- * (a host once listed stays listed in the life). Shared by caps_held_over_the_wait and
- * begun_late_behind_unlisted_hosts. */
-static bool unlisted_hold_at(const struct sim *s, int r, int m, int64_t can_ms, int64_t at_ms)
+/* A life of a replica, begun at life_ms, at or before the CanUpdateMachine at can_ms, had by
+ * at_ms listed neither VM m's host nor enough hosts to leave the overall cap room (listed_ms:
+ * each host's first listing in the life, 0 none, a listing at at_ms counting as made): the
+ * hosts its scans could not list (down or stalled at each: a fault) held m's slot at at_ms,
+ * and from can_ms on (a host once listed stays listed in the life). */
+static bool unlisted_hold_in(const struct sim *s, int64_t life_ms, const int64_t *listed_ms, int m,
+                             int64_t can_ms, int64_t at_ms)
 {
-    const struct sim_replica *rep = &s->reps[r];
     int h = s->vms[m].host;
-    if (s->restart_ms[r] > can_ms)
+    if (life_ms > can_ms)
         return false;
     int unlisted = 0;
     for (int g = 0; g < s->n_hosts; g++)
-        unlisted += !rep->listed_ms[g] || rep->listed_ms[g] > at_ms;
-    bool own = !rep->listed_ms[h] || rep->listed_ms[h] > at_ms;
+        unlisted += !listed_ms[g] || listed_ms[g] > at_ms;
+    bool own = !listed_ms[h] || listed_ms[h] > at_ms;
     return own || unlisted * s->ecfg.max_power_cycles_per_host >= s->ecfg.max_power_cycles;
+}
+
+/* ... by replica r's present life (rep->listed_ms, s->restart_ms): caps_held_over_the_wait.
+ * begun_late_behind_unlisted_hosts asks it of the life that sent the cycle. */
+static bool unlisted_hold_at(const struct sim *s, int r, int m, int64_t can_ms, int64_t at_ms)
+{
+    return unlisted_hold_in(s, s->restart_ms[r], s->reps[r].listed_ms, m, can_ms, at_ms);
 }
 
 /* Replica r holds no slot for VM m's cycle while a host none of its life's scans could list
@@ -467,13 +473,14 @@ static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t c
  * deadline, with shutdownTimeoutSeconds 45; the guest shut down at 500.9 s and the give-up's
  * power-on made the Failure "(last step: power-on)"). By the world's facts, each of:
  * - the cycle of the Failure's operation (the VM's record: its start, v->cycle_op) was sent by
- *   r's present life (v->cycle_owner, cycle_gen), after the CanUpdateMachine at can_ms, and CAPI
- *   was told the operation waits for a power-cycle slot (op->slot_retry_ms: the shortest retry
- *   it was given with that wait, an observed fact);
+ *   a life of replica r (v->cycle_owner, cycle_gen), after the CanUpdateMachine at can_ms, and
+ *   CAPI was told the operation waits for a power-cycle slot (op->slot_retry_ms: the shortest
+ *   retry it was given with that wait, an observed fact);
  * - the hold's end: the span of room for m's cycle within r's caps (sim_caps_room) that held the
- *   cycle's begin opened at a first listing of a host by r's life (rep->listed_ms) after can_ms,
- *   and until just before it the hosts not listed held m's slot (unlisted_hold_at: the wait from
- *   the CanUpdateMachine was held that way throughout, with no room before it);
+ *   cycle's begin opened at a first listing of a host by that life (its listings when it sent
+ *   the cycle, v->cycle_listed_ms) after can_ms, and until just before it the hosts not listed
+ *   held m's slot (unlisted_hold_in, that life begun before can_ms, v->cycle_life_ms: the wait
+ *   from the CanUpdateMachine was held that way throughout, with no room before it);
  * - the cycle began within one observed slot-wait retry of that listing (CAPI's next call after
  *   it, whenever the VM's pass came);
  * - it began with less of the deadline left (from the record's start, the end of its whole
@@ -481,7 +488,15 @@ static bool caps_held_over_the_wait(const struct sim *s, int r, int m, int64_t c
  *   shutdownTimeoutSeconds (TrySoft, Soft; none under Hard) and, after the power-on,
  *   liveTimeoutSeconds for the guest to show the change (none under guestVerification Off); the
  *   reconfigure and the power-on themselves count as no time.
- * A cycle begun with enough left, or later than one retry after the hold's end, is judged. */
+ * A cycle begun with enough left, or later than one retry after the hold's end, is judged.
+ * The life that sent the cycle need not be the present one: a restart after the begin (a fault
+ * of its own) only hands the cycle to the next life, which carries it on (held-out seed
+ * 5732500 @1000: cap 1 overall; host2 stalled from 91.2 s to 530.8 s, r0 restarted at 139.6 s
+ * and its life r0:2 first listed host2 at 539.5 s; vm7, covered at 252.2 s with 335 s (Soft,
+ * liveTimeoutSeconds 105, shutdownTimeoutSeconds 107), waited for a slot from 254.4 s and
+ * began its cycle at 541.0 s, 49 s before its deadline; r0 restarted at 562.0 s, r0:3 sent the
+ * shutdown again, the guest ignoring ACPI, and failed at the deadline "(last step:
+ * shutdown)"). */
 static bool begun_late_behind_unlisted_hosts(struct sim *s, int m, const char *msg, int64_t can_ms)
 {
     struct sim_vm *v = &s->vms[m];
@@ -494,7 +509,7 @@ static bool begun_late_behind_unlisted_hosts(struct sim *s, int m, const char *m
         return false;
     if (!rec || rec->phase != HV_PH_FAILED || !hv_hw_equal(&rec->desired, &op->want) ||
         !v->cycle_gen || v->cycle_op != rec->started_at || v->cycle_ms < can_ms || r < 0 ||
-        r >= s->n_reps || v->cycle_gen != s->reps[r].gen || !op->slot_retry_ms)
+        r >= s->n_reps || !op->slot_retry_ms)
         return false;
     const struct sim_replica *rep = &s->reps[r];
     int64_t hold_end = 0;
@@ -508,8 +523,9 @@ static bool begun_late_behind_unlisted_hosts(struct sim *s, int m, const char *m
     }
     bool listing = false;
     for (int g = 0; g < s->n_hosts; g++)
-        listing = listing || (rep->listed_ms[g] == hold_end && hold_end > can_ms);
-    if (!listing || !unlisted_hold_at(s, r, m, can_ms, hold_end - 1) ||
+        listing = listing || (v->cycle_listed_ms[g] == hold_end && hold_end > can_ms);
+    if (!listing ||
+        !unlisted_hold_in(s, v->cycle_life_ms, v->cycle_listed_ms, m, can_ms, hold_end - 1) ||
         v->cycle_ms - hold_end > op->slot_retry_ms)
         return false;
     int64_t need_s = (op->s.power_off_mode == HV_POM_HARD ? 0 : op->s.shutdown_timeout_s) +

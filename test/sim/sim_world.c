@@ -1296,6 +1296,8 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
     v->resent_gen = 0;
     v->resent_ms = 0;
     v->cycle_op = rp ? rp->started_at : 0;
+    v->cycle_life_ms = s->restart_ms[me];
+    memcpy(v->cycle_listed_ms, s->reps[me].listed_ms, sizeof(v->cycle_listed_ms));
     int on_host = 0, all = 0;
     char who[200] = "";
     bool other_process = false, unseen = false;
