@@ -8,7 +8,8 @@
 # see make_request.py), asks it until the probe has answered (CAPI retries the "still asking"
 # Failure the same way) and checks that answer by hand, then drives it with wrk: 64 TLS
 # keep-alive connections over 2 threads for BENCH_SECONDS (default 10). Prints p50/p99
-# latency, requests/s, errors, and the server's RSS idle, peak (VmHWM) and after the load.
+# latency, requests/s, errors, the server's RSS idle, peak (VmHWM) and after the load, and the
+# CPU each HTTP worker thread used (a worker idle through the run held no connection).
 # The server's own counters must show exactly one Success per request wrk completed and no
 # other answer, which proves the bodies were sent whole and answered 200.
 # Then, in the same run, the peers: a minimal Go extension (test/bench/gopeer: net/http,
@@ -25,7 +26,9 @@
 # Nothing here asserts timings; the exit status is non-zero only if something is broken
 # (a non-200, an error answer, a crash). Environment: BENCH_SECONDS, BENCH_CONNECTIONS,
 # BENCH_THREADS, BENCH_SERVER_THREADS, BENCH_BODY_BYTES, BENCH_NGINX, BENCH_NGINX_WORKERS
-# (default: BENCH_SERVER_THREADS).
+# (default: BENCH_SERVER_THREADS), BENCH_SERVER_ARGS (more `serve` flags, e.g. --config FILE:
+# hook-bench-checked.py runs it so with the machine check on), BENCH_METRICS (counters of
+# /metrics whose growth over the hvupdater run is printed).
 set -eu
 
 if [ $# -lt 1 ]; then
@@ -63,8 +66,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# shellcheck disable=SC2086 # BENCH_SERVER_ARGS are words
 "$bin" serve --listen 127.0.0.1:0 --port-file "$tmp/port" --cert-dir "$tmp/tls" \
-    --log-level warn --threads "$sthreads" 2>"$tmp/server.log" &
+    --log-level warn --threads "$sthreads" ${BENCH_SERVER_ARGS:-} 2>"$tmp/server.log" &
 pid=$!
 i=0
 while [ ! -s "$tmp/port" ]; do
@@ -102,13 +106,14 @@ python3 "$here/make_request.py" "${BENCH_BODY_BYTES:-10240}" --libvirt >"$tmp/bo
 body_bytes=$(wc -c <"$tmp/body.json")
 
 # One request by hand: 200, Success, and the memory patch. The first calls may answer the
-# retryable "still asking the hypervisor" Failure while the probe runs: ask again, as CAPI.
+# retryable "still asking the hypervisor" Failure while the probe runs (with the machine check
+# on, "reading ... from the API server; retry" until its reads are cached): ask again, as CAPI.
 i=0
 while :; do
     curl -sS --cacert "$tmp/tls/ca.crt" -H 'Content-Type: application/json' \
         --data-binary @"$tmp/body.json" -o "$tmp/answer.json" -w '%{http_code}' "$base$path" \
         >"$tmp/code"
-    grep -q 'still asking the hypervisor' "$tmp/answer.json" || break
+    grep -Eq 'still asking the hypervisor|from the API server; retry' "$tmp/answer.json" || break
     i=$((i + 1))
     [ $i -gt 100 ] && break
     sleep 0.1
@@ -131,6 +136,10 @@ ok_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Success"}'
 bad_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Failure"}'
 err_m='hvupdater_hook_calls_total{hook="CanUpdateMachine",status="Error"}'
 ok0=$(metric "$ok_m")
+# BENCH_METRICS: more counters whose growth over the run is printed (e.g. the machine check's)
+for m in ${BENCH_METRICS:-}; do
+    echo "$m $(metric "$m")"
+done >"$tmp/extra0"
 bad0=$(metric "$bad_m")
 err0=$(metric "$err_m")
 
@@ -146,6 +155,15 @@ err0=$(metric "$err_m")
 ) &
 sampler=$!
 
+# workers PID: each HTTP worker thread's CPU so far (clock ticks), one per line
+workers() {
+    for t in /proc/"$1"/task/*; do
+        if [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ]; then
+            awk '{ print $14 + $15 }' "$t/stat"
+        fi
+    done
+}
+workers "$pid" >"$tmp/workers0"
 cpu0=$(cpu "$pid")
 HV_BENCH_BODY=$tmp/body.json wrk -t"$wthreads" -c"$conns" -d"${seconds}s" --latency \
     --timeout 10s -s "$here/post.lua" "$base$path" >"$tmp/wrk.out" 2>&1 || {
@@ -153,6 +171,7 @@ HV_BENCH_BODY=$tmp/body.json wrk -t"$wthreads" -c"$conns" -d"${seconds}s" --late
     exit 1
 }
 cpu1=$(cpu "$pid")
+workers "$pid" >"$tmp/workers1"
 touch "$tmp/stop-sampling"
 wait "$sampler" 2>/dev/null || true
 
@@ -163,6 +182,9 @@ ok1=$(metric "$ok_m")
 bad1=$(metric "$bad_m")
 err1=$(metric "$err_m")
 inflight=$(metric hvupdater_hook_calls_in_flight)
+while read -r m v0; do
+    echo "counter       $m +$(awk -v a="$(metric "$m")" -v b="$v0" 'BEGIN { print a - b }') during the run"
+done <"$tmp/extra0" >"$tmp/extra1"
 hsum=$(metric 'hvupdater_hook_duration_seconds_sum{hook="CanUpdateMachine"}')
 hcnt=$(metric 'hvupdater_hook_duration_seconds_count{hook="CanUpdateMachine"}')
 
@@ -191,21 +213,24 @@ if [ "$non2xx" -ne 0 ] || [ "$failures" -ne 0 ] || [ "$served" -lt "$requests" ]
     status=1
 fi
 
+wk=$(paste -d' ' "$tmp/workers0" "$tmp/workers1" | awk -v hz="$hz" '{ printf "%s%d", sep, ($2 - $1) * 1000 / hz; sep = " " }')
 awk -v r="$requests" -v d="$duration" -v p50="$(get p50_us)" -v p90="$(get p90_us)" \
     -v p99="$(get p99_us)" -v mx="$(get max_us)" -v n2="$non2xx" -v se="$sock_errors" \
     -v served="$served" -v bb="$body_bytes" -v idle="$rss_idle" -v hwm="$rss_hwm" \
     -v after="$rss_after" -v sampled="$rss_sampled" -v c="$conns" -v t="$wthreads" \
     -v st="$sthreads" -v s="$seconds" -v hs="$hsum" -v hc="$hcnt" -v infl="$inflight" \
-    -v verdict="$verdict" 'BEGIN {
+    -v verdict="$verdict" -v wk="$wk" 'BEGIN {
     printf "\n==== hvupdater hook-bench: CanUpdateMachine, %d B body, TLS keep-alive ====\n", bb
     printf "load          wrk -t%d -c%d -d%ds, server --threads %d\n", t, c, s, st
     printf "requests      %d in %.2f s = %.0f req/s\n", r, d / 1e6, r / (d / 1e6)
     printf "latency       p50 %.3f ms   p90 %.3f ms   p99 %.3f ms   max %.3f ms\n", p50 / 1e3, p90 / 1e3, p99 / 1e3, mx / 1e3
     printf "handler       mean %.3f ms server-side (hook duration sum/count)\n", hc ? hs / hc * 1e3 : 0
+    printf "workers       CPU of each HTTP worker thread during the run: %s ms (an idle one holds no connection)\n", wk
     printf "errors        non-2xx %d, socket %d; server Success answers %d (in flight now %d)\n", n2, se, served, infl
     printf "server RSS    idle %.1f MiB, peak (VmHWM) %.1f MiB, sampled peak %.1f MiB, after %.1f MiB\n", idle / 1024, hwm / 1024, sampled / 1024, after / 1024
     printf "verdict       %s\n", verdict
 }'
+cat "$tmp/extra1"
 [ "$status" -ne 0 ] && exit $status
 [ "${BENCH_NGINX:-1}" = 0 ] && exit 0
 

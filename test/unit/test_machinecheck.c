@@ -351,6 +351,44 @@ static void test_cache_cost(void **state)
     hv_mc_free(mc);
 }
 
+/* Calls that keep coming never see their objects expire: a check in the TTL's last fifth reads
+ * them again in the background (and passes on the read it has); the next call past the first
+ * read's TTL passes on the new read instead of waiting for one. */
+static void test_hot_entry_read_again_before_it_expires(void **state)
+{
+    (void)state;
+    struct hv_mc *mc = new_mc();
+    put_machine("u1", true, "lm1");
+    put_infra(4096, true);
+    hj *req = update_req(NULL, "libvirt://" UUID1, 4096), *out = NULL;
+    char msg[600];
+    assert_int_equal(check2(mc, HV_HOOK_UPDATE_MACHINE, req, &out, msg, sizeof(msg)), HV_MC_PASS);
+    hj_free(out);
+    int64_t read_at = clock_now - 1000; /* check2 made its reads 1 s before its second call */
+    clock_now = read_at + HV_MC_TTL_MS - HV_MC_TTL_MS / 5 - 1;
+    assert_int_equal(hv_mc_check(mc, HV_HOOK_UPDATE_MACHINE, req, &out, msg, sizeof(msg)),
+                     HV_MC_PASS);
+    hj_free(out);
+    assert_int_equal(hv_mc_work(mc), 0); /* not yet in the last fifth: nothing to read */
+    clock_now = read_at + HV_MC_TTL_MS - HV_MC_TTL_MS / 5;
+    assert_int_equal(hv_mc_check(mc, HV_HOOK_UPDATE_MACHINE, req, &out, msg, sizeof(msg)),
+                     HV_MC_PASS);
+    hj_free(out);
+    assert_int_equal(hv_mc_work(mc), 2); /* Machine and infra machine read again */
+    assert_int_equal(F.gets, 4);
+    clock_now = read_at + HV_MC_TTL_MS + 500; /* past the first reads' TTL */
+    assert_int_equal(hv_mc_check(mc, HV_HOOK_UPDATE_MACHINE, req, &out, msg, sizeof(msg)),
+                     HV_MC_PASS);
+    hj_free(out);
+    assert_int_equal(hv_mc_work(mc), 0);
+    struct hv_mc_stats st;
+    hv_mc_get_stats(mc, &st);
+    assert_int_equal(st.waits, 1); /* only check2's first call, before any read */
+    assert_int_equal(st.passes, 4);
+    hj_free(req);
+    hv_mc_free(mc);
+}
+
 static void test_read_forbidden_fails_closed(void **state)
 {
     (void)state;
@@ -539,6 +577,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pass_uses_api_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_cache_not_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_cost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hot_entry_read_again_before_it_expires, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_read_forbidden_fails_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_machine_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_without_names, setup, teardown),
