@@ -39,6 +39,14 @@ static void refuse(struct pass *p, const struct hv_begin_judgement *j, enum hv_f
                    const char *msg)
 {
     p->rec.has_base = j->base_inherited;
+    /* Nor is it cold, whatever its plan, while the VM runs and no older operation's step goes
+     * down under it: no cycle of it began, so an operation after it takes that base over
+     * (hv_begin_base), as after new_cycle's refusal. Seed 4791005: A's DIMM the guest never
+     * onlined; B, a memory decrease needing a cycle, refused under Required within A's deadline
+     * with A's base; C, for A's memory and more vCPUs, took a fresh look (the DIMM as the
+     * hypervisor's), hot-plugged only the vCPUs and answered "the guest shows it". */
+    if (p->obs.power == HV_POWER_ON && !p->down_at)
+        hv_rec_move(&p->rec, HV_PH_NONE, false, 0, "refused before it began");
     rc_fail_sticky(p, why, msg);
 }
 
