@@ -5,6 +5,7 @@
 #include "machinecheck.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,12 @@ struct hv_mc {
     bool stop;
     struct entry *e;
     size_t n, cap;
+    /* index of e by path: open addressing, linear probing; slot k holds an entry's index + 1
+     * (0: empty); n_slots a power of two at least twice cap, rebuilt when e grows or loses
+     * entries (a linear search cost a check some 16,000 string compares at the table's 8,192,
+     * under mu, which every hook thread takes) */
+    uint32_t *slot;
+    size_t n_slots;
     unsigned long reads, passes, waits, fails;
 };
 
@@ -88,15 +95,56 @@ bool hv_mc_resource(const char *kind, char *out, size_t cap)
 
 /* ---- the table ---- */
 
-static struct entry *find(struct hv_mc *mc, const char *path)
+static size_t path_hash(const char *path)
 {
-    for (size_t i = 0; i < mc->n; i++)
-        if (!strcmp(mc->e[i].path, path))
-            return &mc->e[i];
-    return NULL;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        h = (h ^ *c) * 1099511628211ULL;
+    return (size_t)(h ^ h >> 29);
 }
 
-/* Find or add under mu; NULL when the table is full of live entries. */
+static struct entry *find(struct hv_mc *mc, const char *path)
+{
+    if (!mc->n_slots)
+        return NULL;
+    size_t mask = mc->n_slots - 1;
+    for (size_t k = path_hash(path) & mask;; k = (k + 1) & mask) {
+        uint32_t i = mc->slot[k];
+        if (!i)
+            return NULL;
+        if (!strcmp(mc->e[i - 1].path, path))
+            return &mc->e[i - 1];
+    }
+}
+
+static void index_put(struct hv_mc *mc, size_t i)
+{
+    size_t mask = mc->n_slots - 1, k = path_hash(mc->e[i].path) & mask;
+    while (mc->slot[k])
+        k = (k + 1) & mask;
+    mc->slot[k] = (uint32_t)i + 1;
+}
+
+/* The index anew, for at least want entries. */
+static void reindex(struct hv_mc *mc, size_t want)
+{
+    size_t n = mc->n_slots ? mc->n_slots : 128;
+    while (n < 2 * want)
+        n *= 2;
+    if (n != mc->n_slots) {
+        free(mc->slot);
+        mc->slot = malloc(n * sizeof(*mc->slot));
+        if (!mc->slot)
+            abort();
+        mc->n_slots = n;
+    }
+    memset(mc->slot, 0, n * sizeof(*mc->slot));
+    for (size_t i = 0; i < mc->n; i++)
+        index_put(mc, i);
+}
+
+/* Find or add under mu; NULL when the table is full of live entries. It may move entries:
+ * pointers into the table from before it are stale (find them again). */
 static struct entry *get_entry(struct hv_mc *mc, const char *path, int64_t now)
 {
     struct entry *e = find(mc, path);
@@ -112,6 +160,7 @@ static struct entry *get_entry(struct hv_mc *mc, const char *path, int64_t now)
                 i++;
             }
         }
+        reindex(mc, mc->cap);
         if (mc->n == HV_MC_MAX)
             return NULL;
     }
@@ -122,10 +171,12 @@ static struct entry *get_entry(struct hv_mc *mc, const char *path, int64_t now)
             abort();
         mc->e = grown;
         mc->cap = cap;
+        reindex(mc, cap);
     }
     e = &mc->e[mc->n++];
     memset(e, 0, sizeof(*e));
     snprintf(e->path, sizeof(e->path), "%s", path);
+    index_put(mc, mc->n - 1);
     return e;
 }
 
@@ -273,6 +324,7 @@ void hv_mc_free(struct hv_mc *mc)
     for (size_t i = 0; i < mc->n; i++)
         hj_free(mc->e[i].obj);
     free(mc->e);
+    free(mc->slot);
     pthread_cond_destroy(&mc->cond);
     pthread_mutex_destroy(&mc->mu);
     free(mc);
@@ -513,9 +565,10 @@ enum hv_mc_verdict hv_mc_check(struct hv_mc *mc, enum hv_hook h, const hj *req, 
     int64_t now = now_ms(mc);
     pthread_mutex_lock(&mc->mu);
     struct entry *me = get_entry(mc, n.mpath, now);
-    size_t mi = me ? (size_t)(me - mc->e) : 0;
+    if (me)
+        me->used = now; /* so that getting ie does not drop it for room */
     struct entry *ie = me ? get_entry(mc, n.ipath, now) : NULL;
-    me = ie ? &mc->e[mi] : NULL; /* get_entry may have moved the table */
+    me = ie ? find(mc, n.mpath) : NULL; /* getting ie may have moved it */
     if (!me || !ie) {
         v = HV_MC_WAIT;
         snprintf(msg, msglen,

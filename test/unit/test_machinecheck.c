@@ -389,6 +389,80 @@ static void test_hot_entry_read_again_before_it_expires(void **state)
     hv_mc_free(mc);
 }
 
+/* An UpdateMachine request for Machine NAME and LibvirtMachine INFRA_NAME in ns. */
+static hj *named_req(const char *name, const char *infra_name)
+{
+    char t[1024];
+    snprintf(t, sizeof(t),
+             "{\"apiVersion\":\"" API "\",\"kind\":\"UpdateMachineRequest\",\"desired\":{"
+             "\"machine\":{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},"
+             "\"spec\":{\"infrastructureRef\":{\"apiGroup\":\"infrastructure.cluster.x-k8s.io\","
+             "\"kind\":\"LibvirtMachine\",\"name\":\"%s\"}}},"
+             "\"infrastructureMachine\":{\"apiVersion\":\"" INFRA "\",\"kind\":\"LibvirtMachine\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{}}}}",
+             name, infra_name, infra_name);
+    return tu_json(t);
+}
+
+static enum hv_mc_verdict check_named(struct hv_mc *mc, const char *name, const char *infra_name)
+{
+    hj *req = named_req(name, infra_name), *out = NULL;
+    char msg[600];
+    enum hv_mc_verdict v = hv_mc_check(mc, HV_HOOK_UPDATE_MACHINE, req, &out, msg, sizeof(msg));
+    hj_free(out);
+    hj_free(req);
+    return v;
+}
+
+/* The table full (HV_MC_MAX objects, none looked at within two TTLs): a check drops them for
+ * room, and its own Machine, added just before its infra machine needed the room, is neither
+ * dropped nor lost when the drop moves it; every object is found again by its path after. */
+static void test_full_table_makes_room(void **state)
+{
+    (void)state;
+    struct hv_mc *mc = new_mc();
+    char name[32], infra[32];
+    /* HV_MC_MAX - 1 objects: Machines m0.. with LibvirtMachines l0.., one Machine sharing l0 */
+    for (int i = 0; i < HV_MC_MAX / 2 - 1; i++) {
+        snprintf(name, sizeof(name), "m%d", i);
+        snprintf(infra, sizeof(infra), "l%d", i);
+        assert_int_equal(check_named(mc, name, infra), HV_MC_WAIT);
+    }
+    assert_int_equal(check_named(mc, "mx", "l0"), HV_MC_WAIT);
+    assert_int_equal(hv_mc_work(mc), HV_MC_MAX - 1); /* each read once (404s) */
+    struct hv_mc_stats st;
+    hv_mc_get_stats(mc, &st);
+    assert_int_equal(st.cached, HV_MC_MAX - 1);
+    /* the first half looked at again now: they must stay */
+    clock_now += 3 * HV_MC_TTL_MS;
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "m%d", i);
+        snprintf(infra, sizeof(infra), "l%d", i);
+        check_named(mc, name, infra); /* expired: wait and read again */
+    }
+    assert_int_equal(hv_mc_work(mc), 200);
+    /* a new Machine takes the last place, its infra machine needs room: the rest is dropped */
+    assert_int_equal(check_named(mc, "new", "lnew"), HV_MC_WAIT);
+    hv_mc_get_stats(mc, &st);
+    assert_int_equal(st.cached, 202);
+    assert_int_equal(hv_mc_work(mc), 2); /* both of the new check's objects were wanted */
+    clock_now += 1000;
+    int gets = F.gets;
+    /* found by path: no read wanted, a verdict on the reads made (the API server has none) */
+    assert_int_not_equal(check_named(mc, "new", "lnew"), HV_MC_WAIT);
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "m%d", i);
+        snprintf(infra, sizeof(infra), "l%d", i);
+        assert_int_not_equal(check_named(mc, name, infra), HV_MC_WAIT);
+    }
+    assert_int_equal(hv_mc_work(mc), 0);
+    assert_int_equal(F.gets, gets);
+    /* a dropped one is read anew */
+    assert_int_equal(check_named(mc, "m500", "l500"), HV_MC_WAIT);
+    assert_int_equal(hv_mc_work(mc), 2);
+    hv_mc_free(mc);
+}
+
 static void test_read_forbidden_fails_closed(void **state)
 {
     (void)state;
@@ -577,6 +651,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pass_uses_api_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_cache_not_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_cost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_table_makes_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hot_entry_read_again_before_it_expires, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_read_forbidden_fails_closed, setup, teardown),
