@@ -1204,6 +1204,31 @@ static int64_t resent_unanswered_since(const struct sim *s, const struct sim_vm 
     return v->unans_ms;
 }
 
+/* w's cycle, resumed by the operator, is carried over the caps by design by a live process
+ * other than me (me_gen) that sent its step before the resume (sent_before_resume): the one
+ * that sent it first, or the one that carries it now (cycle_carrier: the record's owner),
+ * which took it over and sent it again, as sim_check_carried counts it. Held-out seed 15322
+ * (honest world): r0:1's TrySoft shutdown of vm4 sent again by r1 at 97.4 s and by r0:2 at
+ * 109.8 s (its record r0:2's since), vm4 suspended at 154.3 s, r0:2's slot given back and
+ * taken for vm2's cycle at 159.0 s, vm4 resumed at 163.7 s and taken over r0:2's caps at its
+ * next look, and r1 (its own slot for vm4 given back when it saw the VM paused, 163.6 s)
+ * began vm1's cycle at 163.8 s: one cycle within each process's cap and one over r0:2's, where
+ * the first sender's reading (r0:1, a previous life) counted it as no live process's. A
+ * previous life's cycle that no live process took over still counts. */
+static bool others_resumed_over_caps(const struct sim *s, struct sim_vm *w, int me, int me_gen)
+{
+    int cr, cg;
+    cycle_carrier(w, &cr, &cg);
+    const int by[2][2] = {{w->cycle_owner, w->cycle_gen}, {cr, cg}};
+    for (int i = 0; i < 2; i++) {
+        int r = by[i][0], g = by[i][1];
+        if (!(r == me && g == me_gen) && r >= 0 && r < s->n_reps && s->reps[r].gen == g &&
+            sent_before_resume(w, r, g))
+            return true;
+    }
+    return false;
+}
+
 /* Invariant 2 at the moment a shutdown or power-off is accepted. */
 static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
 {
@@ -1351,10 +1376,9 @@ static void check_cycle_start(struct sim *s, struct hv_backend *b, int k)
         /* ... or another live process's cycle the operator resumed after that process sent
          * its step: carried over that process's caps by design, as sim_check_carried counts it
          * (held-out seed 2278471: r1's suspended cycle resumed beside r1's and r0's own). Not
-         * a previous life's: no live process carries that one over its caps. */
-        if (w != v && !(w->cycle_owner == me && w->cycle_gen == me_gen) && w->cycle_owner >= 0 &&
-            w->cycle_owner < s->n_reps && s->reps[w->cycle_owner].gen == w->cycle_gen &&
-            sent_before_resume(w, w->cycle_owner, w->cycle_gen))
+         * a previous life's that no live process carries: none carries that one over its caps
+         * (others_resumed_over_caps) */
+        if (w != v && others_resumed_over_caps(s, w, me, me_gen))
             continue;
         /* ... or a VM off mid-cycle that another replica than the one that began the cycle
          * took over (the world saw it write the record while the VM was off, off_taker):
