@@ -115,8 +115,10 @@ static bool at_limit(struct hv_acceptor *a)
     return full;
 }
 
-/* Accepts what is waiting, up to ACCEPT_SERIES and while below the limit (a hand-off may count
- * its connection at once); false when out of descriptors (or memory). */
+/* Accepts what is waiting, up to ACCEPT_SERIES and while below the limit; false when out of
+ * descriptors (or memory). A connection counts as held from its hand-off (not from when the
+ * server starts serving it: libmicrohttpd's workers take an added connection later, from a
+ * queue), so the limit holds during the series too. */
 static bool accept_series(struct hv_acceptor *a)
 {
     for (int k = 0; k < ACCEPT_SERIES && !at_limit(a); k++) {
@@ -124,11 +126,17 @@ static bool accept_series(struct hv_acceptor *a)
         socklen_t len = sizeof(ss);
         int c = accept4(a->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c >= 0) {
-            a->hand(a->ctx, c, (struct sockaddr *)&ss, len);
+            hv_acceptor_held(a, 1);
+            if (!a->hand(a->ctx, c, (struct sockaddr *)&ss, len))
+                hv_acceptor_held(a, -1); /* refused (and closed): not held */
             continue;
         }
-        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-            continue; /* that client is gone; the next may wait */
+        /* that client is gone (accept(2): on Linux a pending network error of the new
+         * connection is returned by accept itself); the next may wait */
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == ENETDOWN ||
+            errno == ENOPROTOOPT || errno == EHOSTDOWN || errno == ENONET ||
+            errno == EHOSTUNREACH || errno == EOPNOTSUPP || errno == ENETUNREACH)
+            continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return true;
         return false; /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
@@ -142,8 +150,10 @@ static void *accept_main(void *arg)
     bool starved = false, told = false;
     bool full;
     while (turn(a, &full)) {
+        /* Out of descriptors, the socket stays ready while clients wait: it is not polled
+         * then, or the thread would spin; it is tried again OUT_OF_FDS_MS later. */
         struct pollfd p[2] = {{.fd = a->wake, .events = POLLIN},
-                              {.fd = a->fd, .events = full ? 0 : POLLIN}};
+                              {.fd = a->fd, .events = full || starved ? 0 : POLLIN}};
         int n = poll(p, 2, starved ? OUT_OF_FDS_MS : -1);
         if (n < 0 && errno != EINTR) {
             starved = true; /* (not seen: poll fails only for lack of memory here) */

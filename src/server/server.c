@@ -6,8 +6,8 @@
  * to MHD_add_connection, which spreads them over the worker threads by descriptor number
  * (MHD's own accept let whichever worker woke first take a burst of them).
  *
- * Abuse limits: MHD caps connections per client address and in total (the acceptor stops
- * accepting at the total, so further clients wait in the listen queue); every connection also
+ * Abuse limits: MHD caps connections per client address, the acceptor those in total (it
+ * stops accepting at the total, so further clients wait in the listen queue); every connection also
  * has a deadline (conntrack.h) by which its next step must be done: the TLS
  * handshake and the first request head within head_timeout of the accept, the body and the
  * answer within IO_TIMEOUT_S of the head, the next head within IO_TIMEOUT_S of the previous
@@ -595,18 +595,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* MHD_OPTION_NOTIFY_CONNECTION: the connection deadlines, and the count the acceptor stops
- * at. */
+ * at (it counts a connection from its hand-off; in libmicrohttpd 0.9.75 every added connection
+ * it accepted ends with a close notification, but for one its worker drops unannounced when
+ * it cannot allocate the connection's memory pool: that one stays counted). */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     struct hv_server *s = cls;
     hv_conntrack_notify(s->conns, c, socket_context, code);
-    hv_acceptor_held(s->acc, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        hv_acceptor_held(s->acc, -1);
 }
 
 /* The acceptor's hand-off: libmicrohttpd gives the connection to the worker its descriptor
- * number picks (the next one when that worker is full) and closes it when it refuses it (over
- * the per-address limit, or every worker full). */
+ * number picks and closes it when it refuses it (over the per-address limit). */
 static bool hand_to_mhd(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
 {
     struct hv_server *s = ctx;
@@ -757,7 +759,13 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         snprintf(err, errlen, "cannot listen on %s (address in use or not permitted)", o->listen);
         goto fail;
     }
-    /* The acceptor owns the listening socket and hands connections over (acceptor.h). */
+    /* The acceptor owns the listening socket and hands connections over (acceptor.h); it
+     * keeps the total at `limit`. libmicrohttpd splits its own limit evenly over the workers
+     * and checks a worker's share against the connections it has started, not those still in
+     * its queue of added ones, so with `limit` it would close connections the acceptor has
+     * room for (two handed to one worker with room for one, while another has room): each
+     * worker may take up to `limit` here, which the total never exceeds. */
+    unsigned mhd_limit = threads > 1 ? limit * threads : limit;
     unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                      MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     /* Strict level 0: level 1's only checks in libmicrohttpd 0.9.75 are a Host in HTTP/1.1
@@ -768,7 +776,7 @@ struct hv_server *hv_server_start(const struct hv_server_opts *o, char *err, siz
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_HTTPS_CERT_CALLBACK, hv_tls_cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
         hv_tls_priorities(), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)IO_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, limit,
+        (unsigned)IO_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_per_address, MHD_OPTION_STRICT_FOR_CLIENT,
         (int)0, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);

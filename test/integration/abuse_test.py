@@ -19,7 +19,8 @@ cases (default: all):
             identical duplicates are one value and answered 200; whitespace before a
             field's colon, in the request target, a missing or repeated Host: exactly one
             400 answer, then the close
-  limit     --max-connections 16 held: the 17th client waits in the listen queue (not
+  limit     --max-connections 16: of a burst of 48 clients none is accepted and closed;
+            16 held: the 17th client waits in the listen queue (not
             accepted and closed), and is served as soon as one of the 16 closes
   garbage   malformed request lines and heads: each gets an HTTP answer or a close,
             never a hang (what libmicrohttpd reads as empty lines before a request line,
@@ -709,6 +710,22 @@ def case_limit(binary):
                  "--threads", "4")
     held, waiting = [], None
     try:
+        # a burst: 48 clients connect back to back (TCP only), most of them before the server
+        # has started serving any: 16 are held, the others wait; none is accepted and closed
+        burst = [srv.tcp("127.0.0.4") for _ in range(48)]
+        time.sleep(1.0)
+        closed = 0
+        for s in burst:
+            if select.select([s], [], [], 0)[0]:
+                try:
+                    closed += not s.recv(1)
+                except OSError:
+                    closed += 1
+        check(closed == 0,
+              "a burst of 48 at the limit: none accepted and closed (%d were)" % closed)
+        for s in burst:
+            s.close()
+        time.sleep(1.0)  # the server closes the 16 it held, then the 32 it takes after them
         for _ in range(16):
             s = srv.tls("127.0.0.2")
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

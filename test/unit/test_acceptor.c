@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,14 +31,13 @@ struct handed {
     struct hv_acceptor *a;
 };
 
-/* The hand-off of a server whose connections begin at once: keeps the descriptor and counts
- * the connection as held. */
+/* The hand-off: keeps the descriptor (the acceptor counts the connection as held from here,
+ * whenever the server starts serving it, as libmicrohttpd's workers do later, from a queue). */
 static bool keep(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
 {
     struct handed *h = ctx;
     assert_int_equal(sa->sa_family, AF_INET);
     assert_int_equal(len, sizeof(struct sockaddr_in));
-    hv_acceptor_held(h->a, 1);
     pthread_mutex_lock(&h->mu);
     if (h->n < 16)
         h->fds[h->n++] = fd;
@@ -45,6 +46,42 @@ static bool keep(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     return true;
+}
+
+/* The hand-off of a server that refuses every connection (libmicrohttpd over the per-address
+ * limit): closes it and says so. */
+static bool refuse(void *ctx, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    struct handed *h = ctx;
+    (void)sa;
+    (void)len;
+    close(fd);
+    pthread_mutex_lock(&h->mu);
+    h->n++;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    return false;
+}
+
+/* accept4 as the acceptor calls it, counted, and failing with EMFILE while `starve` is set:
+ * the process out of descriptors, the client left in the listen queue. (Lowering
+ * RLIMIT_NOFILE instead does not work under valgrind, which keeps descriptors of its own
+ * and closes an accepted socket over the limit it emulates: the client would be lost.) */
+static atomic_int accept_calls;
+static atomic_bool starve;
+static pthread_mutex_t calls_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t calls_cv = PTHREAD_COND_INITIALIZER;
+int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+    pthread_mutex_lock(&calls_mu);
+    atomic_fetch_add(&accept_calls, 1);
+    pthread_cond_broadcast(&calls_cv);
+    pthread_mutex_unlock(&calls_mu);
+    if (atomic_load(&starve)) {
+        errno = EMFILE;
+        return -1;
+    }
+    return (int)syscall(SYS_accept4, fd, sa, len, flags);
 }
 
 static int wait_handed(struct handed *h, int want)
@@ -163,6 +200,87 @@ static void test_hands_over_every_connection(void **state)
     }
 }
 
+/* The limit holds however late the server starts serving what it was handed: clients that
+ * are all waiting when the thread starts are not handed over past the limit in one series. */
+static void test_counts_from_the_hand_off(void **state)
+{
+    (void)state;
+    struct handed h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    h.a = open_loopback(2);
+    int c[6];
+    for (int k = 0; k < 6; k++)
+        c[k] = dial(hv_acceptor_port(h.a)); /* all six in the listen queue */
+    char err[256] = "";
+    assert_int_equal(hv_acceptor_run(h.a, keep, &h, err, sizeof(err)), 0);
+    assert_int_equal(wait_handed(&h, 2), 2);
+    assert_true(hv_acceptor_wait_parked(h.a, WAIT_MS));
+    assert_int_equal(handed_now(&h), 2);
+    hv_acceptor_free(h.a);
+    for (int k = 0; k < 6; k++)
+        close(c[k]);
+    for (int k = 0; k < h.n; k++)
+        close(h.fds[k]);
+}
+
+/* A connection the server refuses (and closes) is not held: all are offered, none parks it. */
+static void test_refused_is_not_held(void **state)
+{
+    (void)state;
+    struct handed h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    h.a = open_loopback(2);
+    char err[256] = "";
+    assert_int_equal(hv_acceptor_run(h.a, refuse, &h, err, sizeof(err)), 0);
+    int c[5];
+    for (int k = 0; k < 5; k++)
+        c[k] = dial(hv_acceptor_port(h.a));
+    assert_int_equal(wait_handed(&h, 5), 5);
+    assert_false(hv_acceptor_wait_parked(h.a, 1));
+    hv_acceptor_free(h.a);
+    for (int k = 0; k < 5; k++)
+        close(c[k]);
+}
+
+/* Out of descriptors it tries again now and then, not in a loop on the ready socket, and takes
+ * the client once descriptors are free. (Only a bound from above on the number of tries: a
+ * slow machine makes fewer.) */
+static int unstarve(void **state)
+{
+    (void)state;
+    atomic_store(&starve, false);
+    return 0;
+}
+
+static void test_out_of_descriptors_waits(void **state)
+{
+    (void)state;
+    struct handed h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    h.a = open_loopback(4);
+    char err[256] = "";
+    assert_int_equal(hv_acceptor_run(h.a, keep, &h, err, sizeof(err)), 0);
+    atomic_store(&starve, true);
+    int before = atomic_load(&accept_calls);
+    int c = dial(hv_acceptor_port(h.a));
+    struct timespec until; /* its first try, refused */
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    pthread_mutex_lock(&calls_mu);
+    while (atomic_load(&accept_calls) == before &&
+           pthread_cond_timedwait(&calls_cv, &calls_mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&calls_mu);
+    before = atomic_load(&accept_calls);
+    assert_true(before > 0);
+    sleep(1);
+    int tries = atomic_load(&accept_calls) - before;
+    assert_true(tries < 100); /* every 100 ms: about 10; a spin makes tens of thousands */
+    assert_int_equal(handed_now(&h), 0);
+    atomic_store(&starve, false);
+    assert_int_equal(wait_handed(&h, 1), 1);
+    hv_acceptor_free(h.a);
+    close(c);
+    close(h.fds[0]);
+}
+
 /* Stopping an acceptor that waits for clients returns (the thread wakes from its poll). */
 static void test_stops_while_waiting(void **state)
 {
@@ -197,6 +315,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parks_at_the_limit_and_goes_on_when_one_ends),
         cmocka_unit_test(test_hands_over_every_connection),
+        cmocka_unit_test(test_counts_from_the_hand_off),
+        cmocka_unit_test(test_refused_is_not_held),
+        cmocka_unit_test_teardown(test_out_of_descriptors_waits, unstarve),
         cmocka_unit_test(test_stops_while_waiting),
         cmocka_unit_test(test_address_in_use),
     };
