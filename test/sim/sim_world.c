@@ -2155,9 +2155,15 @@ void sim_world_fault_on(struct sim *s, int k, int kind)
             v->power = HV_POWER_ON;
             /* a guest shutting down when it was paused goes on with it: it still needs the
              * running time it had left (issue 27's seed 15744: the window of "a sent step
-             * may still land" is running time, not wall time) */
-            if (v->off_at && v->paused_ms && v->off_at > v->paused_ms)
-                v->off_at += s->now_ms - v->paused_ms;
+             * may still land" is running time, not wall time), from this pause: the
+             * operator's or a fault's (paused_ms) or the one right after a power-on
+             * (paused_on_ms), whichever came last. Held-out seed 5758372: vm0's guest, heeding
+             * ACPI, was asked to shut down at 824.3 s (off at 837.3 s), paused right after its
+             * power-on at 825.5 s and resumed at 834.4 s; timed from an older pause (335.1 s),
+             * its shutdown came 499 s late, past its Soft window */
+            int64_t since = v->paused_ms > v->paused_on_ms ? v->paused_ms : v->paused_on_ms;
+            if (v->off_at && since && v->off_at > since)
+                v->off_at += s->now_ms - since;
             v->resumed_ms = s->now_ms;
             changed(s, k);
             sim_note(s, "operator: %s resumed", v->name);
