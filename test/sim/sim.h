@@ -231,8 +231,6 @@ struct sim_vm {
     uint64_t look_seq[SIM_MAX_REPLICAS];
     /* ... and each replica's last pass look that found it running */
     int64_t look_on_ms[SIM_MAX_REPLICAS];
-    /* ... and each replica's last pass look that found it off */
-    int64_t look_off_ms[SIM_MAX_REPLICAS];
     /* ... and each replica's last look outside a pass (a CanUpdateMachine probe) */
     uint64_t probe_seq[SIM_MAX_REPLICAS];
     /* when the hypervisor's change reports (ops->watch) last told the replicas of it */

@@ -2012,16 +2012,6 @@ static void check_end(struct sim *s)
              * events, not its milliseconds: held-out seed 3009423, another life's give-up
              * power-on and this replica's shutdown in one millisecond) */
             bool open = w->power_on_seq < w->cycle_seq || w->op_on_ms >= w->power_on_ms;
-            /* (... or the last one another replica's, whose record write the world did not
-             * take: the record still this replica's, written after the step, and no look of
-             * this replica saw the VM off since it went off; its passes see the record it
-             * wrote and the VM running, then paused, which no engine can tell from a step not
-             * landed yet. Held-out seed 246226 (honest): r1's unanswered shutdown landed at
-             * 236.1 s, r0's pass started the VM again at 257.6 s and its record write failed,
-             * the VM paused right after that power-on and r1 parked its Failure upon the step) */
-            open = open || (w->power_on_rep >= 0 && w->power_on_rep != r && w->writer_rep == r &&
-                            w->writer_ms >= w->cycle_ms && w->writer_ms < w->power_on_ms &&
-                            w->look_off_ms[r] < w->went_off_ms);
             /* (sent by this life, or by another process and carried by this replica since: the
              * last record write the world took, after the step, is one of its lives'; held-out
              * seeds 2975479, 2934946: r1's shutdown taken, r0 wrote the record over it for the

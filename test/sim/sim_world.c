@@ -742,8 +742,6 @@ static int b_observe(struct hv_backend *b, const struct hv_vm_ref *ref, struct h
         s->vms[k].look_seq[rep_of(b)->idx] = ++s->world_seq;
         if (s->vms[k].power == HV_POWER_ON)
             s->vms[k].look_on_ms[rep_of(b)->idx] = s->now_ms;
-        if (s->vms[k].power == HV_POWER_OFF)
-            s->vms[k].look_off_ms[rep_of(b)->idx] = s->now_ms;
         /* (a pass's look within the operation's deadline that found room for its cycle) */
         struct sim_op *op = &s->callers[k].op;
         int r = rep_of(b)->idx;
@@ -1730,8 +1728,6 @@ static int act_do(struct hv_backend *b, const struct hv_vm_ref *ref, const struc
     if (st->seen_after && s->record_in_step && v->exists) {
         fill_obs(s, k, st->seen_after, true);
         v->look_ms[rep_of(b)->idx] = s->now_ms;
-        if (v->power == HV_POWER_OFF)
-            v->look_off_ms[rep_of(b)->idx] = s->now_ms;
     }
     sim_note(s, "  act %d on %s by r%d: accepted", st->kind, v->name, rep_of(b)->idx);
     changed(s, k);
