@@ -93,12 +93,18 @@ static void poke(struct hv_acceptor *a)
     (void)n; /* EAGAIN: the counter is already far from zero, the thread will wake anyway */
 }
 
+/* At the limit (mu held). */
+static bool full_locked(const struct hv_acceptor *a)
+{
+    return a->held >= (long)a->limit;
+}
+
 /* Whether to accept now (false: stop); marks the acceptor parked when at the limit. */
 static bool turn(struct hv_acceptor *a, bool *full)
 {
     pthread_mutex_lock(&a->mu);
     bool stop = a->stop;
-    *full = a->held >= (long)a->limit;
+    *full = full_locked(a);
     if (*full != a->parked) {
         a->parked = *full;
         pthread_cond_broadcast(&a->cv);
@@ -110,7 +116,7 @@ static bool turn(struct hv_acceptor *a, bool *full)
 static bool at_limit(struct hv_acceptor *a)
 {
     pthread_mutex_lock(&a->mu);
-    bool full = a->held >= (long)a->limit;
+    bool full = full_locked(a);
     pthread_mutex_unlock(&a->mu);
     return full;
 }
@@ -197,7 +203,7 @@ void hv_acceptor_held(struct hv_acceptor *a, int delta)
 {
     pthread_mutex_lock(&a->mu);
     a->held += delta;
-    bool wake = a->parked && a->held < (long)a->limit;
+    bool wake = a->parked && !full_locked(a);
     pthread_mutex_unlock(&a->mu);
     if (wake)
         poke(a);
